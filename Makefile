@@ -1,0 +1,52 @@
+# catalogd — set-up, run, test. `make run` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+CONFIG ?= conf/catalogd.yaml
+
+.PHONY: run test unit integration lint idl install java clean bench
+
+$(STAMP): pyproject.toml
+	@command -v java >/dev/null 2>&1 || $(MAKE) --no-print-directory java
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Java 17 runs the embedded Hive Metastore and Spark.
+java:
+	@if command -v java >/dev/null 2>&1; then java -version 2>&1 | head -1; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Java 17 (openjdk-17-jre-headless)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	else echo "Java 17 is required: install it and re-run" >&2; exit 1; fi
+
+run: $(STAMP)
+	$(BIN)/catalogd serve --config $(CONFIG)
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q tests
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+integration: $(STAMP)
+	$(BIN)/python -m pytest -q -m integration tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check catalogd tests benchmarks
+
+# Regenerate the Thrift code from idl/ (Debian: apt-get install thrift-compiler).
+idl:
+	rm -rf catalogd/gen
+	mkdir -p catalogd/gen
+	thrift -gen py:package_prefix=catalogd.gen. -out catalogd/gen idl/catalogd.thrift
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/catalog_ops.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,523 @@
+"""The ``hive`` catalog: databases and tables kept in a Hive Metastore.
+
+HMS Thrift types live only in this module (and the metastore client under
+it): everything that leaves is a ``catalogd.model`` object, and every HMS
+error is translated into a catalogd error where the call is made.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.Thrift import TApplicationException
+
+from catalogd.catalog import spark_schema
+from catalogd.catalog.base import BaseCatalog
+from catalogd.catalog.types import parse_type
+from catalogd.errors import (
+    AlreadyExistsError,
+    CatalogError,
+    DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    MetastoreUnavailableError,
+    NotFoundError,
+    PermissionDeniedError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from catalogd.metastore.client import MetastoreClient, parse_uris
+from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.model import CatalogInfo, Column, Database, DatabaseUpdate, Table, TableFormat, TableKind, TableUpdate
+
+if TYPE_CHECKING:
+    from catalogd.config import CatalogConfig, Config
+
+logger = logging.getLogger(__name__)
+
+MANAGED_TABLE = "MANAGED_TABLE"
+EXTERNAL_TABLE = "EXTERNAL_TABLE"
+VIRTUAL_VIEW = "VIRTUAL_VIEW"
+LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
+TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
+TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
+#: Parameters HMS or Spark keep for themselves; hidden from ``properties``.
+HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX + ".",)
+
+
+@dataclass(frozen=True)
+class StorageFormat:
+    serde: str
+    input_format: str
+    output_format: str
+    serde_params: tuple[tuple[str, str], ...] = ()
+    #: Spark data source provider for formats Hive 2.3 cannot read natively.
+    spark_provider: str | None = None
+
+
+STORAGE_FORMATS: dict[TableFormat, StorageFormat] = {
+    TableFormat.PARQUET: StorageFormat(
+        "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+    ),
+    TableFormat.ORC: StorageFormat(
+        "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+        "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+    ),
+    TableFormat.AVRO: StorageFormat(
+        "org.apache.hadoop.hive.serde2.avro.AvroSerDe",
+        "org.apache.hadoop.hive.ql.io.avro.AvroContainerInputFormat",
+        "org.apache.hadoop.hive.ql.io.avro.AvroContainerOutputFormat",
+    ),
+    TableFormat.TEXTFILE: StorageFormat(
+        LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, (("serialization.format", "1"),)
+    ),
+    # CSV and JSON: Spark reads them as data source tables (quoting, JSON
+    # parsing); the storage descriptor stays readable by Hive and Trino.
+    TableFormat.CSV: StorageFormat(
+        LAZY_SIMPLE_SERDE,
+        TEXT_INPUT,
+        TEXT_OUTPUT,
+        (("field.delim", ","), ("serialization.format", ",")),
+        spark_provider="csv",
+    ),
+    TableFormat.JSON: StorageFormat(
+        "org.apache.hive.hcatalog.data.JsonSerDe", TEXT_INPUT, TEXT_OUTPUT, spark_provider="json"
+    ),
+}
+_PROVIDER_FORMATS = {
+    "parquet": TableFormat.PARQUET,
+    "orc": TableFormat.ORC,
+    "avro": TableFormat.AVRO,
+    "com.databricks.spark.avro": TableFormat.AVRO,
+    "csv": TableFormat.CSV,
+    "json": TableFormat.JSON,
+    "text": TableFormat.TEXTFILE,
+}
+
+
+def _format_of(tbl: hms.Table) -> TableFormat | None:
+    provider = (tbl.parameters or {}).get(spark_schema.PROVIDER, "").lower()
+    if provider in _PROVIDER_FORMATS:
+        return _PROVIDER_FORMATS[provider]
+    sd = tbl.sd
+    serde = (sd.serdeInfo.serializationLib if sd and sd.serdeInfo else None) or ""
+    for fmt, storage in STORAGE_FORMATS.items():
+        if storage.spark_provider is None and serde == storage.serde:
+            if fmt is TableFormat.TEXTFILE and sd and sd.inputFormat != TEXT_INPUT:
+                continue
+            return fmt
+    if serde == "org.apache.hadoop.hive.serde2.OpenCSVSerde":
+        return TableFormat.CSV
+    if serde.endswith("JsonSerDe"):
+        return TableFormat.JSON
+    return None
+
+
+def _columns(schemas: list[hms.FieldSchema] | None) -> list[Column]:
+    return [Column(f.name, f.type, f.comment or None) for f in schemas or []]
+
+
+def _field_schemas(columns: list[Column]) -> list[hms.FieldSchema]:
+    return [hms.FieldSchema(name=c.name.lower(), type=parse_type(c.type), comment=c.comment) for c in columns]
+
+
+class HiveCatalog(BaseCatalog):
+    """A catalog whose objects live in a Hive Metastore.
+
+    Args:
+        name: the catalog's name.
+        uris: remote metastore addresses; empty when ``embedded`` is given.
+        embedded: a metastore this catalog starts and stops itself.
+        warehouse: the warehouse URI (from config, or asked from HMS on open).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        uris: list[tuple[str, int]] | None = None,
+        embedded: EmbeddedMetastore | None = None,
+        warehouse: str | None = None,
+        username: str | None = None,
+        connect_timeout: float = 5.0,
+        socket_timeout: float = 60.0,
+        default_database: str = "default",
+    ) -> None:
+        super().__init__(name)
+        if not uris and embedded is None:
+            raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
+        self._uris = list(uris or [])
+        self._embedded = embedded
+        self._warehouse = warehouse
+        self._username = username
+        self._connect_timeout = connect_timeout
+        self._socket_timeout = socket_timeout
+        self.default_database = default_database
+        self._client: MetastoreClient | None = None
+
+    @classmethod
+    def from_config(cls, conf: CatalogConfig, config: Config) -> HiveCatalog:
+        hive_conf = {
+            k: v
+            for k, v in conf.connection.items()
+            if k not in ("hive.metastore.uris", "hive.metastore.username")
+            and not k.startswith("hive.metastore.connect")
+            and k != "hive.metastore.client.socket.timeout"
+        }
+        embedded = None
+        uris: list[tuple[str, int]] = []
+        if conf.is_embedded:
+            embedded = EmbeddedMetastore(
+                conf.name, config.server.data_dir, conf.metastore_port, conf.warehouse, hive_conf
+            )
+        else:
+            uris = parse_uris(conf.uris)
+        return cls(
+            conf.name,
+            uris=uris,
+            embedded=embedded,
+            warehouse=conf.warehouse or (embedded.warehouse if embedded else None),
+            username=conf.connection.get("hive.metastore.username"),
+            connect_timeout=conf.connect_timeout.total_seconds(),
+            socket_timeout=conf.socket_timeout.total_seconds(),
+            default_database=conf.default_database,
+        )
+
+    # ------------------------------------------------------------ lifecycle
+
+    def open(self, timeout: float = 60.0) -> None:
+        if self._embedded is not None:
+            self._embedded.start()
+            self._uris = parse_uris(self._embedded.uri)
+        self._client = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self._username)
+        # The port may open before HMS serves requests; wait for a real answer.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.ping()
+                break
+            except MetastoreUnavailableError:
+                if self._embedded is None or time.monotonic() > deadline:
+                    self.close()
+                    raise
+                time.sleep(0.3)
+        if self._warehouse is None:
+            with self._translate("get warehouse dir"):
+                self._warehouse = self._call("get_config_value", "hive.metastore.warehouse.dir", "") or None
+        if self.default_database != "default":
+            with self._translate(f"database {self.default_database}"):
+                self._call("get_database", self.default_database)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._embedded is not None:
+            self._embedded.stop()
+
+    def info(self) -> CatalogInfo:
+        metastore = self._client.uri_string if self._client else ",".join(f"thrift://{h}:{p}" for h, p in self._uris)
+        return CatalogInfo(
+            name=self.name,
+            type="hive",
+            default_database=self.default_database,
+            metastore=metastore or None,
+            warehouse=self._warehouse,
+        )
+
+    @property
+    def embedded(self) -> EmbeddedMetastore | None:
+        return self._embedded
+
+    def ping(self) -> None:
+        with self._translate("ping"):
+            self._call("get_all_databases")
+
+    # ------------------------------------------------------------ plumbing
+
+    def _call(self, method: str, *args: object, idempotent: bool = True) -> object:
+        if self._client is None:
+            raise MetastoreUnavailableError(f"catalog {self.name} is not open")
+        return self._client.call(method, *args, idempotent=idempotent)
+
+    @contextmanager
+    def _translate(
+        self,
+        what: str,
+        not_found: type[NotFoundError] = NotFoundError,
+        exists: type[AlreadyExistsError] = AlreadyExistsError,
+    ) -> Iterator[None]:
+        """Turn HMS exceptions into catalogd errors that name ``what``."""
+        try:
+            yield
+        except CatalogError:
+            raise
+        except hms.NoSuchObjectException as e:
+            raise not_found(f"{what} does not exist ({e.message})") from e
+        except hms.AlreadyExistsException as e:
+            raise exists(f"{what} already exists") from e
+        except (hms.InvalidObjectException, hms.InvalidInputException, hms.InvalidPartitionException) as e:
+            raise InvalidArgumentError(f"{what}: {e.message}") from e
+        except hms.InvalidOperationException as e:
+            if "not empty" in (e.message or "").lower():
+                raise DatabaseNotEmptyError(f"{what} is not empty; drop it with cascade") from e
+            raise InvalidArgumentError(f"{what}: {e.message}") from e
+        except hms.MetaException as e:
+            message = e.message or ""
+            lower = message.lower()
+            if "permission" in lower or "authoriz" in lower or "privilege" in lower:
+                raise PermissionDeniedError(f"{what}: {message}") from e
+            if "can not drop default database" in lower:
+                raise InvalidArgumentError(f"{what}: the default database cannot be dropped") from e
+            if "does not exist" in lower or "doesn't exist" in lower:
+                raise not_found(f"{what} does not exist ({message})") from e
+            raise MetastoreUnavailableError(f"{what}: metastore error: {message}") from e
+        except TApplicationException as e:
+            if e.type == TApplicationException.UNKNOWN_METHOD:
+                raise UnsupportedError(f"{what}: this metastore does not support the call ({e.message})") from e
+            raise MetastoreUnavailableError(f"{what}: metastore failed: {e.message}") from e
+
+    def _raw_table(self, database: str, name: str) -> hms.Table:
+        with self._translate(f"table {self.name}.{database}.{name}", TableNotFoundError):
+            return self._call("get_table", database, name)
+
+    # ------------------------------------------------------------ databases
+
+    def list_databases(self) -> list[str]:
+        with self._translate("list databases"):
+            return sorted(self._call("get_all_databases"))
+
+    def get_database(self, name: str) -> Database:
+        with self._translate(f"database {self.name}.{name}", DatabaseNotFoundError):
+            db = self._call("get_database", name)
+        return Database(
+            name=db.name,
+            catalog=self.name,
+            comment=db.description or None,
+            location=db.locationUri,
+            properties=dict(db.parameters or {}),
+            owner=db.ownerName,
+        )
+
+    def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
+        what = f"database {self.name}.{database.name}"
+        db = hms.Database(
+            name=database.name,
+            description=database.comment,
+            locationUri=database.location,
+            parameters=dict(database.properties),
+            ownerName=self._username,
+            ownerType=hms.PrincipalType.USER if self._username else None,
+        )
+        try:
+            with self._translate(what, exists=DatabaseAlreadyExistsError):
+                self._call("create_database", db, idempotent=False)
+        except DatabaseAlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+
+    def alter_database(self, name: str, update: DatabaseUpdate) -> None:
+        what = f"database {self.name}.{name}"
+        with self._translate(what, DatabaseNotFoundError):
+            db = self._call("get_database", name)
+            if update.comment is not None:
+                db.description = update.comment
+            params = dict(db.parameters or {})
+            params.update(update.set_properties)
+            for key in update.unset_properties:
+                params.pop(key, None)
+            db.parameters = params
+            self._call("alter_database", name, db)
+
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        what = f"database {self.name}.{name}"
+        try:
+            with self._translate(what, DatabaseNotFoundError):
+                # HMS 2.3 answers a missing database here with a NullPointerException.
+                self._call("get_database", name)
+                if not cascade and self._call("get_all_tables", name):
+                    raise DatabaseNotEmptyError(f"{what} is not empty; drop it with cascade")
+                self._call("drop_database", name, True, cascade, idempotent=False)
+        except DatabaseNotFoundError:
+            if not ignore_if_not_exists:
+                raise
+
+    # ------------------------------------------------------------ tables
+
+    def list_tables(self, database: str) -> list[str]:
+        what = f"database {self.name}.{database}"
+        with self._translate(what, DatabaseNotFoundError):
+            self._call("get_database", database)
+            names = set(self._call("get_all_tables", database))
+            views = set(self._call("get_tables_by_type", database, "*", VIRTUAL_VIEW))
+        return sorted(names - views)
+
+    def get_table(self, database: str, name: str) -> Table:
+        return self._to_table(self._raw_table(database, name))
+
+    def _to_table(self, tbl: hms.Table) -> Table:
+        params = dict(tbl.parameters or {})
+        columns, partition_keys = _columns(tbl.sd.cols if tbl.sd else None), _columns(tbl.partitionKeys)
+        from_spark = spark_schema.columns_from_properties(params) if spark_schema.PROVIDER in params else None
+        if from_spark is not None:
+            # A data source table: Spark's own schema is the true one (the storage
+            # descriptor may hold a placeholder like `col array<string>`).
+            columns, partition_keys = from_spark
+        location = tbl.sd.location if tbl.sd else None
+        if not location and tbl.sd and tbl.sd.serdeInfo and tbl.sd.serdeInfo.parameters:
+            location = tbl.sd.serdeInfo.parameters.get("path")
+        kind = {EXTERNAL_TABLE: TableKind.EXTERNAL, VIRTUAL_VIEW: TableKind.VIEW}.get(
+            tbl.tableType or "", TableKind.MANAGED
+        )
+        comment = params.pop("comment", None)
+        params.pop("EXTERNAL", None)
+        visible = {k: v for k, v in params.items() if not k.startswith(HIDDEN_PREFIXES)}
+        return Table(
+            name=tbl.tableName,
+            database=tbl.dbName,
+            catalog=self.name,
+            columns=columns,
+            partition_keys=partition_keys,
+            format=None if kind is TableKind.VIEW else _format_of(tbl),
+            location=location,
+            kind=kind,
+            comment=comment,
+            properties=visible,
+            owner=tbl.owner,
+            created=tbl.createTime,
+        )
+
+    def _to_hms(self, table: Table) -> hms.Table:
+        fmt = table.format or TableFormat.PARQUET
+        storage = STORAGE_FORMATS[fmt]
+        params = dict(table.properties)
+        if table.comment:
+            params["comment"] = table.comment
+        if table.kind is TableKind.EXTERNAL:
+            params["EXTERNAL"] = "TRUE"
+        serde_params = dict(storage.serde_params)
+        if storage.spark_provider:
+            params[spark_schema.PROVIDER] = storage.spark_provider
+            params.update(spark_schema.schema_properties(table.columns, table.partition_keys))
+            if table.location:
+                serde_params["path"] = table.location
+        sd = hms.StorageDescriptor(
+            cols=_field_schemas(table.columns),
+            location=table.location,
+            inputFormat=storage.input_format,
+            outputFormat=storage.output_format,
+            compressed=False,
+            numBuckets=-1,
+            serdeInfo=hms.SerDeInfo(name=None, serializationLib=storage.serde, parameters=serde_params),
+            bucketCols=[],
+            sortCols=[],
+            parameters={},
+        )
+        return hms.Table(
+            tableName=table.name,
+            dbName=table.database,
+            owner=self._username or table.owner,
+            createTime=int(time.time()),
+            lastAccessTime=0,
+            retention=0,
+            sd=sd,
+            partitionKeys=_field_schemas(table.partition_keys),
+            parameters=params,
+            tableType=EXTERNAL_TABLE if table.kind is TableKind.EXTERNAL else MANAGED_TABLE,
+        )
+
+    def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
+        what = f"table {self.name}.{table.database}.{table.name}"
+        self.check_new_table(table)
+        if table.kind is TableKind.VIEW:
+            raise InvalidArgumentError(f"{what}: create views with create_view")
+        if table.kind is TableKind.EXTERNAL and not table.location:
+            raise InvalidArgumentError(f"{what}: an external table needs a location")
+        tbl = self._to_hms(table)
+        with self._translate(f"database {self.name}.{table.database}", DatabaseNotFoundError):
+            self._call("get_database", table.database)
+        try:
+            with self._translate(what, TableNotFoundError, TableAlreadyExistsError):
+                self._call("create_table", tbl, idempotent=False)
+        except TableAlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+        stored = self._raw_table(table.database, table.name)
+        if STORAGE_FORMATS[table.format or TableFormat.PARQUET].spark_provider and not table.location:
+            # Spark finds a data source table's files through the `path` serde
+            # parameter; HMS chose the location only now.
+            stored.sd.serdeInfo.parameters = {**(stored.sd.serdeInfo.parameters or {}), "path": stored.sd.location}
+            with self._translate(what, TableNotFoundError):
+                self._call("alter_table", table.database, table.name, stored, idempotent=False)
+        return self._to_table(stored)
+
+    def alter_table(self, database: str, name: str, update: TableUpdate) -> Table:
+        what = f"table {self.name}.{database}.{name}"
+        tbl = self._raw_table(database, name)
+        if tbl.tableType == VIRTUAL_VIEW:
+            raise InvalidArgumentError(f"{what} is a view; alter it with alter_view")
+        current = self._to_table(tbl)
+        existing = {c.name for c in [*current.columns, *current.partition_keys]}
+        params = dict(tbl.parameters or {})
+        if update.add_columns:
+            added = []
+            for col in update.add_columns:
+                if col.name.lower() in existing:
+                    raise InvalidArgumentError(f"{what}: column {col.name!r} already exists")
+                existing.add(col.name.lower())
+                added.append(Column(col.name.lower(), parse_type(col.type), col.comment))
+            tbl.sd.cols = [*(tbl.sd.cols or []), *_field_schemas(added)]
+            if spark_schema.PROVIDER in params and f"{spark_schema.SCHEMA_PREFIX}.numParts" in params:
+                params = {k: v for k, v in params.items() if not k.startswith(spark_schema.SCHEMA_PREFIX + ".")}
+                params.update(spark_schema.schema_properties([*current.columns, *added], current.partition_keys))
+        if update.comment is not None:
+            params["comment"] = update.comment
+        params.update(update.set_properties)
+        for key in update.unset_properties:
+            params.pop(key, None)
+        tbl.parameters = params
+        # CASCADE: partitions get the new columns too, as Hive's ALTER ... CASCADE does.
+        context = hms.EnvironmentContext({"CASCADE": "true"} if update.add_columns and tbl.partitionKeys else {})
+        with self._translate(what, TableNotFoundError):
+            self._call("alter_table_with_environment_context", database, name, tbl, context, idempotent=False)
+        return self.get_table(database, name)
+
+    def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        what = f"table {self.name}.{database}.{name}"
+        try:
+            tbl = self._raw_table(database, name)
+        except TableNotFoundError:
+            if ignore_if_not_exists:
+                return
+            raise
+        if self.table_exists(database, new_name):
+            raise TableAlreadyExistsError(f"table {self.name}.{database}.{new_name} already exists")
+        tbl.tableName = new_name
+        with self._translate(what, TableNotFoundError, TableAlreadyExistsError):
+            self._call("alter_table", database, name, tbl, idempotent=False)
+            serde = tbl.sd.serdeInfo if tbl.sd else None
+            if serde and serde.parameters and "path" in serde.parameters and tbl.tableType == MANAGED_TABLE:
+                # HMS moved the files of the managed table; Spark's `path` must follow.
+                moved = self._call("get_table", database, new_name)
+                if moved.sd.serdeInfo.parameters.get("path") != moved.sd.location:
+                    moved.sd.serdeInfo.parameters["path"] = moved.sd.location
+                    self._call("alter_table", database, new_name, moved, idempotent=False)
+
+    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+        what = f"table {self.name}.{database}.{name}"
+        try:
+            with self._translate(what, TableNotFoundError):
+                context = hms.EnvironmentContext({"ifPurge": "TRUE"} if purge else {})
+                self._call("drop_table_with_environment_context", database, name, True, context, idempotent=False)
+        except TableNotFoundError:
+            if not ignore_if_not_exists:
+                raise

@@ -1,0 +1,172 @@
+"""An in-process catalog for scratch use: nothing survives a restart."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+
+from catalogd.catalog.base import BaseCatalog
+from catalogd.catalog.types import parse_type
+from catalogd.errors import (
+    DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from catalogd.model import CatalogInfo, Column, Database, DatabaseUpdate, Table, TableKind, TableUpdate
+
+
+class MemoryCatalog(BaseCatalog):
+    """Databases and tables in a dict, guarded by one lock; copies in and out."""
+
+    def __init__(self, name: str, default_database: str = "default") -> None:
+        super().__init__(name)
+        self._lock = threading.RLock()
+        self._databases: dict[str, Database] = {}
+        self._tables: dict[str, dict[str, Table]] = {}
+        self.create_database(Database(name=default_database, comment="default database"), ignore_if_exists=True)
+
+    def info(self) -> CatalogInfo:
+        return CatalogInfo(name=self.name, type="memory")
+
+    def ping(self) -> None:
+        return None
+
+    def _tables_of(self, database: str) -> dict[str, Table]:
+        if database not in self._databases:
+            raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+        return self._tables[database]
+
+    # ------------------------------------------------------------ databases
+
+    def list_databases(self) -> list[str]:
+        with self._lock:
+            return sorted(self._databases)
+
+    def get_database(self, name: str) -> Database:
+        with self._lock:
+            if name not in self._databases:
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            return copy.deepcopy(self._databases[name])
+
+    def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
+        with self._lock:
+            if database.name in self._databases:
+                if ignore_if_exists:
+                    return
+                raise DatabaseAlreadyExistsError(f"database {self.name}.{database.name} already exists")
+            stored = copy.deepcopy(database)
+            stored.catalog = self.name
+            stored.location = stored.location or f"memory://{self.name}/{database.name}.db"
+            self._databases[database.name] = stored
+            self._tables[database.name] = {}
+
+    def alter_database(self, name: str, update: DatabaseUpdate) -> None:
+        with self._lock:
+            if name not in self._databases:
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            db = self._databases[name]
+            if update.comment is not None:
+                db.comment = update.comment
+            db.properties.update(update.set_properties)
+            for key in update.unset_properties:
+                db.properties.pop(key, None)
+
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        with self._lock:
+            if name not in self._databases:
+                if ignore_if_not_exists:
+                    return
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            if self._tables[name] and not cascade:
+                raise DatabaseNotEmptyError(
+                    f"database {self.name}.{name} is not empty ({len(self._tables[name])} tables); "
+                    "drop it with cascade"
+                )
+            del self._databases[name]
+            del self._tables[name]
+
+    # ------------------------------------------------------------ tables
+
+    def list_tables(self, database: str) -> list[str]:
+        with self._lock:
+            tables = self._tables_of(database)
+            return sorted(n for n, t in tables.items() if t.kind != TableKind.VIEW)
+
+    def get_table(self, database: str, name: str) -> Table:
+        with self._lock:
+            try:
+                tables = self._tables_of(database)
+            except DatabaseNotFoundError as e:
+                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist: {e}") from e
+            if name not in tables:
+                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+            return copy.deepcopy(tables[name])
+
+    def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
+        self.check_new_table(table)
+        with self._lock:
+            tables = self._tables_of(table.database)
+            if table.name in tables:
+                if ignore_if_exists:
+                    return copy.deepcopy(tables[table.name])
+                raise TableAlreadyExistsError(f"table {self.name}.{table.database}.{table.name} already exists")
+            stored = copy.deepcopy(table)
+            stored.catalog = self.name
+            stored.columns = [Column(c.name.lower(), parse_type(c.type), c.comment) for c in table.columns]
+            stored.partition_keys = [Column(c.name.lower(), parse_type(c.type), c.comment) for c in table.partition_keys]
+            if stored.location is None:
+                stored.location = f"{self._databases[table.database].location}/{table.name}"
+            stored.created = int(time.time())
+            tables[table.name] = stored
+            return copy.deepcopy(stored)
+
+    def alter_table(self, database: str, name: str, update: TableUpdate) -> Table:
+        with self._lock:
+            table = self._tables_of(database).get(name)
+            if table is None:
+                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+            existing = {c.name for c in [*table.columns, *table.partition_keys]}
+            added = []
+            for col in update.add_columns:
+                if col.name.lower() in existing:
+                    raise InvalidArgumentError(f"column {col.name!r} already exists in {database}.{name}")
+                existing.add(col.name.lower())
+                added.append(Column(col.name.lower(), parse_type(col.type), col.comment))
+            table.columns.extend(added)
+            if update.comment is not None:
+                table.comment = update.comment
+            table.properties.update(update.set_properties)
+            for key in update.unset_properties:
+                table.properties.pop(key, None)
+            return copy.deepcopy(table)
+
+    def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        with self._lock:
+            tables = self._tables_of(database)
+            if name not in tables:
+                if ignore_if_not_exists:
+                    return
+                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+            if new_name in tables:
+                raise TableAlreadyExistsError(f"table {self.name}.{database}.{new_name} already exists")
+            table = tables.pop(name)
+            table.name = new_name
+            tables[new_name] = table
+
+    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+        with self._lock:
+            try:
+                tables = self._tables_of(database)
+            except DatabaseNotFoundError:
+                if ignore_if_not_exists:
+                    return
+                raise
+            if name not in tables:
+                if ignore_if_not_exists:
+                    return
+                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+            del tables[name]

@@ -1,0 +1,428 @@
+"""The ``catalogd`` admin CLI. Talks to the daemon through ``catalogd.client``.
+
+Errors print one line ``error: <kind>: <message>`` on stderr and exit 1 (the
+operation failed) or 2 (usage or configuration error).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import asdict
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from catalogd import __version__
+from catalogd.errors import EXIT_USAGE, CatalogError, UsageError
+from catalogd.model import CatalogInfo, Database, Table
+
+out = Console(highlight=False, soft_wrap=True)
+
+
+class Context:
+    def __init__(self, server: str | None, as_json: bool) -> None:
+        self.server = server
+        self.as_json = as_json
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from catalogd.client import CatalogClient
+
+            self._client = CatalogClient(self.server)
+        return self._client
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+# ---------------------------------------------------------------- output
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+def print_rows(headers: list[str], rows: list[list[Any]]) -> None:
+    table = RichTable(box=None, show_header=True, header_style="bold", pad_edge=False)
+    for header in headers:
+        table.add_column(header)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    out.print(table)
+
+
+def print_names(ctx: Context, names: list[str], header: str) -> None:
+    if ctx.as_json:
+        emit_json(names)
+    else:
+        print_rows([header], [[n] for n in names])
+
+
+def table_json(table: Table) -> dict[str, Any]:
+    return {
+        "catalog": table.catalog,
+        "database": table.database,
+        "name": table.name,
+        "kind": table.kind.value,
+        "columns": [{"name": c.name, "type": c.type, "comment": c.comment} for c in table.columns],
+        "partition_keys": [{"name": c.name, "type": c.type, "comment": c.comment} for c in table.partition_keys],
+        "format": table.format.value if table.format else None,
+        "location": table.location,
+        "properties": table.properties,
+        "comment": table.comment,
+        "owner": table.owner,
+        "created": table.created,
+    }
+
+
+def database_json(db: Database) -> dict[str, Any]:
+    return {"catalog": db.catalog, "name": db.name, "comment": db.comment, "location": db.location,
+            "properties": db.properties, "owner": db.owner}
+
+
+def catalog_json(info: CatalogInfo) -> dict[str, Any]:
+    data = asdict(info)
+    data["read_only"] = data.pop("read_only")
+    return data
+
+
+def print_fields(fields: list[tuple[str, Any]]) -> None:
+    print_rows(["field", "value"], [[k, v] for k, v in fields])
+
+
+def print_properties(props: dict[str, str]) -> None:
+    if props:
+        out.print()
+        print_rows(["property", "value"], [[k, v] for k, v in sorted(props.items())])
+
+
+def parse_properties(values: tuple[str, ...]) -> dict[str, str]:
+    props = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"bad property {item!r}: write it as KEY=VALUE")
+        props[key.strip()] = value
+    return props
+
+
+# ---------------------------------------------------------------- root
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--server", metavar="HOST:PORT", default=None,
+              help="catalogd daemon address [default: $CATALOGD_SERVER or localhost:9190]")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.version_option(__version__, prog_name="catalogd")
+@click.pass_context
+def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
+    """catalogd: a catalog daemon for Spark on Hive Metastores."""
+    ctx.obj = Context(server, as_json)
+
+
+@cli.command()
+@click.option("--config", "config_path", metavar="FILE", type=click.Path(dir_okay=False),
+              help="YAML config [default: $CATALOGD_CONFIG, else ./conf/catalogd.yaml, else the packaged default]")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default=None,
+              help="Override server.log-level.")
+def serve(config_path: str | None, log_level: str | None) -> None:
+    """Run the daemon in the foreground until SIGINT or SIGTERM."""
+    from catalogd.config import default_config_path, load_config
+    from catalogd.server.daemon import Daemon
+
+    config = load_config(config_path or default_config_path())
+    logging.basicConfig(
+        level=(log_level or config.server.log_level).upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    sys.exit(Daemon(config).run())
+
+
+# ---------------------------------------------------------------- config
+
+@cli.group()
+def config() -> None:
+    """Check configuration files."""
+
+
+@config.command("check")
+@click.argument("file", type=click.Path(dir_okay=False))
+def config_check(file: str) -> None:
+    """Validate FILE: print its problems and exit 2, or print ok."""
+    from catalogd.config import load_config
+    from catalogd.errors import ConfigError
+
+    try:
+        load_config(file)
+    except ConfigError as e:
+        for problem in e.problems:
+            click.echo(problem, err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo("ok")
+
+
+# ---------------------------------------------------------------- catalogs
+
+@cli.group()
+def catalog() -> None:
+    """Configured catalogs."""
+
+
+@catalog.command("list")
+@pass_ctx
+def catalog_list(ctx: Context) -> None:
+    """List catalogs (name, type, default, read-only, metastore)."""
+    catalogs = ctx.client.list_catalogs()
+    if ctx.as_json:
+        emit_json([c.name for c in catalogs])
+        return
+    print_rows(
+        ["name", "type", "default", "read-only", "default database", "metastore"],
+        [[c.name, c.type, "yes" if c.default else "", "yes" if c.read_only else "", c.default_database,
+          c.metastore or ""] for c in catalogs],
+    )
+
+
+@catalog.command("describe")
+@click.argument("name")
+@pass_ctx
+def catalog_describe(ctx: Context, name: str) -> None:
+    """Show one catalog."""
+    info = ctx.client.get_catalog(name)
+    if ctx.as_json:
+        emit_json(catalog_json(info))
+        return
+    print_fields([(k, v) for k, v in catalog_json(info).items()])
+
+
+@cli.command("spark-conf")
+@click.argument("catalog_name", metavar="CATALOG")
+@pass_ctx
+def spark_conf(ctx: Context, catalog_name: str) -> None:
+    """Print the Spark settings (key=value) that point Spark at CATALOG's metastore."""
+    from catalogd.spark.conf import spark_conf_for
+
+    info = ctx.client.get_catalog(catalog_name)
+    settings = spark_conf_for(info)
+    if ctx.as_json:
+        emit_json(settings)
+        return
+    for key, value in settings.items():
+        click.echo(f"{key}={value}")
+
+
+# ---------------------------------------------------------------- databases
+
+@cli.group()
+def db() -> None:
+    """Databases: list, create, describe, alter, drop."""
+
+
+@db.command("list")
+@click.argument("catalog_name", metavar="CATALOG", required=False)
+@pass_ctx
+def db_list(ctx: Context, catalog_name: str | None) -> None:
+    """List the databases of CATALOG (default: the default catalog)."""
+    print_names(ctx, ctx.client.list_databases(catalog_name), "database")
+
+
+@db.command("create")
+@click.argument("name", metavar="CATALOG.DB")
+@click.option("--comment", help="Description of the database.")
+@click.option("--location", metavar="URI", help="Where its tables go [default: under the warehouse].")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+@click.option("--if-not-exists", is_flag=True, help="Succeed if it exists already.")
+@pass_ctx
+def db_create(ctx: Context, name: str, comment: str | None, location: str | None, properties: tuple[str, ...],
+              if_not_exists: bool) -> None:
+    """Create a database."""
+    database = ctx.client.create_database(name, comment=comment, location=location,
+                                          properties=parse_properties(properties), if_not_exists=if_not_exists)
+    _show_database(ctx, database)
+
+
+def _show_database(ctx: Context, database: Database) -> None:
+    if ctx.as_json:
+        emit_json(database_json(database))
+        return
+    print_fields([("catalog", database.catalog), ("name", database.name), ("comment", database.comment),
+                  ("location", database.location), ("owner", database.owner)])
+    print_properties(database.properties)
+
+
+@db.command("describe")
+@click.argument("name", metavar="CATALOG.DB")
+@pass_ctx
+def db_describe(ctx: Context, name: str) -> None:
+    """Show a database."""
+    _show_database(ctx, ctx.client.get_database(name))
+
+
+@db.command("alter")
+@click.argument("name", metavar="CATALOG.DB")
+@click.option("--comment", help="New description.")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Set a property; repeatable.")
+@click.option("--unset-property", "unset", multiple=True, metavar="KEY", help="Remove a property; repeatable.")
+@pass_ctx
+def db_alter(ctx: Context, name: str, comment: str | None, properties: tuple[str, ...], unset: tuple[str, ...]) -> None:
+    """Change a database's comment or properties."""
+    if comment is None and not properties and not unset:
+        raise UsageError("nothing to change: give --comment, --property or --unset-property")
+    database = ctx.client.alter_database(name, comment=comment, set_properties=parse_properties(properties),
+                                         unset_properties=list(unset))
+    _show_database(ctx, database)
+
+
+@db.command("drop")
+@click.argument("name", metavar="CATALOG.DB")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@click.option("--cascade", is_flag=True, help="Drop its tables too.")
+@pass_ctx
+def db_drop(ctx: Context, name: str, if_exists: bool, cascade: bool) -> None:
+    """Drop a database (refused when it has tables, unless --cascade)."""
+    ctx.client.drop_database(name, if_exists=if_exists, cascade=cascade)
+    if ctx.as_json:
+        emit_json({"dropped": name})
+    else:
+        click.echo(f"dropped database {name}")
+
+
+# ---------------------------------------------------------------- tables
+
+@cli.group()
+def table() -> None:
+    """Tables: list, create, describe, alter, rename, drop."""
+
+
+@table.command("list")
+@click.argument("database", metavar="CATALOG.DB")
+@pass_ctx
+def table_list(ctx: Context, database: str) -> None:
+    """List the tables of a database (views are not listed)."""
+    print_names(ctx, ctx.client.list_tables(database), "table")
+
+
+@table.command("create")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.option("--schema", required=True, help="Columns, e.g. \"id bigint, amount decimal(10,2) COMMENT 'EUR'\".")
+@click.option("--partitioned-by", metavar="COLUMNS", help="Partition columns, e.g. \"ds string\".")
+@click.option("--format", "fmt", default="parquet", show_default=True,
+              type=click.Choice(["parquet", "orc", "avro", "csv", "json", "textfile"], case_sensitive=False))
+@click.option("--location", metavar="URI", help="Where the files go [default: under the database].")
+@click.option("--external", is_flag=True, help="The files outlive the table (needs --location).")
+@click.option("--comment", help="Description of the table.")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+@click.option("--if-not-exists", is_flag=True, help="Succeed if it exists already.")
+@pass_ctx
+def table_create(ctx: Context, name: str, schema: str, partitioned_by: str | None, fmt: str, location: str | None,
+                 external: bool, comment: str | None, properties: tuple[str, ...], if_not_exists: bool) -> None:
+    """Create a table."""
+    created = ctx.client.create_table(
+        name, schema, partitioned_by=partitioned_by, format=fmt, location=location, external=external,
+        comment=comment, properties=parse_properties(properties), if_not_exists=if_not_exists,
+    )
+    _show_table(ctx, created)
+
+
+def _show_table(ctx: Context, tbl: Table) -> None:
+    if ctx.as_json:
+        emit_json(table_json(tbl))
+        return
+    print_fields([
+        ("table", f"{tbl.catalog}.{tbl.database}.{tbl.name}"),
+        ("kind", tbl.kind.value),
+        ("format", tbl.format.value if tbl.format else "unknown"),
+        ("location", tbl.location),
+        ("comment", tbl.comment),
+        ("owner", tbl.owner),
+    ])
+    out.print()
+    rows = [[c.name, c.type, "", c.comment] for c in tbl.columns]
+    rows += [[c.name, c.type, "partition key", c.comment] for c in tbl.partition_keys]
+    print_rows(["column", "type", "", "comment"], rows)
+    print_properties(tbl.properties)
+
+
+@table.command("describe")
+@click.argument("name", metavar="CATALOG.DB.T")
+@pass_ctx
+def table_describe(ctx: Context, name: str) -> None:
+    """Show a table: columns, partition keys, format, location, properties."""
+    _show_table(ctx, ctx.client.get_table(name))
+
+
+@table.command("alter")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.option("--comment", help="New description.")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Set a property; repeatable.")
+@click.option("--unset-property", "unset", multiple=True, metavar="KEY", help="Remove a property; repeatable.")
+@click.option("--add-columns", metavar="COLUMNS", help="Columns to append, e.g. \"note string\".")
+@pass_ctx
+def table_alter(ctx: Context, name: str, comment: str | None, properties: tuple[str, ...], unset: tuple[str, ...],
+                add_columns: str | None) -> None:
+    """Change a table's comment or properties, or add columns."""
+    if comment is None and not properties and not unset and not add_columns:
+        raise UsageError("nothing to change: give --comment, --property, --unset-property or --add-columns")
+    altered = ctx.client.alter_table(name, comment=comment, set_properties=parse_properties(properties),
+                                     unset_properties=list(unset), add_columns=add_columns)
+    _show_table(ctx, altered)
+
+
+@table.command("rename")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.argument("new_name", metavar="NEW_NAME")
+@click.option("--if-exists", is_flag=True, help="Succeed if the table does not exist.")
+@pass_ctx
+def table_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
+    """Rename a table within its database."""
+    ctx.client.rename_table(name, new_name, if_exists=if_exists)
+    if ctx.as_json:
+        emit_json({"renamed": name, "to": new_name})
+    else:
+        click.echo(f"renamed table {name} to {new_name}")
+
+
+@table.command("drop")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@click.option("--purge", is_flag=True, help="Delete the files at once (no trash).")
+@pass_ctx
+def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool) -> None:
+    """Drop a table; a managed table's files go with it."""
+    ctx.client.drop_table(name, if_exists=if_exists, purge=purge)
+    if ctx.as_json:
+        emit_json({"dropped": name})
+    else:
+        click.echo(f"dropped table {name}")
+
+
+# ---------------------------------------------------------------- entry point
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; errors become one ``error: <kind>: <message>`` line."""
+    try:
+        result = cli.main(args=argv, prog_name="catalogd", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        return 1
+    except click.UsageError as e:
+        click.echo(f"error: usage: {e.format_message()}", err=True)
+        return EXIT_USAGE
+    except CatalogError as e:
+        click.echo(f"error: {e.kind}: {e.message}", err=True)
+        return e.exit_code
+    except BrokenPipeError:
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

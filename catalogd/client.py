@@ -1,0 +1,275 @@
+"""Python client of the catalogd daemon.
+
+    >>> from catalogd.client import CatalogClient
+    >>> client = CatalogClient("localhost:9190")
+    >>> client.get_table("main.sales.orders").columns
+
+Names are dotted strings (``catalog.database.table``; shorter forms use the
+daemon's defaults). Results are ``catalogd.model`` objects; failures raise
+``catalogd.errors.CatalogError`` subclasses.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.transport import TSocket, TTransport
+
+from catalogd import wire
+from catalogd.catalog.types import parse_schema
+from catalogd.errors import InvalidArgumentError, ServerUnavailableError
+from catalogd.gen.catalogd_thrift import CatalogService
+from catalogd.model import (
+    CatalogInfo,
+    Column,
+    Database,
+    DatabaseUpdate,
+    Table,
+    TableFormat,
+    TableKind,
+    TableUpdate,
+)
+from catalogd.names import parse_catalog, parse_namespace, parse_object
+
+DEFAULT_ADDRESS = "localhost:9190"
+DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
+T = TypeVar("T")
+
+
+def default_address() -> str:
+    return os.environ.get("CATALOGD_SERVER") or DEFAULT_ADDRESS
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.strip().rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise InvalidArgumentError(f"bad server address {address!r}: expected HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+class CatalogClient:
+    """A connection to one catalogd daemon; safe to share between threads.
+
+    Args:
+        address: ``host:port``; default ``$CATALOGD_SERVER`` or ``localhost:9190``.
+        timeout: seconds to wait for a connection and for each reply.
+    """
+
+    def __init__(self, address: str | None = None, timeout: float = 120.0) -> None:
+        self.address = address or default_address()
+        self.host, self.port = parse_address(self.address)
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._socket: TSocket.TSocket | None = None
+        self._transport: TTransport.TTransportBase | None = None
+        self._client: CatalogService.Client | None = None
+
+    # ------------------------------------------------------------ plumbing
+
+    def _connect(self) -> CatalogService.Client:
+        sock = TSocket.TSocket(self.host, self.port)
+        sock.setTimeout(self.timeout * 1000)
+        transport = TTransport.TFramedTransport(sock, DEFAULT_MAX_FRAME_SIZE)
+        try:
+            transport.open()
+        except TTransport.TTransportException as e:
+            raise ServerUnavailableError(f"cannot reach catalogd at {self.address}: {e}") from e
+        self._socket = sock
+        self._transport = transport
+        self._client = CatalogService.Client(TBinaryProtocolAccelerated(transport))
+        return self._client
+
+    def _call(self, fn: Callable[[CatalogService.Client], T], idempotent: bool = True) -> T:
+        with self._lock:
+            attempts = 2 if idempotent else 1
+            if self._client is not None and self._peer_closed():
+                self._reset()
+            for attempt in range(attempts):
+                client = self._client or self._connect()
+                try:
+                    return fn(client)
+                except wire.THRIFT_ERRORS as e:
+                    raise wire.error_from_thrift(e) from None
+                except (TTransport.TTransportException, OSError, EOFError) as e:
+                    self._reset()
+                    if attempt + 1 < attempts:
+                        continue  # a pooled connection the daemon closed: reconnect once
+                    raise ServerUnavailableError(f"lost connection to catalogd at {self.address}: {e}") from e
+            raise AssertionError("unreachable")
+
+    def _peer_closed(self) -> bool:
+        # The daemon never talks unasked: a readable idle socket means it was closed.
+        handle = self._socket.handle if self._socket is not None else None
+        if handle is None:
+            return False
+        try:
+            return bool(select.select([handle], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    def _reset(self) -> None:
+        if self._transport is not None:
+            try:
+                self._transport.close()
+            except (OSError, TTransport.TTransportException):
+                pass
+        self._transport = None
+        self._client = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._reset()
+
+    def __enter__(self) -> CatalogClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ping(self) -> str:
+        return self._call(lambda c: c.ping())
+
+    # ------------------------------------------------------------ catalogs
+
+    def list_catalogs(self) -> list[CatalogInfo]:
+        return [wire.catalog_from_thrift(c) for c in self._call(lambda c: c.listCatalogs())]
+
+    def get_catalog(self, name: str | None = None) -> CatalogInfo:
+        catalog = parse_catalog(name) if name else ""
+        return wire.catalog_from_thrift(self._call(lambda c: c.getCatalog(catalog)))
+
+    # ------------------------------------------------------------ databases
+
+    def list_databases(self, catalog: str | None = None) -> list[str]:
+        name = parse_catalog(catalog) if catalog else ""
+        return self._call(lambda c: c.listDatabases(name))
+
+    def get_database(self, name: str) -> Database:
+        path = wire.namespace_to_thrift(parse_namespace(name))
+        return wire.database_from_thrift(self._call(lambda c: c.getDatabase(path)))
+
+    def database_exists(self, name: str) -> bool:
+        path = wire.namespace_to_thrift(parse_namespace(name))
+        return self._call(lambda c: c.databaseExists(path))
+
+    def create_database(
+        self,
+        name: str,
+        comment: str | None = None,
+        location: str | None = None,
+        properties: dict[str, str] | None = None,
+        if_not_exists: bool = False,
+    ) -> Database:
+        """Create ``catalog.database`` (or ``database`` in the default catalog) and return it."""
+        ns = parse_namespace(name)
+        db = Database(name=ns.database, catalog=ns.catalog or "", comment=comment, location=location,
+                      properties=dict(properties or {}))
+        self._call(lambda c: c.createDatabase(wire.database_to_thrift(db), if_not_exists), idempotent=False)
+        return self.get_database(name)
+
+    def alter_database(
+        self,
+        name: str,
+        comment: str | None = None,
+        set_properties: dict[str, str] | None = None,
+        unset_properties: list[str] | None = None,
+    ) -> Database:
+        path = wire.namespace_to_thrift(parse_namespace(name))
+        update = DatabaseUpdate(comment, dict(set_properties or {}), list(unset_properties or []))
+        self._call(lambda c: c.alterDatabase(path, wire.database_update_to_thrift(update)), idempotent=False)
+        return self.get_database(name)
+
+    def drop_database(self, name: str, if_exists: bool = False, cascade: bool = False) -> None:
+        path = wire.namespace_to_thrift(parse_namespace(name))
+        self._call(lambda c: c.dropDatabase(path, if_exists, cascade), idempotent=False)
+
+    # ------------------------------------------------------------ tables
+
+    def list_tables(self, database: str) -> list[str]:
+        path = wire.namespace_to_thrift(parse_namespace(database))
+        return self._call(lambda c: c.listTables(path))
+
+    def get_table(self, name: str) -> Table:
+        path = wire.object_to_thrift(parse_object(name))
+        return wire.table_from_thrift(self._call(lambda c: c.getTable(path)))
+
+    def table_exists(self, name: str) -> bool:
+        path = wire.object_to_thrift(parse_object(name))
+        return self._call(lambda c: c.tableExists(path))
+
+    def create_table(
+        self,
+        name: str,
+        schema: str | list[Column],
+        partitioned_by: str | list[Column] | None = None,
+        format: str | TableFormat = TableFormat.PARQUET,  # noqa: A002 - the natural name
+        location: str | None = None,
+        external: bool = False,
+        comment: str | None = None,
+        properties: dict[str, str] | None = None,
+        if_not_exists: bool = False,
+    ) -> Table:
+        """Create a table and return it as stored.
+
+        Args:
+            name: ``catalog.database.table`` (shorter forms use the defaults).
+            schema: ``"id bigint, amount decimal(10,2) COMMENT 'EUR'"`` or a list of Columns.
+            partitioned_by: partition columns, same forms as ``schema``.
+            format: parquet, orc, avro, csv, json or textfile.
+            external: the files outlive the table (needs ``location``).
+        """
+        path = parse_object(name)
+        columns = parse_schema(schema) if isinstance(schema, str) else list(schema)
+        if isinstance(partitioned_by, str):
+            partition_keys = parse_schema(partitioned_by)
+        else:
+            partition_keys = list(partitioned_by or [])
+        table = Table(
+            name=path.name,
+            database=path.database or "",
+            catalog=path.catalog or "",
+            columns=columns,
+            partition_keys=partition_keys,
+            format=TableFormat.parse(format) if isinstance(format, str) else format,
+            location=location,
+            kind=TableKind.EXTERNAL if external else TableKind.MANAGED,
+            comment=comment,
+            properties=dict(properties or {}),
+        )
+        created = self._call(lambda c: c.createTable(wire.table_to_thrift(table), if_not_exists), idempotent=False)
+        return wire.table_from_thrift(created)
+
+    def alter_table(
+        self,
+        name: str,
+        comment: str | None = None,
+        set_properties: dict[str, str] | None = None,
+        unset_properties: list[str] | None = None,
+        add_columns: str | list[Column] | None = None,
+    ) -> Table:
+        path = wire.object_to_thrift(parse_object(name))
+        columns = parse_schema(add_columns) if isinstance(add_columns, str) else list(add_columns or [])
+        update = TableUpdate(comment, dict(set_properties or {}), list(unset_properties or []), columns)
+        return wire.table_from_thrift(
+            self._call(lambda c: c.alterTable(path, wire.table_update_to_thrift(update)), idempotent=False)
+        )
+
+    def rename_table(self, name: str, new_name: str, if_exists: bool = False) -> None:
+        """Rename within the database; ``new_name`` may repeat the catalog and database."""
+        path = parse_object(name)
+        target = parse_object(new_name)
+        if (target.catalog and target.catalog != path.catalog) or (target.database and target.database != path.database):
+            raise InvalidArgumentError("a table can only be renamed within its database")
+        thrift_path = wire.object_to_thrift(path)
+        self._call(lambda c: c.renameTable(thrift_path, target.name, if_exists), idempotent=False)
+
+    def drop_table(self, name: str, if_exists: bool = False, purge: bool = False) -> None:
+        path = wire.object_to_thrift(parse_object(name))
+        self._call(lambda c: c.dropTable(path, if_exists, purge), idempotent=False)
+
+

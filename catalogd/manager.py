@@ -1,0 +1,170 @@
+"""CatalogManager: the named catalogs, the default catalog and name resolution."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from catalogd.catalog import load_catalog
+from catalogd.catalog.base import BaseCatalog, Catalog
+from catalogd.config import CatalogConfig, Config
+from catalogd.errors import CatalogNotFoundError, PermissionDeniedError
+from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Table, TableUpdate
+from catalogd.names import NamespacePath, ObjectPath
+
+logger = logging.getLogger(__name__)
+
+
+class CatalogManager:
+    """Holds the open catalogs of one config and resolves names against them.
+
+    A missing catalog part means the default catalog; a missing database part
+    means that catalog's ``default-database``. Read-only catalogs refuse every
+    write with PermissionDeniedError before the backend sees it.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._confs: dict[str, CatalogConfig] = {c.name: c for c in config.catalogs}
+        self._catalogs: dict[str, Catalog] = {}
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        """Open every configured catalog; on a failure close those already open and re-raise."""
+        try:
+            for conf in self.config.catalogs:
+                catalog = load_catalog(conf, self.config)
+                logger.info("opening catalog %s (%s)", conf.name, conf.type)
+                catalog.open()
+                self._catalogs[conf.name] = catalog
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for name, catalog in reversed(list(self._catalogs.items())):
+            try:
+                catalog.close()
+            except Exception:
+                logger.exception("closing catalog %s failed", name)
+        self._catalogs.clear()
+
+    # ------------------------------------------------------------ catalogs
+
+    @property
+    def default_catalog(self) -> str:
+        return self.config.default_catalog.name
+
+    def catalog(self, name: str | None = None) -> BaseCatalog:
+        name = name or self.default_catalog
+        with self._lock:
+            catalog = self._catalogs.get(name)
+        if catalog is None:
+            known = ", ".join(sorted(self._catalogs)) or "none"
+            raise CatalogNotFoundError(f"catalog {name!r} does not exist (catalogs: {known})")
+        assert isinstance(catalog, BaseCatalog)
+        return catalog
+
+    def catalogs(self) -> dict[str, Catalog]:
+        with self._lock:
+            return dict(self._catalogs)
+
+    def catalog_info(self, name: str | None = None) -> CatalogInfo:
+        catalog = self.catalog(name)
+        conf = self._confs[catalog.name]
+        info = catalog.info()
+        info.default = catalog.name == self.default_catalog
+        info.default_database = conf.default_database
+        info.read_only = conf.read_only
+        return info
+
+    def list_catalogs(self) -> list[CatalogInfo]:
+        return [self.catalog_info(name) for name in sorted(self.catalogs())]
+
+    def _writable(self, catalog: Catalog) -> None:
+        if self._confs[catalog.name].read_only:
+            raise PermissionDeniedError(f"catalog {catalog.name!r} is read-only")
+
+    def _namespace(self, path: NamespacePath) -> tuple[BaseCatalog, str]:
+        return self.catalog(path.catalog), path.database
+
+    def _object(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
+        catalog = self.catalog(path.catalog)
+        return catalog, path.database or self._confs[catalog.name].default_database, path.name
+
+    # ------------------------------------------------------------ databases
+
+    def list_databases(self, catalog: str | None) -> list[str]:
+        return self.catalog(catalog).list_databases()
+
+    def get_database(self, path: NamespacePath) -> Database:
+        catalog, db = self._namespace(path)
+        return catalog.get_database(db)
+
+    def database_exists(self, path: NamespacePath) -> bool:
+        catalog, db = self._namespace(path)
+        return catalog.database_exists(db)
+
+    def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
+        catalog = self.catalog(database.catalog or None)
+        self._writable(catalog)
+        catalog.create_database(database, ignore_if_exists)
+
+    def alter_database(self, path: NamespacePath, update: DatabaseUpdate) -> None:
+        catalog, db = self._namespace(path)
+        self._writable(catalog)
+        catalog.alter_database(db, update)
+
+    def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        catalog, db = self._namespace(path)
+        self._writable(catalog)
+        catalog.drop_database(db, ignore_if_not_exists, cascade)
+
+    # ------------------------------------------------------------ tables
+
+    def list_tables(self, path: NamespacePath) -> list[str]:
+        catalog, db = self._namespace(path)
+        return catalog.list_tables(db)
+
+    def get_table(self, path: ObjectPath) -> Table:
+        catalog, db, name = self._object(path)
+        return catalog.get_table(db, name)
+
+    def table_exists(self, path: ObjectPath) -> bool:
+        catalog, db, name = self._object(path)
+        return catalog.table_exists(db, name)
+
+    def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
+        catalog = self.catalog(table.catalog or None)
+        self._writable(catalog)
+        table.catalog = catalog.name
+        table.database = table.database or self._confs[catalog.name].default_database
+        return catalog.create_table(table, ignore_if_exists)
+
+    def alter_table(self, path: ObjectPath, update: TableUpdate) -> Table:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        return catalog.alter_table(db, name, update)
+
+    def rename_table(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.rename_table(db, name, new_name, ignore_if_not_exists)
+
+    def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.drop_table(db, name, ignore_if_not_exists, purge)
+
+    def ping(self) -> dict[str, str | None]:
+        """Check every catalog; maps catalog name to None (fine) or the problem."""
+        result: dict[str, str | None] = {}
+        for name, catalog in self.catalogs().items():
+            try:
+                catalog.ping()
+                result[name] = None
+            except Exception as e:  # noqa: BLE001 - readiness reports any failure
+                result[name] = str(e)
+        return result

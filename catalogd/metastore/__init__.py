@@ -1,0 +1,1 @@
+"""Talking to and running Hive Metastores."""

@@ -1,0 +1,197 @@
+"""A small pool of HMS Thrift connections with timeouts and failover.
+
+Only ``catalogd.catalog.hive`` uses this: the HMS Thrift types it hands out
+never travel further up.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import select
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlparse
+
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
+
+from catalogd.errors import InvalidArgumentError, MetastoreUnavailableError
+
+logger = logging.getLogger(__name__)
+
+#: What a broken connection looks like: the call may or may not have run.
+TRANSPORT_ERRORS = (TTransport.TTransportException, socket.error, EOFError, TimeoutError)
+
+
+def parse_uris(uris: str | list[str]) -> list[tuple[str, int]]:
+    """``thrift://h1:9083,thrift://h2:9083`` -> [(h1, 9083), (h2, 9083)]."""
+    items = uris.split(",") if isinstance(uris, str) else uris
+    result = []
+    for item in items:
+        item = item.strip()
+        parsed = urlparse(item)
+        if parsed.scheme != "thrift" or not parsed.hostname:
+            raise InvalidArgumentError(f"bad metastore URI {item!r}: expected thrift://HOST:PORT")
+        result.append((parsed.hostname, parsed.port or 9083))
+    if not result:
+        raise InvalidArgumentError("no metastore URI given")
+    return result
+
+
+class _Connection:
+    def __init__(self, host: str, port: int, connect_timeout: float, socket_timeout: float) -> None:
+        self.address = f"{host}:{port}"
+        self.socket = TSocket.TSocket(host, port)
+        self.socket.setTimeout(connect_timeout * 1000)
+        self.transport = TTransport.TBufferedTransport(self.socket)
+        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(self.transport)
+        self.client = ThriftHiveMetastore.Client(protocol)
+        self.transport.open()
+        self.socket.setTimeout(socket_timeout * 1000)
+
+    def looks_alive(self) -> bool:
+        """A cheap check without a round trip: HMS never talks unasked, so an
+        idle socket that is readable has been closed (or reset) by the peer."""
+        handle = self.socket.handle
+        if handle is None:
+            return False
+        try:
+            readable, _, _ = select.select([handle], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
+
+    def close(self) -> None:
+        try:
+            self.transport.close()
+        except Exception:
+            pass
+
+
+class MetastoreClient:
+    """Connections to one metastore service (one or more URIs, tried in turn).
+
+    Args:
+        uris: addresses to try, first one preferred; the last one that worked
+            is tried first on the next connect.
+        connect_timeout: seconds to wait for a TCP connection to one URI.
+        socket_timeout: seconds to wait for one reply.
+        username: passed to HMS with ``set_ugi`` so new objects get an owner.
+        pool_size: idle connections kept for reuse.
+    """
+
+    def __init__(
+        self,
+        uris: list[tuple[str, int]],
+        connect_timeout: float = 5.0,
+        socket_timeout: float = 60.0,
+        username: str | None = None,
+        pool_size: int = 8,
+    ) -> None:
+        if not uris:
+            raise InvalidArgumentError("no metastore URI given")
+        self.uris = list(uris)
+        self.connect_timeout = connect_timeout
+        self.socket_timeout = socket_timeout
+        self.username = username
+        self._idle: queue.LifoQueue[_Connection] = queue.LifoQueue(maxsize=pool_size)
+        self._preferred = 0
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def uri_string(self) -> str:
+        return ",".join(f"thrift://{h}:{p}" for h, p in self.uris)
+
+    def _connect(self) -> _Connection:
+        errors = []
+        with self._lock:
+            start = self._preferred
+        for i in range(len(self.uris)):
+            index = (start + i) % len(self.uris)
+            host, port = self.uris[index]
+            try:
+                conn = _Connection(host, port, self.connect_timeout, self.socket_timeout)
+            except TRANSPORT_ERRORS as e:
+                logger.warning("metastore thrift://%s:%d unreachable: %s", host, port, e)
+                errors.append(f"thrift://{host}:{port}: {e}")
+                continue
+            if self.username:
+                try:
+                    conn.client.set_ugi(self.username, [])
+                except (TApplicationException, *TRANSPORT_ERRORS) as e:
+                    conn.close()
+                    errors.append(f"thrift://{host}:{port}: set_ugi failed: {e}")
+                    continue
+            if index != start:
+                logger.info("metastore failover: now using thrift://%s:%d", host, port)
+            with self._lock:
+                self._preferred = index
+            return conn
+        raise MetastoreUnavailableError("no metastore reachable: " + "; ".join(errors))
+
+    @contextmanager
+    def connection(self) -> Iterator[ThriftHiveMetastore.Client]:
+        """Borrow a connection; one that broke is dropped instead of returned."""
+        if self._closed:
+            raise MetastoreUnavailableError("metastore client is closed")
+        conn = None
+        while conn is None:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                conn = self._connect()
+                break
+            if not conn.looks_alive():
+                conn.close()
+                conn = None
+        ok = False
+        try:
+            yield conn.client
+            ok = True
+        finally:
+            if ok and not self._closed:
+                try:
+                    self._idle.put_nowait(conn)
+                except queue.Full:
+                    conn.close()
+            else:
+                conn.close()
+
+    def call(self, method: str, *args: Any, idempotent: bool = True) -> Any:
+        """Run one HMS RPC; HMS's own exceptions pass through untouched.
+
+        A broken connection is retried once on a fresh one (which fails over)
+        for idempotent calls; otherwise it becomes MetastoreUnavailableError,
+        since the call may or may not have taken effect.
+        """
+        attempts = 2 if idempotent else 1
+        for attempt in range(attempts):
+            try:
+                with self.connection() as client:
+                    return getattr(client, method)(*args)
+            except TRANSPORT_ERRORS as e:
+                if attempt + 1 < attempts:
+                    logger.info("metastore call %s failed (%s); retrying on a new connection", method, e)
+                    # A pooled connection may have gone stale while idle: drop them all.
+                    self._drain()
+                    continue
+                raise MetastoreUnavailableError(f"metastore call {method} failed: {e}") from e
+        raise AssertionError("unreachable")
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+
+    def close(self) -> None:
+        self._closed = True
+        self._drain()

@@ -1,0 +1,108 @@
+"""Catalog objects as plain dataclasses: no Thrift and no HMS types here."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class TableKind(enum.StrEnum):
+    MANAGED = "MANAGED"
+    EXTERNAL = "EXTERNAL"
+    VIEW = "VIEW"
+
+
+class TableFormat(enum.StrEnum):
+    PARQUET = "parquet"
+    ORC = "orc"
+    AVRO = "avro"
+    CSV = "csv"
+    JSON = "json"
+    TEXTFILE = "textfile"
+
+    @classmethod
+    def parse(cls, value: str) -> TableFormat:
+        from catalogd.errors import InvalidArgumentError
+
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            choices = ", ".join(f.value for f in cls)
+            raise InvalidArgumentError(f"unknown format {value!r}; use one of {choices}") from None
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    comment: str | None = None
+
+
+@dataclass
+class CatalogInfo:
+    """What the daemon tells about one configured catalog."""
+
+    name: str
+    type: str
+    default: bool = False
+    default_database: str = "default"
+    read_only: bool = False
+    metastore: str | None = None
+    warehouse: str | None = None
+
+
+@dataclass
+class Database:
+    name: str
+    catalog: str = ""
+    comment: str | None = None
+    location: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    owner: str | None = None
+
+
+@dataclass
+class Table:
+    name: str
+    database: str
+    catalog: str = ""
+    columns: list[Column] = field(default_factory=list)
+    partition_keys: list[Column] = field(default_factory=list)
+    format: TableFormat | None = TableFormat.PARQUET
+    location: str | None = None
+    kind: TableKind = TableKind.MANAGED
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    owner: str | None = None
+    created: int | None = None  # seconds since the epoch, as HMS keeps it
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.catalog}.{self.database}.{self.name}"
+
+
+@dataclass
+class DatabaseUpdate:
+    """Changes for alter_database; None leaves a field as it is."""
+
+    comment: str | None = None
+    set_properties: dict[str, str] = field(default_factory=dict)
+    unset_properties: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TableUpdate:
+    """Changes for alter_table; None leaves a field as it is."""
+
+    comment: str | None = None
+    set_properties: dict[str, str] = field(default_factory=dict)
+    unset_properties: list[str] = field(default_factory=list)
+    add_columns: list[Column] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return (
+            self.comment is None
+            and not self.set_properties
+            and not self.unset_properties
+            and not self.add_columns
+        )

@@ -1,0 +1,1 @@
+"""The daemon: Thrift handler and server, HTTP endpoints, start-up and shutdown."""

@@ -1,0 +1,128 @@
+"""Daemon wiring: start-up, main loop, graceful shutdown (uvicorn's shape).
+
+Exit codes: EXIT_OK after a clean shutdown; a start-up failure raises a
+CatalogError whose ``exit_code`` the CLI uses (2 for config errors, else 1).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+from catalogd import __version__
+from catalogd.config import Config
+from catalogd.datadir import DataDirLock
+from catalogd.errors import ConflictError
+from catalogd.gen.catalogd_thrift import CatalogService
+from catalogd.manager import CatalogManager
+from catalogd.server.handler import CatalogHandler, Metrics
+from catalogd.server.http import HttpServer
+from catalogd.server.thrift_server import ThriftServer
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK = 0
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Daemon:
+    """One catalogd process: catalogs, the Thrift server and the HTTP server."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.lock = DataDirLock(config.server.data_dir)
+        self.manager = CatalogManager(config)
+        self.metrics = Metrics()
+        self.thrift: ThriftServer | None = None
+        self.http: HttpServer | None = None
+        self.should_exit = threading.Event()
+        self._saved_handlers: dict[int, Any] = {}
+
+    # ------------------------------------------------------------ phases
+
+    def startup(self) -> None:
+        """Lock the data dir, open the catalogs, bind both ports. Undoes itself on failure."""
+        server = self.config.server
+        self.lock.acquire()
+        try:
+            self.manager.open()
+            handler = CatalogHandler(self.manager, self.metrics)
+            self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
+                                       server.max_frame_size, server.workers)
+            try:
+                self.thrift.bind()
+                self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics)
+            except OSError as e:
+                raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
+            self.thrift.start()
+            self.http.start()
+        except BaseException:
+            self.shutdown()
+            raise
+        self._write_state()
+        logger.info(
+            "catalogd %s ready: thrift %s:%d, http %s:%d, catalogs %s (config %s)",
+            __version__, server.host, self.thrift.port, server.host, self.http.port,
+            ", ".join(sorted(self.manager.catalogs())), self.config.source,
+        )
+
+    def _write_state(self) -> None:
+        assert self.thrift is not None and self.http is not None
+        state = {"pid": os.getpid(), "host": self.config.server.host, "port": self.thrift.port,
+                 "http_port": self.http.port, "config": self.config.source}
+        (self.config.server.data_dir / "catalogd.json").write_text(json.dumps(state) + "\n")
+
+    def main_loop(self) -> None:
+        while not self.should_exit.wait(0.5):
+            pass
+
+    def shutdown(self) -> None:
+        logger.info("shutting down")
+        if self.thrift is not None:
+            self.thrift.shutdown()
+        if self.http is not None:
+            self.http.stop()
+        self.manager.close()
+        try:
+            (self.config.server.data_dir / "catalogd.json").unlink(missing_ok=True)
+        except OSError:
+            pass
+        self.lock.release()
+        logger.info("stopped")
+
+    # ------------------------------------------------------------ signals
+
+    def _handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        logger.info("received %s", signal.Signals(sig).name)
+        self.should_exit.set()
+
+    def install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in HANDLED_SIGNALS:
+            self._saved_handlers[sig] = signal.signal(sig, self._handle_exit)
+
+    def restore_signal_handlers(self) -> None:
+        for sig, handler in self._saved_handlers.items():
+            signal.signal(sig, handler)
+        self._saved_handlers.clear()
+
+    def run(self) -> int:
+        """Serve until SIGINT or SIGTERM; return the process exit code.
+
+        Raises:
+            CatalogError: start-up failed (nothing is left running).
+        """
+        self.install_signal_handlers()
+        try:
+            self.startup()
+            self.main_loop()
+            self.shutdown()
+            return EXIT_OK
+        finally:
+            self.restore_signal_handlers()

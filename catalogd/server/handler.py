@@ -1,0 +1,171 @@
+"""The Thrift handler of CatalogService: RPC names -> CatalogManager calls.
+
+Every RPC goes through ``_rpc``, the one place where catalogd errors become
+IDL exceptions, where bugs are logged, and where metrics are recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from catalogd import __version__, wire
+from catalogd.errors import CatalogError, InvalidArgumentError
+from catalogd.gen.catalogd_thrift import ttypes as t
+from catalogd.manager import CatalogManager
+from catalogd.names import split_name
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Metrics:
+    """Prometheus metrics of one daemon (its own registry, so tests can run several)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.requests = Counter(
+            "catalogd_rpc_requests", "Thrift RPCs served, by RPC and outcome (ok or the error kind)",
+            ["rpc", "outcome"], registry=self.registry,
+        )
+        self.latency = Histogram(
+            "catalogd_rpc_duration_seconds", "Time to serve one Thrift RPC", ["rpc"], registry=self.registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+
+
+def _rpc(func: F) -> F:
+    name = func.__name__
+
+    @functools.wraps(func)
+    def wrapper(self: CatalogHandler, *args: Any) -> Any:
+        start = time.perf_counter()
+        outcome = "ok"
+        try:
+            return func(self, *args)
+        except CatalogError as e:
+            outcome = e.kind
+            logger.debug("rpc %s failed: %s: %s", name, e.kind, e.message)
+            raise wire.error_to_thrift(e) from e
+        except Exception as e:
+            outcome = "internal"
+            logger.exception("rpc %s: unexpected error", name)
+            raise t.InternalError(
+                message=f"internal error in {name}: {type(e).__name__}: {e} (details in the daemon log)"
+            ) from e
+        finally:
+            self.metrics.requests.labels(name, outcome).inc()
+            self.metrics.latency.labels(name).observe(time.perf_counter() - start)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _name(value: str | None, what: str) -> str:
+    parts = split_name(value or "")
+    if len(parts) != 1:
+        raise InvalidArgumentError(f"{what} must be a single name, got {value!r}")
+    return parts[0]
+
+
+def _object(path: t.ObjectPath) -> Any:
+    p = wire.object_from_thrift(path)
+    return type(p)(
+        _name(p.catalog, "catalog") if p.catalog else None,
+        _name(p.database, "database") if p.database else None,
+        _name(p.name, "name"),
+    )
+
+
+def _namespace(path: t.NamespacePath) -> Any:
+    p = wire.namespace_from_thrift(path)
+    return type(p)(_name(p.catalog, "catalog") if p.catalog else None, _name(p.database, "database"))
+
+
+class CatalogHandler:
+    """Implements ``CatalogService`` (method names follow the IDL)."""
+
+    def __init__(self, manager: CatalogManager, metrics: Metrics) -> None:
+        self.manager = manager
+        self.metrics = metrics
+
+    def ping(self) -> str:
+        return f"catalogd {__version__}"
+
+    # -- catalogs
+
+    @_rpc
+    def listCatalogs(self) -> list[t.CatalogInfo]:
+        return [wire.catalog_to_thrift(c) for c in self.manager.list_catalogs()]
+
+    @_rpc
+    def getCatalog(self, name: str) -> t.CatalogInfo:
+        return wire.catalog_to_thrift(self.manager.catalog_info(_name(name, "catalog") if name else None))
+
+    # -- databases
+
+    @_rpc
+    def listDatabases(self, catalog: str) -> list[str]:
+        return self.manager.list_databases(_name(catalog, "catalog") if catalog else None)
+
+    @_rpc
+    def getDatabase(self, path: t.NamespacePath) -> t.Database:
+        return wire.database_to_thrift(self.manager.get_database(_namespace(path)))
+
+    @_rpc
+    def databaseExists(self, path: t.NamespacePath) -> bool:
+        return self.manager.database_exists(_namespace(path))
+
+    @_rpc
+    def createDatabase(self, database: t.Database, ignoreIfExists: bool) -> None:
+        db = wire.database_from_thrift(database)
+        db.name = _name(db.name, "database")
+        db.catalog = _name(db.catalog, "catalog") if db.catalog else ""
+        self.manager.create_database(db, bool(ignoreIfExists))
+
+    @_rpc
+    def alterDatabase(self, path: t.NamespacePath, update: t.DatabaseUpdate) -> None:
+        self.manager.alter_database(_namespace(path), wire.database_update_from_thrift(update))
+
+    @_rpc
+    def dropDatabase(self, path: t.NamespacePath, ignoreIfNotExists: bool, cascade: bool) -> None:
+        self.manager.drop_database(_namespace(path), bool(ignoreIfNotExists), bool(cascade))
+
+    # -- tables
+
+    @_rpc
+    def listTables(self, path: t.NamespacePath) -> list[str]:
+        return self.manager.list_tables(_namespace(path))
+
+    @_rpc
+    def getTable(self, path: t.ObjectPath) -> t.Table:
+        return wire.table_to_thrift(self.manager.get_table(_object(path)))
+
+    @_rpc
+    def tableExists(self, path: t.ObjectPath) -> bool:
+        return self.manager.table_exists(_object(path))
+
+    @_rpc
+    def createTable(self, table: t.Table, ignoreIfExists: bool) -> t.Table:
+        tbl = wire.table_from_thrift(table)
+        tbl.name = _name(tbl.name, "table")
+        tbl.database = _name(tbl.database, "database") if tbl.database else ""
+        tbl.catalog = _name(tbl.catalog, "catalog") if tbl.catalog else ""
+        return wire.table_to_thrift(self.manager.create_table(tbl, bool(ignoreIfExists)))
+
+    @_rpc
+    def alterTable(self, path: t.ObjectPath, update: t.TableUpdate) -> t.Table:
+        return wire.table_to_thrift(self.manager.alter_table(_object(path), wire.table_update_from_thrift(update)))
+
+    @_rpc
+    def renameTable(self, path: t.ObjectPath, newName: str, ignoreIfNotExists: bool) -> None:
+        self.manager.rename_table(_object(path), _name(newName, "new table name"), bool(ignoreIfNotExists))
+
+    @_rpc
+    def dropTable(self, path: t.ObjectPath, ignoreIfNotExists: bool, purge: bool) -> None:
+        self.manager.drop_table(_object(path), bool(ignoreIfNotExists), bool(purge))

@@ -1,0 +1,52 @@
+"""Spark settings that point a SparkSession at a catalog's metastore and warehouse."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from catalogd.errors import UnsupportedError
+from catalogd.model import CatalogInfo
+
+if TYPE_CHECKING:
+    from catalogd.client import CatalogClient
+
+
+def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
+    """The ``spark.*`` settings for a hive catalog.
+
+    Raises:
+        UnsupportedError: a memory catalog (Spark cannot reach it).
+    """
+    if info.type != "hive" or not info.metastore:
+        raise UnsupportedError(f"catalog {info.name!r} is a {info.type} catalog: Spark can only use hive catalogs")
+    settings = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.hive.metastore.uris": info.metastore,
+    }
+    if info.warehouse:
+        settings["spark.sql.warehouse.dir"] = info.warehouse
+    return settings
+
+
+def session_builder(catalog: str | None = None, client: CatalogClient | None = None) -> Any:
+    """A ``SparkSession.Builder`` configured for ``catalog`` (Hive support enabled).
+
+    Args:
+        catalog: catalog name; the daemon's default catalog when None.
+        client: the daemon to ask; default ``CatalogClient()``.
+    """
+    from pyspark.sql import SparkSession
+
+    from catalogd.client import CatalogClient
+
+    own = client is None
+    client = client or CatalogClient()
+    try:
+        info = client.get_catalog(catalog)
+    finally:
+        if own:
+            client.close()
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in spark_conf_for(info).items():
+        builder = builder.config(key, value)
+    return builder

@@ -1,0 +1,186 @@
+"""Model objects and errors <-> the generated Thrift types of ``idl/catalogd.thrift``.
+
+Shared by the server and the client, so both sides translate the same way.
+"""
+
+from __future__ import annotations
+
+from catalogd import errors
+from catalogd.gen.catalogd_thrift import ttypes as t
+from catalogd.model import (
+    CatalogInfo,
+    Column,
+    Database,
+    DatabaseUpdate,
+    Table,
+    TableFormat,
+    TableKind,
+    TableUpdate,
+)
+from catalogd.names import NamespacePath, ObjectPath
+
+_KINDS = {TableKind.MANAGED: t.TableKind.MANAGED, TableKind.EXTERNAL: t.TableKind.EXTERNAL,
+          TableKind.VIEW: t.TableKind.VIEW}
+_KINDS_BACK = {v: k for k, v in _KINDS.items()}
+
+
+# ---------------------------------------------------------------- names
+
+def namespace_to_thrift(path: NamespacePath) -> t.NamespacePath:
+    return t.NamespacePath(catalog=path.catalog, database=path.database)
+
+
+def namespace_from_thrift(path: t.NamespacePath) -> NamespacePath:
+    if path is None or not path.database:
+        raise errors.InvalidArgumentError("a database name is required")
+    return NamespacePath(path.catalog or None, path.database)
+
+
+def object_to_thrift(path: ObjectPath) -> t.ObjectPath:
+    return t.ObjectPath(catalog=path.catalog, database=path.database, name=path.name)
+
+
+def object_from_thrift(path: t.ObjectPath) -> ObjectPath:
+    if path is None or not path.name:
+        raise errors.InvalidArgumentError("an object name is required")
+    return ObjectPath(path.catalog or None, path.database or None, path.name)
+
+
+# ---------------------------------------------------------------- objects
+
+def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
+    return t.CatalogInfo(name=info.name, type=info.type, isDefault=info.default,
+                         defaultDatabase=info.default_database, readOnly=info.read_only,
+                         metastore=info.metastore, warehouse=info.warehouse)
+
+
+def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
+    return CatalogInfo(name=info.name, type=info.type, default=bool(info.isDefault),
+                       default_database=info.defaultDatabase, read_only=bool(info.readOnly),
+                       metastore=info.metastore, warehouse=info.warehouse)
+
+
+def database_to_thrift(db: Database) -> t.Database:
+    return t.Database(name=db.name, catalog=db.catalog or None, comment=db.comment, location=db.location,
+                      properties=dict(db.properties), owner=db.owner)
+
+
+def database_from_thrift(db: t.Database) -> Database:
+    return Database(name=db.name, catalog=db.catalog or "", comment=db.comment, location=db.location,
+                    properties=dict(db.properties or {}), owner=db.owner)
+
+
+def columns_to_thrift(columns: list[Column]) -> list[t.Column]:
+    return [t.Column(name=c.name, type=c.type, comment=c.comment) for c in columns]
+
+
+def columns_from_thrift(columns: list[t.Column] | None) -> list[Column]:
+    return [Column(c.name, c.type, c.comment) for c in columns or []]
+
+
+def table_to_thrift(table: Table) -> t.Table:
+    return t.Table(
+        name=table.name,
+        database=table.database,
+        catalog=table.catalog or None,
+        columns=columns_to_thrift(table.columns),
+        partitionKeys=columns_to_thrift(table.partition_keys),
+        format=table.format.value if table.format else None,
+        location=table.location,
+        kind=_KINDS[table.kind],
+        comment=table.comment,
+        properties=dict(table.properties),
+        owner=table.owner,
+        created=table.created,
+    )
+
+
+def table_from_thrift(table: t.Table) -> Table:
+    return Table(
+        name=table.name,
+        database=table.database,
+        catalog=table.catalog or "",
+        columns=columns_from_thrift(table.columns),
+        partition_keys=columns_from_thrift(table.partitionKeys),
+        format=TableFormat.parse(table.format) if table.format else None,
+        location=table.location,
+        kind=_KINDS_BACK.get(table.kind, TableKind.MANAGED),
+        comment=table.comment,
+        properties=dict(table.properties or {}),
+        owner=table.owner,
+        created=table.created,
+    )
+
+
+def database_update_to_thrift(update: DatabaseUpdate) -> t.DatabaseUpdate:
+    return t.DatabaseUpdate(comment=update.comment, setProperties=dict(update.set_properties),
+                            unsetProperties=list(update.unset_properties))
+
+
+def database_update_from_thrift(update: t.DatabaseUpdate | None) -> DatabaseUpdate:
+    if update is None:
+        return DatabaseUpdate()
+    return DatabaseUpdate(comment=update.comment, set_properties=dict(update.setProperties or {}),
+                          unset_properties=list(update.unsetProperties or []))
+
+
+def table_update_to_thrift(update: TableUpdate) -> t.TableUpdate:
+    return t.TableUpdate(comment=update.comment, setProperties=dict(update.set_properties),
+                         unsetProperties=list(update.unset_properties),
+                         addColumns=columns_to_thrift(update.add_columns))
+
+
+def table_update_from_thrift(update: t.TableUpdate | None) -> TableUpdate:
+    if update is None:
+        return TableUpdate()
+    return TableUpdate(comment=update.comment, set_properties=dict(update.setProperties or {}),
+                       unset_properties=list(update.unsetProperties or []),
+                       add_columns=columns_from_thrift(update.addColumns))
+
+
+# ---------------------------------------------------------------- errors
+
+def error_to_thrift(error: errors.CatalogError) -> Exception:
+    """The IDL exception for a catalogd error (the one place the server maps them)."""
+    message = error.message
+    if isinstance(error, errors.NotFoundError):
+        return t.NotFound(message=message, objectType=error.object_type)
+    if isinstance(error, errors.AlreadyExistsError):
+        return t.AlreadyExists(message=message, objectType=error.object_type)
+    simple: dict[type[errors.CatalogError], type[Exception]] = {
+        errors.DatabaseNotEmptyError: t.NotEmpty,
+        errors.InvalidArgumentError: t.InvalidArgument,
+        errors.UnsupportedError: t.Unsupported,
+        errors.MetastoreUnavailableError: t.MetastoreUnavailable,
+        errors.PermissionDeniedError: t.PermissionDenied,
+        errors.ConflictError: t.Conflict,
+        errors.ConfigError: t.InvalidArgument,
+        errors.UsageError: t.InvalidArgument,
+    }
+    for cls, exc in simple.items():
+        if isinstance(error, cls):
+            return exc(message=message)
+    return t.InternalError(message=message)
+
+
+_FROM_THRIFT: dict[type[Exception], type[errors.CatalogError]] = {
+    t.NotEmpty: errors.DatabaseNotEmptyError,
+    t.InvalidArgument: errors.InvalidArgumentError,
+    t.Unsupported: errors.UnsupportedError,
+    t.MetastoreUnavailable: errors.MetastoreUnavailableError,
+    t.PermissionDenied: errors.PermissionDeniedError,
+    t.Conflict: errors.ConflictError,
+    t.InternalError: errors.InternalError,
+}
+
+#: Every IDL exception, for ``except`` clauses in the client.
+THRIFT_ERRORS = (t.NotFound, t.AlreadyExists, *_FROM_THRIFT)
+
+
+def error_from_thrift(exc: Exception) -> errors.CatalogError:
+    if isinstance(exc, t.NotFound):
+        return errors.error_for("not-found", exc.message, exc.objectType)
+    if isinstance(exc, t.AlreadyExists):
+        return errors.error_for("already-exists", exc.message, exc.objectType)
+    cls = _FROM_THRIFT.get(type(exc), errors.InternalError)
+    return cls(getattr(exc, "message", str(exc)))
