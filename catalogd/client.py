@@ -11,11 +11,12 @@ daemon's defaults). Results are ``catalogd.model`` objects; failures raise
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport import TSocket, TTransport
@@ -114,10 +115,8 @@ class CatalogClient:
 
     def _reset(self) -> None:
         if self._transport is not None:
-            try:
+            with contextlib.suppress(OSError, TTransport.TTransportException):
                 self._transport.close()
-            except (OSError, TTransport.TTransportException):
-                pass
         self._transport = None
         self._client = None
 
@@ -207,7 +206,7 @@ class CatalogClient:
         name: str,
         schema: str | list[Column],
         partitioned_by: str | list[Column] | None = None,
-        format: str | TableFormat = TableFormat.PARQUET,  # noqa: A002 - the natural name
+        format: str | TableFormat = TableFormat.PARQUET,
         location: str | None = None,
         external: bool = False,
         comment: str | None = None,
@@ -225,10 +224,7 @@ class CatalogClient:
         """
         path = parse_object(name)
         columns = parse_schema(schema) if isinstance(schema, str) else list(schema)
-        if isinstance(partitioned_by, str):
-            partition_keys = parse_schema(partitioned_by)
-        else:
-            partition_keys = list(partitioned_by or [])
+        partition_keys = parse_schema(partitioned_by) if isinstance(partitioned_by, str) else list(partitioned_by or [])
         table = Table(
             name=path.name,
             database=path.database or "",
@@ -263,7 +259,8 @@ class CatalogClient:
         """Rename within the database; ``new_name`` may repeat the catalog and database."""
         path = parse_object(name)
         target = parse_object(new_name)
-        if (target.catalog and target.catalog != path.catalog) or (target.database and target.database != path.database):
+        same_catalog = not target.catalog or target.catalog == path.catalog
+        if not same_catalog or (target.database and target.database != path.database):
             raise InvalidArgumentError("a table can only be renamed within its database")
         thrift_path = wire.object_to_thrift(path)
         self._call(lambda c: c.renameTable(thrift_path, target.name, if_exists), idempotent=False)

@@ -165,6 +165,6 @@ class CatalogManager:
             try:
                 catalog.ping()
                 result[name] = None
-            except Exception as e:  # noqa: BLE001 - readiness reports any failure
+            except Exception as e:
                 result[name] = str(e)
         return result

@@ -19,6 +19,10 @@ from catalogd.errors import (
 from catalogd.model import CatalogInfo, Column, Database, DatabaseUpdate, Table, TableKind, TableUpdate
 
 
+def _normalized(columns: list[Column]) -> list[Column]:
+    return [Column(c.name.lower(), parse_type(c.type), c.comment) for c in columns]
+
+
 class MemoryCatalog(BaseCatalog):
     """Databases and tables in a dict, guarded by one lock; copies in and out."""
 
@@ -116,8 +120,8 @@ class MemoryCatalog(BaseCatalog):
                 raise TableAlreadyExistsError(f"table {self.name}.{table.database}.{table.name} already exists")
             stored = copy.deepcopy(table)
             stored.catalog = self.name
-            stored.columns = [Column(c.name.lower(), parse_type(c.type), c.comment) for c in table.columns]
-            stored.partition_keys = [Column(c.name.lower(), parse_type(c.type), c.comment) for c in table.partition_keys]
+            stored.columns = _normalized(table.columns)
+            stored.partition_keys = _normalized(table.partition_keys)
             if stored.location is None:
                 stored.location = f"{self._databases[table.database].location}/{table.name}"
             stored.created = int(time.time())
@@ -135,7 +139,7 @@ class MemoryCatalog(BaseCatalog):
                 if col.name.lower() in existing:
                     raise InvalidArgumentError(f"column {col.name!r} already exists in {database}.{name}")
                 existing.add(col.name.lower())
-                added.append(Column(col.name.lower(), parse_type(col.type), col.comment))
+                added.extend(_normalized([col]))
             table.columns.extend(added)
             if update.comment is not None:
                 table.comment = update.comment

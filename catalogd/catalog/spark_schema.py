@@ -111,7 +111,8 @@ def columns_from_properties(params: dict[str, str]) -> tuple[list[Column], list[
         columns, partition_keys = [], []
         by_name = {}
         for field in schema["fields"]:
-            col = Column(field["name"].lower(), spark_to_hive(field["type"]), (field.get("metadata") or {}).get("comment"))
+            comment = (field.get("metadata") or {}).get("comment")
+            col = Column(field["name"].lower(), spark_to_hive(field["type"]), comment)
             by_name[col.name] = col
             if col.name not in part_names:
                 columns.append(col)

@@ -12,7 +12,7 @@ import select
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import urlparse
 
@@ -68,10 +68,8 @@ class _Connection:
         return not readable
 
     def close(self) -> None:
-        try:
+        with suppress(Exception):
             self.transport.close()
-        except Exception:
-            pass
 
 
 class MetastoreClient:

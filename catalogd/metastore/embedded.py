@@ -165,7 +165,9 @@ class EmbeddedMetastore:
             "-p",
             str(self.port),
         ]
-        logger.info("starting embedded metastore for catalog %s on port %d (log: %s)", self.name, self.port, self.log_path)
+        logger.info(
+            "starting embedded metastore for catalog %s on port %d (log: %s)", self.name, self.port, self.log_path
+        )
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
             self._process = subprocess.Popen(

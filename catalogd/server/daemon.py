@@ -6,6 +6,7 @@ CatalogError whose ``exit_code`` the CLI uses (2 for config errors, else 1).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -88,10 +89,8 @@ class Daemon:
         if self.http is not None:
             self.http.stop()
         self.manager.close()
-        try:
+        with contextlib.suppress(OSError):
             (self.config.server.data_dir / "catalogd.json").unlink(missing_ok=True)
-        except OSError:
-            pass
         self.lock.release()
         logger.info("stopped")
 

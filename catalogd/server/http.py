@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 class _Handler(BaseHTTPRequestHandler):
     server: HttpServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         logger.debug("http %s - %s", self.address_string(), format % args)
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
@@ -32,7 +32,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, payload: Any) -> None:
         self._send(status, json.dumps(payload, indent=2).encode() + b"\n", "application/json")
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
             self._json(200, {"status": "ok"})

@@ -60,7 +60,7 @@ class ThriftServer:
                 continue
             try:
                 client, _ = self._listener.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 self._slots.release()
                 continue
             except OSError:
