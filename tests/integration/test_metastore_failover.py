@@ -1,0 +1,90 @@
+"""Remote metastore URIs: connect timeouts and failover to the next URI, on a real HMS."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from catalogd.catalog.hive import HiveCatalog
+from catalogd.errors import MetastoreUnavailableError
+from catalogd.metastore.embedded import EmbeddedMetastore, free_port
+from catalogd.model import Database
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedMetastore]:
+    hms = EmbeddedMetastore("failover", tmp_path_factory.mktemp("failover"))
+    hms.start()
+    yield hms
+    hms.stop()
+
+
+def _silent_port() -> tuple[socket.socket, int]:
+    """A port that accepts TCP connections into a full backlog and never answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(0)
+    return sock, sock.getsockname()[1]
+
+
+def test_dead_first_uri_fails_over_to_the_next(metastore: EmbeddedMetastore) -> None:
+    dead = free_port()
+    catalog = HiveCatalog("f", uris=[("127.0.0.1", dead), ("127.0.0.1", metastore.port)], connect_timeout=2)
+    catalog.open()
+    try:
+        catalog.create_database(Database("failover_db"), ignore_if_exists=True)
+        assert "failover_db" in catalog.list_databases()
+        # The URI that answered is remembered and tried first from now on.
+        assert catalog.info().metastore.startswith(f"thrift://127.0.0.1:{dead},")
+        assert catalog._client is not None and catalog._client.uris[catalog._client._preferred][1] == metastore.port
+    finally:
+        catalog.close()
+
+
+def test_all_uris_down_is_metastore_unavailable_naming_each(tmp_path: Path) -> None:
+    ports = [free_port(), free_port()]
+    catalog = HiveCatalog("down", uris=[("127.0.0.1", p) for p in ports], connect_timeout=1)
+    start = time.monotonic()
+    with pytest.raises(MetastoreUnavailableError) as info:
+        catalog.open()
+    assert time.monotonic() - start < 10
+    for port in ports:
+        assert f"127.0.0.1:{port}" in str(info.value)
+
+
+def test_unanswering_metastore_times_out(metastore: EmbeddedMetastore) -> None:
+    sock, port = _silent_port()
+    try:
+        catalog = HiveCatalog("slow", uris=[("127.0.0.1", port)], connect_timeout=1, socket_timeout=1)
+        start = time.monotonic()
+        with pytest.raises(MetastoreUnavailableError):
+            catalog.open()
+        assert time.monotonic() - start < 10
+    finally:
+        sock.close()
+
+
+def test_restarted_metastore_is_reconnected(tmp_path: Path) -> None:
+    """A pooled connection to a metastore that restarted is noticed and replaced."""
+    hms = EmbeddedMetastore("restart", tmp_path, port=free_port())
+    hms.start()
+    catalog = HiveCatalog("r", uris=[("127.0.0.1", hms.port)])
+    try:
+        catalog.open()
+        catalog.create_database(Database("before_restart"))
+        hms.stop()
+        with pytest.raises(MetastoreUnavailableError):
+            catalog.list_databases()
+        hms.start()
+        # A write on the first call after the restart must not hit the stale socket.
+        catalog.create_database(Database("after_restart"))
+        assert {"before_restart", "after_restart"} <= set(catalog.list_databases())
+    finally:
+        catalog.close()
+        hms.stop()
