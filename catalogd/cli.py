@@ -405,6 +405,9 @@ def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; errors become one ``error: <kind>: <message>`` line."""
+    # thrift logs a failed connect itself, which without a handler lands on
+    # stderr next to our own error line; `serve` still gets it via the root logger.
+    logging.getLogger("thrift").addHandler(logging.NullHandler())
     try:
         result = cli.main(args=argv, prog_name="catalogd", standalone_mode=False)
     except click.exceptions.Exit as e:

@@ -14,7 +14,7 @@ from catalogd.errors import (
     InvalidArgumentError,
     TableNotFoundError,
 )
-from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Table, TableUpdate
+from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Table, TableKind, TableUpdate
 
 
 class Catalog(abc.ABC):
@@ -188,3 +188,5 @@ class BaseCatalog(Catalog, abc.ABC):
                 raise InvalidArgumentError(f"duplicate column {col.name!r} in {table.database}.{table.name}")
             seen.add(key)
             types.parse_type(col.type)
+        if table.kind is TableKind.EXTERNAL and not table.location:
+            raise InvalidArgumentError(f"table {table.database}.{table.name}: an external table needs a location")

@@ -49,8 +49,9 @@ VIRTUAL_VIEW = "VIRTUAL_VIEW"
 LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
 TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
-#: Parameters HMS or Spark keep for themselves; hidden from ``properties``.
-HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX + ".",)
+#: Parameters HMS or Spark keep for themselves; hidden from ``properties``
+#: (``spark.sql.sources.schema`` itself and its ``.part.N`` etc. keys).
+HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX,)
 
 
 @dataclass(frozen=True)
@@ -329,8 +330,17 @@ class HiveCatalog(BaseCatalog):
         what = f"database {self.name}.{name}"
         with self._translate(what, DatabaseNotFoundError):
             db = self._call("get_database", name)
-            if update.comment is not None:
+            if update.comment is not None and update.comment != (db.description or ""):
+                # HMS 2.3 (the embedded one) ignores a new description without a
+                # word: change it alone first, and refuse when it did not take.
                 db.description = update.comment
+                self._call("alter_database", name, db, idempotent=False)
+                db = self._call("get_database", name)
+                if (db.description or "") != update.comment:
+                    raise UnsupportedError(
+                        f"{what}: this metastore cannot change a database's comment (Hive Metastore 2.3 "
+                        "keeps the one given at creation); nothing was changed"
+                    )
             params = dict(db.parameters or {})
             params.update(update.set_properties)
             for key in update.unset_properties:
@@ -356,8 +366,12 @@ class HiveCatalog(BaseCatalog):
     def list_tables(self, database: str) -> list[str]:
         what = f"database {self.name}.{database}"
         with self._translate(what, DatabaseNotFoundError):
-            self._call("get_database", database)
             names = set(self._call("get_all_tables", database))
+            if not names:
+                # HMS answers an unknown database with an empty list too: only
+                # then is the extra round trip needed to tell the two apart.
+                self._call("get_database", database)
+                return []
             views = set(self._call("get_tables_by_type", database, "*", VIRTUAL_VIEW))
         return sorted(names - views)
 
@@ -476,8 +490,8 @@ class HiveCatalog(BaseCatalog):
                 existing.add(col.name.lower())
                 added.append(Column(col.name.lower(), parse_type(col.type), col.comment))
             tbl.sd.cols = [*(tbl.sd.cols or []), *_field_schemas(added)]
-            if spark_schema.PROVIDER in params and f"{spark_schema.SCHEMA_PREFIX}.numParts" in params:
-                params = {k: v for k, v in params.items() if not k.startswith(spark_schema.SCHEMA_PREFIX + ".")}
+            if spark_schema.PROVIDER in params and spark_schema.has_schema(params):
+                params = {k: v for k, v in params.items() if not spark_schema.is_schema_key(k)}
                 params.update(spark_schema.schema_properties([*current.columns, *added], current.partition_keys))
         if update.comment is not None:
             params["comment"] = update.comment

@@ -31,6 +31,7 @@ class MemoryCatalog(BaseCatalog):
         self._lock = threading.RLock()
         self._databases: dict[str, Database] = {}
         self._tables: dict[str, dict[str, Table]] = {}
+        self.default_database = default_database
         self.create_database(Database(name=default_database, comment="default database"), ignore_if_exists=True)
 
     def info(self) -> CatalogInfo:
@@ -43,6 +44,13 @@ class MemoryCatalog(BaseCatalog):
         if database not in self._databases:
             raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
         return self._tables[database]
+
+    def _tables_holding(self, database: str, name: str) -> dict[str, Table]:
+        """The tables of ``database`` for an operation on table ``name``: no database, no table."""
+        try:
+            return self._tables_of(database)
+        except DatabaseNotFoundError as e:
+            raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist: {e}") from e
 
     # ------------------------------------------------------------ databases
 
@@ -85,6 +93,8 @@ class MemoryCatalog(BaseCatalog):
                 if ignore_if_not_exists:
                     return
                 raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            if name == self.default_database:  # as HMS refuses to drop `default`
+                raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be dropped")
             if self._tables[name] and not cascade:
                 raise DatabaseNotEmptyError(
                     f"database {self.name}.{name} is not empty ({len(self._tables[name])} tables); "
@@ -102,10 +112,7 @@ class MemoryCatalog(BaseCatalog):
 
     def get_table(self, database: str, name: str) -> Table:
         with self._lock:
-            try:
-                tables = self._tables_of(database)
-            except DatabaseNotFoundError as e:
-                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist: {e}") from e
+            tables = self._tables_holding(database, name)
             if name not in tables:
                 raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
             return copy.deepcopy(tables[name])
@@ -130,7 +137,7 @@ class MemoryCatalog(BaseCatalog):
 
     def alter_table(self, database: str, name: str, update: TableUpdate) -> Table:
         with self._lock:
-            table = self._tables_of(database).get(name)
+            table = self._tables_holding(database, name).get(name)
             if table is None:
                 raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
             existing = {c.name for c in [*table.columns, *table.partition_keys]}
@@ -150,7 +157,12 @@ class MemoryCatalog(BaseCatalog):
 
     def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
         with self._lock:
-            tables = self._tables_of(database)
+            try:
+                tables = self._tables_holding(database, name)
+            except TableNotFoundError:
+                if ignore_if_not_exists:
+                    return
+                raise
             if name not in tables:
                 if ignore_if_not_exists:
                     return
@@ -164,8 +176,8 @@ class MemoryCatalog(BaseCatalog):
     def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
         with self._lock:
             try:
-                tables = self._tables_of(database)
-            except DatabaseNotFoundError:
+                tables = self._tables_holding(database, name)
+            except TableNotFoundError:
                 if ignore_if_not_exists:
                     return
                 raise

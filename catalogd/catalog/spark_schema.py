@@ -98,11 +98,24 @@ def schema_properties(columns: list[Column], partition_keys: list[Column]) -> di
     return props
 
 
+def has_schema(params: dict[str, str]) -> bool:
+    """Whether the parameters hold a Spark schema (in one parameter or in parts)."""
+    return SCHEMA_PREFIX in params or f"{SCHEMA_PREFIX}.numParts" in params
+
+
+def is_schema_key(key: str) -> bool:
+    """``spark.sql.sources.schema`` itself or one of its ``.numParts``/``.part.N``/``.partCol.N`` keys."""
+    return key == SCHEMA_PREFIX or key.startswith(SCHEMA_PREFIX + ".")
+
+
 def columns_from_properties(params: dict[str, str]) -> tuple[list[Column], list[Column]] | None:
     """Read the schema Spark stored; None when the table has none (or it is unreadable)."""
     try:
-        num = int(params[f"{SCHEMA_PREFIX}.numParts"])
-        text = "".join(params[f"{SCHEMA_PREFIX}.part.{i}"] for i in range(num))
+        if SCHEMA_PREFIX in params:  # Spark 3.4+ keeps a short schema in one parameter
+            text = params[SCHEMA_PREFIX]
+        else:
+            num = int(params[f"{SCHEMA_PREFIX}.numParts"])
+            text = "".join(params[f"{SCHEMA_PREFIX}.part.{i}"] for i in range(num))
         schema = json.loads(text)
         part_names = [
             params[f"{SCHEMA_PREFIX}.partCol.{i}"].lower()
@@ -118,5 +131,5 @@ def columns_from_properties(params: dict[str, str]) -> tuple[list[Column], list[
                 columns.append(col)
         partition_keys = [by_name[n] for n in part_names if n in by_name]
         return columns, partition_keys
-    except (KeyError, ValueError, TypeError, InvalidArgumentError):
+    except (KeyError, ValueError, TypeError, AttributeError, InvalidArgumentError):
         return None

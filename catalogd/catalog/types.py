@@ -31,7 +31,7 @@ MAX_DECIMAL_PRECISION = 38
 MAX_VARCHAR_LENGTH = 65535
 MAX_CHAR_LENGTH = 255
 
-_TOKEN = re.compile(r"\s*(?:(`[^`]+`)|([A-Za-z_][A-Za-z0-9_]*(?:\s+precision)?)|(\d+)|(.))")
+_TOKEN = re.compile(r"\s*(?:(`[^`]+`)|([A-Za-z_][A-Za-z0-9_]*(?:\s+precision)?)|(\d+)|(.))", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

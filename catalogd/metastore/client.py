@@ -36,9 +36,13 @@ def parse_uris(uris: str | list[str]) -> list[tuple[str, int]]:
     for item in items:
         item = item.strip()
         parsed = urlparse(item)
-        if parsed.scheme != "thrift" or not parsed.hostname:
+        try:
+            port = parsed.port  # a ValueError for a port that is not a number in 0..65535
+        except ValueError:
+            port = -1
+        if parsed.scheme != "thrift" or not parsed.hostname or port == -1:
             raise InvalidArgumentError(f"bad metastore URI {item!r}: expected thrift://HOST:PORT")
-        result.append((parsed.hostname, parsed.port or 9083))
+        result.append((parsed.hostname, port or 9083))
     if not result:
         raise InvalidArgumentError("no metastore URI given")
     return result

@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""Latency of catalog operations through catalogd versus straight against its Hive Metastore.
+
+One run starts a real ``catalogd serve`` daemon (one embedded hive catalog, free
+ports, a temporary data dir), creates a database with a 20-column table and 100
+sibling tables, then times each operation both through catalogd (the Python
+``CatalogClient``) and directly against the same HMS (one persistent
+``ThriftHiveMetastore.Client`` connection). The two sides alternate which goes
+first on every iteration so neither gets a warmer cache or a quieter machine.
+Operations are timed one after the other (all get_table rounds, then all
+list_tables rounds, ...); ``--mixed`` runs every operation in every iteration
+instead, so reads also follow a create+drop (noisier: the metastore is still
+busy with the DDL).
+
+    .venv/bin/python benchmarks/catalog_ops.py [--iterations 300] [--warmup 30] [--output FILE] [--mixed]
+
+Prints one JSON document (and writes it to FILE when --output is given). The
+daemon (and with it the embedded metastore) is shut down at the end, also when
+something fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.transport import TSocket, TTransport
+
+from catalogd.client import CatalogClient
+from catalogd.errors import CatalogError
+from catalogd.model import Column
+
+CATALOG = "main"
+DATABASE = "bench"
+TABLE = "orders"
+SIBLINGS = 100
+START_TIMEOUT = 300.0
+STOP_TIMEOUT = 60.0
+
+#: 20 columns of the usual kinds (what a fact table looks like).
+COLUMNS = [
+    Column("id", "bigint", "primary key"),
+    Column("customer_id", "bigint"),
+    Column("order_ts", "timestamp"),
+    Column("order_date", "date"),
+    Column("status", "string", "open, shipped or closed"),
+    Column("amount", "decimal(12,2)", "in EUR"),
+    Column("tax", "decimal(12,2)"),
+    Column("discount", "double"),
+    Column("quantity", "int"),
+    Column("is_gift", "boolean"),
+    Column("channel", "varchar(32)"),
+    Column("country", "char(2)"),
+    Column("note", "string"),
+    Column("payload", "binary"),
+    Column("tags", "array<string>"),
+    Column("attributes", "map<string,string>"),
+    Column("address", "struct<street:string,city:string,zip:string>"),
+    Column("line_items", "array<struct<sku:string,qty:int,price:decimal(10,2)>>"),
+    Column("score", "float"),
+    Column("flags", "smallint"),
+]
+
+PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
+PARQUET_INPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
+PARQUET_OUTPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
+
+
+# ---------------------------------------------------------------- daemon
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the benchmark dies, so no daemon is left behind."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Daemon:
+    """A ``catalogd serve`` child process with one embedded hive catalog."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.data_dir = workdir / "data"
+        self.config_path = workdir / "catalogd.yaml"
+        self.log_path = workdir / "catalogd.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.http_port = 0
+
+    def start(self) -> None:
+        # Port 0: the daemon binds free ports itself and writes them to <data-dir>/catalogd.json.
+        self.config_path.write_text(
+            "server:\n"
+            "  host: 127.0.0.1\n"
+            "  port: 0\n"
+            "  http-port: 0\n"
+            f"  data-dir: {json.dumps(str(self.data_dir))}\n"
+            "  log-level: warning\n"
+            "catalogs:\n"
+            f"  - name: {CATALOG}\n"
+            "    type: hive\n"
+            "    connection:\n"
+            "      hive.metastore.uris: embedded\n"
+        )
+        cmd = [sys.executable, "-m", "catalogd.cli", "serve", "--config", str(self.config_path)]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        assert self.process is not None
+        state_file = self.data_dir / "catalogd.json"
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"catalogd exited with code {self.process.returncode}:\n{self.log_tail()}")
+            if not self.http_port and state_file.exists():
+                try:
+                    state = json.loads(state_file.read_text())
+                    self.port, self.http_port = int(state["port"]), int(state["http_port"])
+                except (ValueError, KeyError):
+                    pass  # written right now; read it again
+            if self.http_port and self._ready():
+                return
+            time.sleep(0.25)
+        raise RuntimeError(f"catalogd was not ready within {START_TIMEOUT:.0f}s:\n{self.log_tail()}")
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/readyz", timeout=5) as reply:
+                return reply.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM (a clean shutdown that also stops the metastore), SIGKILL if it hangs."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            print(f"catalogd did not stop within {STOP_TIMEOUT:.0f}s; killing it", file=sys.stderr)
+            proc.kill()
+            proc.wait()
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+# ---------------------------------------------------------------- direct HMS
+
+
+class DirectHms:
+    """One persistent connection to the metastore, as a well-written HMS client would keep."""
+
+    def __init__(self, uri: str) -> None:
+        host, port = uri.split(",")[0].removeprefix("thrift://").rsplit(":", 1)
+        self.socket = TSocket.TSocket(host, int(port))
+        self.socket.setTimeout(60_000)
+        self.transport = TTransport.TBufferedTransport(self.socket)
+        self.client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(self.transport))
+        self.transport.open()
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+def hms_table(database: str, name: str) -> hms.Table:
+    """The HMS table catalogd creates for a managed parquet table with COLUMNS."""
+    sd = hms.StorageDescriptor(
+        cols=[hms.FieldSchema(name=c.name, type=c.type, comment=c.comment) for c in COLUMNS],
+        location=None,
+        inputFormat=PARQUET_INPUT,
+        outputFormat=PARQUET_OUTPUT,
+        compressed=False,
+        numBuckets=-1,
+        serdeInfo=hms.SerDeInfo(name=None, serializationLib=PARQUET_SERDE, parameters={}),
+        bucketCols=[],
+        sortCols=[],
+        parameters={},
+    )
+    return hms.Table(
+        tableName=name, dbName=database, owner=None, createTime=int(time.time()), lastAccessTime=0, retention=0,
+        sd=sd, partitionKeys=[], parameters={}, tableType="MANAGED_TABLE",
+    )
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_values:
+        return float("nan")
+    pos = (len(sorted_values) - 1) * q
+    low = int(pos)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (pos - low)
+
+
+def summary(samples_ns: list[int]) -> dict[str, float]:
+    ms = sorted(s / 1e6 for s in samples_ns)
+    return {
+        "p50_ms": round(percentile(ms, 0.50), 4),
+        "p95_ms": round(percentile(ms, 0.95), 4),
+        "mean_ms": round(sum(ms) / len(ms), 4),
+        "samples": len(ms),
+    }
+
+
+def timed(fn: Callable[[int], Any], i: int) -> int:
+    start = time.perf_counter_ns()
+    fn(i)
+    return time.perf_counter_ns() - start
+
+
+def run(iterations: int, warmup: int, mixed: bool = False) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-") as tmp:
+        daemon = Daemon(Path(tmp))
+        client: CatalogClient | None = None
+        direct: DirectHms | None = None
+        try:
+            started = time.monotonic()
+            daemon.start()
+            startup_s = time.monotonic() - started
+            client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=60)
+            info = client.get_catalog(CATALOG)
+            if not info.metastore:
+                raise RuntimeError(f"catalog {CATALOG} reports no metastore URI")
+            direct = DirectHms(info.metastore)
+
+            client.create_database(f"{CATALOG}.{DATABASE}", comment="catalogd benchmark")
+            client.create_table(f"{CATALOG}.{DATABASE}.{TABLE}", COLUMNS, comment="the table read in the benchmark")
+            for n in range(SIBLINGS):
+                client.create_table(f"{CATALOG}.{DATABASE}.sibling_{n:03d}", COLUMNS)
+            expected_tables = SIBLINGS + 1
+
+            hc = direct.client
+
+            def catalogd_create_drop(i: int) -> None:
+                name = f"{CATALOG}.{DATABASE}.tmp_catalogd_{i}"
+                client.create_table(name, COLUMNS)
+                client.drop_table(name)
+
+            def direct_create_drop(i: int) -> None:
+                name = f"tmp_direct_{i}"
+                hc.create_table(hms_table(DATABASE, name))
+                hc.drop_table(DATABASE, name, True)
+
+            ops: dict[str, tuple[Callable[[int], Any], Callable[[int], Any]]] = {
+                "get_table": (
+                    lambda i: client.get_table(f"{CATALOG}.{DATABASE}.{TABLE}"),
+                    lambda i: hc.get_table(DATABASE, TABLE),
+                ),
+                "list_tables": (
+                    lambda i: client.list_tables(f"{CATALOG}.{DATABASE}"),
+                    lambda i: hc.get_all_tables(DATABASE),
+                ),
+                "get_database": (
+                    lambda i: client.get_database(f"{CATALOG}.{DATABASE}"),
+                    lambda i: hc.get_database(DATABASE),
+                ),
+                "create_drop_table": (catalogd_create_drop, direct_create_drop),
+            }
+
+            # Both sides answer the same thing before anything is timed.
+            got = client.get_table(f"{CATALOG}.{DATABASE}.{TABLE}")
+            raw = hc.get_table(DATABASE, TABLE)
+            if [c.name for c in got.columns] != [f.name for f in raw.sd.cols] or len(got.columns) != len(COLUMNS):
+                raise RuntimeError("catalogd and HMS disagree about the benchmark table's columns")
+            listed = client.list_tables(f"{CATALOG}.{DATABASE}")
+            if len(listed) != expected_tables or sorted(hc.get_all_tables(DATABASE)) != listed:
+                raise RuntimeError(f"expected {expected_tables} tables, catalogd lists {len(listed)}")
+
+            samples: dict[str, dict[str, list[int]]] = {op: {"catalogd": [], "direct": []} for op in ops}
+
+            def one_round(op: str, i: int) -> None:
+                via_catalogd, via_direct = ops[op]
+                # Alternate which side goes first, so neither always follows the other.
+                order = [("catalogd", via_catalogd), ("direct", via_direct)]
+                if i % 2:
+                    order.reverse()
+                for side, fn in order:
+                    elapsed = timed(fn, i)
+                    if i >= warmup:
+                        samples[op][side].append(elapsed)
+
+            if mixed:
+                # Every iteration runs every operation (a get_table right after a create+drop).
+                for i in range(warmup + iterations):
+                    for op in ops:
+                        one_round(op, i)
+            else:
+                # One operation at a time, the two sides alternating within it.
+                for op in ops:
+                    for i in range(warmup + iterations):
+                        one_round(op, i)
+
+            results: dict[str, Any] = {}
+            for op, sides in samples.items():
+                c, d = summary(sides["catalogd"]), summary(sides["direct"])
+                results[op] = {
+                    "catalogd": c,
+                    "direct": d,
+                    "ratio_p50": round(c["p50_ms"] / d["p50_ms"], 3) if d["p50_ms"] else None,
+                    "overhead_ms": round(c["p50_ms"] - d["p50_ms"], 4),
+                }
+            direct_p50 = results["get_table"]["direct"]["p50_ms"]
+            limit = 1.10 * direct_p50 + 0.3
+            return {
+                "benchmark": "catalog_ops",
+                "iterations": iterations,
+                "warmup": warmup,
+                "schedule": "mixed" if mixed else "per-operation",
+                "setup": {
+                    "tables": expected_tables,
+                    "columns": len(COLUMNS),
+                    "metastore": info.metastore,
+                    "daemon_startup_s": round(startup_s, 1),
+                },
+                "ops": results,
+                "target": {
+                    "get_table_p50_max_ms": round(limit, 4),
+                    "get_table_p50_ms": results["get_table"]["catalogd"]["p50_ms"],
+                    "met": results["get_table"]["catalogd"]["p50_ms"] <= limit,
+                },
+                "machine": {
+                    "cpu_count": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "implementation": platform.python_implementation(),
+                    "platform": platform.platform(),
+                    "machine": platform.machine(),
+                },
+            }
+        finally:
+            for closer in (client, direct):
+                if closer is not None:
+                    try:
+                        closer.close()
+                    except Exception as e:  # a failed close must not keep the daemon running
+                        print(f"closing a connection failed: {e}", file=sys.stderr)
+            daemon.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--iterations", type=int, default=300, help="timed iterations per operation and side")
+    parser.add_argument("--warmup", type=int, default=30, help="untimed iterations first")
+    parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
+    parser.add_argument("--mixed", action="store_true",
+                        help="run all operations in every iteration instead of one operation after the other")
+    args = parser.parse_args(argv)
+    if args.iterations < 1 or args.warmup < 0:
+        parser.error("--iterations must be at least 1 and --warmup at least 0")
+    # SIGTERM to the benchmark becomes an exception, so the `finally` above stops the daemon.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        result = run(args.iterations, args.warmup, args.mixed)
+    except (RuntimeError, OSError, CatalogError) as e:
+        print(f"benchmark failed: {e}", file=sys.stderr)
+        return 1
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.output:
+        args.output.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
