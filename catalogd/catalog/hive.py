@@ -50,8 +50,9 @@ LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
 TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 #: Parameters HMS or Spark keep for themselves; hidden from ``properties``
-#: (``spark.sql.sources.schema`` itself and its ``.part.N`` etc. keys).
-HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX,)
+#: (``spark.sql.sources.schema`` itself and its ``.part.N`` etc. keys, and the
+#: data source provider, which ``format`` already tells).
+HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX, spark_schema.PROVIDER)
 
 
 @dataclass(frozen=True)

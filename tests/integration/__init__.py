@@ -1,0 +1,1 @@
+"""Integration tests: a real catalogd daemon, a real embedded Hive Metastore, real Spark."""

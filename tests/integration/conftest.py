@@ -1,0 +1,177 @@
+"""Fixtures of the integration tests: one real daemon (embedded HMS) for the session, its
+client, the real ``catalogd`` command, and one local SparkSession.
+
+The session daemon serves three catalogs:
+
+* ``main``: hive on an embedded metastore (the default catalog);
+* ``scratch``: memory;
+* ``ro``: hive, ``read-only: true``, a *remote* catalog on main's embedded metastore
+  (main gets a fixed ``metastore-port`` for that). It is a real hive catalog that sees
+  main's databases, so reads through it are meaningful, and it costs no second metastore.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from catalogd.client import CatalogClient
+
+from .helpers import (
+    CATALOGD,
+    Daemon,
+    clean_env,
+    embedded_catalog,
+    free_port,
+    metastore_pids,
+    spawn_daemon,
+    start_daemon,
+    write_config,
+)
+
+
+@pytest.fixture(scope="session")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """The session's catalogd daemon (a real ``catalogd serve`` process)."""
+    root = tmp_path_factory.mktemp("catalogd")
+    data_dir = root / "data"
+    metastore_port = free_port()
+    config_path = write_config(
+        root / "catalogd.yaml",
+        port=free_port(),
+        http_port=free_port(),
+        data_dir=data_dir,
+        catalogs=[
+            embedded_catalog("main", metastore_port=metastore_port, **{"default-database": "default"}),
+            {"name": "scratch", "type": "memory"},
+            {
+                "name": "ro",
+                "type": "hive",
+                "read-only": True,
+                "connection": {"hive.metastore.uris": f"thrift://127.0.0.1:{metastore_port}"},
+            },
+        ],
+    )
+    proc = start_daemon(config_path, data_dir, root / "catalogd.log")
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"the session daemon exited with {code}; log:\n{proc.log()}"
+
+
+@pytest.fixture
+def client(daemon: Daemon) -> Iterator[CatalogClient]:
+    with CatalogClient(daemon.address, timeout=60.0) as c:
+        yield c
+
+
+class CliResult(NamedTuple):
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(daemon: Daemon) -> Callable[..., CliResult]:
+    """``run_cli("--json", "db", "list", "main")`` runs ``catalogd --server ADDR --json db list main``."""
+
+    def run(*args: str, server: str | None = None, timeout: float = 60.0) -> CliResult:
+        cmd = [str(CATALOGD), "--server", server or daemon.address, *args]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean_env())
+        return CliResult(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One local SparkSession on main's metastore for the whole session."""
+    from pyspark.sql import SparkSession
+
+    from catalogd.spark.conf import spark_conf_for
+
+    local_dir = tmp_path_factory.mktemp("spark-local")
+    with CatalogClient(daemon.address) as c:
+        settings = spark_conf_for(c.get_catalog("main"))
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("catalogd-integration")
+        .enableHiveSupport()
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.local.dir", str(local_dir))
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    yield session
+    session.stop()
+
+
+# ---------------------------------------------------------------- per-test objects
+
+@pytest.fixture(params=["main", "scratch"])
+def catalog(request: pytest.FixtureRequest) -> str:
+    """Each backend in turn: ``main`` (hive) and ``scratch`` (memory)."""
+    return request.param
+
+
+@pytest.fixture
+def db(client: CatalogClient, catalog: str, unique_name: Callable[[str], str]) -> Iterator[str]:
+    """A fresh database ``<catalog>.<db_...>``, dropped with its tables afterwards."""
+    name = f"{catalog}.{unique_name('db')}"
+    client.create_database(name)
+    yield name
+    client.drop_database(name, if_exists=True, cascade=True)
+
+
+@pytest.fixture
+def main_db(client: CatalogClient, unique_name: Callable[[str], str]) -> Iterator[str]:
+    """A fresh database in ``main`` (``main.<db_...>``), dropped with its tables afterwards."""
+    name = f"main.{unique_name('db')}"
+    client.create_database(name)
+    yield name
+    client.drop_database(name, if_exists=True, cascade=True)
+
+
+@pytest.fixture
+def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    """Start extra short-lived daemons (own ports); every one is stopped at the end of the test."""
+    started: list[Daemon] = []
+
+    def factory(data_dir: Path | None = None, catalogs: list[dict[str, Any]] | None = None,
+                wait: bool = True, name: str = "extra", same_as: Daemon | None = None) -> Daemon:
+        """A daemon with its own data dir and ports, or (``same_as``) a restart of an earlier one."""
+        n = len(started)
+        log_path = tmp_path / f"{name}-{n}.log"
+        if same_as is not None:
+            config_path, data_dir = same_as.config_path, same_as.data_dir
+        else:
+            data_dir = data_dir or tmp_path / f"{name}-data"
+            config_path = write_config(
+                tmp_path / f"{name}-{n}.yaml",
+                port=free_port(),
+                http_port=free_port(),
+                data_dir=data_dir,
+                catalogs=catalogs or [embedded_catalog("main")],
+            )
+        proc = start_daemon(config_path, data_dir, log_path) if wait else spawn_daemon(config_path, data_dir, log_path)
+        started.append(proc)
+        return proc
+
+    yield factory
+    for proc in started:
+        proc.stop()
+    # A metastore left behind by a failed test (e.g. one that outlived a killed daemon).
+    for data_dir in {proc.data_dir for proc in started}:
+        for pid in metastore_pids(data_dir):
+            os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,231 @@
+"""Helpers for the integration tests: start and stop real daemons, look at processes and files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import yaml
+
+#: The real console script of this venv (not a `python -m` stand-in).
+CATALOGD = Path(sys.executable).parent / "catalogd"
+READY_TIMEOUT = 180.0
+STOP_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def clean_env() -> dict[str, str]:
+    """The environment for child processes, without settings that would point them elsewhere."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CATALOGD_SERVER", "CATALOGD_CONFIG")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
+    """(status, body) of a GET; HTTP errors are answers too."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs: list[dict[str, Any]]) -> Path:
+    config = {
+        "server": {"host": "127.0.0.1", "port": port, "http-port": http_port, "data-dir": str(data_dir)},
+        "catalogs": catalogs,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def embedded_catalog(name: str = "main", metastore_port: int = 0, **extra: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "type": "hive", "default": True}
+    if metastore_port:
+        entry["metastore-port"] = metastore_port
+    entry["connection"] = {"hive.metastore.uris": "embedded"}
+    entry.update(extra)
+    return entry
+
+
+@dataclass
+class Daemon:
+    """A ``catalogd serve`` child process."""
+
+    proc: subprocess.Popen[bytes]
+    address: str
+    http: str
+    data_dir: Path
+    config_path: Path
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log(self, lines: int = 40) -> str:
+        return tail(self.log_path, lines)
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"catalogd exited with code {self.proc.returncode} before it was ready; "
+                    f"log {self.log_path}:\n{self.log()}"
+                )
+            try:
+                status, body = http_get(f"{self.http}/readyz", timeout=2.0)
+                if status == 200:
+                    return
+                last = f"{status} {body.strip()}"
+            except OSError as e:
+                last = str(e)
+            time.sleep(0.25)
+        raise RuntimeError(
+            f"catalogd not ready within {timeout:.0f}s (last /readyz: {last}); log {self.log_path}:\n{self.log()}"
+        )
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int:
+        """SIGTERM and wait; SIGKILL if it does not go. Returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def spawn_daemon(config_path: Path, data_dir: Path, log_path: Path) -> Daemon:
+    """Start ``catalogd serve --config FILE`` (not waiting for it to be ready)."""
+    config = yaml.safe_load(config_path.read_text())
+    server = config["server"]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [str(CATALOGD), "serve", "--config", str(config_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=clean_env(),
+        )
+    return Daemon(
+        proc=proc,
+        address=f"127.0.0.1:{server['port']}",
+        http=f"http://127.0.0.1:{server['http-port']}",
+        data_dir=data_dir,
+        config_path=config_path,
+        log_path=log_path,
+    )
+
+
+def start_daemon(config_path: Path, data_dir: Path, log_path: Path, timeout: float = READY_TIMEOUT) -> Daemon:
+    daemon = spawn_daemon(config_path, data_dir, log_path)
+    try:
+        daemon.wait_ready(timeout)
+    except BaseException:
+        daemon.stop()
+        raise
+    return daemon
+
+
+# ---------------------------------------------------------------- processes
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def metastore_pids(data_dir: Path) -> list[int]:
+    """Pids of the embedded metastores whose Derby home is under ``data_dir``.
+
+    Found by command line (``-Dderby.system.home=<data-dir>/catalogs/<name>`` and the
+    HMS main class), so it works after the daemon died and the JVM was re-parented.
+    """
+    marker = f"-Dderby.system.home={data_dir}/catalogs/"
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [a.decode(errors="replace") for a in args]
+        is_metastore = any(w.startswith(marker) for w in words) and any(w.endswith("HiveMetaStore") for w in words)
+        if is_metastore and process_alive(int(entry.name)):
+            pids.append(int(entry.name))
+    return pids
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process_alive(pid):
+            return True
+        time.sleep(0.1)
+    return not process_alive(pid)
+
+
+# ---------------------------------------------------------------- files and wire
+
+def local_path(uri: str) -> Path:
+    """``file:/x/y`` or ``file:///x/y`` -> ``/x/y``."""
+    parsed = urlparse(uri)
+    assert parsed.scheme in ("file", ""), f"not a local location: {uri}"
+    return Path(unquote(parsed.path))
+
+
+@contextlib.contextmanager
+def raw_thrift(address: str) -> Iterator[Any]:
+    """A bare generated CatalogService client: requests the catalogd client would refuse to send."""
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+    from thrift.transport import TSocket, TTransport
+
+    from catalogd.gen.catalogd_thrift import CatalogService
+
+    host, port = address.rsplit(":", 1)
+    transport = TTransport.TFramedTransport(TSocket.TSocket(host, int(port)))
+    transport.open()
+    try:
+        yield CatalogService.Client(TBinaryProtocolAccelerated(transport))
+    finally:
+        transport.close()
