@@ -30,6 +30,9 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Stage,
+    StagePurpose,
+    StageRequest,
     Table,
     TableFormat,
     TableKind,
@@ -270,3 +273,84 @@ class CatalogClient:
         self._call(lambda c: c.dropTable(path, if_exists, purge), idempotent=False)
 
 
+
+    # ------------------------------------------------------------ stages (atomic writes)
+
+    def begin_stage(
+        self,
+        target: str,
+        schema: str | list[Column] | None = None,
+        partitioned_by: str | list[Column] | None = None,
+        format: str | TableFormat | None = None,
+        purpose: str | StagePurpose = StagePurpose.CREATE,
+        properties: dict[str, str] | None = None,
+        comment: str | None = None,
+        lease: float | None = None,
+        owner: str | None = None,
+    ) -> Stage:
+        """Open a stage on ``target``: a hidden staging table to write into.
+
+        Args:
+            target: ``catalog.database.table`` (shorter forms use the defaults).
+            schema: the columns (``"id bigint, name string"`` or Columns); under
+                OVERWRITE_PARTITIONS None means the target's.
+            partitioned_by: partition columns, same forms as ``schema``.
+            format: parquet (default), orc, avro, csv, json or textfile.
+            purpose: CREATE, CREATE_IF_NOT_EXISTS, REPLACE or OVERWRITE_PARTITIONS.
+            lease: seconds the stage stays open without a heartbeat (None: the daemon's).
+            owner: who writes (default ``user@host:pid``).
+
+        Returns:
+            The stage; ``stage.spark_table`` is the table to write into. Under
+            CREATE_IF_NOT_EXISTS with an existing target it is ABORTED already.
+        """
+        path = parse_object(target)
+        columns = parse_schema(schema) if isinstance(schema, str) else list(schema or [])
+        partition_keys = parse_schema(partitioned_by) if isinstance(partitioned_by, str) else list(partitioned_by or [])
+        request = StageRequest(
+            catalog=path.catalog or "",
+            database=path.database or "",
+            target=path.name,
+            purpose=StagePurpose.parse(purpose) if isinstance(purpose, str) else purpose,
+            columns=columns,
+            partition_keys=partition_keys,
+            format=TableFormat.parse(format) if isinstance(format, str) else format,
+            properties=dict(properties or {}),
+            comment=comment,
+            lease=lease,
+            owner=owner or default_owner(),
+        )
+        thrift_request = wire.stage_request_to_thrift(request)
+        return wire.stage_from_thrift(self._call(lambda c: c.beginStage(thrift_request), idempotent=False))
+
+    def heartbeat_stage(self, stage_id: str, lease: float | None = None) -> Stage:
+        """Extend a stage's lease to ``lease`` seconds (None: the daemon's default) from now."""
+        millis = round(lease * 1000) if lease else 0
+        return wire.stage_from_thrift(self._call(lambda c: c.heartbeatStage(stage_id, millis)))
+
+    def commit_stage(self, stage_id: str) -> Stage:
+        """Publish the stage into its target atomically; safe to retry (the daemon makes it idempotent)."""
+        return wire.stage_from_thrift(self._call(lambda c: c.commitStage(stage_id)))
+
+    def abort_stage(self, stage_id: str) -> Stage:
+        """Drop the stage's table and files; safe to retry."""
+        return wire.stage_from_thrift(self._call(lambda c: c.abortStage(stage_id)))
+
+    def get_stage(self, stage_id: str) -> Stage:
+        return wire.stage_from_thrift(self._call(lambda c: c.getStage(stage_id)))
+
+    def list_stages(self, catalog: str | None = None) -> list[Stage]:
+        name = parse_catalog(catalog) if catalog else ""
+        return [wire.stage_from_thrift(s) for s in self._call(lambda c: c.listStages(name))]
+
+
+def default_owner() -> str:
+    """``user@host:pid`` of this process: who a stage belongs to."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}:{os.getpid()}"

@@ -174,6 +174,21 @@ Duration = Annotated[
     PlainSerializer(format_duration, return_type=str, when_used="json"),
 ]
 
+
+def _non_negative_duration(value: datetime.timedelta) -> datetime.timedelta:
+    if value < datetime.timedelta(0):
+        raise ValueError(f"must not be negative, got {format_duration(value)}")
+    return value
+
+
+#: A duration that may be zero (``0s`` means "at once").
+NonNegativeDuration = Annotated[
+    datetime.timedelta,
+    BeforeValidator(_to_timedelta),
+    AfterValidator(_non_negative_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
+
 # --------------------------------------------------------------------------- helpers
 
 _SECRET_WORDS = ("password", "secret", "token", "credential")
@@ -414,6 +429,9 @@ class CatalogConfig(_Model):
     connection: dict[str, str] = Field(default_factory=dict)
     warehouse: str | None = None
     read_only: bool = Field(default=False, alias="read-only")
+    #: Whether ``catalogd.spark`` writes through stages (Flink's ``table.ctas.atomicity-enabled``);
+    #: when false its helpers fall back to Spark's plain, non-atomic writes.
+    atomic_writes: bool = Field(default=True, alias="atomic-writes")
     #: The port an embedded metastore listens on (0 picks a free port); only for ``embedded``.
     metastore_port: Port = Field(default=0, alias="metastore-port")
 
@@ -534,12 +552,17 @@ class SparkConfig(_Model):
 
 
 class StagingConfig(_Model):
-    """Staging areas handed out to writers."""
+    """Stages (staging tables) handed out to writers: atomic writes."""
 
-    #: How long a staging area stays reserved without being renewed.
+    #: How long a stage stays open without a heartbeat; a writer may ask for another length.
     lease: Duration = datetime.timedelta(seconds=60)
-    #: How often expired staging areas are cleaned up.
+    #: How often the janitor aborts stages whose lease lapsed and finishes interrupted commits.
     janitor_interval: Duration = Field(default=datetime.timedelta(seconds=10), alias="janitor-interval")
+    #: How long the files a REPLACE or partition overwrite replaced are kept, so that
+    #: queries planned before the commit can finish reading them (0s: delete at once).
+    replaced_data_retention: NonNegativeDuration = Field(
+        default=datetime.timedelta(seconds=30), alias="replaced-data-retention"
+    )
 
 
 def _catalog_set_problems(names: Sequence[str | None], defaults: Sequence[bool | None]) -> list[str]:

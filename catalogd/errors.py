@@ -44,6 +44,10 @@ class TableNotFoundError(NotFoundError):
     object_type = "table"
 
 
+class StageNotFoundError(NotFoundError):
+    object_type = "stage"
+
+
 class AlreadyExistsError(CatalogError):
     """The object to create exists already."""
 
@@ -133,6 +137,7 @@ for _cls in (
     CatalogNotFoundError,
     DatabaseNotFoundError,
     TableNotFoundError,
+    StageNotFoundError,
     AlreadyExistsError,
     DatabaseAlreadyExistsError,
     TableAlreadyExistsError,

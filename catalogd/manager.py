@@ -8,9 +8,26 @@ import threading
 from catalogd.catalog import load_catalog
 from catalogd.catalog.base import BaseCatalog, Catalog
 from catalogd.config import CatalogConfig, Config
-from catalogd.errors import CatalogNotFoundError, PermissionDeniedError
-from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Table, TableUpdate
-from catalogd.names import NamespacePath, ObjectPath
+from catalogd.errors import CatalogNotFoundError, InvalidArgumentError, PermissionDeniedError
+from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Stage, StageRequest, Table, TableUpdate
+from catalogd.names import NamespacePath, ObjectPath, split_name
+
+
+def parse_stage_id(stage_id: str) -> tuple[str, str, str]:
+    """``catalog.database.key`` -> its three parts.
+
+    Raises:
+        InvalidArgumentError: not a stage id.
+    """
+    try:
+        parts = split_name(stage_id or "")
+    except InvalidArgumentError:
+        parts = []
+    if len(parts) != 3:
+        raise InvalidArgumentError(
+            f"bad stage id {stage_id!r}: expected catalog.database.<16 hex digits>, as begin answered"
+        )
+    return parts[0], parts[1], parts[2]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +95,7 @@ class CatalogManager:
         info.default = catalog.name == self.default_catalog
         info.default_database = conf.default_database
         info.read_only = conf.read_only
+        info.atomic_writes = conf.atomic_writes
         return info
 
     def list_catalogs(self) -> list[CatalogInfo]:
@@ -157,6 +175,53 @@ class CatalogManager:
         catalog, db, name = self._object(path)
         self._writable(catalog)
         catalog.drop_table(db, name, ignore_if_not_exists, purge)
+
+    # ------------------------------------------------------------ stages
+
+    def _stage(self, stage_id: str, write: bool = True) -> tuple[BaseCatalog, str, str]:
+        catalog_name, database, key = parse_stage_id(stage_id)
+        catalog = self.catalog(catalog_name)
+        if write:
+            self._writable(catalog)
+        return catalog, database, key
+
+    def begin_stage(self, request: StageRequest) -> Stage:
+        catalog = self.catalog(request.catalog or None)
+        self._writable(catalog)
+        request.catalog = catalog.name
+        request.database = request.database or self._confs[catalog.name].default_database
+        return catalog.begin_stage(request)
+
+    def get_stage(self, stage_id: str) -> Stage:
+        catalog, database, key = self._stage(stage_id, write=False)
+        return catalog.get_stage(database, key)
+
+    def list_stages(self, catalog: str | None) -> list[Stage]:
+        return self.catalog(catalog).list_stages()
+
+    def heartbeat_stage(self, stage_id: str, lease: float | None = None) -> Stage:
+        catalog, database, key = self._stage(stage_id)
+        return catalog.heartbeat_stage(database, key, lease)
+
+    def commit_stage(self, stage_id: str) -> Stage:
+        catalog, database, key = self._stage(stage_id)
+        return catalog.commit_stage(database, key)
+
+    def abort_stage(self, stage_id: str) -> Stage:
+        catalog, database, key = self._stage(stage_id)
+        return catalog.abort_stage(database, key)
+
+    def janitor_pass(self, startup: bool = False) -> int:
+        """One janitor sweep over every writable catalog; a failing catalog does not stop the others."""
+        acted = 0
+        for name, catalog in self.catalogs().items():
+            if self._confs[name].read_only:
+                continue
+            try:
+                acted += catalog.janitor_pass(startup)
+            except Exception as e:
+                logger.warning("janitor: catalog %s: %s", name, e)
+        return acted
 
     def ping(self) -> dict[str, str | None]:
         """Check every catalog; maps catalog name to None (fine) or the problem."""

@@ -49,6 +49,8 @@ class CatalogInfo:
     read_only: bool = False
     metastore: str | None = None
     warehouse: str | None = None
+    #: Whether ``catalogd.spark`` writes through stages (config ``atomic-writes``).
+    atomic_writes: bool = True
 
 
 @dataclass
@@ -106,3 +108,81 @@ class TableUpdate:
             and not self.unset_properties
             and not self.add_columns
         )
+
+
+class StagePurpose(enum.StrEnum):
+    """What a stage does to its target when committed."""
+
+    CREATE = "CREATE"
+    CREATE_IF_NOT_EXISTS = "CREATE_IF_NOT_EXISTS"
+    REPLACE = "REPLACE"
+    OVERWRITE_PARTITIONS = "OVERWRITE_PARTITIONS"
+
+    @classmethod
+    def parse(cls, value: str) -> StagePurpose:
+        from catalogd.errors import InvalidArgumentError
+
+        try:
+            return cls(value.strip().upper().replace("-", "_"))
+        except ValueError:
+            choices = ", ".join(p.value for p in cls)
+            raise InvalidArgumentError(f"unknown stage purpose {value!r}; use one of {choices}") from None
+
+
+class StageState(enum.StrEnum):
+    """Where a stage is in its life; COMMITTED and ABORTED are final."""
+
+    OPEN = "OPEN"
+    COMMITTING = "COMMITTING"
+    COMMITTED = "COMMITTED"
+    ABORTED = "ABORTED"
+
+
+@dataclass
+class StageRequest:
+    """What ``begin_stage`` needs. Empty columns under OVERWRITE_PARTITIONS mean the target's."""
+
+    catalog: str
+    database: str
+    target: str
+    purpose: StagePurpose = StagePurpose.CREATE
+    columns: list[Column] = field(default_factory=list)
+    partition_keys: list[Column] = field(default_factory=list)
+    format: TableFormat | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    #: Seconds; None means the daemon's ``staging.lease``.
+    lease: float | None = None
+    owner: str | None = None
+
+
+@dataclass
+class Stage:
+    """A write in progress on one target table (see DESIGN.md section 4)."""
+
+    id: str
+    catalog: str
+    database: str
+    target: str
+    purpose: StagePurpose
+    state: StageState
+    owner: str | None = None
+    created: int | None = None  # milliseconds since the epoch
+    lease_deadline: int | None = None  # milliseconds since the epoch
+    #: The hidden HMS table the job writes into, in the target's database.
+    staging_table: str | None = None
+    location: str | None = None
+    columns: list[Column] = field(default_factory=list)
+    partition_keys: list[Column] = field(default_factory=list)
+    format: TableFormat | None = None
+    #: Why a stage ended the way it did (e.g. "the target exists already").
+    message: str | None = None
+
+    @property
+    def target_name(self) -> str:
+        return f"{self.catalog}.{self.database}.{self.target}"
+
+    @property
+    def spark_table(self) -> str:
+        """The name Spark writes into (its session catalog is this catalog's metastore)."""
+        return f"{self.database}.{self.staging_table}"

@@ -12,6 +12,10 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Stage,
+    StagePurpose,
+    StageRequest,
+    StageState,
     Table,
     TableFormat,
     TableKind,
@@ -51,13 +55,14 @@ def object_from_thrift(path: t.ObjectPath) -> ObjectPath:
 def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
     return t.CatalogInfo(name=info.name, type=info.type, isDefault=info.default,
                          defaultDatabase=info.default_database, readOnly=info.read_only,
-                         metastore=info.metastore, warehouse=info.warehouse)
+                         metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes)
 
 
 def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
     return CatalogInfo(name=info.name, type=info.type, default=bool(info.isDefault),
                        default_database=info.defaultDatabase, read_only=bool(info.readOnly),
-                       metastore=info.metastore, warehouse=info.warehouse)
+                       metastore=info.metastore, warehouse=info.warehouse,
+                       atomic_writes=info.atomicWrites is not False)
 
 
 def database_to_thrift(db: Database) -> t.Database:
@@ -136,6 +141,94 @@ def table_update_from_thrift(update: t.TableUpdate | None) -> TableUpdate:
     return TableUpdate(comment=update.comment, set_properties=dict(update.setProperties or {}),
                        unset_properties=list(update.unsetProperties or []),
                        add_columns=columns_from_thrift(update.addColumns))
+
+
+# ---------------------------------------------------------------- stages
+
+_PURPOSES = {p: getattr(t.StagePurpose, p.value) for p in StagePurpose}
+_PURPOSES_BACK = {v: k for k, v in _PURPOSES.items()}
+_STATES = {s: getattr(t.StageState, s.value) for s in StageState}
+_STATES_BACK = {v: k for k, v in _STATES.items()}
+
+
+def _purpose_from_thrift(value: int | None) -> StagePurpose:
+    if value not in _PURPOSES_BACK:
+        raise errors.InvalidArgumentError(f"unknown stage purpose {value!r}")
+    return _PURPOSES_BACK[value]
+
+
+def stage_request_to_thrift(request: StageRequest) -> t.StageRequest:
+    return t.StageRequest(
+        target=t.ObjectPath(catalog=request.catalog or None, database=request.database or None,
+                            name=request.target),
+        purpose=_PURPOSES[request.purpose],
+        columns=columns_to_thrift(request.columns),
+        partitionKeys=columns_to_thrift(request.partition_keys),
+        format=request.format.value if request.format else None,
+        properties=dict(request.properties),
+        comment=request.comment,
+        leaseMillis=round(request.lease * 1000) if request.lease else None,
+        owner=request.owner,
+    )
+
+
+def stage_request_from_thrift(request: t.StageRequest) -> StageRequest:
+    if request is None:
+        raise errors.InvalidArgumentError("a stage request is required")
+    target = object_from_thrift(request.target)
+    if request.leaseMillis is not None and request.leaseMillis < 0:
+        raise errors.InvalidArgumentError(f"the lease must not be negative, got {request.leaseMillis} ms")
+    return StageRequest(
+        catalog=target.catalog or "",
+        database=target.database or "",
+        target=target.name,
+        purpose=_purpose_from_thrift(request.purpose),
+        columns=columns_from_thrift(request.columns),
+        partition_keys=columns_from_thrift(request.partitionKeys),
+        format=TableFormat.parse(request.format) if request.format else None,
+        properties=dict(request.properties or {}),
+        comment=request.comment,
+        lease=request.leaseMillis / 1000 if request.leaseMillis else None,
+        owner=request.owner,
+    )
+
+
+def stage_to_thrift(stage: Stage) -> t.Stage:
+    return t.Stage(
+        id=stage.id,
+        target=t.ObjectPath(catalog=stage.catalog, database=stage.database, name=stage.target),
+        purpose=_PURPOSES[stage.purpose],
+        state=_STATES[stage.state],
+        owner=stage.owner,
+        createdMillis=stage.created,
+        leaseDeadlineMillis=stage.lease_deadline,
+        stagingTable=stage.staging_table,
+        location=stage.location,
+        columns=columns_to_thrift(stage.columns),
+        partitionKeys=columns_to_thrift(stage.partition_keys),
+        format=stage.format.value if stage.format else None,
+        message=stage.message,
+    )
+
+
+def stage_from_thrift(stage: t.Stage) -> Stage:
+    return Stage(
+        id=stage.id,
+        catalog=stage.target.catalog or "",
+        database=stage.target.database or "",
+        target=stage.target.name,
+        purpose=_purpose_from_thrift(stage.purpose),
+        state=_STATES_BACK.get(stage.state, StageState.OPEN),
+        owner=stage.owner,
+        created=stage.createdMillis,
+        lease_deadline=stage.leaseDeadlineMillis,
+        staging_table=stage.stagingTable,
+        location=stage.location,
+        columns=columns_from_thrift(stage.columns),
+        partition_keys=columns_from_thrift(stage.partitionKeys),
+        format=TableFormat.parse(stage.format) if stage.format else None,
+        message=stage.message,
+    )
 
 
 # ---------------------------------------------------------------- errors

@@ -74,6 +74,8 @@ struct CatalogInfo {
   // metastore URI(s) for hive catalogs, e.g. thrift://127.0.0.1:9083
   6: optional string metastore,
   7: optional string warehouse,
+  // whether catalogd.spark writes through stages (config `atomic-writes`)
+  8: optional bool atomicWrites = true,
 }
 
 struct Database {
@@ -125,6 +127,59 @@ struct TableUpdate {
   2: optional map<string, string> setProperties,
   3: optional list<string> unsetProperties,
   4: optional list<Column> addColumns,
+}
+
+// ---------------------------------------------------------------- stages (atomic writes)
+
+// What commit does to the target (DESIGN.md section 4).
+enum StagePurpose {
+  CREATE = 1,
+  CREATE_IF_NOT_EXISTS = 2,
+  REPLACE = 3,
+  OVERWRITE_PARTITIONS = 4,
+}
+
+enum StageState {
+  OPEN = 1,
+  COMMITTING = 2,
+  COMMITTED = 3,
+  ABORTED = 4,
+}
+
+struct StageRequest {
+  1: required ObjectPath target,
+  2: required StagePurpose purpose,
+  // empty under OVERWRITE_PARTITIONS: the target's columns
+  3: optional list<Column> columns,
+  4: optional list<Column> partitionKeys,
+  5: optional string format,
+  6: optional map<string, string> properties,
+  7: optional string comment,
+  // 0 or unset: the daemon's staging.lease
+  8: optional i64 leaseMillis,
+  // who writes, e.g. alice@host:pid
+  9: optional string owner,
+}
+
+struct Stage {
+  // catalog.database.<16 hex digits>
+  1: required string id,
+  // fully qualified
+  2: required ObjectPath target,
+  3: required StagePurpose purpose,
+  4: required StageState state,
+  5: optional string owner,
+  // milliseconds since the epoch
+  6: optional i64 createdMillis,
+  7: optional i64 leaseDeadlineMillis,
+  // the hidden table to write into, in the target's database
+  8: optional string stagingTable,
+  9: optional string location,
+  10: optional list<Column> columns,
+  11: optional list<Column> partitionKeys,
+  12: optional string format,
+  // why the stage ended the way it did
+  13: optional string message,
 }
 
 // ---------------------------------------------------------------- service
@@ -187,4 +242,32 @@ service CatalogService {
   void dropTable(1: ObjectPath path, 2: bool ignoreIfNotExists, 3: bool purge)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+
+  // -- stages: atomic writes (DESIGN.md section 4)
+  // CREATE fails with AlreadyExists when the target exists; CREATE_IF_NOT_EXISTS
+  // then answers a stage that is ABORTED already (nothing to write).
+  Stage beginStage(1: StageRequest request)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+  // Extends the lease by leaseMillis (0: staging.lease) from now.
+  Stage heartbeatStage(1: string stageId, 2: i64 leaseMillis)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: Conflict conflict, 5: InternalError internal),
+  // Idempotent: a commit retried after a lost reply answers COMMITTED.
+  Stage commitStage(1: string stageId)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied, 6: Conflict conflict,
+          7: Unsupported unsupported, 8: InternalError internal),
+  // Idempotent; an unknown or aborted stage answers ABORTED, a committed one Conflict.
+  Stage abortStage(1: string stageId)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Conflict conflict, 6: InternalError internal),
+  Stage getStage(1: string stageId)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: InternalError internal),
+  // Open and committing stages of a catalog (empty: the default catalog).
+  list<Stage> listStages(1: string catalog)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: Unsupported unsupported, 5: InternalError internal),
 }

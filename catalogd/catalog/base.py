@@ -13,8 +13,16 @@ from catalogd.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
     TableNotFoundError,
+    UnsupportedError,
 )
-from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Table, TableKind, TableUpdate
+from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Stage, StageRequest, Table, TableKind, TableUpdate
+
+#: Names of hidden staging tables start with this; no user table may.
+STAGE_TABLE_PREFIX = "__catalogd_stage_"
+
+
+def is_stage_table(name: str) -> bool:
+    return name.lower().startswith(STAGE_TABLE_PREFIX)
 
 
 class Catalog(abc.ABC):
@@ -156,6 +164,71 @@ class Catalog(abc.ABC):
             TableNotFoundError: it does not exist and ignore_if_not_exists is False.
         """
 
+    # ------------------------------------------------------------ stages (atomic writes)
+    # Optional: a backend without them refuses with UnsupportedError. ``key`` is the
+    # last part of a stage id (``catalog.database.key``).
+
+    def _no_stages(self) -> UnsupportedError:
+        return UnsupportedError(f"catalog {self.name!r} cannot stage writes: atomic writes need a hive catalog")
+
+    def begin_stage(self, request: StageRequest) -> Stage:
+        """Open a stage: create a hidden staging table for ``request.target``.
+
+        Returns:
+            The open stage; under CREATE_IF_NOT_EXISTS with an existing target, a
+            stage that is ABORTED already (there is nothing to write).
+
+        Raises:
+            DatabaseNotFoundError: the target's database does not exist.
+            TableAlreadyExistsError: CREATE and the target exists.
+            TableNotFoundError: OVERWRITE_PARTITIONS and the target does not exist.
+            InvalidArgumentError: bad schema, or a target that cannot be replaced.
+        """
+        raise self._no_stages()
+
+    def get_stage(self, database: str, key: str) -> Stage:
+        """A stage by id, including COMMITTED ones whose target carries their tag.
+
+        Raises:
+            StageNotFoundError: no open stage and no committed target carries its id.
+        """
+        raise self._no_stages()
+
+    def list_stages(self) -> list[Stage]:
+        """Every stage the store holds: open, committing, or committed with replaced data kept."""
+        raise self._no_stages()
+
+    def heartbeat_stage(self, database: str, key: str, lease: float | None = None) -> Stage:
+        """Extend an open stage's lease to ``lease`` seconds (None: the default) from now.
+
+        Raises:
+            StageNotFoundError: the stage is not open (aborted or unknown).
+            ConflictError: its lease lapsed already (the stage is aborted now).
+        """
+        raise self._no_stages()
+
+    def commit_stage(self, database: str, key: str) -> Stage:
+        """Publish a stage's data into its target, atomically (idempotent).
+
+        Raises:
+            StageNotFoundError: the stage was aborted or never existed.
+            TableAlreadyExistsError: CREATE and the target appeared meanwhile (the stage is aborted).
+            ConflictError: its lease lapsed (the stage is aborted).
+        """
+        raise self._no_stages()
+
+    def abort_stage(self, database: str, key: str) -> Stage:
+        """Drop a stage's table and files (idempotent: an unknown stage answers ABORTED).
+
+        Raises:
+            ConflictError: the stage is committed.
+        """
+        raise self._no_stages()
+
+    def janitor_pass(self, startup: bool = False) -> int:
+        """Abort lapsed stages, finish interrupted commits, delete retired data; returns how many acted on."""
+        return 0
+
 
 class BaseCatalog(Catalog, abc.ABC):
     """Operations derived from the primitive ones, shared by every backend."""
@@ -179,6 +252,10 @@ class BaseCatalog(Catalog, abc.ABC):
         """Validate a table definition before any store sees it."""
         from catalogd.catalog import types
 
+        if is_stage_table(table.name):
+            raise InvalidArgumentError(
+                f"table name {table.name!r}: names starting with {STAGE_TABLE_PREFIX!r} are reserved for staging tables"
+            )
         if not table.columns:
             raise InvalidArgumentError(f"table {table.database}.{table.name} needs at least one column")
         seen: set[str] = set()

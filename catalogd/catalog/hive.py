@@ -8,6 +8,7 @@ error is translated into a catalogd error where the call is made.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,8 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog import spark_schema
-from catalogd.catalog.base import BaseCatalog
+from catalogd.catalog.base import BaseCatalog, is_stage_table
+from catalogd.catalog.hive_staging import HiveStager
 from catalogd.catalog.types import parse_type
 from catalogd.errors import (
     AlreadyExistsError,
@@ -36,7 +38,18 @@ from catalogd.errors import (
 )
 from catalogd.metastore.client import MetastoreClient, parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
-from catalogd.model import CatalogInfo, Column, Database, DatabaseUpdate, Table, TableFormat, TableKind, TableUpdate
+from catalogd.model import (
+    CatalogInfo,
+    Column,
+    Database,
+    DatabaseUpdate,
+    Stage,
+    StageRequest,
+    Table,
+    TableFormat,
+    TableKind,
+    TableUpdate,
+)
 
 if TYPE_CHECKING:
     from catalogd.config import CatalogConfig, Config
@@ -154,6 +167,9 @@ class HiveCatalog(BaseCatalog):
         connect_timeout: float = 5.0,
         socket_timeout: float = 60.0,
         default_database: str = "default",
+        lease: float = 60.0,
+        retention: float = 30.0,
+        committer: str | None = None,
     ) -> None:
         super().__init__(name)
         if not uris and embedded is None:
@@ -166,6 +182,7 @@ class HiveCatalog(BaseCatalog):
         self._socket_timeout = socket_timeout
         self.default_database = default_database
         self._client: MetastoreClient | None = None
+        self.stager = HiveStager(self, lease=lease, retention=retention, committer=committer)
 
     @classmethod
     def from_config(cls, conf: CatalogConfig, config: Config) -> HiveCatalog:
@@ -193,6 +210,10 @@ class HiveCatalog(BaseCatalog):
             connect_timeout=conf.connect_timeout.total_seconds(),
             socket_timeout=conf.socket_timeout.total_seconds(),
             default_database=conf.default_database,
+            lease=config.staging.lease.total_seconds(),
+            retention=config.staging.replaced_data_retention.total_seconds(),
+            # One daemon per data dir (it is locked): a restart is the same committer.
+            committer=f"{socket.gethostname()}:{config.server.data_dir}",
         )
 
     # ------------------------------------------------------------ lifecycle
@@ -367,7 +388,7 @@ class HiveCatalog(BaseCatalog):
     def list_tables(self, database: str) -> list[str]:
         what = f"database {self.name}.{database}"
         with self._translate(what, DatabaseNotFoundError):
-            names = set(self._call("get_all_tables", database))
+            names = {n for n in self._call("get_all_tables", database) if not is_stage_table(n)}
             if not names:
                 # HMS answers an unknown database with an empty list too: only
                 # then is the extra round trip needed to tell the two apart.
@@ -457,15 +478,21 @@ class HiveCatalog(BaseCatalog):
             raise InvalidArgumentError(f"{what}: create views with create_view")
         if table.kind is TableKind.EXTERNAL and not table.location:
             raise InvalidArgumentError(f"{what}: an external table needs a location")
-        tbl = self._to_hms(table)
         with self._translate(f"database {self.name}.{table.database}", DatabaseNotFoundError):
             self._call("get_database", table.database)
         try:
-            with self._translate(what, TableNotFoundError, TableAlreadyExistsError):
-                self._call("create_table", tbl, idempotent=False)
+            return self._create(table)
         except TableAlreadyExistsError:
             if not ignore_if_exists:
                 raise
+        return self.get_table(table.database, table.name)
+
+    def _create(self, table: Table) -> Table:
+        """Create a checked table in HMS (staging tables too)."""
+        what = f"table {self.name}.{table.database}.{table.name}"
+        tbl = self._to_hms(table)
+        with self._translate(what, TableNotFoundError, TableAlreadyExistsError):
+            self._call("create_table", tbl, idempotent=False)
         stored = self._raw_table(table.database, table.name)
         if STORAGE_FORMATS[table.format or TableFormat.PARQUET].spark_provider and not table.location:
             # Spark finds a data source table's files through the `path` serde
@@ -514,6 +541,8 @@ class HiveCatalog(BaseCatalog):
             if ignore_if_not_exists:
                 return
             raise
+        if is_stage_table(new_name) or is_stage_table(name):
+            raise InvalidArgumentError(f"{what}: staging tables cannot be renamed, nor tables renamed to one")
         if self.table_exists(database, new_name):
             raise TableAlreadyExistsError(f"table {self.name}.{database}.{new_name} already exists")
         tbl.tableName = new_name
@@ -536,3 +565,26 @@ class HiveCatalog(BaseCatalog):
         except TableNotFoundError:
             if not ignore_if_not_exists:
                 raise
+
+    # ------------------------------------------------------------ stages
+
+    def begin_stage(self, request: StageRequest) -> Stage:
+        return self.stager.begin(request)
+
+    def get_stage(self, database: str, key: str) -> Stage:
+        return self.stager.get(database, key)
+
+    def list_stages(self) -> list[Stage]:
+        return self.stager.list()
+
+    def heartbeat_stage(self, database: str, key: str, lease: float | None = None) -> Stage:
+        return self.stager.heartbeat(database, key, lease)
+
+    def commit_stage(self, database: str, key: str) -> Stage:
+        return self.stager.commit(database, key)
+
+    def abort_stage(self, database: str, key: str) -> Stage:
+        return self.stager.abort(database, key, "aborted on request")
+
+    def janitor_pass(self, startup: bool = False) -> int:
+        return self.stager.janitor_pass(startup)

@@ -23,6 +23,7 @@ from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
 from catalogd.server.handler import CatalogHandler, Metrics
 from catalogd.server.http import HttpServer
+from catalogd.server.janitor import Janitor
 from catalogd.server.thrift_server import ThriftServer
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class Daemon:
         self.metrics = Metrics()
         self.thrift: ThriftServer | None = None
         self.http: HttpServer | None = None
+        self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
         self.should_exit = threading.Event()
         self._saved_handlers: dict[int, Any] = {}
 
@@ -52,6 +54,9 @@ class Daemon:
         self.lock.acquire()
         try:
             self.manager.open()
+            # Before serving: finish the commits a crashed daemon left half done.
+            self.janitor.run_once(startup=True)
+            self.janitor.start()
             handler = CatalogHandler(self.manager, self.metrics)
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
                                        server.max_frame_size, server.workers)
@@ -84,6 +89,7 @@ class Daemon:
 
     def shutdown(self) -> None:
         logger.info("shutting down")
+        self.janitor.stop()
         if self.thrift is not None:
             self.thrift.shutdown()
         if self.http is not None:

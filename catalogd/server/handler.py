@@ -169,3 +169,37 @@ class CatalogHandler:
     @_rpc
     def dropTable(self, path: t.ObjectPath, ignoreIfNotExists: bool, purge: bool) -> None:
         self.manager.drop_table(_object(path), bool(ignoreIfNotExists), bool(purge))
+
+    # -- stages (atomic writes)
+
+    @_rpc
+    def beginStage(self, request: t.StageRequest) -> t.Stage:
+        req = wire.stage_request_from_thrift(request)
+        req.target = _name(req.target, "table")
+        req.database = _name(req.database, "database") if req.database else ""
+        req.catalog = _name(req.catalog, "catalog") if req.catalog else ""
+        return wire.stage_to_thrift(self.manager.begin_stage(req))
+
+    @_rpc
+    def heartbeatStage(self, stageId: str, leaseMillis: int) -> t.Stage:
+        if leaseMillis is not None and leaseMillis < 0:
+            raise InvalidArgumentError(f"the lease must not be negative, got {leaseMillis} ms")
+        lease = leaseMillis / 1000 if leaseMillis else None
+        return wire.stage_to_thrift(self.manager.heartbeat_stage(stageId, lease))
+
+    @_rpc
+    def commitStage(self, stageId: str) -> t.Stage:
+        return wire.stage_to_thrift(self.manager.commit_stage(stageId))
+
+    @_rpc
+    def abortStage(self, stageId: str) -> t.Stage:
+        return wire.stage_to_thrift(self.manager.abort_stage(stageId))
+
+    @_rpc
+    def getStage(self, stageId: str) -> t.Stage:
+        return wire.stage_to_thrift(self.manager.get_stage(stageId))
+
+    @_rpc
+    def listStages(self, catalog: str) -> list[t.Stage]:
+        stages = self.manager.list_stages(_name(catalog, "catalog") if catalog else None)
+        return [wire.stage_to_thrift(s) for s in stages]

@@ -147,6 +147,55 @@ class Iface(object):
         """
         pass
 
+    def beginStage(self, request):
+        """
+        Parameters:
+         - request
+
+        """
+        pass
+
+    def heartbeatStage(self, stageId, leaseMillis):
+        """
+        Parameters:
+         - stageId
+         - leaseMillis
+
+        """
+        pass
+
+    def commitStage(self, stageId):
+        """
+        Parameters:
+         - stageId
+
+        """
+        pass
+
+    def abortStage(self, stageId):
+        """
+        Parameters:
+         - stageId
+
+        """
+        pass
+
+    def getStage(self, stageId):
+        """
+        Parameters:
+         - stageId
+
+        """
+        pass
+
+    def listStages(self, catalog):
+        """
+        Parameters:
+         - catalog
+
+        """
+        pass
+
 
 class Client(Iface):
     def __init__(self, iprot, oprot=None):
@@ -829,6 +878,270 @@ class Client(Iface):
             raise result.internal
         return
 
+    def beginStage(self, request):
+        """
+        Parameters:
+         - request
+
+        """
+        self.send_beginStage(request)
+        return self.recv_beginStage()
+
+    def send_beginStage(self, request):
+        self._oprot.writeMessageBegin('beginStage', TMessageType.CALL, self._seqid)
+        args = beginStage_args()
+        args.request = request
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_beginStage(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = beginStage_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "beginStage failed: unknown result")
+
+    def heartbeatStage(self, stageId, leaseMillis):
+        """
+        Parameters:
+         - stageId
+         - leaseMillis
+
+        """
+        self.send_heartbeatStage(stageId, leaseMillis)
+        return self.recv_heartbeatStage()
+
+    def send_heartbeatStage(self, stageId, leaseMillis):
+        self._oprot.writeMessageBegin('heartbeatStage', TMessageType.CALL, self._seqid)
+        args = heartbeatStage_args()
+        args.stageId = stageId
+        args.leaseMillis = leaseMillis
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_heartbeatStage(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = heartbeatStage_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.conflict is not None:
+            raise result.conflict
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "heartbeatStage failed: unknown result")
+
+    def commitStage(self, stageId):
+        """
+        Parameters:
+         - stageId
+
+        """
+        self.send_commitStage(stageId)
+        return self.recv_commitStage()
+
+    def send_commitStage(self, stageId):
+        self._oprot.writeMessageBegin('commitStage', TMessageType.CALL, self._seqid)
+        args = commitStage_args()
+        args.stageId = stageId
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_commitStage(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = commitStage_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.conflict is not None:
+            raise result.conflict
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "commitStage failed: unknown result")
+
+    def abortStage(self, stageId):
+        """
+        Parameters:
+         - stageId
+
+        """
+        self.send_abortStage(stageId)
+        return self.recv_abortStage()
+
+    def send_abortStage(self, stageId):
+        self._oprot.writeMessageBegin('abortStage', TMessageType.CALL, self._seqid)
+        args = abortStage_args()
+        args.stageId = stageId
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_abortStage(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = abortStage_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.conflict is not None:
+            raise result.conflict
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "abortStage failed: unknown result")
+
+    def getStage(self, stageId):
+        """
+        Parameters:
+         - stageId
+
+        """
+        self.send_getStage(stageId)
+        return self.recv_getStage()
+
+    def send_getStage(self, stageId):
+        self._oprot.writeMessageBegin('getStage', TMessageType.CALL, self._seqid)
+        args = getStage_args()
+        args.stageId = stageId
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_getStage(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = getStage_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "getStage failed: unknown result")
+
+    def listStages(self, catalog):
+        """
+        Parameters:
+         - catalog
+
+        """
+        self.send_listStages(catalog)
+        return self.recv_listStages()
+
+    def send_listStages(self, catalog):
+        self._oprot.writeMessageBegin('listStages', TMessageType.CALL, self._seqid)
+        args = listStages_args()
+        args.catalog = catalog
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_listStages(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = listStages_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "listStages failed: unknown result")
+
 
 class Processor(Iface, TProcessor):
     def __init__(self, handler):
@@ -850,6 +1163,12 @@ class Processor(Iface, TProcessor):
         self._processMap["alterTable"] = Processor.process_alterTable
         self._processMap["renameTable"] = Processor.process_renameTable
         self._processMap["dropTable"] = Processor.process_dropTable
+        self._processMap["beginStage"] = Processor.process_beginStage
+        self._processMap["heartbeatStage"] = Processor.process_heartbeatStage
+        self._processMap["commitStage"] = Processor.process_commitStage
+        self._processMap["abortStage"] = Processor.process_abortStage
+        self._processMap["getStage"] = Processor.process_getStage
+        self._processMap["listStages"] = Processor.process_listStages
         self._on_message_begin = None
 
     def on_message_begin(self, func):
@@ -1486,6 +1805,249 @@ class Processor(Iface, TProcessor):
         oprot.writeMessageEnd()
         oprot.trans.flush()
 
+    def process_beginStage(self, seqid, iprot, oprot):
+        args = beginStage_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = beginStage_result()
+        try:
+            result.success = self._handler.beginStage(args.request)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("beginStage", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_heartbeatStage(self, seqid, iprot, oprot):
+        args = heartbeatStage_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = heartbeatStage_result()
+        try:
+            result.success = self._handler.heartbeatStage(args.stageId, args.leaseMillis)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except Conflict as conflict:
+            msg_type = TMessageType.REPLY
+            result.conflict = conflict
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("heartbeatStage", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_commitStage(self, seqid, iprot, oprot):
+        args = commitStage_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = commitStage_result()
+        try:
+            result.success = self._handler.commitStage(args.stageId)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Conflict as conflict:
+            msg_type = TMessageType.REPLY
+            result.conflict = conflict
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("commitStage", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_abortStage(self, seqid, iprot, oprot):
+        args = abortStage_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = abortStage_result()
+        try:
+            result.success = self._handler.abortStage(args.stageId)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Conflict as conflict:
+            msg_type = TMessageType.REPLY
+            result.conflict = conflict
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("abortStage", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_getStage(self, seqid, iprot, oprot):
+        args = getStage_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = getStage_result()
+        try:
+            result.success = self._handler.getStage(args.stageId)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("getStage", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_listStages(self, seqid, iprot, oprot):
+        args = listStages_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = listStages_result()
+        try:
+            result.success = self._handler.listStages(args.catalog)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("listStages", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
 # HELPER FUNCTIONS AND STRUCTURES
 
 
@@ -1661,11 +2223,11 @@ class listCatalogs_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype74, _size71) = iprot.readListBegin()
-                    for _i75 in range(_size71):
-                        _elem76 = CatalogInfo()
-                        _elem76.read(iprot)
-                        self.success.append(_elem76)
+                    (_etype111, _size108) = iprot.readListBegin()
+                    for _i112 in range(_size108):
+                        _elem113 = CatalogInfo()
+                        _elem113.read(iprot)
+                        self.success.append(_elem113)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -1687,8 +2249,8 @@ class listCatalogs_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter77 in self.success:
-                iter77.write(oprot)
+            for iter114 in self.success:
+                iter114.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.internal is not None:
@@ -1973,10 +2535,10 @@ class listDatabases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype81, _size78) = iprot.readListBegin()
-                    for _i82 in range(_size78):
-                        _elem83 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem83)
+                    (_etype118, _size115) = iprot.readListBegin()
+                    for _i119 in range(_size115):
+                        _elem120 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem120)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2018,8 +2580,8 @@ class listDatabases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter84 in self.success:
-                oprot.writeString(iter84.encode('utf-8') if sys.version_info[0] == 2 else iter84)
+            for iter121 in self.success:
+                oprot.writeString(iter121.encode('utf-8') if sys.version_info[0] == 2 else iter121)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -3174,10 +3736,10 @@ class listTables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype88, _size85) = iprot.readListBegin()
-                    for _i89 in range(_size85):
-                        _elem90 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem90)
+                    (_etype125, _size122) = iprot.readListBegin()
+                    for _i126 in range(_size122):
+                        _elem127 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem127)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -3219,8 +3781,8 @@ class listTables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter91 in self.success:
-                oprot.writeString(iter91.encode('utf-8') if sys.version_info[0] == 2 else iter91)
+            for iter128 in self.success:
+                oprot.writeString(iter128.encode('utf-8') if sys.version_info[0] == 2 else iter128)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -4509,6 +5071,1191 @@ dropTable_result.thrift_spec = (
     (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
     (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
     (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class beginStage_args(object):
+    """
+    Attributes:
+     - request
+
+    """
+
+
+    def __init__(self, request=None,):
+        self.request = request
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.request = StageRequest()
+                    self.request.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('beginStage_args')
+        if self.request is not None:
+            oprot.writeFieldBegin('request', TType.STRUCT, 1)
+            self.request.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(beginStage_args)
+beginStage_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'request', [StageRequest, None], None, ),  # 1
+)
+
+
+class beginStage_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Stage()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('beginStage_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 7)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(beginStage_result)
+beginStage_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Stage, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
+    (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+)
+
+
+class heartbeatStage_args(object):
+    """
+    Attributes:
+     - stageId
+     - leaseMillis
+
+    """
+
+
+    def __init__(self, stageId=None, leaseMillis=None,):
+        self.stageId = stageId
+        self.leaseMillis = leaseMillis
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.stageId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I64:
+                    self.leaseMillis = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('heartbeatStage_args')
+        if self.stageId is not None:
+            oprot.writeFieldBegin('stageId', TType.STRING, 1)
+            oprot.writeString(self.stageId.encode('utf-8') if sys.version_info[0] == 2 else self.stageId)
+            oprot.writeFieldEnd()
+        if self.leaseMillis is not None:
+            oprot.writeFieldBegin('leaseMillis', TType.I64, 2)
+            oprot.writeI64(self.leaseMillis)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(heartbeatStage_args)
+heartbeatStage_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'stageId', 'UTF8', None, ),  # 1
+    (2, TType.I64, 'leaseMillis', None, None, ),  # 2
+)
+
+
+class heartbeatStage_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - conflict
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, conflict=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.conflict = conflict
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Stage()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.conflict = Conflict.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('heartbeatStage_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.conflict is not None:
+            oprot.writeFieldBegin('conflict', TType.STRUCT, 4)
+            self.conflict.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 5)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(heartbeatStage_result)
+heartbeatStage_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Stage, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'conflict', [Conflict, None], None, ),  # 4
+    (5, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 5
+)
+
+
+class commitStage_args(object):
+    """
+    Attributes:
+     - stageId
+
+    """
+
+
+    def __init__(self, stageId=None,):
+        self.stageId = stageId
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.stageId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('commitStage_args')
+        if self.stageId is not None:
+            oprot.writeFieldBegin('stageId', TType.STRING, 1)
+            oprot.writeString(self.stageId.encode('utf-8') if sys.version_info[0] == 2 else self.stageId)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(commitStage_args)
+commitStage_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'stageId', 'UTF8', None, ),  # 1
+)
+
+
+class commitStage_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - conflict
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, conflict=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.conflict = conflict
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Stage()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.conflict = Conflict.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('commitStage_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.conflict is not None:
+            oprot.writeFieldBegin('conflict', TType.STRUCT, 6)
+            self.conflict.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 7)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 8)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(commitStage_result)
+commitStage_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Stage, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'conflict', [Conflict, None], None, ),  # 6
+    (7, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 7
+    (8, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 8
+)
+
+
+class abortStage_args(object):
+    """
+    Attributes:
+     - stageId
+
+    """
+
+
+    def __init__(self, stageId=None,):
+        self.stageId = stageId
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.stageId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('abortStage_args')
+        if self.stageId is not None:
+            oprot.writeFieldBegin('stageId', TType.STRING, 1)
+            oprot.writeString(self.stageId.encode('utf-8') if sys.version_info[0] == 2 else self.stageId)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(abortStage_args)
+abortStage_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'stageId', 'UTF8', None, ),  # 1
+)
+
+
+class abortStage_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - conflict
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, conflict=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.conflict = conflict
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Stage()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.conflict = Conflict.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('abortStage_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.conflict is not None:
+            oprot.writeFieldBegin('conflict', TType.STRUCT, 5)
+            self.conflict.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(abortStage_result)
+abortStage_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Stage, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'conflict', [Conflict, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class getStage_args(object):
+    """
+    Attributes:
+     - stageId
+
+    """
+
+
+    def __init__(self, stageId=None,):
+        self.stageId = stageId
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.stageId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getStage_args')
+        if self.stageId is not None:
+            oprot.writeFieldBegin('stageId', TType.STRING, 1)
+            oprot.writeString(self.stageId.encode('utf-8') if sys.version_info[0] == 2 else self.stageId)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getStage_args)
+getStage_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'stageId', 'UTF8', None, ),  # 1
+)
+
+
+class getStage_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Stage()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getStage_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 4)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getStage_result)
+getStage_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Stage, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 4
+)
+
+
+class listStages_args(object):
+    """
+    Attributes:
+     - catalog
+
+    """
+
+
+    def __init__(self, catalog=None,):
+        self.catalog = catalog
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catalog = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listStages_args')
+        if self.catalog is not None:
+            oprot.writeFieldBegin('catalog', TType.STRING, 1)
+            oprot.writeString(self.catalog.encode('utf-8') if sys.version_info[0] == 2 else self.catalog)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listStages_args)
+listStages_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catalog', 'UTF8', None, ),  # 1
+)
+
+
+class listStages_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.LIST:
+                    self.success = []
+                    (_etype132, _size129) = iprot.readListBegin()
+                    for _i133 in range(_size129):
+                        _elem134 = Stage()
+                        _elem134.read(iprot)
+                        self.success.append(_elem134)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listStages_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.LIST, 0)
+            oprot.writeListBegin(TType.STRUCT, len(self.success))
+            for iter135 in self.success:
+                iter135.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 4)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 5)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listStages_result)
+listStages_result.thrift_spec = (
+    (0, TType.LIST, 'success', (TType.STRUCT, [Stage, None], False), None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 4
+    (5, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 5
 )
 fix_spec(all_structs)
 del all_structs

@@ -34,6 +34,48 @@ class TableKind(object):
     }
 
 
+class StagePurpose(object):
+    CREATE = 1
+    CREATE_IF_NOT_EXISTS = 2
+    REPLACE = 3
+    OVERWRITE_PARTITIONS = 4
+
+    _VALUES_TO_NAMES = {
+        1: "CREATE",
+        2: "CREATE_IF_NOT_EXISTS",
+        3: "REPLACE",
+        4: "OVERWRITE_PARTITIONS",
+    }
+
+    _NAMES_TO_VALUES = {
+        "CREATE": 1,
+        "CREATE_IF_NOT_EXISTS": 2,
+        "REPLACE": 3,
+        "OVERWRITE_PARTITIONS": 4,
+    }
+
+
+class StageState(object):
+    OPEN = 1
+    COMMITTING = 2
+    COMMITTED = 3
+    ABORTED = 4
+
+    _VALUES_TO_NAMES = {
+        1: "OPEN",
+        2: "COMMITTING",
+        3: "COMMITTED",
+        4: "ABORTED",
+    }
+
+    _NAMES_TO_VALUES = {
+        "OPEN": 1,
+        "COMMITTING": 2,
+        "COMMITTED": 3,
+        "ABORTED": 4,
+    }
+
+
 class NotFound(TException):
     """
     Attributes:
@@ -896,11 +938,12 @@ class CatalogInfo(object):
      - readOnly
      - metastore
      - warehouse
+     - atomicWrites
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -908,6 +951,7 @@ class CatalogInfo(object):
         self.readOnly = readOnly
         self.metastore = metastore
         self.warehouse = warehouse
+        self.atomicWrites = atomicWrites
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -953,6 +997,11 @@ class CatalogInfo(object):
                     self.warehouse = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.BOOL:
+                    self.atomicWrites = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -990,6 +1039,10 @@ class CatalogInfo(object):
         if self.warehouse is not None:
             oprot.writeFieldBegin('warehouse', TType.STRING, 7)
             oprot.writeString(self.warehouse.encode('utf-8') if sys.version_info[0] == 2 else self.warehouse)
+            oprot.writeFieldEnd()
+        if self.atomicWrites is not None:
+            oprot.writeFieldBegin('atomicWrites', TType.BOOL, 8)
+            oprot.writeBool(self.atomicWrites)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -1648,6 +1701,400 @@ class TableUpdate(object):
 
     def __ne__(self, other):
         return not (self == other)
+
+
+class StageRequest(object):
+    """
+    Attributes:
+     - target
+     - purpose
+     - columns
+     - partitionKeys
+     - format
+     - properties
+     - comment
+     - leaseMillis
+     - owner
+
+    """
+
+
+    def __init__(self, target=None, purpose=None, columns=None, partitionKeys=None, format=None, properties=None, comment=None, leaseMillis=None, owner=None,):
+        self.target = target
+        self.purpose = purpose
+        self.columns = columns
+        self.partitionKeys = partitionKeys
+        self.format = format
+        self.properties = properties
+        self.comment = comment
+        self.leaseMillis = leaseMillis
+        self.owner = owner
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.target = ObjectPath()
+                    self.target.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.purpose = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.columns = []
+                    (_etype74, _size71) = iprot.readListBegin()
+                    for _i75 in range(_size71):
+                        _elem76 = Column()
+                        _elem76.read(iprot)
+                        self.columns.append(_elem76)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.partitionKeys = []
+                    (_etype80, _size77) = iprot.readListBegin()
+                    for _i81 in range(_size77):
+                        _elem82 = Column()
+                        _elem82.read(iprot)
+                        self.partitionKeys.append(_elem82)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.format = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.MAP:
+                    self.properties = {}
+                    (_ktype84, _vtype85, _size83) = iprot.readMapBegin()
+                    for _i87 in range(_size83):
+                        _key88 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val89 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key88] = _val89
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRING:
+                    self.comment = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.I64:
+                    self.leaseMillis = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.STRING:
+                    self.owner = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('StageRequest')
+        if self.target is not None:
+            oprot.writeFieldBegin('target', TType.STRUCT, 1)
+            self.target.write(oprot)
+            oprot.writeFieldEnd()
+        if self.purpose is not None:
+            oprot.writeFieldBegin('purpose', TType.I32, 2)
+            oprot.writeI32(self.purpose)
+            oprot.writeFieldEnd()
+        if self.columns is not None:
+            oprot.writeFieldBegin('columns', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRUCT, len(self.columns))
+            for iter90 in self.columns:
+                iter90.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.partitionKeys is not None:
+            oprot.writeFieldBegin('partitionKeys', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
+            for iter91 in self.partitionKeys:
+                iter91.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.format is not None:
+            oprot.writeFieldBegin('format', TType.STRING, 5)
+            oprot.writeString(self.format.encode('utf-8') if sys.version_info[0] == 2 else self.format)
+            oprot.writeFieldEnd()
+        if self.properties is not None:
+            oprot.writeFieldBegin('properties', TType.MAP, 6)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
+            for kiter92, viter93 in self.properties.items():
+                oprot.writeString(kiter92.encode('utf-8') if sys.version_info[0] == 2 else kiter92)
+                oprot.writeString(viter93.encode('utf-8') if sys.version_info[0] == 2 else viter93)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.comment is not None:
+            oprot.writeFieldBegin('comment', TType.STRING, 7)
+            oprot.writeString(self.comment.encode('utf-8') if sys.version_info[0] == 2 else self.comment)
+            oprot.writeFieldEnd()
+        if self.leaseMillis is not None:
+            oprot.writeFieldBegin('leaseMillis', TType.I64, 8)
+            oprot.writeI64(self.leaseMillis)
+            oprot.writeFieldEnd()
+        if self.owner is not None:
+            oprot.writeFieldBegin('owner', TType.STRING, 9)
+            oprot.writeString(self.owner.encode('utf-8') if sys.version_info[0] == 2 else self.owner)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.target is None:
+            raise TProtocolException(message='Required field target is unset!')
+        if self.purpose is None:
+            raise TProtocolException(message='Required field purpose is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class Stage(object):
+    """
+    Attributes:
+     - id
+     - target
+     - purpose
+     - state
+     - owner
+     - createdMillis
+     - leaseDeadlineMillis
+     - stagingTable
+     - location
+     - columns
+     - partitionKeys
+     - format
+     - message
+
+    """
+
+
+    def __init__(self, id=None, target=None, purpose=None, state=None, owner=None, createdMillis=None, leaseDeadlineMillis=None, stagingTable=None, location=None, columns=None, partitionKeys=None, format=None, message=None,):
+        self.id = id
+        self.target = target
+        self.purpose = purpose
+        self.state = state
+        self.owner = owner
+        self.createdMillis = createdMillis
+        self.leaseDeadlineMillis = leaseDeadlineMillis
+        self.stagingTable = stagingTable
+        self.location = location
+        self.columns = columns
+        self.partitionKeys = partitionKeys
+        self.format = format
+        self.message = message
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.id = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.target = ObjectPath()
+                    self.target.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I32:
+                    self.purpose = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.state = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.owner = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.I64:
+                    self.createdMillis = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.I64:
+                    self.leaseDeadlineMillis = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.stagingTable = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.STRING:
+                    self.location = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.LIST:
+                    self.columns = []
+                    (_etype97, _size94) = iprot.readListBegin()
+                    for _i98 in range(_size94):
+                        _elem99 = Column()
+                        _elem99.read(iprot)
+                        self.columns.append(_elem99)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.LIST:
+                    self.partitionKeys = []
+                    (_etype103, _size100) = iprot.readListBegin()
+                    for _i104 in range(_size100):
+                        _elem105 = Column()
+                        _elem105.read(iprot)
+                        self.partitionKeys.append(_elem105)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.format = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.STRING:
+                    self.message = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('Stage')
+        if self.id is not None:
+            oprot.writeFieldBegin('id', TType.STRING, 1)
+            oprot.writeString(self.id.encode('utf-8') if sys.version_info[0] == 2 else self.id)
+            oprot.writeFieldEnd()
+        if self.target is not None:
+            oprot.writeFieldBegin('target', TType.STRUCT, 2)
+            self.target.write(oprot)
+            oprot.writeFieldEnd()
+        if self.purpose is not None:
+            oprot.writeFieldBegin('purpose', TType.I32, 3)
+            oprot.writeI32(self.purpose)
+            oprot.writeFieldEnd()
+        if self.state is not None:
+            oprot.writeFieldBegin('state', TType.I32, 4)
+            oprot.writeI32(self.state)
+            oprot.writeFieldEnd()
+        if self.owner is not None:
+            oprot.writeFieldBegin('owner', TType.STRING, 5)
+            oprot.writeString(self.owner.encode('utf-8') if sys.version_info[0] == 2 else self.owner)
+            oprot.writeFieldEnd()
+        if self.createdMillis is not None:
+            oprot.writeFieldBegin('createdMillis', TType.I64, 6)
+            oprot.writeI64(self.createdMillis)
+            oprot.writeFieldEnd()
+        if self.leaseDeadlineMillis is not None:
+            oprot.writeFieldBegin('leaseDeadlineMillis', TType.I64, 7)
+            oprot.writeI64(self.leaseDeadlineMillis)
+            oprot.writeFieldEnd()
+        if self.stagingTable is not None:
+            oprot.writeFieldBegin('stagingTable', TType.STRING, 8)
+            oprot.writeString(self.stagingTable.encode('utf-8') if sys.version_info[0] == 2 else self.stagingTable)
+            oprot.writeFieldEnd()
+        if self.location is not None:
+            oprot.writeFieldBegin('location', TType.STRING, 9)
+            oprot.writeString(self.location.encode('utf-8') if sys.version_info[0] == 2 else self.location)
+            oprot.writeFieldEnd()
+        if self.columns is not None:
+            oprot.writeFieldBegin('columns', TType.LIST, 10)
+            oprot.writeListBegin(TType.STRUCT, len(self.columns))
+            for iter106 in self.columns:
+                iter106.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.partitionKeys is not None:
+            oprot.writeFieldBegin('partitionKeys', TType.LIST, 11)
+            oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
+            for iter107 in self.partitionKeys:
+                iter107.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.format is not None:
+            oprot.writeFieldBegin('format', TType.STRING, 12)
+            oprot.writeString(self.format.encode('utf-8') if sys.version_info[0] == 2 else self.format)
+            oprot.writeFieldEnd()
+        if self.message is not None:
+            oprot.writeFieldBegin('message', TType.STRING, 13)
+            oprot.writeString(self.message.encode('utf-8') if sys.version_info[0] == 2 else self.message)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.id is None:
+            raise TProtocolException(message='Required field id is unset!')
+        if self.target is None:
+            raise TProtocolException(message='Required field target is unset!')
+        if self.purpose is None:
+            raise TProtocolException(message='Required field purpose is unset!')
+        if self.state is None:
+            raise TProtocolException(message='Required field state is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
 all_structs.append(NotFound)
 NotFound.thrift_spec = (
     None,  # 0
@@ -1718,6 +2165,7 @@ CatalogInfo.thrift_spec = (
     (5, TType.BOOL, 'readOnly', None, None, ),  # 5
     (6, TType.STRING, 'metastore', 'UTF8', None, ),  # 6
     (7, TType.STRING, 'warehouse', 'UTF8', None, ),  # 7
+    (8, TType.BOOL, 'atomicWrites', None, True, ),  # 8
 )
 all_structs.append(Database)
 Database.thrift_spec = (
@@ -1766,6 +2214,36 @@ TableUpdate.thrift_spec = (
     (2, TType.MAP, 'setProperties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 2
     (3, TType.LIST, 'unsetProperties', (TType.STRING, 'UTF8', False), None, ),  # 3
     (4, TType.LIST, 'addColumns', (TType.STRUCT, [Column, None], False), None, ),  # 4
+)
+all_structs.append(StageRequest)
+StageRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'target', [ObjectPath, None], None, ),  # 1
+    (2, TType.I32, 'purpose', None, None, ),  # 2
+    (3, TType.LIST, 'columns', (TType.STRUCT, [Column, None], False), None, ),  # 3
+    (4, TType.LIST, 'partitionKeys', (TType.STRUCT, [Column, None], False), None, ),  # 4
+    (5, TType.STRING, 'format', 'UTF8', None, ),  # 5
+    (6, TType.MAP, 'properties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 6
+    (7, TType.STRING, 'comment', 'UTF8', None, ),  # 7
+    (8, TType.I64, 'leaseMillis', None, None, ),  # 8
+    (9, TType.STRING, 'owner', 'UTF8', None, ),  # 9
+)
+all_structs.append(Stage)
+Stage.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'id', 'UTF8', None, ),  # 1
+    (2, TType.STRUCT, 'target', [ObjectPath, None], None, ),  # 2
+    (3, TType.I32, 'purpose', None, None, ),  # 3
+    (4, TType.I32, 'state', None, None, ),  # 4
+    (5, TType.STRING, 'owner', 'UTF8', None, ),  # 5
+    (6, TType.I64, 'createdMillis', None, None, ),  # 6
+    (7, TType.I64, 'leaseDeadlineMillis', None, None, ),  # 7
+    (8, TType.STRING, 'stagingTable', 'UTF8', None, ),  # 8
+    (9, TType.STRING, 'location', 'UTF8', None, ),  # 9
+    (10, TType.LIST, 'columns', (TType.STRUCT, [Column, None], False), None, ),  # 10
+    (11, TType.LIST, 'partitionKeys', (TType.STRUCT, [Column, None], False), None, ),  # 11
+    (12, TType.STRING, 'format', 'UTF8', None, ),  # 12
+    (13, TType.STRING, 'message', 'UTF8', None, ),  # 13
 )
 fix_spec(all_structs)
 del all_structs

@@ -1,0 +1,718 @@
+"""Stages on a Hive Metastore: atomic writes through hidden staging tables.
+
+Every fact about a stage lives in HMS, in the ``catalogd.stage.*`` parameters of
+its staging table (and, once committed, in the ``catalogd.last-commit`` tag of
+the target), so a restarted daemon knows everything a crashed one knew.
+
+The life of a stage, as stored:
+
+* ``OPEN``: the staging table exists; a writer fills it and heartbeats.
+* ``COMMITTING`` (REPLACE and OVERWRITE_PARTITIONS only): the commit has begun;
+  what it replaces is recorded first, so an interrupted commit is finished by
+  whoever finds it (roll forward).
+* ``RETIRING``: committed; the staging table now points at the *replaced* data
+  and is dropped, with those files, once ``staging.replaced-data-retention`` is
+  over (queries planned before the commit can still read them).
+
+CREATE publishes with one ``alter_table`` that renames the staging table to the
+target; REPLACE with one ``alter_table`` that points the target at the new
+storage; partitions switch with one ``alter_partitions`` plus one
+``add_partitions`` call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import socket
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from catalogd.catalog.base import STAGE_TABLE_PREFIX, is_stage_table
+from catalogd.catalog.types import parse_type
+from catalogd.errors import (
+    CatalogError,
+    ConflictError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    StageNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from catalogd.faults import fault_point
+from catalogd.model import Column, Stage, StagePurpose, StageRequest, StageState, Table, TableFormat, TableKind
+
+if TYPE_CHECKING:
+    from catalogd.catalog.hive import HiveCatalog
+
+logger = logging.getLogger(__name__)
+
+PARAM = "catalogd.stage."
+ID = PARAM + "id"
+TARGET = PARAM + "target"
+PURPOSE = PARAM + "purpose"
+STATE = PARAM + "state"
+OWNER = PARAM + "owner"
+CREATED = PARAM + "created"
+DEADLINE = PARAM + "lease-deadline"
+COMMITTER = PARAM + "committer"
+COMMIT_STARTED = PARAM + "commit-started"
+OLD_LOCATION = PARAM + "old-location"
+#: JSON ``{partition name: old location}``, split over ``.0``, ``.1``... (HMS values are short).
+REPLACED = PARAM + "replaced"
+DELETE_AFTER = PARAM + "delete-after"
+#: On a committed target: the id of the stage that wrote it.
+LAST_COMMIT = "catalogd.last-commit"
+
+OPEN, COMMITTING, RETIRING = "OPEN", "COMMITTING", "RETIRING"
+_PARAM_CHUNK = 3000
+_KEY_LENGTH = 16
+_FINISHED_CACHE = 4096
+
+
+def new_key() -> str:
+    return secrets.token_hex(_KEY_LENGTH // 2)
+
+
+def check_key(key: str) -> str:
+    if len(key) != _KEY_LENGTH or any(c not in "0123456789abcdef" for c in key):
+        raise InvalidArgumentError(f"bad stage id: {key!r} is not {_KEY_LENGTH} lower-case hex digits")
+    return key
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _iso(ms: int | None) -> str:
+    if ms is None:
+        return "?"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+def _user_params(params: dict[str, str] | None) -> dict[str, str]:
+    return {k: v for k, v in (params or {}).items() if not k.startswith(PARAM)}
+
+
+def _same_columns(a: list[hms.FieldSchema] | None, b: list[hms.FieldSchema] | None) -> bool:
+    return [(f.name.lower(), f.type.lower()) for f in a or []] == [(f.name.lower(), f.type.lower()) for f in b or []]
+
+
+def _chunks(text: str) -> dict[str, str]:
+    return {f"{REPLACED}.{i}": text[pos:pos + _PARAM_CHUNK] for i, pos in enumerate(range(0, len(text), _PARAM_CHUNK))}
+
+
+def _read_replaced(params: dict[str, str]) -> dict[str, str]:
+    parts = []
+    index = 0
+    while f"{REPLACED}.{index}" in params:
+        parts.append(params[f"{REPLACED}.{index}"])
+        index += 1
+    return json.loads("".join(parts)) if parts else {}
+
+
+def _partition_name(keys: list[hms.FieldSchema], values: list[str]) -> str:
+    return "/".join(f"{k.name}={v}" for k, v in zip(keys, values, strict=True))
+
+
+class HiveStager:
+    """The stage operations of one hive catalog (see the module docstring).
+
+    Args:
+        catalog: the catalog whose metastore holds the stages.
+        lease: the default lease, seconds.
+        retention: how long replaced data is kept, seconds.
+        committer: who commits (host and data dir): a restarted daemon is the same
+            committer, so it finishes its own interrupted commits at once; others wait a lease.
+    """
+
+    def __init__(self, catalog: HiveCatalog, lease: float, retention: float, committer: str | None = None) -> None:
+        self.catalog = catalog
+        self.lease = lease
+        self.retention = retention
+        self.committer = committer or f"{socket.gethostname()}:{id(self)}"
+        self._guard = threading.Lock()
+        self._target_locks: dict[tuple[str, str], threading.Lock] = {}
+        #: Stages this process ended, newest last: answers get/commit without a scan.
+        self._finished: OrderedDict[str, Stage] = OrderedDict()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _call(self, method: str, *args: object, idempotent: bool = True) -> object:
+        return self.catalog._call(method, *args, idempotent=idempotent)
+
+    def _translate(self, what: str, not_found: type = TableNotFoundError, exists: type = TableAlreadyExistsError):
+        return self.catalog._translate(what, not_found, exists)
+
+    @contextmanager
+    def _target_lock(self, database: str, target: str) -> Iterator[None]:
+        """Commits and aborts on one target run one at a time in this daemon.
+
+        HMS 2.3 checks that a rename's destination is free and then moves the files
+        in separate steps: two renames onto one name at once could both pass the check.
+        """
+        with self._guard:
+            lock = self._target_locks.setdefault((database, target), threading.Lock())
+        with lock:
+            yield
+
+    def _stage_id(self, database: str, key: str) -> str:
+        return f"{self.catalog.name}.{database}.{key}"
+
+    def _what(self, database: str, key: str) -> str:
+        return f"stage {self._stage_id(database, key)}"
+
+    def _get_raw(self, database: str, key: str) -> hms.Table | None:
+        try:
+            with self._translate(self._what(database, key)):
+                return self._call("get_table", database, STAGE_TABLE_PREFIX + key)
+        except TableNotFoundError:
+            return None
+
+    def _target_raw(self, database: str, name: str) -> hms.Table | None:
+        try:
+            with self._translate(f"table {self.catalog.name}.{database}.{name}"):
+                return self._call("get_table", database, name)
+        except TableNotFoundError:
+            return None
+
+    def _alter(self, database: str, name: str, tbl: hms.Table, what: str) -> None:
+        with self._translate(what):
+            self._call("alter_table", database, name, tbl, idempotent=False)
+
+    def _partitions(self, database: str, name: str) -> list[hms.Partition]:
+        with self._translate(f"table {self.catalog.name}.{database}.{name}"):
+            return list(self._call("get_partitions", database, name, -1))
+
+    def _remember(self, stage: Stage) -> Stage:
+        with self._guard:
+            self._finished[stage.id] = stage
+            self._finished.move_to_end(stage.id)
+            while len(self._finished) > _FINISHED_CACHE:
+                self._finished.popitem(last=False)
+        return stage
+
+    def _to_stage(self, tbl: hms.Table, database: str) -> Stage:
+        params = tbl.parameters or {}
+        key = tbl.tableName[len(STAGE_TABLE_PREFIX):]
+        stored = params.get(STATE, OPEN)
+        state = {OPEN: StageState.OPEN, COMMITTING: StageState.COMMITTING}.get(stored, StageState.COMMITTED)
+        table = self.catalog._to_table(tbl)
+        message = None
+        if stored == RETIRING:
+            message = f"committed; the replaced data is deleted after {_iso(_int(params.get(DELETE_AFTER)))}"
+        return Stage(
+            id=self._stage_id(database, key),
+            catalog=self.catalog.name,
+            database=database,
+            target=params.get(TARGET, ""),
+            purpose=StagePurpose.parse(params.get(PURPOSE, "CREATE")),
+            state=state,
+            owner=params.get(OWNER) or None,
+            created=_int(params.get(CREATED)),
+            lease_deadline=_int(params.get(DEADLINE)),
+            staging_table=tbl.tableName,
+            location=table.location,
+            columns=table.columns,
+            partition_keys=table.partition_keys,
+            format=table.format,
+            message=message,
+        )
+
+    def _ended(self, database: str, key: str, target: str, purpose: StagePurpose, state: StageState,
+               message: str) -> Stage:
+        return self._remember(Stage(
+            id=self._stage_id(database, key), catalog=self.catalog.name, database=database, target=target,
+            purpose=purpose, state=state, message=message,
+        ))
+
+    def _find_committed(self, database: str, key: str) -> Stage | None:
+        """The committed target that carries this stage's id, if any (a scan of the database)."""
+        stage_id = self._stage_id(database, key)
+        with self._guard:
+            known = self._finished.get(stage_id)
+        if known is not None:
+            return known
+        with self._translate(f"database {self.catalog.name}.{database}", DatabaseNotFoundError):
+            names = [n for n in self._call("get_all_tables", database) if not is_stage_table(n)]
+            for start in range(0, len(names), 100):
+                for tbl in self._call("get_table_objects_by_name", database, names[start:start + 100]):
+                    if (tbl.parameters or {}).get(LAST_COMMIT) == stage_id:
+                        return self._ended(database, key, tbl.tableName, StagePurpose.CREATE, StageState.COMMITTED,
+                                           f"committed into {self.catalog.name}.{database}.{tbl.tableName}")
+        return None
+
+    # ------------------------------------------------------------ begin
+
+    def begin(self, request: StageRequest) -> Stage:
+        catalog = self.catalog
+        database, target = request.database, request.target
+        what = f"table {catalog.name}.{database}.{target}"
+        if is_stage_table(target):
+            raise InvalidArgumentError(f"{what}: a staging table cannot be the target of a stage")
+        with self._translate(f"database {catalog.name}.{database}", DatabaseNotFoundError):
+            self._call("get_database", database)
+        existing = self._target_raw(database, target)
+        key = new_key()
+        purpose = request.purpose
+        if existing is not None and existing.tableType in ("VIRTUAL_VIEW", "EXTERNAL_TABLE"):
+            kind = "a view" if existing.tableType == "VIRTUAL_VIEW" else "an external table"
+            if purpose is not StagePurpose.CREATE_IF_NOT_EXISTS:
+                raise InvalidArgumentError(f"{what} is {kind}: stages write managed tables only")
+        if purpose is StagePurpose.CREATE and existing is not None:
+            raise TableAlreadyExistsError(f"{what} already exists")
+        if purpose is StagePurpose.CREATE_IF_NOT_EXISTS and existing is not None:
+            return self._ended(database, key, target, purpose, StageState.ABORTED,
+                               f"{what} exists already; nothing to write")
+        columns, partition_keys, fmt = request.columns, request.partition_keys, request.format
+        location = None
+        properties = dict(request.properties)
+        reserved = sorted(k for k in properties if k.startswith(PARAM) or k == LAST_COMMIT)
+        if reserved:
+            raise InvalidArgumentError(f"{what}: properties {reserved} are reserved for catalogd")
+        comment = request.comment
+        if purpose is StagePurpose.OVERWRITE_PARTITIONS:
+            if existing is None:
+                raise TableNotFoundError(f"{what} does not exist: a partition overwrite needs an existing table")
+            current = catalog._to_table(existing)
+            if not current.partition_keys:
+                raise InvalidArgumentError(f"{what} is not partitioned: overwrite it with REPLACE")
+            columns, partition_keys = self._same_schema(what, current, columns, partition_keys)
+            if fmt is not None and fmt != current.format:
+                raise InvalidArgumentError(f"{what} is stored as {current.format}, not {fmt}")
+            fmt = current.format
+            # Inside the target's directory (hidden from readers by the leading dot), so
+            # the partitions it gives the target stay under the target's location.
+            location = f"{existing.sd.location.rstrip('/')}/.catalogd-stage-{key}"
+            properties, comment = {}, None
+        if fmt is None:
+            fmt = TableFormat.PARQUET
+        now = _now_ms()
+        lease = request.lease or self.lease
+        properties.update({
+            ID: self._stage_id(database, key),
+            TARGET: target,
+            PURPOSE: purpose.value,
+            STATE: OPEN,
+            OWNER: request.owner or "",
+            CREATED: str(now),
+            DEADLINE: str(now + int(lease * 1000)),
+        })
+        table = Table(
+            name=STAGE_TABLE_PREFIX + key, database=database, catalog=catalog.name, columns=columns,
+            partition_keys=partition_keys, format=fmt, location=location, kind=TableKind.MANAGED,
+            comment=comment, properties=properties,
+        )
+        if not columns:
+            raise InvalidArgumentError(f"{what}: a stage needs at least one column")
+        catalog.check_new_table(Table(**{**table.__dict__, "name": target}))
+        catalog._create(table)
+        tbl = self._get_raw(database, key)
+        if tbl is None:  # pragma: no cover - HMS just created it
+            raise StageNotFoundError(f"{self._what(database, key)} vanished right after it was created")
+        logger.info("stage %s opened for %s (%s, lease %.0fs)", self._stage_id(database, key), what, purpose, lease)
+        return self._to_stage(tbl, database)
+
+    @staticmethod
+    def _same_schema(what: str, current: Table, columns: list[Column],
+                     partition_keys: list[Column]) -> tuple[list[Column], list[Column]]:
+        def norm(cols: list[Column]) -> list[tuple[str, str]]:
+            return [(c.name.lower(), parse_type(c.type)) for c in cols]
+
+        if columns and norm(columns) != norm(current.columns):
+            raise InvalidArgumentError(
+                f"{what}: the columns {[c for c, _ in norm(columns)]} do not match the table's "
+                f"{[c for c, _ in norm(current.columns)]} (names and types, in order)"
+            )
+        if partition_keys and norm(partition_keys) != norm(current.partition_keys):
+            raise InvalidArgumentError(
+                f"{what}: the partition keys do not match the table's {[c.name for c in current.partition_keys]}"
+            )
+        return current.columns, current.partition_keys
+
+    # ------------------------------------------------------------ get / list / heartbeat
+
+    def get(self, database: str, key: str) -> Stage:
+        check_key(key)
+        tbl = self._get_raw(database, key)
+        if tbl is not None:
+            return self._to_stage(tbl, database)
+        found = self._find_committed(database, key)
+        if found is not None:
+            return found
+        raise StageNotFoundError(
+            f"{self._what(database, key)} is not open: it was aborted (or its lease lapsed), or never existed"
+        )
+
+    def list(self) -> list[Stage]:
+        stages: list[Stage] = []
+        with self._translate("list stages"):
+            for database in self._call("get_all_databases"):
+                names = [n for n in self._call("get_all_tables", database) if is_stage_table(n)]
+                if names:
+                    stages.extend(
+                        self._to_stage(tbl, database)
+                        for tbl in self._call("get_table_objects_by_name", database, names)
+                    )
+        return sorted(stages, key=lambda s: (s.created or 0, s.id))
+
+    def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage:
+        check_key(key)
+        tbl = self._get_raw(database, key)
+        if tbl is None:
+            return self.get(database, key)  # committed (answers it) or gone (raises)
+        params = dict(tbl.parameters or {})
+        if params.get(STATE, OPEN) != OPEN:
+            return self._to_stage(tbl, database)
+        with self._target_lock(database, params.get(TARGET, "")):
+            tbl = self._get_raw(database, key)
+            if tbl is None:
+                return self.get(database, key)
+            params = dict(tbl.parameters or {})
+            if params.get(STATE, OPEN) != OPEN:
+                return self._to_stage(tbl, database)
+            now = _now_ms()
+            deadline = _int(params.get(DEADLINE)) or 0
+            if deadline < now:
+                self._drop_stage(database, tbl)
+                raise ConflictError(
+                    f"{self._what(database, key)}: its lease lapsed at {_iso(deadline)}; the stage was aborted"
+                )
+            params[DEADLINE] = str(now + int((lease or self.lease) * 1000))
+            tbl.parameters = params
+            self._alter(database, tbl.tableName, tbl, self._what(database, key))
+        return self._to_stage(tbl, database)
+
+    # ------------------------------------------------------------ abort
+
+    def abort(self, database: str, key: str, reason: str = "aborted") -> Stage:
+        check_key(key)
+        tbl = self._get_raw(database, key)
+        if tbl is None:
+            committed = self._find_committed(database, key)
+            if committed is not None and committed.state is StageState.COMMITTED:
+                raise ConflictError(f"{self._what(database, key)} is committed; it cannot be aborted")
+            return committed or self._ended(database, key, "", StagePurpose.CREATE, StageState.ABORTED,
+                                            "no open stage (aborted already, or never existed)")
+        params = tbl.parameters or {}
+        with self._target_lock(database, params.get(TARGET, "")):
+            tbl = self._get_raw(database, key)
+            if tbl is None:
+                return self.abort(database, key, reason)
+            params = tbl.parameters or {}
+            if params.get(STATE, OPEN) != OPEN:
+                raise ConflictError(f"{self._what(database, key)} is committed (or committing); it cannot be aborted")
+            return self._abort_locked(database, tbl, reason)
+
+    def _abort_locked(self, database: str, tbl: hms.Table, reason: str) -> Stage:
+        stage = self._to_stage(tbl, database)
+        self._drop_stage(database, tbl)
+        logger.info("stage %s aborted: %s", stage.id, reason)
+        return self._ended(database, stage.id.rsplit(".", 1)[1], stage.target, stage.purpose, StageState.ABORTED,
+                           reason)
+
+    def _drop_stage(self, database: str, tbl: hms.Table) -> None:
+        """Drop the staging table with its files (and its partitions' files)."""
+        try:
+            with self._translate(f"staging table {database}.{tbl.tableName}"):
+                context = hms.EnvironmentContext({"ifPurge": "TRUE"})
+                self._call("drop_table_with_environment_context", database, tbl.tableName, True, context,
+                           idempotent=False)
+        except TableNotFoundError:
+            pass
+
+    # ------------------------------------------------------------ commit
+
+    def commit(self, database: str, key: str) -> Stage:
+        check_key(key)
+        tbl = self._get_raw(database, key)
+        if tbl is None:
+            found = self._find_committed(database, key)
+            if found is not None and found.state is StageState.COMMITTED:
+                return found
+            if found is not None:
+                raise StageNotFoundError(f"{self._what(database, key)} is not open: {found.message}")
+            raise StageNotFoundError(
+                f"{self._what(database, key)} is not open: it was aborted (or its lease lapsed), or never existed; "
+                "nothing was committed"
+            )
+        target = (tbl.parameters or {}).get(TARGET, "")
+        with self._target_lock(database, target):
+            tbl = self._get_raw(database, key)
+            if tbl is None:
+                return self.commit(database, key)
+            return self._commit_locked(database, key, tbl)
+
+    def _commit_locked(self, database: str, key: str, tbl: hms.Table) -> Stage:
+        params = dict(tbl.parameters or {})
+        state = params.get(STATE, OPEN)
+        stage = self._to_stage(tbl, database)
+        if state == RETIRING:
+            return stage
+        if state == OPEN:
+            deadline = _int(params.get(DEADLINE)) or 0
+            if deadline < _now_ms():
+                self._abort_locked(database, tbl, f"its lease lapsed at {_iso(deadline)}")
+                raise ConflictError(f"{stage.id}: its lease lapsed at {_iso(deadline)}; the stage was aborted")
+        target = params.get(TARGET, "")
+        existing = self._target_raw(database, target)
+        if stage.purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS) or (
+            stage.purpose is StagePurpose.REPLACE and existing is None and state == OPEN
+        ):
+            return self._commit_create(database, key, tbl, stage, existing)
+        if state == OPEN:
+            if existing is None:
+                self._abort_locked(database, tbl, "the target table was dropped while the stage was open")
+                raise TableNotFoundError(f"table {self.catalog.name}.{database}.{target} was dropped meanwhile; "
+                                         "the stage was aborted")
+            tbl = self._mark_committing(database, tbl, existing, stage.purpose)
+            fault_point("commit.marked")
+        return self._finish_commit(database, key, tbl, stage)
+
+    def _commit_create(self, database: str, key: str, tbl: hms.Table, stage: Stage,
+                       existing: hms.Table | None) -> Stage:
+        target = stage.target
+        what = f"table {self.catalog.name}.{database}.{target}"
+        if existing is not None:
+            return self._lost_race(database, tbl, stage, what)
+        new = _copy(tbl)
+        new.tableName = target
+        new.parameters = {**_user_params(tbl.parameters), LAST_COMMIT: stage.id}
+        serde = new.sd.serdeInfo
+        if serde and serde.parameters and "path" in serde.parameters:
+            # Spark reads a data source table where `path` says; HMS moves the files to
+            # <database dir>/<target> in this very call.
+            with self._translate(f"database {self.catalog.name}.{database}", DatabaseNotFoundError):
+                db_location = self._call("get_database", database).locationUri
+            serde.parameters = {**serde.parameters, "path": f"{db_location.rstrip('/')}/{target.lower()}"}
+        fault_point("commit.before-rename")
+        try:
+            self._alter(database, tbl.tableName, new, what)
+        except (TableAlreadyExistsError, InvalidArgumentError) as e:
+            if self._target_raw(database, target) is not None:
+                return self._lost_race(database, tbl, stage, what)
+            raise InvalidArgumentError(f"{what}: the metastore refused the commit: {e.message}") from e
+        fault_point("commit.after-rename")
+        logger.info("stage %s committed: created %s", stage.id, what)
+        return self._ended(database, key, target, stage.purpose, StageState.COMMITTED, f"created {what}")
+
+    def _lost_race(self, database: str, tbl: hms.Table, stage: Stage, what: str) -> Stage:
+        """The target exists: CREATE fails (and aborts), CREATE_IF_NOT_EXISTS aborts quietly."""
+        self._abort_locked(database, tbl, f"{what} appeared while the stage was open")
+        if stage.purpose is StagePurpose.CREATE_IF_NOT_EXISTS:
+            return self._ended(database, stage.id.rsplit(".", 1)[1], stage.target, stage.purpose,
+                               StageState.ABORTED, f"{what} exists already; nothing written")
+        raise TableAlreadyExistsError(
+            f"{what} already exists (created while the stage was open); the stage was aborted"
+        )
+
+    def _mark_committing(self, database: str, tbl: hms.Table, existing: hms.Table, purpose: StagePurpose) -> hms.Table:
+        """Record what the commit replaces before touching the target, so anyone can finish it."""
+        params = dict(tbl.parameters or {})
+        replaced: dict[str, str] = {}
+        if existing.partitionKeys:
+            staged = {_partition_name(tbl.partitionKeys, p.values) for p in self._partitions(database, tbl.tableName)}
+            for part in self._partitions(database, existing.tableName):
+                name = _partition_name(existing.partitionKeys, part.values)
+                if purpose is StagePurpose.REPLACE or name in staged:
+                    replaced[name] = part.sd.location
+        params.update({
+            STATE: COMMITTING,
+            COMMITTER: self.committer,
+            COMMIT_STARTED: str(_now_ms()),
+            OLD_LOCATION: existing.sd.location or "",
+            **_chunks(json.dumps(replaced, sort_keys=True)),
+        })
+        tbl.parameters = params
+        self._alter(database, tbl.tableName, tbl, f"staging table {database}.{tbl.tableName}")
+        return tbl
+
+    def _finish_commit(self, database: str, key: str, tbl: hms.Table, stage: Stage) -> Stage:
+        """Roll a COMMITTING stage forward; every step is safe to repeat."""
+        target = stage.target
+        what = f"table {self.catalog.name}.{database}.{target}"
+        existing = self._target_raw(database, target)
+        if stage.purpose is StagePurpose.REPLACE:
+            if existing is None or (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
+                self._switch_table(database, tbl, existing, stage, what)
+            fault_point("commit.switched")
+            self._sync_partitions(database, tbl, target, drop_others=True)
+        else:
+            if existing is None:
+                # Dropped in the middle of the commit: there is nothing left to overwrite.
+                self._retire(database, tbl, stage)
+                raise TableNotFoundError(f"{what} was dropped during the commit")
+            self._sync_partitions(database, tbl, target, drop_others=False)
+            fault_point("commit.switched")
+            existing = self._target_raw(database, target)
+            if existing is not None and (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
+                existing.parameters = {**(existing.parameters or {}), LAST_COMMIT: stage.id}
+                self._alter(database, target, existing, what)
+        fault_point("commit.partitions")
+        self._retire(database, tbl, stage)
+        fault_point("commit.retired")
+        done = "replaced" if stage.purpose is StagePurpose.REPLACE else "overwrote partitions of"
+        logger.info("stage %s committed: %s %s", stage.id, done, what)
+        if self.retention <= 0:
+            self._purge(database, key)
+        return self._ended(database, key, target, stage.purpose, StageState.COMMITTED, f"{done} {what}")
+
+    def _switch_table(self, database: str, tbl: hms.Table, existing: hms.Table | None, stage: Stage,
+                      what: str) -> None:
+        """Point the target at the staged storage: one alter_table, or drop + create when HMS refuses that."""
+        new = _copy(tbl)
+        new.tableName = stage.target
+        new.parameters = {**_user_params(tbl.parameters), LAST_COMMIT: stage.id}
+        new.tableType = "MANAGED_TABLE"
+        if existing is not None and _same_columns(existing.partitionKeys, tbl.partitionKeys):
+            new.owner = existing.owner or new.owner
+            new.createTime = existing.createTime
+            try:
+                self._alter(database, stage.target, new, what)
+                return
+            except InvalidArgumentError as e:
+                logger.warning("%s: the metastore refused to swap the storage in one call (%s); "
+                               "dropping and re-creating the table instead", what, e.message)
+        # Partition keys differ (HMS cannot change them) or HMS refused the change: the
+        # weaker path. Readers see no table for the moment between the two calls.
+        if existing is not None:
+            with self._translate(what):
+                self._call("drop_table", database, stage.target, False, idempotent=False)
+        fault_point("commit.dropped")
+        with self._translate(what):
+            self._call("create_table", new, idempotent=False)
+
+    def _sync_partitions(self, database: str, tbl: hms.Table, target: str, drop_others: bool) -> None:
+        """Make the target's partitions for the staged values point at the staged files."""
+        if not tbl.partitionKeys:
+            return
+        what = f"table {self.catalog.name}.{database}.{target}"
+        staged = self._partitions(database, tbl.tableName)
+        current = {tuple(p.values): p for p in self._partitions(database, target)}
+        changed, added = [], []
+        for part in staged:
+            values = tuple(part.values)
+            have = current.get(values)
+            if have is not None and have.sd.location == part.sd.location:
+                continue
+            new = hms.Partition(
+                values=list(part.values), dbName=database, tableName=target,
+                createTime=have.createTime if have else int(time.time()), lastAccessTime=0,
+                sd=_copy(part.sd), parameters=dict(part.parameters or {}),
+            )
+            (changed if have is not None else added).append(new)
+        with self._translate(what):
+            if changed:
+                self._call("alter_partitions", database, target, changed, idempotent=False)
+            if added:
+                self._call("add_partitions", added, idempotent=False)
+            if drop_others:
+                keep = {tuple(p.values) for p in staged}
+                for values in [v for v in current if v not in keep]:
+                    # Metadata only: the files go with the old table directory.
+                    self._call("drop_partition", database, target, list(values), False, idempotent=False)
+
+    def _retire(self, database: str, tbl: hms.Table, stage: Stage) -> None:
+        """Committed: the staging table now stands for the replaced data until it is purged."""
+        tbl = self._get_raw(database, stage.id.rsplit(".", 1)[1]) or tbl
+        params = dict(tbl.parameters or {})
+        if stage.purpose is StagePurpose.REPLACE:
+            location = params.get(OLD_LOCATION) or f"{tbl.sd.location}/.retired"
+        else:
+            location = f"{tbl.sd.location.rstrip('/')}/.retired"
+        params.update({STATE: RETIRING, DELETE_AFTER: str(_now_ms() + int(self.retention * 1000))})
+        tbl.parameters = params
+        tbl.sd.location = location
+        if tbl.sd.serdeInfo and tbl.sd.serdeInfo.parameters and "path" in tbl.sd.serdeInfo.parameters:
+            tbl.sd.serdeInfo.parameters = {**tbl.sd.serdeInfo.parameters, "path": location}
+        self._alter(database, tbl.tableName, tbl, f"staging table {database}.{tbl.tableName}")
+
+    def _purge(self, database: str, key: str) -> None:
+        """Delete a retired stage: its partitions are re-pointed at the replaced files first."""
+        tbl = self._get_raw(database, key)
+        if tbl is None or (tbl.parameters or {}).get(STATE) != RETIRING:
+            return
+        params = tbl.parameters or {}
+        if tbl.partitionKeys:
+            replaced = _read_replaced(params)
+            partitions = self._partitions(database, tbl.tableName)
+            repoint = []
+            with self._translate(f"staging table {database}.{tbl.tableName}"):
+                for part in partitions:
+                    old = replaced.get(_partition_name(tbl.partitionKeys, part.values))
+                    if PURPOSE in params and params[PURPOSE] == StagePurpose.OVERWRITE_PARTITIONS.value and old:
+                        if part.sd.location != old:
+                            part.sd.location = old
+                            repoint.append(part)
+                    else:
+                        # The target owns these files now (REPLACE: the old ones go with the old directory).
+                        self._call("drop_partition", database, tbl.tableName, part.values, False, idempotent=False)
+                if repoint:
+                    self._call("alter_partitions", database, tbl.tableName, repoint, idempotent=False)
+        self._drop_stage(database, tbl)
+        logger.info("stage %s: replaced data deleted", self._stage_id(database, key))
+
+    # ------------------------------------------------------------ janitor
+
+    def janitor_pass(self, startup: bool = False) -> int:
+        """One sweep over every staging table of the catalog; returns how many stages it acted on."""
+        acted = 0
+        now = _now_ms()
+        for stage in self.list():
+            key = stage.id.rsplit(".", 1)[1]
+            try:
+                tbl = self._get_raw(stage.database, key)
+                if tbl is None:
+                    continue
+                params = tbl.parameters or {}
+                state = params.get(STATE, OPEN)
+                if state == OPEN and (_int(params.get(DEADLINE)) or 0) < now:
+                    with self._target_lock(stage.database, stage.target):
+                        tbl = self._get_raw(stage.database, key)
+                        if tbl is not None and (tbl.parameters or {}).get(STATE, OPEN) == OPEN and (
+                            _int((tbl.parameters or {}).get(DEADLINE)) or 0
+                        ) < _now_ms():
+                            self._abort_locked(stage.database, tbl, "its lease lapsed")
+                            acted += 1
+                elif state == COMMITTING and self._may_recover(params, now, startup):
+                    with self._target_lock(stage.database, stage.target):
+                        tbl = self._get_raw(stage.database, key)
+                        if tbl is not None and (tbl.parameters or {}).get(STATE) == COMMITTING:
+                            logger.warning("stage %s: finishing a commit that was interrupted", stage.id)
+                            self._finish_commit(stage.database, key, tbl, self._to_stage(tbl, stage.database))
+                            acted += 1
+                elif state == RETIRING and (_int(params.get(DELETE_AFTER)) or 0) <= now:
+                    with self._target_lock(stage.database, stage.target):
+                        self._purge(stage.database, key)
+                        acted += 1
+            except CatalogError as e:
+                logger.warning("janitor: stage %s: %s", stage.id, e)
+        return acted
+
+    def _may_recover(self, params: dict[str, str], now: int, startup: bool) -> bool:
+        """Whether an interrupted commit is ours to finish (nobody else can be running it)."""
+        if params.get(COMMITTER) == self.committer:
+            # Ours: at startup nothing of ours runs; later, only commits past a lease are stuck.
+            return startup or (_int(params.get(COMMIT_STARTED)) or 0) + int(self.lease * 1000) < now
+        return (_int(params.get(COMMIT_STARTED)) or 0) + int(self.lease * 1000) < now
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def _copy(obj):  # type: ignore[no-untyped-def]
+    """A deep copy of a Thrift struct (they are plain objects)."""
+    import copy
+
+    return copy.deepcopy(obj)

@@ -1,0 +1,45 @@
+"""The staging janitor: aborts stages whose lease lapsed, finishes interrupted commits,
+deletes the data replaced by commits once its retention is over."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from catalogd.manager import CatalogManager
+
+logger = logging.getLogger(__name__)
+
+
+class Janitor:
+    """Runs ``CatalogManager.janitor_pass`` every ``interval`` seconds on a daemon thread."""
+
+    def __init__(self, manager: CatalogManager, interval: float) -> None:
+        self.manager = manager
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self, startup: bool = False) -> int:
+        try:
+            acted = self.manager.janitor_pass(startup)
+        except Exception:
+            logger.exception("janitor pass failed")
+            return 0
+        if acted:
+            logger.info("janitor: acted on %d stage(s)", acted)
+        return acted
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="catalogd-janitor", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.run_once()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
