@@ -363,18 +363,25 @@ class HiveStager:
                     )
         return sorted(stages, key=lambda s: (s.created or 0, s.id))
 
+    def _gone(self, database: str, key: str) -> Stage:
+        """A stage without a staging table: COMMITTED if its target says so, else StageNotFoundError."""
+        stage = self.get(database, key)
+        if stage.state is not StageState.COMMITTED:
+            raise StageNotFoundError(f"{self._what(database, key)} is not open: {stage.message}")
+        return stage
+
     def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage:
         check_key(key)
         tbl = self._get_raw(database, key)
         if tbl is None:
-            return self.get(database, key)  # committed (answers it) or gone (raises)
+            return self._gone(database, key)
         params = dict(tbl.parameters or {})
         if params.get(STATE, OPEN) != OPEN:
             return self._to_stage(tbl, database)
         with self._target_lock(database, params.get(TARGET, "")):
             tbl = self._get_raw(database, key)
             if tbl is None:
-                return self.get(database, key)
+                return self._gone(database, key)
             params = dict(tbl.parameters or {})
             if params.get(STATE, OPEN) != OPEN:
                 return self._to_stage(tbl, database)

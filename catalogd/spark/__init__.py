@@ -1,5 +1,14 @@
-"""PySpark side of catalogd: session settings (and, later, atomic writes)."""
+"""PySpark side of catalogd: session settings and atomic writes through stages."""
 
+from catalogd.spark.atomic import StagedTable, atomic_ctas, insert_overwrite, sql, staged_table
 from catalogd.spark.conf import session_builder, spark_conf_for
 
-__all__ = ["session_builder", "spark_conf_for"]
+__all__ = [
+    "StagedTable",
+    "atomic_ctas",
+    "insert_overwrite",
+    "session_builder",
+    "spark_conf_for",
+    "sql",
+    "staged_table",
+]

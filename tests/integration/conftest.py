@@ -149,8 +149,12 @@ def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
     started: list[Daemon] = []
 
     def factory(data_dir: Path | None = None, catalogs: list[dict[str, Any]] | None = None,
-                wait: bool = True, name: str = "extra", same_as: Daemon | None = None) -> Daemon:
-        """A daemon with its own data dir and ports, or (``same_as``) a restart of an earlier one."""
+                wait: bool = True, name: str = "extra", same_as: Daemon | None = None,
+                extra: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Daemon:
+        """A daemon with its own data dir and ports, or (``same_as``) a restart of an earlier one.
+
+        ``extra`` adds config sections (e.g. ``staging``), ``env`` environment variables.
+        """
         n = len(started)
         log_path = tmp_path / f"{name}-{n}.log"
         if same_as is not None:
@@ -163,8 +167,12 @@ def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
                 http_port=free_port(),
                 data_dir=data_dir,
                 catalogs=catalogs or [embedded_catalog("main")],
+                extra=extra,
             )
-        proc = start_daemon(config_path, data_dir, log_path) if wait else spawn_daemon(config_path, data_dir, log_path)
+        if wait:
+            proc = start_daemon(config_path, data_dir, log_path, env=env)
+        else:
+            proc = spawn_daemon(config_path, data_dir, log_path, env)
         started.append(proc)
         return proc
 

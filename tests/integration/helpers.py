@@ -54,10 +54,12 @@ def tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs: list[dict[str, Any]]) -> Path:
+def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs: list[dict[str, Any]],
+                 extra: dict[str, Any] | None = None) -> Path:
     config = {
         "server": {"host": "127.0.0.1", "port": port, "http-port": http_port, "data-dir": str(data_dir)},
         "catalogs": catalogs,
+        **(extra or {}),
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -123,8 +125,8 @@ class Daemon:
         return self.proc.returncode
 
 
-def spawn_daemon(config_path: Path, data_dir: Path, log_path: Path) -> Daemon:
-    """Start ``catalogd serve --config FILE`` (not waiting for it to be ready)."""
+def spawn_daemon(config_path: Path, data_dir: Path, log_path: Path, env: dict[str, str] | None = None) -> Daemon:
+    """Start ``catalogd serve --config FILE`` (not waiting for it to be ready); ``env`` adds variables."""
     config = yaml.safe_load(config_path.read_text())
     server = config["server"]
     with open(log_path, "ab") as log:
@@ -133,7 +135,7 @@ def spawn_daemon(config_path: Path, data_dir: Path, log_path: Path) -> Daemon:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=clean_env(),
+            env={**clean_env(), **(env or {})},
         )
     return Daemon(
         proc=proc,
@@ -145,8 +147,9 @@ def spawn_daemon(config_path: Path, data_dir: Path, log_path: Path) -> Daemon:
     )
 
 
-def start_daemon(config_path: Path, data_dir: Path, log_path: Path, timeout: float = READY_TIMEOUT) -> Daemon:
-    daemon = spawn_daemon(config_path, data_dir, log_path)
+def start_daemon(config_path: Path, data_dir: Path, log_path: Path, timeout: float = READY_TIMEOUT,
+                 env: dict[str, str] | None = None) -> Daemon:
+    daemon = spawn_daemon(config_path, data_dir, log_path, env)
     try:
         daemon.wait_ready(timeout)
     except BaseException:

@@ -1,0 +1,517 @@
+"""Atomic writes from PySpark: CTAS, REPLACE and INSERT OVERWRITE through catalogd stages.
+
+The Spark job writes into a hidden staging table; the daemon publishes it in one
+metastore call on success and drops it on failure (DESIGN.md section 4).
+
+    >>> from catalogd.spark import atomic_ctas
+    >>> atomic_ctas(spark, "main.sales.daily", "SELECT ds, sum(amount) AS total FROM main_sales GROUP BY ds",
+    ...             partition_by=["ds"])
+
+The SparkSession must use the target catalog's metastore (see
+``catalogd.spark.session_builder``). Names with two parts (``db.table``) and one
+part (``table``) mean the session's catalog, as they do in Spark SQL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from catalogd.errors import CatalogError, ConflictError, InvalidArgumentError, StageNotFoundError, UnsupportedError
+from catalogd.model import CatalogInfo, Column, Stage, StagePurpose, StageState, TableFormat
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from catalogd.client import CatalogClient
+
+logger = logging.getLogger(__name__)
+
+MODES = {
+    "create": StagePurpose.CREATE,
+    "create_if_not_exists": StagePurpose.CREATE_IF_NOT_EXISTS,
+    "replace": StagePurpose.REPLACE,
+}
+_URIS_KEY = "spark.hadoop.hive.metastore.uris"
+
+
+# ---------------------------------------------------------------- plumbing
+
+@contextlib.contextmanager
+def _client(client: CatalogClient | None) -> Iterator[CatalogClient]:
+    from catalogd.client import CatalogClient
+
+    if client is not None:
+        yield client
+        return
+    own = CatalogClient()
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def _uris(text: str | None) -> set[str]:
+    return {u.strip().rstrip("/").lower() for u in (text or "").split(",") if u.strip()}
+
+
+def session_catalog(spark: SparkSession, client: CatalogClient) -> CatalogInfo:
+    """The hive catalog whose metastore the session uses.
+
+    Raises:
+        InvalidArgumentError: the session uses no metastore that catalogd serves.
+    """
+    session = _uris(spark.conf.get(_URIS_KEY, None) or spark.sparkContext.getConf().get(_URIS_KEY))
+    if not session:
+        raise InvalidArgumentError(
+            "the SparkSession has no hive.metastore.uris: build it with catalogd.spark.session_builder(catalog)"
+        )
+    catalogs = [c for c in client.list_catalogs() if c.type == "hive" and _uris(c.metastore) & session]
+    if not catalogs:
+        raise InvalidArgumentError(
+            f"the SparkSession's metastore {', '.join(sorted(session))} is not one of catalogd's catalogs"
+        )
+    return catalogs[0]
+
+
+def _resolve(spark: SparkSession, client: CatalogClient, target: str) -> tuple[CatalogInfo, str]:
+    """``target`` -> (the session's catalog, ``catalog.db.table``); checks the target is in that catalog."""
+    from catalogd.names import split_name
+
+    parts = split_name(target)
+    info = session_catalog(spark, client)
+    if len(parts) == 3:
+        if parts[0] != info.name:
+            raise InvalidArgumentError(
+                f"{target}: the SparkSession uses catalog {info.name!r}'s metastore, not {parts[0]!r}; "
+                f"build a session with catalogd.spark.session_builder({parts[0]!r})"
+            )
+        return info, ".".join(parts)
+    if len(parts) == 2:
+        return info, f"{info.name}.{parts[0]}.{parts[1]}"
+    if len(parts) == 1:
+        return info, f"{info.name}.{spark.catalog.currentDatabase()}.{parts[0]}"
+    raise InvalidArgumentError(f"bad table name {target!r}: expected catalog.database.table")
+
+
+def hive_columns(schema: Any) -> list[Column]:
+    """Hive columns for a Spark ``StructType``.
+
+    Raises:
+        InvalidArgumentError: a column whose Spark type Hive cannot store.
+    """
+    from pyspark.sql.types import NullType
+
+    from catalogd.catalog.types import parse_type
+
+    columns = []
+    for field in schema.fields:
+        if isinstance(field.dataType, NullType):
+            raise InvalidArgumentError(f"column {field.name!r} has no type (a bare NULL?): cast it")
+        try:
+            hive_type = parse_type(field.dataType.simpleString())
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"column {field.name!r}: Hive cannot store Spark type "
+                                       f"{field.dataType.simpleString()} ({e.message})") from e
+        comment = (field.metadata or {}).get("comment")
+        columns.append(Column(field.name.lower(), hive_type, comment))
+    return columns
+
+
+def _query(spark: SparkSession, source: DataFrame | str) -> DataFrame:
+    if not isinstance(source, str):
+        return source
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        parsed = sqlglot.parse(source, read="spark")
+    except sqlglot.errors.ParseError as e:
+        raise InvalidArgumentError(f"cannot parse the query: {e}") from e
+    if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
+        raise InvalidArgumentError("the source must be one query (SELECT, WITH ... SELECT, VALUES, a UNION)")
+    return spark.sql(source)
+
+
+class _Heartbeat:
+    """Keeps a stage's lease alive from a background thread until stopped."""
+
+    def __init__(self, client: CatalogClient, stage: Stage) -> None:
+        self.client = client
+        self.stage = stage
+        lease = ((stage.lease_deadline or 0) - (stage.created or 0)) / 1000 or 60.0
+        self.lease = lease
+        self.interval = max(0.5, lease / 3)
+        self.error: CatalogError | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"catalogd-heartbeat-{stage.id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.client.heartbeat_stage(self.stage.id, self.lease)
+            except (StageNotFoundError, ConflictError) as e:
+                self.error = e
+                logger.error("stage %s was lost: %s", self.stage.id, e)
+                return
+            except CatalogError as e:
+                # A daemon restart or a network blip: the lease has room for a few misses.
+                logger.warning("heartbeat of stage %s failed: %s", self.stage.id, e)
+
+
+class StagedTable:
+    """What ``staged_table`` yields: the stage and the Spark table to write into."""
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+        #: The final stage after the block: COMMITTED, or ABORTED.
+        self.result: Stage | None = None
+
+    @property
+    def active(self) -> bool:
+        """False when there is nothing to write (CREATE_IF_NOT_EXISTS and the target exists)."""
+        return self.stage.state is StageState.OPEN
+
+    @property
+    def name(self) -> str | None:
+        """``database.__catalogd_stage_...``: write here (``df.write.insertInto(staged.name)``)."""
+        return self.stage.spark_table if self.active else None
+
+    @property
+    def stage_id(self) -> str:
+        return self.stage.id
+
+
+@contextlib.contextmanager
+def staged_table(
+    target: str,
+    schema: str | list[Column] | Any | None = None,
+    *,
+    partition_by: list[str] | str | None = None,
+    format: str | TableFormat | None = None,
+    mode: str | StagePurpose = "create",
+    properties: dict[str, str] | None = None,
+    comment: str | None = None,
+    lease: float | None = None,
+    client: CatalogClient | None = None,
+) -> Iterator[StagedTable]:
+    """Begin a stage, yield it, commit on normal exit, abort on an exception (re-raised).
+
+    Args:
+        target: ``catalog.database.table`` (shorter forms use the daemon's defaults).
+        schema: ``"id bigint, ds string"``, Columns or a Spark ``StructType``; partition
+            columns included (they are taken out by ``partition_by``).
+        partition_by: partition column names.
+        mode: create, create_if_not_exists, replace or overwrite_partitions.
+        lease: seconds without a heartbeat before the daemon aborts the stage.
+
+    Yields:
+        A StagedTable: write into ``.name`` while the block runs; ``.active`` is False
+        (and ``.name`` None) when there is nothing to do. ``.result`` holds the final stage.
+    """
+    from catalogd.catalog.types import parse_schema
+
+    if schema is None:
+        columns: list[Column] = []
+    elif isinstance(schema, str):
+        columns = parse_schema(schema)
+    elif isinstance(schema, list):
+        columns = list(schema)
+    else:
+        columns = hive_columns(schema)
+    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    keys = [k.lower() for k in keys]
+    by_name = {c.name.lower(): c for c in columns}
+    missing = [k for k in keys if k not in by_name]
+    if missing and columns:
+        raise InvalidArgumentError(f"partition columns {missing} are not in the schema {list(by_name)}")
+    data = [c for c in columns if c.name.lower() not in keys]
+    partition_keys = [by_name[k] for k in keys if k in by_name]
+    purpose = mode if isinstance(mode, StagePurpose) else MODES.get(mode.lower()) or StagePurpose.parse(mode)
+    with _client(client) as c:
+        stage = c.begin_stage(target, data, partition_keys, format=format, purpose=purpose,
+                              properties=properties, comment=comment, lease=lease)
+        staged = StagedTable(stage)
+        if not staged.active:
+            yield staged
+            staged.result = stage
+            return
+        heartbeat = _Heartbeat(c, stage)
+        try:
+            with heartbeat:
+                yield staged
+        except BaseException:
+            try:
+                staged.result = c.abort_stage(stage.id)
+            except CatalogError as e:
+                logger.error("aborting stage %s failed (the janitor will, once its lease lapses): %s", stage.id, e)
+            raise
+        if heartbeat.error is not None:
+            raise heartbeat.error
+        staged.result = c.commit_stage(stage.id)
+
+
+def _with_partitions_last(df: DataFrame, partition_by: list[str]) -> DataFrame:
+    lowered = {c.lower(): c for c in df.columns}
+    missing = [p for p in partition_by if p.lower() not in lowered]
+    if missing:
+        raise InvalidArgumentError(f"partition columns {missing} are not among the query's columns {df.columns}")
+    keys = [lowered[p.lower()] for p in partition_by]
+    return df.select(*[c for c in df.columns if c not in keys], *keys)
+
+
+@contextlib.contextmanager
+def _dynamic_partitions(spark: SparkSession) -> Iterator[None]:
+    key = "hive.exec.dynamic.partition.mode"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "nonstrict")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def _write(spark: SparkSession, df: DataFrame, staged: StagedTable) -> None:
+    with _dynamic_partitions(spark):
+        df.write.insertInto(staged.name, overwrite=True)
+
+
+def atomic_ctas(
+    spark: SparkSession,
+    target: str,
+    source: DataFrame | str,
+    *,
+    mode: str = "create",
+    partition_by: list[str] | str | None = None,
+    format: str = "parquet",
+    properties: dict[str, str] | None = None,
+    client: CatalogClient | None = None,
+    comment: str | None = None,
+) -> Stage | None:
+    """CREATE TABLE ... AS SELECT, atomically: the target appears complete or not at all.
+
+    Args:
+        spark: a session on the target catalog's metastore.
+        target: ``catalog.database.table``; ``db.table`` means the session's catalog.
+        source: a DataFrame or one SELECT statement.
+        mode: ``create`` (fail if the target exists), ``create_if_not_exists`` (do
+            nothing then) or ``replace`` (swap the target's data and definition).
+        partition_by: partition columns (moved to the end, as Hive stores them).
+        format: parquet, orc, avro, csv, json or textfile.
+
+    Returns:
+        The final stage (COMMITTED, or ABORTED under create_if_not_exists when the
+        target exists); None when the catalog has ``atomic-writes: false`` and Spark
+        wrote the table itself.
+
+    Raises:
+        TableAlreadyExistsError: mode create and the target exists (nothing was written).
+        CatalogError: any other failure; the stage is aborted and nothing is left behind.
+    """
+    if mode not in MODES:
+        raise InvalidArgumentError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+    fmt = TableFormat.parse(format)
+    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    with _client(client) as c:
+        info, name = _resolve(spark, c, target)
+        df = _query(spark, source)
+        if keys:
+            df = _with_partitions_last(df, keys)
+        if not info.atomic_writes:
+            _plain_save(df, name.split(".", 1)[1], mode, keys, fmt)
+            return None
+        if MODES[mode] is StagePurpose.CREATE_IF_NOT_EXISTS and c.table_exists(name):
+            return Stage(id="", catalog=info.name, database=name.split(".")[1], target=name.split(".")[2],
+                         purpose=StagePurpose.CREATE_IF_NOT_EXISTS, state=StageState.ABORTED,
+                         message=f"table {name} exists already; nothing to write")
+        with staged_table(name, df.schema, partition_by=keys, format=fmt, mode=mode, properties=properties,
+                          comment=comment, client=c) as staged:
+            if staged.active:
+                _write(spark, df, staged)
+        _refresh(spark, name)
+        assert staged.result is not None
+        return staged.result
+
+
+def _plain_save(df: DataFrame, name: str, mode: str, keys: list[str], fmt: TableFormat) -> None:
+    """Spark's own, non-atomic write (``atomic-writes: false``)."""
+    spark_mode = {"create": "errorifexists", "create_if_not_exists": "ignore", "replace": "overwrite"}[mode]
+    writer = df.write.mode(spark_mode)
+    if fmt in (TableFormat.CSV, TableFormat.JSON):
+        writer = writer.format(fmt.value)
+    else:
+        writer = writer.format("hive").option("fileFormat", fmt.value)
+    if keys:
+        writer = writer.partitionBy(*keys)
+    writer.saveAsTable(name)
+
+
+def _refresh(spark: SparkSession, name: str) -> None:
+    # This session may have cached the old table; other sessions notice the new location.
+    with contextlib.suppress(Exception):
+        spark.catalog.refreshTable(name.split(".", 1)[1])
+
+
+def insert_overwrite(
+    spark: SparkSession,
+    target: str,
+    source: DataFrame | str,
+    *,
+    partition: dict[str, str | None] | None = None,
+    client: CatalogClient | None = None,
+) -> Stage | None:
+    """INSERT OVERWRITE, atomically: readers see the old rows or the new ones.
+
+    An unpartitioned target is replaced as a whole. A partitioned target gets Hive's
+    semantics: the partitions the query writes are replaced, the others stay.
+
+    Args:
+        source: its columns are the target's data columns, then the dynamic partition
+            columns (those without a value in ``partition``), in order.
+        partition: static values (``{"ds": "2024-03-01"}``) and dynamic keys (value None).
+    """
+    from pyspark.sql import functions as F
+
+    with _client(client) as c:
+        info, name = _resolve(spark, c, target)
+        table = c.get_table(name)
+        df = _query(spark, source)
+        spec = {k.lower(): v for k, v in (partition or {}).items()}
+        keys = [k.name for k in table.partition_keys]
+        unknown = [k for k in spec if k not in keys]
+        if unknown:
+            raise InvalidArgumentError(f"{name} has no partition column(s) {unknown} (partition columns: {keys})")
+        static = [k for k in keys if spec.get(k) is not None]
+        dynamic = [k for k in keys if k not in static]
+        if static and dynamic and keys.index(dynamic[0]) < keys.index(static[-1]):
+            raise InvalidArgumentError(f"{name}: static partition values must come before dynamic ones ({keys})")
+        expected = [col.name for col in table.columns] + dynamic
+        if len(df.columns) != len(expected):
+            raise InvalidArgumentError(
+                f"{name}: the query has {len(df.columns)} columns, the target needs {len(expected)}: {expected}"
+            )
+        df = df.toDF(*expected)
+        for key in static:
+            key_type = next(k.type for k in table.partition_keys if k.name == key)
+            df = df.withColumn(key, F.lit(spec[key]).cast(key_type))
+        df = df.select(*[col.name for col in table.columns], *keys)
+        if not info.atomic_writes:
+            with _dynamic_partitions(spark):
+                df.write.insertInto(name.split(".", 1)[1], overwrite=True)
+            return None
+        purpose = StagePurpose.OVERWRITE_PARTITIONS if keys else StagePurpose.REPLACE
+        props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")}
+        with staged_table(name, table.columns + table.partition_keys, partition_by=keys, format=table.format,
+                          mode=purpose, properties=props if not keys else None,
+                          comment=table.comment if not keys else None, client=c) as staged:
+            _write(spark, df, staged)
+        _refresh(spark, name)
+        assert staged.result is not None
+        return staged.result
+
+
+# ---------------------------------------------------------------- SQL
+
+_REPLACE_TABLE = re.compile(r"^\s*REPLACE\s+TABLE\b", re.IGNORECASE)
+
+
+def sql(spark: SparkSession, statement: str, client: CatalogClient | None = None) -> Any:
+    """Run one SQL statement; CTAS, REPLACE ... AS SELECT and INSERT OVERWRITE go through a stage.
+
+    Atomic: ``CREATE TABLE [IF NOT EXISTS] t [USING fmt | STORED AS fmt] [PARTITIONED BY (c, ...)]
+    [COMMENT '...'] [TBLPROPERTIES (...)] AS SELECT ...``, ``CREATE OR REPLACE TABLE ... AS SELECT``,
+    ``REPLACE TABLE ... AS SELECT`` and ``INSERT OVERWRITE [TABLE] t [PARTITION (...)] SELECT ...``.
+    Everything else is passed to ``spark.sql`` unchanged.
+
+    Returns:
+        The final Stage for an atomic statement (None if the catalog has
+        ``atomic-writes: false``), else what ``spark.sql`` returns.
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    text = statement.strip().rstrip(";")
+    if _REPLACE_TABLE.match(text):
+        # sqlglot's Spark dialect knows CREATE OR REPLACE TABLE but not the short form.
+        text = "CREATE OR " + text.lstrip()
+    try:
+        parsed = sqlglot.parse(text, read="spark")
+    except sqlglot.errors.ParseError:
+        return spark.sql(statement)
+    if len(parsed) != 1 or parsed[0] is None:
+        return spark.sql(statement)
+    tree = parsed[0]
+    if isinstance(tree, exp.Create) and tree.args.get("kind", "").upper() == "TABLE" and isinstance(
+        tree.expression, exp.Query
+    ) and isinstance(tree.this, exp.Table):
+        return _sql_ctas(spark, tree, client)
+    if isinstance(tree, exp.Insert) and tree.args.get("overwrite") and isinstance(tree.this, exp.Table) and (
+        isinstance(tree.expression, exp.Query)
+    ):
+        return _sql_insert_overwrite(spark, tree, client)
+    return spark.sql(statement)
+
+
+def _table_name(table: Any) -> str:
+    return ".".join(p for p in (table.catalog, table.db, table.name) if p)
+
+
+def _sql_ctas(spark: SparkSession, tree: Any, client: CatalogClient | None) -> Stage | None:
+    from sqlglot import exp
+
+    mode = "replace" if tree.args.get("replace") else "create_if_not_exists" if tree.args.get("exists") else "create"
+    fmt = "parquet"
+    keys: list[str] = []
+    props: dict[str, str] = {}
+    comment = None
+    for prop in (tree.args.get("properties") or exp.Properties(expressions=[])).expressions:
+        if isinstance(prop, exp.FileFormatProperty):
+            fmt = prop.this.name if hasattr(prop.this, "name") else str(prop.this)
+        elif isinstance(prop, exp.PartitionedByProperty):
+            schema = prop.this
+            for item in schema.expressions if isinstance(schema, exp.Schema) else [schema]:
+                if not isinstance(item, (exp.Identifier, exp.Column)):
+                    raise UnsupportedError(
+                        f"PARTITIONED BY {prop.this.sql('spark')}: list the query's columns by name"
+                    )
+                keys.append(item.name)
+        elif isinstance(prop, exp.SchemaCommentProperty):
+            comment = prop.this.name
+        elif isinstance(prop, exp.Property):
+            props[prop.name] = prop.args["value"].name
+        else:
+            raise UnsupportedError(f"{prop.sql('spark')} is not supported in an atomic CREATE TABLE AS SELECT")
+    query = tree.expression.sql(dialect="spark")
+    return atomic_ctas(spark, _table_name(tree.this), query, mode=mode, partition_by=keys, format=fmt,
+                       properties=props or None, client=client, comment=comment)
+
+
+def _sql_insert_overwrite(spark: SparkSession, tree: Any, client: CatalogClient | None) -> Stage | None:
+    from sqlglot import exp
+
+    table = tree.this
+    spec: dict[str, str | None] = {}
+    partition = table.args.get("partition")
+    if partition is not None:
+        for item in partition.expressions:
+            if isinstance(item, exp.EQ):
+                spec[item.this.name] = item.expression.name
+            else:
+                spec[item.name] = None
+    query = tree.expression.sql(dialect="spark")
+    return insert_overwrite(spark, _table_name(table), query, partition=spec, client=client)

@@ -1,0 +1,234 @@
+"""The staging protocol on a real HMS, with real Spark writing into the staging tables."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from catalogd.errors import (
+    ConflictError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    StageNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from catalogd.model import StagePurpose, StageState
+
+from .helpers import local_path, raw_thrift
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def short(name: str) -> str:
+    """``main.db.t`` -> ``db.t`` (Spark's session catalog is main's metastore)."""
+    return name.split(".", 1)[1]
+
+
+def rows(spark, name: str) -> list[tuple]:
+    spark.catalog.refreshTable(short(name)) if spark.catalog.tableExists(short(name)) else None
+    return sorted(tuple(r) for r in spark.table(short(name)).collect())
+
+
+def stage_dirs(client, db: str) -> list[str]:
+    location = local_path(client.get_database(db).location)
+    return sorted(p.name for p in location.iterdir() if "stage" in p.name)
+
+
+def write(spark, stage, data: list[tuple], schema: str) -> None:
+    spark.createDataFrame(data, schema).write.insertInto(stage.spark_table, overwrite=True)
+
+
+def test_create_commit_publishes_the_table_in_one_step(spark, client, main_db):
+    target = f"{main_db}.orders"
+    stage = client.begin_stage(target, "id bigint, name string", purpose="create", owner="tester")
+    assert stage.state is StageState.OPEN
+    assert stage.id.startswith(f"{main_db}.") and stage.target == "orders"
+    assert stage.owner == "tester" and stage.lease_deadline > stage.created
+    # Hidden from the catalog API, visible to Spark by name.
+    assert client.list_tables(main_db) == []
+    assert not client.table_exists(target)
+    assert [s.id for s in client.list_stages("main") if s.database == main_db.split(".")[1]] == [stage.id]
+    write(spark, stage, [(1, "a"), (2, "b")], "id bigint, name string")
+    assert not client.table_exists(target)
+
+    done = client.commit_stage(stage.id)
+    assert done.state is StageState.COMMITTED
+    assert client.list_tables(main_db) == ["orders"]
+    assert rows(spark, target) == [(1, "a"), (2, "b")]
+    table = client.get_table(target)
+    assert not any(k.startswith("catalogd.stage.") for k in table.properties)
+    assert table.properties["catalogd.last-commit"] == stage.id
+    assert local_path(table.location).name == "orders"
+    assert stage_dirs(client, main_db) == []
+    # Idempotent: committing again (a retry) answers COMMITTED; aborting is refused.
+    assert client.commit_stage(stage.id).state is StageState.COMMITTED
+    assert client.get_stage(stage.id).state is StageState.COMMITTED
+    with pytest.raises(ConflictError):
+        client.abort_stage(stage.id)
+
+
+def test_retried_commit_after_a_lost_reply_reports_success(spark, client, main_db, daemon):
+    target = f"{main_db}.t"
+    stage = client.begin_stage(target, "id bigint")
+    write(spark, stage, [(7,)], "id bigint")
+    with raw_thrift(daemon.address) as raw:
+        raw.send_commitStage(stage.id)  # the reply is never read: the connection closes
+    deadline = time.monotonic() + 30
+    while not client.table_exists(target) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # A fresh daemon-side lookup (the stage table is gone; the target carries the id).
+    assert client.commit_stage(stage.id).state is StageState.COMMITTED
+    assert rows(spark, target) == [(7,)]
+
+
+def test_abort_drops_the_staging_table_and_its_files(spark, client, main_db):
+    stage = client.begin_stage(f"{main_db}.t", "id bigint")
+    write(spark, stage, [(1,)], "id bigint")
+    assert stage_dirs(client, main_db) == [stage.staging_table]
+    assert client.abort_stage(stage.id).state is StageState.ABORTED
+    assert stage_dirs(client, main_db) == []
+    assert not client.table_exists(f"{main_db}.t")
+    assert client.abort_stage(stage.id).state is StageState.ABORTED  # idempotent
+    with pytest.raises(StageNotFoundError):
+        client.commit_stage(stage.id)
+    # The daemon that aborted it remembers why.
+    assert client.get_stage(stage.id).state is StageState.ABORTED
+
+
+def test_create_on_an_existing_target(client, main_db):
+    client.create_table(f"{main_db}.t", "id bigint")
+    with pytest.raises(TableAlreadyExistsError):
+        client.begin_stage(f"{main_db}.t", "id bigint", purpose="create")
+    quiet = client.begin_stage(f"{main_db}.t", "id bigint", purpose="create_if_not_exists")
+    assert quiet.state is StageState.ABORTED and "exists" in quiet.message
+    assert client.list_stages("main") == [s for s in client.list_stages("main") if s.database != main_db[5:]]
+
+
+@pytest.mark.parametrize("purpose", ["create", "create_if_not_exists"])
+def test_target_created_while_the_stage_is_open(spark, client, main_db, purpose):
+    stage = client.begin_stage(f"{main_db}.t", "id bigint", purpose=purpose)
+    write(spark, stage, [(1,)], "id bigint")
+    client.create_table(f"{main_db}.t", "id bigint, other string")
+    if purpose == "create":
+        with pytest.raises(TableAlreadyExistsError):
+            client.commit_stage(stage.id)
+    else:
+        assert client.commit_stage(stage.id).state is StageState.ABORTED
+    assert [c.name for c in client.get_table(f"{main_db}.t").columns] == ["id", "other"]
+    assert stage_dirs(client, main_db) == []
+
+
+def test_replace_swaps_data_and_definition(spark, client, main_db):
+    target = f"{main_db}.t"
+    client.create_table(target, "id bigint", properties={"old": "1"})
+    spark.createDataFrame([(1,), (2,)], "id bigint").write.insertInto(short(target))
+    old_location = client.get_table(target).location
+
+    stage = client.begin_stage(target, "id bigint, label string", purpose="replace", properties={"new": "2"})
+    write(spark, stage, [(3, "c")], "id bigint, label string")
+    assert rows(spark, target) == [(1,), (2,)]  # nothing visible before the commit
+    done = client.commit_stage(stage.id)
+    assert done.state is StageState.COMMITTED
+    table = client.get_table(target)
+    assert [c.name for c in table.columns] == ["id", "label"]
+    assert table.properties.get("new") == "2" and "old" not in table.properties
+    assert rows(spark, target) == [(3, "c")]
+    # The replaced files stay for queries already running (replaced-data-retention) ...
+    assert local_path(old_location).exists()
+    retiring = [s for s in client.list_stages("main") if s.id == stage.id]
+    assert retiring and retiring[0].state is StageState.COMMITTED
+    assert client.commit_stage(stage.id).state is StageState.COMMITTED
+
+
+def test_overwrite_partitions_replaces_only_the_written_partitions(spark, client, main_db):
+    target = f"{main_db}.p"
+    client.create_table(target, "id bigint", partitioned_by="ds string")
+    spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id bigint, ds string").write.insertInto(short(target))
+    stage = client.begin_stage(target, purpose="overwrite_partitions")
+    assert [c.name for c in stage.columns] == ["id"] and [c.name for c in stage.partition_keys] == ["ds"]
+    spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    write(spark, stage, [(20, "b"), (40, "d")], "id bigint, ds string")
+    client.commit_stage(stage.id)
+    assert rows(spark, target) == [(1, "a"), (3, "c"), (20, "b"), (40, "d")]
+    parts = sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {short(target)}").collect())
+    assert parts == ["ds=a", "ds=b", "ds=c", "ds=d"]
+    # New partitions live under the target's own directory.
+    table_dir = local_path(client.get_table(target).location)
+    assert any(p.name.startswith(".catalogd-stage-") for p in table_dir.iterdir())
+
+
+def test_overwrite_partitions_rejects_a_different_schema(client, main_db):
+    client.create_table(f"{main_db}.p", "id bigint", partitioned_by="ds string")
+    with pytest.raises(InvalidArgumentError, match="do not match"):
+        client.begin_stage(f"{main_db}.p", "id string", "ds string", purpose="overwrite_partitions")
+    client.create_table(f"{main_db}.flat", "id bigint")
+    with pytest.raises(InvalidArgumentError, match="not partitioned"):
+        client.begin_stage(f"{main_db}.flat", purpose="overwrite_partitions")
+    with pytest.raises(TableNotFoundError):
+        client.begin_stage(f"{main_db}.missing", purpose="overwrite_partitions")
+    assert [s for s in client.list_stages("main") if s.database == main_db[5:]] == []
+
+
+def test_replace_with_new_partition_keys_takes_the_weaker_path(spark, client, main_db):
+    target = f"{main_db}.t"
+    client.create_table(target, "id bigint, ds string")
+    spark.createDataFrame([(1, "a")], "id bigint, ds string").write.insertInto(short(target))
+    stage = client.begin_stage(target, "id bigint", partitioned_by="ds string", purpose="replace")
+    write(spark, stage, [(2, "b"), (3, "c")], "id bigint, ds string")
+    client.commit_stage(stage.id)
+    table = client.get_table(target)
+    assert [k.name for k in table.partition_keys] == ["ds"]
+    assert rows(spark, target) == [(2, "b"), (3, "c")]
+
+
+def test_bad_requests_change_nothing(client, main_db):
+    before = client.list_stages("main")
+    with pytest.raises(InvalidArgumentError):
+        client.begin_stage(f"{main_db}.t", "id nosuchtype")
+    with pytest.raises(InvalidArgumentError):
+        client.begin_stage(f"{main_db}.__catalogd_stage_0123456789abcdef", "id bigint")
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        client.begin_stage(f"{main_db}.t", "id bigint", properties={"catalogd.stage.id": "x"})
+    with pytest.raises(InvalidArgumentError):
+        client.begin_stage(f"{main_db}.t", "id bigint, id string")
+    with pytest.raises(InvalidArgumentError):
+        client.commit_stage("not-a-stage-id")
+    with pytest.raises(InvalidArgumentError):
+        client.commit_stage(f"{main_db}.xyz")
+    with pytest.raises(PermissionDeniedError):
+        client.begin_stage(f"ro.{main_db[5:]}.t", "id bigint")
+    with pytest.raises(UnsupportedError):
+        client.create_database("scratch.s", if_not_exists=True)
+        client.begin_stage("scratch.s.t", "id bigint")
+    with pytest.raises(InvalidArgumentError):
+        client.create_table(f"{main_db}.__catalogd_stage_x", "id bigint")
+    assert client.list_stages("main") == before
+    assert client.list_tables(main_db) == []
+
+
+def test_heartbeat_extends_the_lease(client, main_db):
+    stage = client.begin_stage(f"{main_db}.t", "id bigint", lease=5)
+    later = client.heartbeat_stage(stage.id, lease=120)
+    assert later.lease_deadline >= stage.lease_deadline + 100_000
+    client.abort_stage(stage.id)
+    with pytest.raises(StageNotFoundError):
+        client.heartbeat_stage(stage.id)
+
+
+def test_lapsed_lease_refuses_commit(spark, client, main_db):
+    stage = client.begin_stage(f"{main_db}.t", "id bigint", lease=1)
+    write(spark, stage, [(1,)], "id bigint")
+    time.sleep(1.5)
+    with pytest.raises(ConflictError, match="lease lapsed"):
+        client.commit_stage(stage.id)
+    assert not client.table_exists(f"{main_db}.t")
+    assert stage_dirs(client, main_db) == []
+
+
+def test_stage_purposes_parse():
+    assert StagePurpose.parse("overwrite-partitions") is StagePurpose.OVERWRITE_PARTITIONS
+    with pytest.raises(InvalidArgumentError):
+        StagePurpose.parse("merge")
