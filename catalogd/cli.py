@@ -18,9 +18,10 @@ from rich.table import Table as RichTable
 
 from catalogd import __version__
 from catalogd.errors import EXIT_USAGE, CatalogError, UsageError
-from catalogd.model import CatalogInfo, Database, Table
+from catalogd.model import CatalogInfo, Database, Stage, Table
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output is read by scripts and people alike: never cut a cell to fit 80 columns.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 1000)
 
 
 class Context:
@@ -399,6 +400,78 @@ def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool) -> None:
         emit_json({"dropped": name})
     else:
         click.echo(f"dropped table {name}")
+
+
+# ---------------------------------------------------------------- stages
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def stage_json(stage: Stage) -> dict[str, Any]:
+    return {
+        "id": stage.id,
+        "target": stage.target_name,
+        "purpose": stage.purpose.value,
+        "state": stage.state.value,
+        "owner": stage.owner,
+        "created": _iso(stage.created),
+        "lease_deadline": _iso(stage.lease_deadline),
+        "staging_table": f"{stage.database}.{stage.staging_table}" if stage.staging_table else None,
+        "message": stage.message,
+    }
+
+
+@cli.group()
+def stage() -> None:
+    """Stages of atomic writes: list, describe, abort."""
+
+
+@stage.command("list")
+@click.argument("catalog_name", metavar="CATALOG", required=False)
+@pass_ctx
+def stage_list(ctx: Context, catalog_name: str | None) -> None:
+    """List the open stages of a catalog (and committed ones whose replaced data is still kept)."""
+    stages = ctx.client.list_stages(catalog_name)
+    if ctx.as_json:
+        emit_json([stage_json(s) for s in stages])
+        return
+    print_rows(
+        ["id", "target", "purpose", "state", "owner", "created", "lease deadline"],
+        [[s.id, s.target_name, s.purpose.value, s.state.value, s.owner, _iso(s.created), _iso(s.lease_deadline)]
+         for s in stages],
+    )
+
+
+def _show_stage(ctx: Context, stage: Stage) -> None:
+    if ctx.as_json:
+        emit_json(stage_json(stage))
+    else:
+        print_fields([(k.replace("_", " "), v) for k, v in stage_json(stage).items()])
+
+
+@stage.command("describe")
+@click.argument("stage_id", metavar="ID")
+@pass_ctx
+def stage_describe(ctx: Context, stage_id: str) -> None:
+    """Show one stage (COMMITTED once its target carries its id)."""
+    _show_stage(ctx, ctx.client.get_stage(stage_id))
+
+
+@stage.command("abort")
+@click.argument("stage_id", metavar="ID")
+@pass_ctx
+def stage_abort(ctx: Context, stage_id: str) -> None:
+    """Abort a stage: drop its staging table and files (a committed stage cannot be aborted)."""
+    result = ctx.client.abort_stage(stage_id)
+    if ctx.as_json:
+        emit_json(stage_json(result))
+    else:
+        click.echo(f"aborted stage {stage_id}")
 
 
 # ---------------------------------------------------------------- entry point

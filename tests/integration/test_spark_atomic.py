@@ -101,10 +101,12 @@ def test_staged_table_commits_on_exit_and_aborts_on_error(spark, client, main_db
     assert staged.result.state is StageState.COMMITTED
     assert rows(spark, target) == [(1, "a")]
 
-    with pytest.raises(RuntimeError, match="changed my mind"):
-        with cspark.staged_table(f"{main_db}.other", "id bigint", client=client) as staged:
-            spark.createDataFrame([(1,)], "id bigint").write.insertInto(staged.name)
-            raise RuntimeError("changed my mind")
+    with (
+        pytest.raises(RuntimeError, match="changed my mind"),
+        cspark.staged_table(f"{main_db}.other", "id bigint", client=client) as staged,
+    ):
+        spark.createDataFrame([(1,)], "id bigint").write.insertInto(staged.name)
+        raise RuntimeError("changed my mind")
     assert staged.result.state is StageState.ABORTED
     assert not client.table_exists(f"{main_db}.other")
     assert leftovers(client, main_db) == []

@@ -232,3 +232,34 @@ def test_stage_purposes_parse():
     assert StagePurpose.parse("overwrite-partitions") is StagePurpose.OVERWRITE_PARTITIONS
     with pytest.raises(InvalidArgumentError):
         StagePurpose.parse("merge")
+
+
+def test_cli_stage_list_describe_abort(spark, client, main_db, run_cli):
+    import json
+
+    stage = client.begin_stage(f"{main_db}.t", "id bigint", owner="cli-test")
+    listed = run_cli("--json", "stage", "list", "main")
+    assert listed.code == 0, listed.stderr
+    mine = [s for s in json.loads(listed.stdout) if s["id"] == stage.id]
+    assert len(mine) == 1
+    assert set(mine[0]) >= {"id", "target", "purpose", "state", "owner", "created", "lease_deadline",
+                            "staging_table"}
+    assert mine[0]["target"] == f"{main_db}.t" and mine[0]["state"] == "OPEN" and mine[0]["owner"] == "cli-test"
+    assert mine[0]["staging_table"] == f"{main_db[5:]}.{stage.staging_table}"
+    assert mine[0]["created"].endswith("Z") and mine[0]["lease_deadline"] > mine[0]["created"]
+    text = run_cli("stage", "list", "main")
+    assert text.code == 0 and stage.id in text.stdout
+    described = run_cli("--json", "stage", "describe", stage.id)
+    assert described.code == 0 and json.loads(described.stdout)["purpose"] == "CREATE"
+
+    aborted = run_cli("stage", "abort", stage.id)
+    assert aborted.code == 0, aborted.stderr
+    assert stage.id in aborted.stdout
+    assert stage_dirs(client, main_db) == []
+    bad = run_cli("stage", "abort", "nonsense")
+    assert bad.code == 1 and bad.stderr.startswith("error: invalid-argument: ")
+    assert len(bad.stderr.strip().splitlines()) == 1
+    missing = run_cli("stage", "list", "nosuchcatalog")
+    assert missing.code == 1 and missing.stderr.startswith("error: not-found: ")
+    memory = run_cli("stage", "list", "scratch")
+    assert memory.code == 1 and memory.stderr.startswith("error: unsupported: ")

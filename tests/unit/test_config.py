@@ -133,6 +133,8 @@ def test_defaults_of_a_minimal_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert config.spark.master == "local[2]" and config.spark.conf == {}
     assert config.staging.lease == td(seconds=60)
     assert config.staging.janitor_interval == td(seconds=10)
+    assert config.staging.replaced_data_retention == td(seconds=30)
+    assert config.catalogs[0].atomic_writes is True
     assert config.source == "<string>"
 
 
@@ -340,6 +342,8 @@ catalogs:
         ("server: {host: ''}", "server.host: must not be empty"),
         ("staging: {lease: soon}", "staging.lease: invalid duration 'soon'"),
         ("staging: {janitor-interval: 0s}", "staging.janitor-interval: must be longer than zero"),
+        ("staging: {replaced-data-retention: -1s}", "staging.replaced-data-retention: invalid duration"),
+        ("staging: {replaced-data-retention: forever}", "staging.replaced-data-retention: invalid duration"),
         (
             "dynamic-tables: {freshness-threshold: -1 h}",
             "dynamic-tables.freshness-threshold: invalid duration",
@@ -606,3 +610,14 @@ def test_programmatic_catalog_repr_is_redacted() -> None:
     )
     assert "pw123" not in repr(catalog)
     assert "pw123" not in repr(Config(catalogs=[catalog]))
+
+
+def test_staging_and_atomic_writes_keys() -> None:
+    config = parse_config(
+        "staging: {lease: 20s, janitor-interval: 2s, replaced-data-retention: 0s}\n"
+        "catalogs:\n  - name: s\n    type: memory\n    atomic-writes: false\n"
+    )
+    assert config.staging.lease == td(seconds=20)
+    assert config.staging.janitor_interval == td(seconds=2)
+    assert config.staging.replaced_data_retention == td(seconds=0)
+    assert config.catalogs[0].atomic_writes is False

@@ -1,0 +1,84 @@
+"""Stage ids, wire round trips, parameter chunking and fault points (no metastore needed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from catalogd import wire
+from catalogd.catalog.hive_staging import _chunks, _partition_name, _read_replaced, check_key, new_key
+from catalogd.errors import InvalidArgumentError
+from catalogd.faults import ENV, POINTS, fault_point
+from catalogd.manager import parse_stage_id
+from catalogd.model import Column, Stage, StagePurpose, StageRequest, StageState, TableFormat
+
+
+def test_stage_ids():
+    key = new_key()
+    assert check_key(key) == key and len(key) == 16
+    assert parse_stage_id(f"main.sales.{key}") == ("main", "sales", key)
+    for bad in ["", "main.sales", "a.b.c.d", "main..x", "main.sales.x y"]:
+        with pytest.raises(InvalidArgumentError):
+            parse_stage_id(bad)
+    for bad in ["", "xyz", "0123456789ABCDEF", "0123456789abcde", "0123456789abcdeg"]:
+        with pytest.raises(InvalidArgumentError):
+            check_key(bad)
+
+
+def test_stage_wire_round_trip():
+    stage = Stage(id="main.db.0123456789abcdef", catalog="main", database="db", target="t",
+                  purpose=StagePurpose.OVERWRITE_PARTITIONS, state=StageState.COMMITTING, owner="me",
+                  created=1, lease_deadline=2, staging_table="__catalogd_stage_0123456789abcdef",
+                  location="file:/x", columns=[Column("id", "bigint", "c")], partition_keys=[Column("ds", "string")],
+                  format=TableFormat.ORC, message="m")
+    assert wire.stage_from_thrift(wire.stage_to_thrift(stage)) == stage
+    request = StageRequest(catalog="main", database="db", target="t", purpose=StagePurpose.REPLACE,
+                           columns=[Column("id", "bigint")], format=TableFormat.PARQUET,
+                           properties={"a": "b"}, comment="c", lease=2.5, owner="o")
+    assert wire.stage_request_from_thrift(wire.stage_request_to_thrift(request)) == request
+
+
+def test_stage_request_rejects_negative_leases():
+    thrift = wire.stage_request_to_thrift(StageRequest(catalog="", database="db", target="t"))
+    thrift.leaseMillis = -5
+    with pytest.raises(InvalidArgumentError, match="negative"):
+        wire.stage_request_from_thrift(thrift)
+
+
+def test_replaced_locations_survive_chunking():
+    replaced = {f"ds=2024-01-{i:02d}/hour={h}": f"file:/warehouse/db/t/ds=2024-01-{i:02d}/hour={h}"
+                for i in range(1, 29) for h in range(24)}
+    import json
+
+    params = _chunks(json.dumps(replaced))
+    assert len(params) > 1 and all(len(v) <= 3000 for v in params.values())
+    assert _read_replaced(params) == replaced
+    assert _read_replaced({}) == {}
+
+
+def test_partition_names():
+    class Key:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    assert _partition_name([Key("ds"), Key("h")], ["2024-01-01", "3"]) == "ds=2024-01-01/h=3"
+
+
+def test_fault_points_are_inert_without_the_variable(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    for point in POINTS:
+        fault_point(point)  # still alive
+    monkeypatch.setenv(ENV, "commit.other")
+    fault_point("commit.marked")
+
+
+def test_an_armed_fault_point_kills_the_process():
+    code = "from catalogd.faults import fault_point; fault_point('commit.marked'); print('survived')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, ENV: "commit.switched, commit.marked"})
+    assert done.returncode == -signal.SIGKILL
+    assert "survived" not in done.stdout
