@@ -47,6 +47,7 @@ idl:
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/catalog_ops.py
+	$(BIN)/python benchmarks/ctas.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
