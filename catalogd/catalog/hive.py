@@ -565,6 +565,8 @@ class HiveCatalog(BaseCatalog):
         except TableNotFoundError:
             if not ignore_if_not_exists:
                 raise
+            return
+        self.stager.purge_retired_for(database, name)
 
     # ------------------------------------------------------------ stages
 

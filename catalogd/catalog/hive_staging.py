@@ -666,6 +666,25 @@ class HiveStager:
         self._drop_stage(database, tbl)
         logger.info("stage %s: replaced data deleted", self._stage_id(database, key))
 
+    def purge_retired_for(self, database: str, target: str) -> None:
+        """The target was dropped: delete the data its REPLACEs kept for readers now.
+
+        Otherwise a new table of the same name could take the old default directory
+        and lose it when the retention ends.
+        """
+        try:
+            with self._translate(f"database {self.catalog.name}.{database}", DatabaseNotFoundError):
+                names = [n for n in self._call("get_all_tables", database) if is_stage_table(n)]
+                tables = self._call("get_table_objects_by_name", database, names) if names else []
+            for tbl in tables:
+                params = tbl.parameters or {}
+                if params.get(TARGET) == target and params.get(STATE) == RETIRING:
+                    with self._target_lock(database, target):
+                        self._purge(database, tbl.tableName[len(STAGE_TABLE_PREFIX):])
+        except CatalogError as e:
+            logger.warning("deleting the replaced data of dropped table %s.%s: %s (the janitor retries)",
+                           database, target, e)
+
     # ------------------------------------------------------------ janitor
 
     def janitor_pass(self, startup: bool = False) -> int:

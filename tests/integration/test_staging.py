@@ -263,3 +263,20 @@ def test_cli_stage_list_describe_abort(spark, client, main_db, run_cli):
     assert missing.code == 1 and missing.stderr.startswith("error: not-found: ")
     memory = run_cli("stage", "list", "scratch")
     assert memory.code == 1 and memory.stderr.startswith("error: unsupported: ")
+
+
+def test_dropping_a_replaced_table_deletes_the_kept_data_at_once(spark, client, main_db):
+    target = f"{main_db}.t"
+    client.create_table(target, "id bigint")
+    spark.createDataFrame([(1,)], "id bigint").write.insertInto(short(target))
+    old_dir = local_path(client.get_table(target).location)
+    stage = client.begin_stage(target, "id bigint", purpose="replace")
+    write(spark, stage, [(2,)], "id bigint")
+    client.commit_stage(stage.id)
+    assert old_dir.exists()  # kept for readers (replaced-data-retention)
+    client.drop_table(target)
+    assert not old_dir.exists()
+    assert [s for s in client.list_stages("main") if s.database == main_db[5:]] == []
+    # A new table of the same name starts empty in that directory, and stays so.
+    client.create_table(target, "id bigint")
+    assert rows(spark, target) == []
