@@ -428,7 +428,7 @@ def stage_json(stage: Stage) -> dict[str, Any]:
 
 @cli.group()
 def stage() -> None:
-    """Stages of atomic writes: list, describe, abort."""
+    """Stages of atomic writes: list, describe, begin, heartbeat, commit, abort."""
 
 
 @stage.command("list")
@@ -460,6 +460,69 @@ def _show_stage(ctx: Context, stage: Stage) -> None:
 def stage_describe(ctx: Context, stage_id: str) -> None:
     """Show one stage (COMMITTED once its target carries its id)."""
     _show_stage(ctx, ctx.client.get_stage(stage_id))
+
+
+@stage.command("begin")
+@click.argument("target", metavar="CATALOG.DB.T")
+@click.option("--schema", help="Columns, e.g. \"id bigint, name string\" (OVERWRITE_PARTITIONS: the target's).")
+@click.option("--partitioned-by", metavar="COLUMNS", help="Partition columns, e.g. \"ds string\".")
+@click.option("--format", "fmt", default=None,
+              type=click.Choice(["parquet", "orc", "avro", "csv", "json", "textfile"], case_sensitive=False),
+              help="Storage format [default: parquet].")
+@click.option("--purpose", default="create", show_default=True,
+              type=click.Choice(["create", "create_if_not_exists", "replace", "overwrite_partitions"],
+                                case_sensitive=False))
+@click.option("--lease", metavar="DURATION", help="e.g. 5 min [default: the daemon's staging.lease].")
+@click.option("--comment", help="Description of the table.")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+@pass_ctx
+def stage_begin(ctx: Context, target: str, schema: str | None, partitioned_by: str | None, fmt: str | None,
+                purpose: str, lease: str | None, comment: str | None, properties: tuple[str, ...]) -> None:
+    """Open a stage on TARGET: a hidden staging table to write into, published by `stage commit`."""
+    from catalogd.config import parse_duration
+
+    seconds = None
+    if lease is not None:
+        try:
+            seconds = parse_duration(lease).total_seconds()
+        except ValueError as e:
+            raise UsageError(f"--lease: {e}") from None
+        if seconds <= 0:
+            raise UsageError(f"--lease: must be longer than zero, got {lease!r}")
+    stage = ctx.client.begin_stage(target, schema, partitioned_by, format=fmt, purpose=purpose,
+                                   properties=parse_properties(properties), comment=comment, lease=seconds)
+    _show_stage(ctx, stage)
+
+
+@stage.command("heartbeat")
+@click.argument("stage_id", metavar="ID")
+@click.option("--lease", metavar="DURATION", help="New lease from now [default: the daemon's staging.lease].")
+@pass_ctx
+def stage_heartbeat(ctx: Context, stage_id: str, lease: str | None) -> None:
+    """Extend an open stage's lease."""
+    from catalogd.config import parse_duration
+
+    seconds = None
+    if lease is not None:
+        try:
+            seconds = parse_duration(lease).total_seconds()
+        except ValueError as e:
+            raise UsageError(f"--lease: {e}") from None
+    _show_stage(ctx, ctx.client.heartbeat_stage(stage_id, seconds))
+
+
+@stage.command("commit")
+@click.argument("stage_id", metavar="ID")
+@pass_ctx
+def stage_commit(ctx: Context, stage_id: str) -> None:
+    """Publish a stage into its target atomically (safe to repeat)."""
+    result = ctx.client.commit_stage(stage_id)
+    if ctx.as_json:
+        emit_json(stage_json(result))
+    elif result.state.value == "COMMITTED":
+        click.echo(f"committed stage {stage_id}: {result.message or result.target_name}")
+    else:
+        click.echo(f"stage {stage_id} ended {result.state.value}: {result.message}")
 
 
 @stage.command("abort")

@@ -280,3 +280,28 @@ def test_dropping_a_replaced_table_deletes_the_kept_data_at_once(spark, client, 
     # A new table of the same name starts empty in that directory, and stays so.
     client.create_table(target, "id bigint")
     assert rows(spark, target) == []
+
+
+def test_cli_stage_begin_heartbeat_commit(spark, client, main_db, run_cli):
+    import json
+
+    begun = run_cli("--json", "stage", "begin", f"{main_db}.t", "--schema", "id bigint", "--partitioned-by",
+                    "ds string", "--lease", "2 min", "--property", "team=data")
+    assert begun.code == 0, begun.stderr
+    stage = json.loads(begun.stdout)
+    assert stage["state"] == "OPEN" and stage["purpose"] == "CREATE"
+    spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    spark.createDataFrame([(1, "a")], "id bigint, ds string").write.insertInto(stage["staging_table"])
+    beat = run_cli("--json", "stage", "heartbeat", stage["id"], "--lease", "5 min")
+    assert beat.code == 0 and json.loads(beat.stdout)["lease_deadline"] > stage["lease_deadline"]
+    done = run_cli("stage", "commit", stage["id"])
+    assert done.code == 0, done.stderr
+    assert "committed" in done.stdout
+    assert client.get_table(f"{main_db}.t").properties["team"] == "data"
+    assert rows(spark, f"{main_db}.t") == [(1, "a")]
+    again = run_cli("--json", "stage", "commit", stage["id"])
+    assert again.code == 0 and json.loads(again.stdout)["state"] == "COMMITTED"
+    bad = run_cli("stage", "begin", f"{main_db}.u", "--schema", "id bigint", "--lease", "soon")
+    assert bad.code == 2 and bad.stderr.startswith("error: usage: --lease")
+    exists = run_cli("stage", "begin", f"{main_db}.t", "--schema", "id bigint")
+    assert exists.code == 1 and exists.stderr.startswith("error: already-exists: ")
