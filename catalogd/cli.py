@@ -527,10 +527,17 @@ def stage_commit(ctx: Context, stage_id: str) -> None:
 
 @stage.command("abort")
 @click.argument("stage_id", metavar="ID")
+@click.option("--writer-stopped", is_flag=True,
+              help="Its writer writes no more: delete the files now, not a lease later.")
 @pass_ctx
-def stage_abort(ctx: Context, stage_id: str) -> None:
-    """Abort a stage: drop its staging table and files (a committed stage cannot be aborted)."""
-    result = ctx.client.abort_stage(stage_id)
+def stage_abort(ctx: Context, stage_id: str, writer_stopped: bool) -> None:
+    """Abort a stage (a committed stage cannot be aborted).
+
+    Its writer may still be running, so the stage stays as an ABORTED tombstone and
+    its files, with any the writer adds, are deleted a lease later; catalogd.spark
+    writers cancel their job at their next heartbeat.
+    """
+    result = ctx.client.abort_stage(stage_id, writer_stopped=writer_stopped)
     if ctx.as_json:
         emit_json(stage_json(result))
     else:

@@ -332,9 +332,15 @@ class CatalogClient:
         """Publish the stage into its target atomically; safe to retry (the daemon makes it idempotent)."""
         return wire.stage_from_thrift(self._call(lambda c: c.commitStage(stage_id)))
 
-    def abort_stage(self, stage_id: str) -> Stage:
-        """Drop the stage's table and files; safe to retry."""
-        return wire.stage_from_thrift(self._call(lambda c: c.abortStage(stage_id)))
+    def abort_stage(self, stage_id: str, writer_stopped: bool = False) -> Stage:
+        """Abort a stage; safe to retry.
+
+        Args:
+            writer_stopped: you are its writer and write no more: its files are deleted at
+                once. Otherwise its writer may still be running: the stage stays as an
+                ABORTED tombstone for a lease, so files written late are deleted too.
+        """
+        return wire.stage_from_thrift(self._call(lambda c: c.abortStage(stage_id, writer_stopped)))
 
     def get_stage(self, stage_id: str) -> Stage:
         return wire.stage_from_thrift(self._call(lambda c: c.getStage(stage_id)))

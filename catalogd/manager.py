@@ -207,9 +207,9 @@ class CatalogManager:
         catalog, database, key = self._stage(stage_id)
         return catalog.commit_stage(database, key)
 
-    def abort_stage(self, stage_id: str) -> Stage:
+    def abort_stage(self, stage_id: str, writer_stopped: bool = False) -> Stage:
         catalog, database, key = self._stage(stage_id)
-        return catalog.abort_stage(database, key)
+        return catalog.abort_stage(database, key, writer_stopped)
 
     def janitor_pass(self, startup: bool = False) -> int:
         """One janitor sweep over every writable catalog; a failing catalog does not stop the others."""

@@ -260,7 +260,10 @@ service CatalogService {
           4: MetastoreUnavailable unavailable, 5: PermissionDenied denied, 6: Conflict conflict,
           7: Unsupported unsupported, 8: InternalError internal),
   // Idempotent; an unknown or aborted stage answers ABORTED, a committed one Conflict.
-  Stage abortStage(1: string stageId)
+  // writerStopped: the caller is the writer and writes no more, so the files go at once;
+  // otherwise (an operator) the stage becomes an ABORTED tombstone whose files, with any
+  // its still-running writer adds, are deleted a lease later.
+  Stage abortStage(1: string stageId, 2: bool writerStopped)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Conflict conflict, 6: InternalError internal),
   Stage getStage(1: string stageId)

@@ -217,8 +217,12 @@ class Catalog(abc.ABC):
         """
         raise self._no_stages()
 
-    def abort_stage(self, database: str, key: str) -> Stage:
-        """Drop a stage's table and files (idempotent: an unknown stage answers ABORTED).
+    def abort_stage(self, database: str, key: str, writer_stopped: bool = False) -> Stage:
+        """Abort a stage (idempotent: an unknown stage answers ABORTED).
+
+        Args:
+            writer_stopped: the writer asks and writes no more: drop the files now. Otherwise
+                keep an ABORTED tombstone for a lease, so late files of a running writer go too.
 
         Raises:
             ConflictError: the stage is committed.

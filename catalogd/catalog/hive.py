@@ -585,8 +585,9 @@ class HiveCatalog(BaseCatalog):
     def commit_stage(self, database: str, key: str) -> Stage:
         return self.stager.commit(database, key)
 
-    def abort_stage(self, database: str, key: str) -> Stage:
-        return self.stager.abort(database, key, "aborted on request")
+    def abort_stage(self, database: str, key: str, writer_stopped: bool = False) -> Stage:
+        reason = "aborted by its writer" if writer_stopped else "aborted on request"
+        return self.stager.abort(database, key, reason, tombstone=not writer_stopped)
 
     def janitor_pass(self, startup: bool = False) -> int:
         return self.stager.janitor_pass(startup)

@@ -68,10 +68,18 @@ OLD_LOCATION = PARAM + "old-location"
 #: JSON ``{partition name: old location}``, split over ``.0``, ``.1``... (HMS values are short).
 REPLACED = PARAM + "replaced"
 DELETE_AFTER = PARAM + "delete-after"
-#: On a committed target: the id of the stage that wrote it.
+#: Why a stage was aborted (kept while its tombstone waits for late writes).
+REASON = PARAM + "reason"
+#: On a committed target: the id of the stage that wrote it ...
 LAST_COMMIT = "catalogd.last-commit"
+#: ... and the last few, ``id=PURPOSE`` comma-separated, newest first: a commit retried
+#: after a lost reply is recognised even when another stage committed since.
+RECENT_COMMITS = "catalogd.recent-commits"
+_RECENT = 10
 
-OPEN, COMMITTING, RETIRING = "OPEN", "COMMITTING", "RETIRING"
+#: Stored states; ABORTED is a tombstone: a stage whose lease lapsed keeps its table
+#: (and so its directory) a while, so files a still-running writer adds are deleted too.
+OPEN, COMMITTING, RETIRING, ABORTED = "OPEN", "COMMITTING", "RETIRING", "ABORTED"
 _PARAM_CHUNK = 3000
 _KEY_LENGTH = 16
 _FINISHED_CACHE = 4096
@@ -116,6 +124,26 @@ def _read_replaced(params: dict[str, str]) -> dict[str, str]:
         parts.append(params[f"{REPLACED}.{index}"])
         index += 1
     return json.loads("".join(parts)) if parts else {}
+
+
+def _commit_tags(stage: Stage, previous: dict[str, str] | None) -> dict[str, str]:
+    """The parameters that mark a target as written by ``stage``."""
+    recent = [e for e in (previous or {}).get(RECENT_COMMITS, "").split(",") if e and not e.startswith(stage.id + "=")]
+    return {LAST_COMMIT: stage.id, RECENT_COMMITS: ",".join([f"{stage.id}={stage.purpose.value}", *recent][:_RECENT])}
+
+
+def _committed_by(params: dict[str, str] | None, stage_id: str) -> StagePurpose | None:
+    """The purpose with which ``stage_id`` committed into a table with these parameters, if it did."""
+    for entry in (params or {}).get(RECENT_COMMITS, "").split(","):
+        sid, _, purpose = entry.partition("=")
+        if sid == stage_id:
+            try:
+                return StagePurpose.parse(purpose)
+            except InvalidArgumentError:
+                return StagePurpose.CREATE
+    if (params or {}).get(LAST_COMMIT) == stage_id:
+        return StagePurpose.CREATE
+    return None
 
 
 def _partition_name(keys: list[hms.FieldSchema], values: list[str]) -> str:
@@ -203,11 +231,16 @@ class HiveStager:
         params = tbl.parameters or {}
         key = tbl.tableName[len(STAGE_TABLE_PREFIX):]
         stored = params.get(STATE, OPEN)
-        state = {OPEN: StageState.OPEN, COMMITTING: StageState.COMMITTING}.get(stored, StageState.COMMITTED)
+        state = {OPEN: StageState.OPEN, COMMITTING: StageState.COMMITTING, ABORTED: StageState.ABORTED}.get(
+            stored, StageState.COMMITTED
+        )
         table = self.catalog._to_table(tbl)
         message = None
         if stored == RETIRING:
             message = f"committed; the replaced data is deleted after {_iso(_int(params.get(DELETE_AFTER)))}"
+        elif stored == ABORTED:
+            message = (f"aborted: {params.get(REASON) or 'lease lapsed'}; its files are deleted after "
+                       f"{_iso(_int(params.get(DELETE_AFTER)))}")
         return Stage(
             id=self._stage_id(database, key),
             catalog=self.catalog.name,
@@ -244,8 +277,9 @@ class HiveStager:
             names = [n for n in self._call("get_all_tables", database) if not is_stage_table(n)]
             for start in range(0, len(names), 100):
                 for tbl in self._call("get_table_objects_by_name", database, names[start:start + 100]):
-                    if (tbl.parameters or {}).get(LAST_COMMIT) == stage_id:
-                        return self._ended(database, key, tbl.tableName, StagePurpose.CREATE, StageState.COMMITTED,
+                    purpose = _committed_by(tbl.parameters, stage_id)
+                    if purpose is not None:
+                        return self._ended(database, key, tbl.tableName, purpose, StageState.COMMITTED,
                                            f"committed into {self.catalog.name}.{database}.{tbl.tableName}")
         return None
 
@@ -274,7 +308,7 @@ class HiveStager:
         columns, partition_keys, fmt = request.columns, request.partition_keys, request.format
         location = None
         properties = dict(request.properties)
-        reserved = sorted(k for k in properties if k.startswith(PARAM) or k == LAST_COMMIT)
+        reserved = sorted(k for k in properties if k.startswith(PARAM) or k in (LAST_COMMIT, RECENT_COMMITS))
         if reserved:
             raise InvalidArgumentError(f"{what}: properties {reserved} are reserved for catalogd")
         comment = request.comment
@@ -376,6 +410,8 @@ class HiveStager:
         if tbl is None:
             return self._gone(database, key)
         params = dict(tbl.parameters or {})
+        if params.get(STATE, OPEN) == ABORTED:
+            raise ConflictError(f"{self._what(database, key)} was {self._to_stage(tbl, database).message}")
         if params.get(STATE, OPEN) != OPEN:
             return self._to_stage(tbl, database)
         with self._target_lock(database, params.get(TARGET, "")):
@@ -383,12 +419,15 @@ class HiveStager:
             if tbl is None:
                 return self._gone(database, key)
             params = dict(tbl.parameters or {})
+            if params.get(STATE, OPEN) == ABORTED:
+                raise ConflictError(f"{self._what(database, key)} was {self._to_stage(tbl, database).message}")
             if params.get(STATE, OPEN) != OPEN:
                 return self._to_stage(tbl, database)
             now = _now_ms()
             deadline = _int(params.get(DEADLINE)) or 0
             if deadline < now:
-                self._drop_stage(database, tbl)
+                # The writer is still at work: keep a tombstone so its late files go too.
+                self._abort_locked(database, tbl, f"its lease lapsed at {_iso(deadline)}", tombstone=True)
                 raise ConflictError(
                     f"{self._what(database, key)}: its lease lapsed at {_iso(deadline)}; the stage was aborted"
                 )
@@ -399,7 +438,7 @@ class HiveStager:
 
     # ------------------------------------------------------------ abort
 
-    def abort(self, database: str, key: str, reason: str = "aborted") -> Stage:
+    def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage:
         check_key(key)
         tbl = self._get_raw(database, key)
         if tbl is None:
@@ -412,15 +451,29 @@ class HiveStager:
         with self._target_lock(database, params.get(TARGET, "")):
             tbl = self._get_raw(database, key)
             if tbl is None:
-                return self.abort(database, key, reason)
+                return self.abort(database, key, reason, tombstone)
             params = tbl.parameters or {}
-            if params.get(STATE, OPEN) != OPEN:
+            state = params.get(STATE, OPEN)
+            if state not in (OPEN, ABORTED):
                 raise ConflictError(f"{self._what(database, key)} is committed (or committing); it cannot be aborted")
-            return self._abort_locked(database, tbl, reason)
+            if state == ABORTED:
+                if tombstone:
+                    return self._to_stage(tbl, database)
+                # Its writer says it stopped: nothing more can arrive, drop the tombstone now.
+                return self._abort_locked(database, tbl, params.get(REASON) or reason)
+            return self._abort_locked(database, tbl, reason, tombstone=tombstone)
 
-    def _abort_locked(self, database: str, tbl: hms.Table, reason: str) -> Stage:
+    def _abort_locked(self, database: str, tbl: hms.Table, reason: str, tombstone: bool = False) -> Stage:
+        """Abort: drop the staging table and its files, or (``tombstone``) mark it ABORTED and drop it
+        after a lease, because a writer that lost its lease may still be adding files."""
         stage = self._to_stage(tbl, database)
-        self._drop_stage(database, tbl)
+        if tombstone:
+            params = dict(tbl.parameters or {})
+            params.update({STATE: ABORTED, REASON: reason, DELETE_AFTER: str(_now_ms() + int(self.lease * 1000))})
+            tbl.parameters = params
+            self._alter(database, tbl.tableName, tbl, self._what(database, stage.id.rsplit(".", 1)[1]))
+        else:
+            self._drop_stage(database, tbl)
         logger.info("stage %s aborted: %s", stage.id, reason)
         return self._ended(database, stage.id.rsplit(".", 1)[1], stage.target, stage.purpose, StageState.ABORTED,
                            reason)
@@ -447,8 +500,8 @@ class HiveStager:
             if found is not None:
                 raise StageNotFoundError(f"{self._what(database, key)} is not open: {found.message}")
             raise StageNotFoundError(
-                f"{self._what(database, key)} is not open: it was aborted (or its lease lapsed), or never existed; "
-                "nothing was committed"
+                f"{self._what(database, key)} is not open: it was aborted (or its lease lapsed), or never existed "
+                f"(a commit older than the target's last {_RECENT} is not remembered either)"
             )
         target = (tbl.parameters or {}).get(TARGET, "")
         with self._target_lock(database, target):
@@ -463,6 +516,8 @@ class HiveStager:
         stage = self._to_stage(tbl, database)
         if state == RETIRING:
             return stage
+        if state == ABORTED:
+            raise ConflictError(f"{stage.id} was {stage.message}; nothing was committed")
         if state == OPEN:
             deadline = _int(params.get(DEADLINE)) or 0
             if deadline < _now_ms():
@@ -491,7 +546,7 @@ class HiveStager:
             return self._lost_race(database, tbl, stage, what)
         new = _copy(tbl)
         new.tableName = target
-        new.parameters = {**_user_params(tbl.parameters), LAST_COMMIT: stage.id}
+        new.parameters = {**_user_params(tbl.parameters), **_commit_tags(stage, None)}
         serde = new.sd.serdeInfo
         if serde and serde.parameters and "path" in serde.parameters:
             # Spark reads a data source table where `path` says; HMS moves the files to
@@ -560,7 +615,7 @@ class HiveStager:
             fault_point("commit.switched")
             existing = self._target_raw(database, target)
             if existing is not None and (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
-                existing.parameters = {**(existing.parameters or {}), LAST_COMMIT: stage.id}
+                existing.parameters = {**(existing.parameters or {}), **_commit_tags(stage, existing.parameters)}
                 self._alter(database, target, existing, what)
         fault_point("commit.partitions")
         self._retire(database, tbl, stage)
@@ -576,7 +631,8 @@ class HiveStager:
         """Point the target at the staged storage: one alter_table, or drop + create when HMS refuses that."""
         new = _copy(tbl)
         new.tableName = stage.target
-        new.parameters = {**_user_params(tbl.parameters), LAST_COMMIT: stage.id}
+        new.parameters = {**_user_params(tbl.parameters),
+                          **_commit_tags(stage, existing.parameters if existing is not None else None)}
         new.tableType = "MANAGED_TABLE"
         if existing is not None and _same_columns(existing.partitionKeys, tbl.partitionKeys):
             new.owner = existing.owner or new.owner
@@ -705,7 +761,14 @@ class HiveStager:
                         if tbl is not None and (tbl.parameters or {}).get(STATE, OPEN) == OPEN and (
                             _int((tbl.parameters or {}).get(DEADLINE)) or 0
                         ) < _now_ms():
-                            self._abort_locked(stage.database, tbl, "its lease lapsed")
+                            self._abort_locked(stage.database, tbl, "its lease lapsed", tombstone=True)
+                            acted += 1
+                elif state == ABORTED and (_int(params.get(DELETE_AFTER)) or 0) <= now:
+                    with self._target_lock(stage.database, stage.target):
+                        tbl = self._get_raw(stage.database, key)
+                        if tbl is not None and (tbl.parameters or {}).get(STATE) == ABORTED:
+                            self._drop_stage(stage.database, tbl)
+                            logger.info("stage %s: files of the aborted stage deleted", stage.id)
                             acted += 1
                 elif state == COMMITTING and self._may_recover(params, now, startup):
                     with self._target_lock(stage.database, stage.target):

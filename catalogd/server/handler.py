@@ -192,8 +192,8 @@ class CatalogHandler:
         return wire.stage_to_thrift(self.manager.commit_stage(stageId))
 
     @_rpc
-    def abortStage(self, stageId: str) -> t.Stage:
-        return wire.stage_to_thrift(self.manager.abort_stage(stageId))
+    def abortStage(self, stageId: str, writerStopped: bool) -> t.Stage:
+        return wire.stage_to_thrift(self.manager.abort_stage(stageId, bool(writerStopped)))
 
     @_rpc
     def getStage(self, stageId: str) -> t.Stage:

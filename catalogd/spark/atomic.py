@@ -140,9 +140,10 @@ def _query(spark: SparkSession, source: DataFrame | str) -> DataFrame:
 class _Heartbeat:
     """Keeps a stage's lease alive from a background thread until stopped."""
 
-    def __init__(self, client: CatalogClient, stage: Stage) -> None:
+    def __init__(self, client: CatalogClient, stage: Stage, on_lost: Any = None) -> None:
         self.client = client
         self.stage = stage
+        self.on_lost = on_lost
         lease = ((stage.lease_deadline or 0) - (stage.created or 0)) / 1000 or 60.0
         self.lease = lease
         self.interval = max(0.5, lease / 3)
@@ -165,6 +166,8 @@ class _Heartbeat:
             except (StageNotFoundError, ConflictError) as e:
                 self.error = e
                 logger.error("stage %s was lost: %s", self.stage.id, e)
+                if self.on_lost is not None:
+                    self.on_lost()
                 return
             except CatalogError as e:
                 # A daemon restart or a network blip: the lease has room for a few misses.
@@ -206,6 +209,7 @@ def staged_table(
     comment: str | None = None,
     lease: float | None = None,
     client: CatalogClient | None = None,
+    spark: SparkSession | None = None,
 ) -> Iterator[StagedTable]:
     """Begin a stage, yield it, commit on normal exit, abort on an exception (re-raised).
 
@@ -216,6 +220,8 @@ def staged_table(
         partition_by: partition column names.
         mode: create, create_if_not_exists, replace or overwrite_partitions.
         lease: seconds without a heartbeat before the daemon aborts the stage.
+        spark: when given, the block's Spark jobs run in a job group that is cancelled
+            if the stage is lost (its lease lapsed), so they stop writing.
 
     Yields:
         A StagedTable: write into ``.name`` while the block runs; ``.active`` is False
@@ -248,19 +254,39 @@ def staged_table(
             yield staged
             staged.result = stage
             return
-        heartbeat = _Heartbeat(c, stage)
+        group = f"catalogd-stage-{stage.id}"
+        heartbeat = _Heartbeat(c, stage, on_lost=(lambda: spark.sparkContext.cancelJobGroup(group)) if spark else None)
         try:
-            with heartbeat:
+            with heartbeat, _job_group(spark, group, f"writing stage {stage.id} for {stage.target_name}"):
                 yield staged
         except BaseException:
             try:
-                staged.result = c.abort_stage(stage.id)
+                staged.result = c.abort_stage(stage.id, writer_stopped=True)
             except CatalogError as e:
                 logger.error("aborting stage %s failed (the janitor will, once its lease lapses): %s", stage.id, e)
             raise
         if heartbeat.error is not None:
             raise heartbeat.error
         staged.result = c.commit_stage(stage.id)
+
+
+_JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+@contextlib.contextmanager
+def _job_group(spark: SparkSession | None, group: str, description: str) -> Iterator[None]:
+    """Run this thread's Spark jobs in ``group`` (restoring the one before)."""
+    if spark is None:
+        yield
+        return
+    sc = spark.sparkContext
+    before = [sc.getLocalProperty(key) for key in _JOB_GROUP_KEYS]
+    sc.setJobGroup(group, description, interruptOnCancel=True)
+    try:
+        yield
+    finally:
+        for key, value in zip(_JOB_GROUP_KEYS, before, strict=True):
+            sc.setLocalProperty(key, value)
 
 
 def _with_partitions_last(df: DataFrame, partition_by: list[str]) -> DataFrame:
@@ -340,7 +366,7 @@ def atomic_ctas(
                          purpose=StagePurpose.CREATE_IF_NOT_EXISTS, state=StageState.ABORTED,
                          message=f"table {name} exists already; nothing to write")
         with staged_table(name, df.schema, partition_by=keys, format=fmt, mode=mode, properties=properties,
-                          comment=comment, client=c) as staged:
+                          comment=comment, client=c, spark=spark) as staged:
             if staged.active:
                 _write(spark, df, staged)
         _refresh(spark, name)
@@ -418,7 +444,7 @@ def insert_overwrite(
         props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")}
         with staged_table(name, table.columns + table.partition_keys, partition_by=keys, format=table.format,
                           mode=purpose, properties=props if not keys else None,
-                          comment=table.comment if not keys else None, client=c) as staged:
+                          comment=table.comment if not keys else None, client=c, spark=spark) as staged:
             _write(spark, df, staged)
         _refresh(spark, name)
         assert staged.result is not None

@@ -88,7 +88,7 @@ def test_abort_drops_the_staging_table_and_its_files(spark, client, main_db):
     stage = client.begin_stage(f"{main_db}.t", "id bigint")
     write(spark, stage, [(1,)], "id bigint")
     assert stage_dirs(client, main_db) == [stage.staging_table]
-    assert client.abort_stage(stage.id).state is StageState.ABORTED
+    assert client.abort_stage(stage.id, writer_stopped=True).state is StageState.ABORTED
     assert stage_dirs(client, main_db) == []
     assert not client.table_exists(f"{main_db}.t")
     assert client.abort_stage(stage.id).state is StageState.ABORTED  # idempotent
@@ -213,7 +213,7 @@ def test_heartbeat_extends_the_lease(client, main_db):
     stage = client.begin_stage(f"{main_db}.t", "id bigint", lease=5)
     later = client.heartbeat_stage(stage.id, lease=120)
     assert later.lease_deadline >= stage.lease_deadline + 100_000
-    client.abort_stage(stage.id)
+    client.abort_stage(stage.id, writer_stopped=True)
     with pytest.raises(StageNotFoundError):
         client.heartbeat_stage(stage.id)
 
@@ -225,6 +225,8 @@ def test_lapsed_lease_refuses_commit(spark, client, main_db):
     with pytest.raises(ConflictError, match="lease lapsed"):
         client.commit_stage(stage.id)
     assert not client.table_exists(f"{main_db}.t")
+    # The writer gives up, as staged_table does: nothing is left.
+    assert client.abort_stage(stage.id, writer_stopped=True).state is StageState.ABORTED
     assert stage_dirs(client, main_db) == []
 
 
@@ -252,9 +254,18 @@ def test_cli_stage_list_describe_abort(spark, client, main_db, run_cli):
     described = run_cli("--json", "stage", "describe", stage.id)
     assert described.code == 0 and json.loads(described.stdout)["purpose"] == "CREATE"
 
+    # An operator's abort: the writer may still run, so a tombstone keeps the files a lease.
     aborted = run_cli("stage", "abort", stage.id)
     assert aborted.code == 0, aborted.stderr
     assert stage.id in aborted.stdout
+    tomb = json.loads(run_cli("--json", "stage", "describe", stage.id).stdout)
+    assert tomb["state"] == "ABORTED" and "deleted after" in tomb["message"]
+    with pytest.raises(ConflictError):
+        client.heartbeat_stage(stage.id)
+    with pytest.raises(ConflictError):
+        client.commit_stage(stage.id)
+    now = run_cli("stage", "abort", stage.id, "--writer-stopped")
+    assert now.code == 0, now.stderr
     assert stage_dirs(client, main_db) == []
     bad = run_cli("stage", "abort", "nonsense")
     assert bad.code == 1 and bad.stderr.startswith("error: invalid-argument: ")

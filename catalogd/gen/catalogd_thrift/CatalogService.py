@@ -172,10 +172,11 @@ class Iface(object):
         """
         pass
 
-    def abortStage(self, stageId):
+    def abortStage(self, stageId, writerStopped):
         """
         Parameters:
          - stageId
+         - writerStopped
 
         """
         pass
@@ -1016,19 +1017,21 @@ class Client(Iface):
             raise result.internal
         raise TApplicationException(TApplicationException.MISSING_RESULT, "commitStage failed: unknown result")
 
-    def abortStage(self, stageId):
+    def abortStage(self, stageId, writerStopped):
         """
         Parameters:
          - stageId
+         - writerStopped
 
         """
-        self.send_abortStage(stageId)
+        self.send_abortStage(stageId, writerStopped)
         return self.recv_abortStage()
 
-    def send_abortStage(self, stageId):
+    def send_abortStage(self, stageId, writerStopped):
         self._oprot.writeMessageBegin('abortStage', TMessageType.CALL, self._seqid)
         args = abortStage_args()
         args.stageId = stageId
+        args.writerStopped = writerStopped
         args.write(self._oprot)
         self._oprot.writeMessageEnd()
         self._oprot.trans.flush()
@@ -1940,7 +1943,7 @@ class Processor(Iface, TProcessor):
         iprot.readMessageEnd()
         result = abortStage_result()
         try:
-            result.success = self._handler.abortStage(args.stageId)
+            result.success = self._handler.abortStage(args.stageId, args.writerStopped)
             msg_type = TMessageType.REPLY
         except TTransport.TTransportException:
             raise
@@ -5703,12 +5706,14 @@ class abortStage_args(object):
     """
     Attributes:
      - stageId
+     - writerStopped
 
     """
 
 
-    def __init__(self, stageId=None,):
+    def __init__(self, stageId=None, writerStopped=None,):
         self.stageId = stageId
+        self.writerStopped = writerStopped
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -5724,6 +5729,11 @@ class abortStage_args(object):
                     self.stageId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.writerStopped = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -5737,6 +5747,10 @@ class abortStage_args(object):
         if self.stageId is not None:
             oprot.writeFieldBegin('stageId', TType.STRING, 1)
             oprot.writeString(self.stageId.encode('utf-8') if sys.version_info[0] == 2 else self.stageId)
+            oprot.writeFieldEnd()
+        if self.writerStopped is not None:
+            oprot.writeFieldBegin('writerStopped', TType.BOOL, 2)
+            oprot.writeBool(self.writerStopped)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -5758,6 +5772,7 @@ all_structs.append(abortStage_args)
 abortStage_args.thrift_spec = (
     None,  # 0
     (1, TType.STRING, 'stageId', 'UTF8', None, ),  # 1
+    (2, TType.BOOL, 'writerStopped', None, None, ),  # 2
 )
 
 
