@@ -62,6 +62,8 @@ STATE = PARAM + "state"
 OWNER = PARAM + "owner"
 CREATED = PARAM + "created"
 DEADLINE = PARAM + "lease-deadline"
+#: The lease the writer asked for, milliseconds: an aborted stage's tombstone lasts two.
+LEASE = PARAM + "lease"
 COMMITTER = PARAM + "committer"
 COMMIT_STARTED = PARAM + "commit-started"
 OLD_LOCATION = PARAM + "old-location"
@@ -338,6 +340,7 @@ class HiveStager:
             OWNER: request.owner or "",
             CREATED: str(now),
             DEADLINE: str(now + int(lease * 1000)),
+            LEASE: str(int(lease * 1000)),
         })
         table = Table(
             name=STAGE_TABLE_PREFIX + key, database=database, catalog=catalog.name, columns=columns,
@@ -431,7 +434,9 @@ class HiveStager:
                 raise ConflictError(
                     f"{self._what(database, key)}: its lease lapsed at {_iso(deadline)}; the stage was aborted"
                 )
-            params[DEADLINE] = str(now + int((lease or self.lease) * 1000))
+            millis = int((lease or self.lease) * 1000)
+            params[DEADLINE] = str(now + millis)
+            params[LEASE] = str(millis)
             tbl.parameters = params
             self._alter(database, tbl.tableName, tbl, self._what(database, key))
         return self._to_stage(tbl, database)
@@ -469,7 +474,10 @@ class HiveStager:
         stage = self._to_stage(tbl, database)
         if tombstone:
             params = dict(tbl.parameters or {})
-            params.update({STATE: ABORTED, REASON: reason, DELETE_AFTER: str(_now_ms() + int(self.lease * 1000))})
+            # Two of the writer's leases: a catalogd.spark writer notices the loss at its next
+            # heartbeat (a third of a lease) and cancels its job well within that.
+            grace = 2 * (_int(params.get(LEASE)) or int(self.lease * 1000))
+            params.update({STATE: ABORTED, REASON: reason, DELETE_AFTER: str(_now_ms() + grace)})
             tbl.parameters = params
             self._alter(database, tbl.tableName, tbl, self._what(database, stage.id.rsplit(".", 1)[1]))
         else:
