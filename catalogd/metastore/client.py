@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.protocol import TBinaryProtocol
-from thrift.Thrift import TApplicationException
+from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from catalogd.errors import InvalidArgumentError, MetastoreUnavailableError
@@ -157,6 +157,12 @@ class MetastoreClient:
         try:
             yield conn.client
             ok = True
+        except TException as e:
+            # An exception HMS declared (NoSuchObject, AlreadyExists, ...) or an application
+            # error was read off the wire whole: the connection is still good. Dropping it
+            # would make the next call pay for a new connection (and a new HMS handler).
+            ok = not isinstance(e, TRANSPORT_ERRORS)
+            raise
         finally:
             if ok and not self._closed:
                 try:

@@ -88,3 +88,22 @@ def test_restarted_metastore_is_reconnected(tmp_path: Path) -> None:
     finally:
         catalog.close()
         hms.stop()
+
+
+def test_a_declared_metastore_error_keeps_the_connection(client):
+    """NoSuchObject & co. are answers, not broken connections: the next call reuses the socket."""
+    from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+    from catalogd.metastore.client import MetastoreClient, parse_uris
+
+    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore))
+    try:
+        ms.call("get_all_databases")
+        pooled = ms._idle.queue[-1]
+        with pytest.raises(hms.NoSuchObjectException):
+            ms.call("get_table", "default", "no_such_table_anywhere")
+        assert list(ms._idle.queue) == [pooled]
+        ms.call("get_all_databases")
+        assert list(ms._idle.queue) == [pooled]
+    finally:
+        ms.close()
