@@ -172,6 +172,8 @@ class HiveStager:
         self._target_locks: dict[tuple[str, str], threading.Lock] = {}
         #: Stages this process ended, newest last: answers get/commit without a scan.
         self._finished: OrderedDict[str, Stage] = OrderedDict()
+        #: Targets of the stages this process began (a hint: saves a metastore read per commit).
+        self._targets: OrderedDict[str, str] = OrderedDict()
 
     # ------------------------------------------------------------ plumbing
 
@@ -355,6 +357,10 @@ class HiveStager:
         if tbl is None:  # pragma: no cover - HMS just created it
             raise StageNotFoundError(f"{self._what(database, key)} vanished right after it was created")
         logger.info("stage %s opened for %s (%s, lease %.0fs)", self._stage_id(database, key), what, purpose, lease)
+        with self._guard:
+            self._targets[self._stage_id(database, key)] = target
+            while len(self._targets) > _FINISHED_CACHE:
+                self._targets.popitem(last=False)
         return self._to_stage(tbl, database)
 
     @staticmethod
@@ -500,6 +506,14 @@ class HiveStager:
 
     def commit(self, database: str, key: str) -> Stage:
         check_key(key)
+        with self._guard:
+            target = self._targets.get(self._stage_id(database, key))
+        if target is not None:
+            # Began here: lock first, then the one read of the staging table.
+            with self._target_lock(database, target):
+                tbl = self._get_raw(database, key)
+                if tbl is not None and (tbl.parameters or {}).get(TARGET) == target:
+                    return self._commit_locked(database, key, tbl)
         tbl = self._get_raw(database, key)
         if tbl is None:
             found = self._find_committed(database, key)
@@ -532,10 +546,11 @@ class HiveStager:
                 self._abort_locked(database, tbl, f"its lease lapsed at {_iso(deadline)}")
                 raise ConflictError(f"{stage.id}: its lease lapsed at {_iso(deadline)}; the stage was aborted")
         target = params.get(TARGET, "")
+        if stage.purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS):
+            # No look first: the rename itself fails when the target exists.
+            return self._commit_create(database, key, tbl, stage, None)
         existing = self._target_raw(database, target)
-        if stage.purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS) or (
-            stage.purpose is StagePurpose.REPLACE and existing is None and state == OPEN
-        ):
+        if stage.purpose is StagePurpose.REPLACE and existing is None and state == OPEN:
             return self._commit_create(database, key, tbl, stage, existing)
         if state == OPEN:
             if existing is None:
