@@ -369,7 +369,8 @@ def atomic_ctas(
                           comment=comment, client=c, spark=spark) as staged:
             if staged.active:
                 _write(spark, df, staged)
-        _refresh(spark, name)
+        if MODES[mode] is StagePurpose.REPLACE:
+            _refresh(spark, name)  # a new table cannot be cached yet; a replaced one may be
         assert staged.result is not None
         return staged.result
 
