@@ -18,7 +18,7 @@ from rich.table import Table as RichTable
 
 from catalogd import __version__
 from catalogd.errors import EXIT_USAGE, CatalogError, UsageError
-from catalogd.model import CatalogInfo, Database, Stage, Table
+from catalogd.model import CatalogInfo, Database, Partition, Stage, Statistics, Table
 
 # Piped output is read by scripts and people alike: never cut a cell to fit 80 columns.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 1000)
@@ -78,6 +78,33 @@ def table_json(table: Table) -> dict[str, Any]:
         "comment": table.comment,
         "owner": table.owner,
         "created": table.created,
+        "statistics": statistics_json(table.statistics),
+    }
+
+
+def statistics_json(stats: Statistics) -> dict[str, int | None]:
+    return {"row_count": stats.row_count, "total_size": stats.total_size, "file_count": stats.file_count}
+
+
+def _statistics_text(stats: Statistics) -> str:
+    if not stats.known:
+        return "unknown (the metastore holds none; ANALYZE TABLE in Spark computes them)"
+
+    def show(value: int | None, unit: str = "") -> str:
+        return "unknown" if value is None else f"{value:,}{unit}"
+
+    return (f"rows {show(stats.row_count)}, size {show(stats.total_size, ' bytes')}, "
+            f"files {show(stats.file_count)}")
+
+
+def partition_json(partition: Partition) -> dict[str, Any]:
+    return {
+        "name": partition.name,
+        "values": partition.spec,
+        "location": partition.location,
+        "properties": partition.properties,
+        "created": partition.created,
+        "statistics": statistics_json(partition.statistics),
     }
 
 
@@ -297,7 +324,7 @@ def db_drop(ctx: Context, name: str, if_exists: bool, cascade: bool) -> None:
 
 @cli.group()
 def table() -> None:
-    """Tables: list, create, describe, alter, rename, drop."""
+    """Tables: list, create, describe, alter, rename, drop, partitions."""
 
 
 @table.command("list")
@@ -341,6 +368,7 @@ def _show_table(ctx: Context, tbl: Table) -> None:
         ("location", tbl.location),
         ("comment", tbl.comment),
         ("owner", tbl.owner),
+        ("statistics", _statistics_text(tbl.statistics)),
     ])
     out.print()
     rows = [[c.name, c.type, "", c.comment] for c in tbl.columns]
@@ -400,6 +428,80 @@ def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool) -> None:
         emit_json({"dropped": name})
     else:
         click.echo(f"dropped table {name}")
+
+
+# ---------------------------------------------------------------- partitions
+
+@table.command("partitions")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.option("--filter", "filter_", metavar="CONDITION",
+              help="On partition keys, e.g. \"ds >= '2024-03-01' AND hr = '01'\".")
+@pass_ctx
+def table_partitions(ctx: Context, name: str, filter_: str | None) -> None:
+    """List the partitions of a partitioned table."""
+    partitions = ctx.client.list_partitions(name, filter_)
+    if ctx.as_json:
+        emit_json([partition_json(p) for p in partitions])
+        return
+    print_rows(["partition", "location", "rows", "files", "bytes"],
+               [[p.name, p.location, p.statistics.row_count, p.statistics.file_count, p.statistics.total_size]
+                for p in partitions])
+
+
+@table.group("partition")
+def table_partition() -> None:
+    """One partition: describe, add, drop (SPEC is key=value ..., e.g. ds=2024-03-01 hr=01)."""
+
+
+def _show_partition(ctx: Context, partition: Partition) -> None:
+    if ctx.as_json:
+        emit_json(partition_json(partition))
+        return
+    print_fields([("partition", partition.name), ("location", partition.location),
+                  ("created", partition.created), ("statistics", _statistics_text(partition.statistics))])
+    print_properties(partition.properties)
+
+
+@table_partition.command("describe")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.argument("spec", nargs=-1, required=True, metavar="KEY=VALUE...")
+@pass_ctx
+def partition_describe(ctx: Context, name: str, spec: tuple[str, ...]) -> None:
+    """Show one partition."""
+    from catalogd.client import parse_partition_spec
+
+    _show_partition(ctx, ctx.client.get_partition(name, parse_partition_spec(spec)))
+
+
+@table_partition.command("add")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.argument("spec", nargs=-1, required=True, metavar="KEY=VALUE...")
+@click.option("--location", metavar="URI", help="Its directory [default: <table location>/<partition name>].")
+@click.option("--if-not-exists", is_flag=True, help="Succeed if it exists already.")
+@pass_ctx
+def partition_add(ctx: Context, name: str, spec: tuple[str, ...], location: str | None, if_not_exists: bool) -> None:
+    """Add a partition."""
+    from catalogd.client import parse_partition_spec
+
+    _show_partition(ctx, ctx.client.add_partition(name, parse_partition_spec(spec), location, if_not_exists))
+
+
+@table_partition.command("drop")
+@click.argument("name", metavar="CATALOG.DB.T")
+@click.argument("spec", nargs=-1, required=True, metavar="KEY=VALUE...")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@click.option("--purge", is_flag=True, help="Delete the files at once instead of moving them to a trash dir.")
+@pass_ctx
+def partition_drop(ctx: Context, name: str, spec: tuple[str, ...], if_exists: bool, purge: bool) -> None:
+    """Drop a partition (a managed table's partition files go with it)."""
+    from catalogd.client import parse_partition_spec
+
+    values = parse_partition_spec(spec)
+    ctx.client.drop_partition(name, values, if_exists, purge)
+    if ctx.as_json:
+        emit_json({"dropped": "/".join(f"{k}={v}" for k, v in values.items()), "table": name})
+    else:
+        click.echo(f"dropped partition {'/'.join(f'{k}={v}' for k, v in values.items())} of {name}")
 
 
 # ---------------------------------------------------------------- stages

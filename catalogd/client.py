@@ -30,6 +30,7 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Partition,
     Stage,
     StagePurpose,
     StageRequest,
@@ -274,6 +275,32 @@ class CatalogClient:
 
 
 
+    # ------------------------------------------------------------ partitions
+
+    def list_partitions(self, table: str, filter: str | None = None) -> list[Partition]:
+        """Partitions of a partitioned table, optionally filtered: ``"ds >= '2024-03-01'"``."""
+        path = wire.object_to_thrift(parse_object(table))
+        return [wire.partition_from_thrift(p) for p in self._call(lambda c: c.listPartitions(path, filter or ""))]
+
+    def get_partition(self, table: str, spec: dict[str, str] | str) -> Partition:
+        """One partition; ``spec`` is ``{"ds": "2024-03-01"}`` or ``"ds=2024-03-01/hr=01"``."""
+        path = wire.object_to_thrift(parse_object(table))
+        values = parse_partition_spec(spec)
+        return wire.partition_from_thrift(self._call(lambda c: c.getPartition(path, values)))
+
+    def add_partition(self, table: str, spec: dict[str, str] | str, location: str | None = None,
+                      if_not_exists: bool = False) -> Partition:
+        path = wire.object_to_thrift(parse_object(table))
+        values = parse_partition_spec(spec)
+        added = self._call(lambda c: c.addPartition(path, values, location or "", if_not_exists), idempotent=False)
+        return wire.partition_from_thrift(added)
+
+    def drop_partition(self, table: str, spec: dict[str, str] | str, if_exists: bool = False,
+                       purge: bool = False) -> None:
+        path = wire.object_to_thrift(parse_object(table))
+        values = parse_partition_spec(spec)
+        self._call(lambda c: c.dropPartition(path, values, if_exists, purge), idempotent=False)
+
     # ------------------------------------------------------------ stages (atomic writes)
 
     def begin_stage(
@@ -348,6 +375,32 @@ class CatalogClient:
     def list_stages(self, catalog: str | None = None) -> list[Stage]:
         name = parse_catalog(catalog) if catalog else ""
         return [wire.stage_from_thrift(s) for s in self._call(lambda c: c.listStages(name))]
+
+
+def parse_partition_spec(spec: dict[str, str] | str | list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``{"ds": "x"}``, ``"ds=x/hr=1"``, ``"ds=x,hr=1"`` or ``["ds=x", "hr=1"]`` -> ``{"ds": "x", "hr": "1"}``.
+
+    Raises:
+        InvalidArgumentError: a part without ``=``, an empty key, or a key named twice.
+    """
+    if isinstance(spec, dict):
+        return {str(k): str(v) for k, v in spec.items()}
+    parts = [spec] if isinstance(spec, str) else list(spec)
+    result: dict[str, str] = {}
+    for text in parts:
+        for item in text.replace("/", ",").split(","):
+            if not item.strip():
+                continue
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise InvalidArgumentError(f"bad partition spec {item!r}: expected key=value, e.g. ds=2024-03-01")
+            key = key.strip().lower()
+            if key in result:
+                raise InvalidArgumentError(f"partition key {key!r} given twice")
+            result[key] = value.strip()
+    if not result:
+        raise InvalidArgumentError("an empty partition spec: expected key=value, e.g. ds=2024-03-01")
+    return result
 
 
 def default_owner() -> str:

@@ -48,6 +48,10 @@ class StageNotFoundError(NotFoundError):
     object_type = "stage"
 
 
+class PartitionNotFoundError(NotFoundError):
+    object_type = "partition"
+
+
 class AlreadyExistsError(CatalogError):
     """The object to create exists already."""
 
@@ -61,6 +65,10 @@ class DatabaseAlreadyExistsError(AlreadyExistsError):
 
 class TableAlreadyExistsError(AlreadyExistsError):
     object_type = "table"
+
+
+class PartitionAlreadyExistsError(AlreadyExistsError):
+    object_type = "partition"
 
 
 class DatabaseNotEmptyError(CatalogError):
@@ -138,7 +146,9 @@ for _cls in (
     DatabaseNotFoundError,
     TableNotFoundError,
     StageNotFoundError,
+    PartitionNotFoundError,
     AlreadyExistsError,
+    PartitionAlreadyExistsError,
     DatabaseAlreadyExistsError,
     TableAlreadyExistsError,
 ):

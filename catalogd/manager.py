@@ -9,7 +9,16 @@ from catalogd.catalog import load_catalog
 from catalogd.catalog.base import BaseCatalog, Catalog
 from catalogd.config import CatalogConfig, Config
 from catalogd.errors import CatalogNotFoundError, InvalidArgumentError, PermissionDeniedError
-from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Stage, StageRequest, Table, TableUpdate
+from catalogd.model import (
+    CatalogInfo,
+    Database,
+    DatabaseUpdate,
+    Partition,
+    Stage,
+    StageRequest,
+    Table,
+    TableUpdate,
+)
 from catalogd.names import NamespacePath, ObjectPath, split_name
 
 
@@ -175,6 +184,28 @@ class CatalogManager:
         catalog, db, name = self._object(path)
         self._writable(catalog)
         catalog.drop_table(db, name, ignore_if_not_exists, purge)
+
+    # ------------------------------------------------------------ partitions
+
+    def list_partitions(self, path: ObjectPath, filter: str | None = None) -> list[Partition]:
+        catalog, db, name = self._object(path)
+        return catalog.list_partitions(db, name, filter)
+
+    def get_partition(self, path: ObjectPath, spec: dict[str, str]) -> Partition:
+        catalog, db, name = self._object(path)
+        return catalog.get_partition(db, name, spec)
+
+    def add_partition(self, path: ObjectPath, spec: dict[str, str], location: str | None = None,
+                      ignore_if_exists: bool = False) -> Partition:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        return catalog.add_partition(db, name, spec, location, ignore_if_exists)
+
+    def drop_partition(self, path: ObjectPath, spec: dict[str, str], ignore_if_not_exists: bool = False,
+                       purge: bool = False) -> None:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.drop_partition(db, name, spec, ignore_if_not_exists, purge)
 
     # ------------------------------------------------------------ stages
 

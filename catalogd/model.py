@@ -64,6 +64,40 @@ class Database:
 
 
 @dataclass
+class Statistics:
+    """What HMS knows of a table's or partition's size; None means unknown."""
+
+    row_count: int | None = None
+    total_size: int | None = None  # bytes
+    file_count: int | None = None
+
+    @property
+    def known(self) -> bool:
+        return any(v is not None for v in (self.row_count, self.total_size, self.file_count))
+
+
+@dataclass
+class Partition:
+    """One partition: its values in the order of the table's partition keys."""
+
+    values: list[str]
+    keys: list[str] = field(default_factory=list)
+    location: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    created: int | None = None  # seconds since the epoch
+    statistics: Statistics = field(default_factory=Statistics)
+
+    @property
+    def spec(self) -> dict[str, str]:
+        return dict(zip(self.keys, self.values, strict=False))
+
+    @property
+    def name(self) -> str:
+        """Hive's partition name, ``ds=2024-03-01/hr=01``."""
+        return "/".join(f"{k}={v}" for k, v in zip(self.keys, self.values, strict=False))
+
+
+@dataclass
 class Table:
     name: str
     database: str
@@ -77,6 +111,7 @@ class Table:
     properties: dict[str, str] = field(default_factory=dict)
     owner: str | None = None
     created: int | None = None  # seconds since the epoch, as HMS keeps it
+    statistics: Statistics = field(default_factory=Statistics)
 
     @property
     def qualified_name(self) -> str:

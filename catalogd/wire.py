@@ -12,10 +12,12 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Partition,
     Stage,
     StagePurpose,
     StageRequest,
     StageState,
+    Statistics,
     Table,
     TableFormat,
     TableKind,
@@ -97,7 +99,30 @@ def table_to_thrift(table: Table) -> t.Table:
         properties=dict(table.properties),
         owner=table.owner,
         created=table.created,
+        statistics=statistics_to_thrift(table.statistics),
     )
+
+
+def statistics_to_thrift(stats: Statistics) -> t.Statistics:
+    return t.Statistics(rowCount=stats.row_count, totalSize=stats.total_size, fileCount=stats.file_count)
+
+
+def statistics_from_thrift(stats: t.Statistics | None) -> Statistics:
+    if stats is None:
+        return Statistics()
+    return Statistics(row_count=stats.rowCount, total_size=stats.totalSize, file_count=stats.fileCount)
+
+
+def partition_to_thrift(partition: Partition) -> t.Partition:
+    return t.Partition(values=list(partition.values), keys=list(partition.keys), location=partition.location,
+                       properties=dict(partition.properties), created=partition.created,
+                       statistics=statistics_to_thrift(partition.statistics))
+
+
+def partition_from_thrift(partition: t.Partition) -> Partition:
+    return Partition(values=list(partition.values or []), keys=list(partition.keys or []),
+                     location=partition.location, properties=dict(partition.properties or {}),
+                     created=partition.created, statistics=statistics_from_thrift(partition.statistics))
 
 
 def table_from_thrift(table: t.Table) -> Table:
@@ -114,6 +139,7 @@ def table_from_thrift(table: t.Table) -> Table:
         properties=dict(table.properties or {}),
         owner=table.owner,
         created=table.created,
+        statistics=statistics_from_thrift(table.statistics),
     )
 
 

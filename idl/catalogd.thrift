@@ -100,6 +100,23 @@ enum TableKind {
   VIEW = 3,
 }
 
+// What the metastore knows of the data's size; unset means unknown.
+struct Statistics {
+  1: optional i64 rowCount,
+  2: optional i64 totalSize,
+  3: optional i64 fileCount,
+}
+
+struct Partition {
+  // in the order of the table's partition keys
+  1: required list<string> values,
+  2: optional list<string> keys,
+  3: optional string location,
+  4: optional map<string, string> properties,
+  5: optional i64 created,
+  6: optional Statistics statistics,
+}
+
 struct Table {
   1: required string name,
   2: required string database,
@@ -114,6 +131,7 @@ struct Table {
   10: optional map<string, string> properties,
   11: optional string owner,
   12: optional i64 created,
+  13: optional Statistics statistics,
 }
 
 struct DatabaseUpdate {
@@ -273,4 +291,23 @@ service CatalogService {
   list<Stage> listStages(1: string catalog)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: Unsupported unsupported, 5: InternalError internal),
+
+  // -- partitions. A spec names every partition key: {"ds": "2024-03-01"}.
+  // filter: HMS's partition filter syntax, e.g. ds >= '2024-03-01' AND hr = '01'.
+  list<Partition> listPartitions(1: ObjectPath path, 2: string filter)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  Partition getPartition(1: ObjectPath path, 2: map<string, string> spec)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  // location unset: <table location>/<partition name>
+  Partition addPartition(1: ObjectPath path, 2: map<string, string> spec, 3: string location,
+                         4: bool ignoreIfExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+  void dropPartition(1: ObjectPath path, 2: map<string, string> spec, 3: bool ignoreIfNotExists,
+                     4: bool purge)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
 }

@@ -15,7 +15,17 @@ from catalogd.errors import (
     TableNotFoundError,
     UnsupportedError,
 )
-from catalogd.model import CatalogInfo, Database, DatabaseUpdate, Stage, StageRequest, Table, TableKind, TableUpdate
+from catalogd.model import (
+    CatalogInfo,
+    Database,
+    DatabaseUpdate,
+    Partition,
+    Stage,
+    StageRequest,
+    Table,
+    TableKind,
+    TableUpdate,
+)
 
 #: Names of hidden staging tables start with this; no user table may.
 STAGE_TABLE_PREFIX = "__catalogd_stage_"
@@ -163,6 +173,48 @@ class Catalog(abc.ABC):
         Raises:
             TableNotFoundError: it does not exist and ignore_if_not_exists is False.
         """
+
+    # ------------------------------------------------------------ partitions
+    # Optional: a backend without them refuses with UnsupportedError.
+
+    def list_partitions(self, database: str, table: str, filter: str | None = None) -> list[Partition]:
+        """The partitions of a partitioned table, sorted by values.
+
+        Args:
+            filter: a condition on partition keys (``ds >= '2024-03-01' AND hr = '01'``).
+
+        Raises:
+            TableNotFoundError: no such table.
+            InvalidArgumentError: the table is not partitioned, or a bad filter.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no partitions")
+
+    def get_partition(self, database: str, table: str, spec: dict[str, str]) -> Partition:
+        """One partition by its values.
+
+        Raises:
+            NotFoundError: no such table or partition.
+            InvalidArgumentError: the spec does not name exactly the partition keys.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no partitions")
+
+    def add_partition(self, database: str, table: str, spec: dict[str, str], location: str | None = None,
+                      ignore_if_exists: bool = False) -> Partition:
+        """Add a partition (its directory is ``location``, else under the table's).
+
+        Raises:
+            AlreadyExistsError: it exists and ignore_if_exists is False.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no partitions")
+
+    def drop_partition(self, database: str, table: str, spec: dict[str, str], ignore_if_not_exists: bool = False,
+                       purge: bool = False) -> None:
+        """Drop a partition; a managed table's partition files go with it.
+
+        Raises:
+            NotFoundError: it does not exist and ignore_if_not_exists is False.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no partitions")
 
     # ------------------------------------------------------------ stages (atomic writes)
     # Optional: a backend without them refuses with UnsupportedError. ``key`` is the

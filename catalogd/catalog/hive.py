@@ -31,6 +31,8 @@ from catalogd.errors import (
     InvalidArgumentError,
     MetastoreUnavailableError,
     NotFoundError,
+    PartitionAlreadyExistsError,
+    PartitionNotFoundError,
     PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -43,8 +45,10 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Partition,
     Stage,
     StageRequest,
+    Statistics,
     Table,
     TableFormat,
     TableKind,
@@ -137,6 +141,23 @@ def _format_of(tbl: hms.Table) -> TableFormat | None:
     if serde.endswith("JsonSerDe"):
         return TableFormat.JSON
     return None
+
+
+def _statistics(params: dict[str, str] | None) -> Statistics:
+    """The basic statistics HMS keeps in parameters; -1 or nothing means unknown."""
+
+    def number(key: str) -> int | None:
+        # Hive's own key, else the one Spark's ANALYZE TABLE writes.
+        for name in (key, f"spark.sql.statistics.{key}"):
+            try:
+                value = int((params or {}).get(name, ""))
+            except ValueError:
+                continue
+            if value >= 0:
+                return value
+        return None
+
+    return Statistics(row_count=number("numRows"), total_size=number("totalSize"), file_count=number("numFiles"))
 
 
 def _columns(schemas: list[hms.FieldSchema] | None) -> list[Column]:
@@ -430,6 +451,7 @@ class HiveCatalog(BaseCatalog):
             properties=visible,
             owner=tbl.owner,
             created=tbl.createTime,
+            statistics=_statistics(tbl.parameters),
         )
 
     def _to_hms(self, table: Table) -> hms.Table:
@@ -568,6 +590,92 @@ class HiveCatalog(BaseCatalog):
             return
         self.stager.purge_retired_for(database, name)
 
+    # ------------------------------------------------------------ partitions
+
+    def _partitioned(self, database: str, table: str) -> hms.Table:
+        tbl = self._raw_table(database, table)
+        if not tbl.partitionKeys:
+            raise InvalidArgumentError(f"table {self.name}.{database}.{table} is not partitioned")
+        return tbl
+
+    def _values(self, tbl: hms.Table, spec: dict[str, str]) -> list[str]:
+        """The spec's values in partition-key order; it must name every key, and nothing else."""
+        keys = [k.name.lower() for k in tbl.partitionKeys]
+        given = {k.lower(): v for k, v in spec.items()}
+        if sorted(given) != sorted(keys):
+            raise InvalidArgumentError(
+                f"table {self.name}.{tbl.dbName}.{tbl.tableName}: a partition spec names every partition key "
+                f"{keys}, got {sorted(given)}"
+            )
+        values = [str(given[k]) for k in keys]
+        for key, value in zip(keys, values, strict=True):
+            if value == "" or "/" in value:
+                raise InvalidArgumentError(f"partition value {key}={value!r}: empty or containing '/'")
+        return values
+
+    def _to_partition(self, tbl: hms.Table, part: hms.Partition) -> Partition:
+        return Partition(
+            values=list(part.values),
+            keys=[k.name for k in tbl.partitionKeys],
+            location=part.sd.location if part.sd else None,
+            properties={k: v for k, v in (part.parameters or {}).items() if not k.startswith(HIDDEN_PREFIXES)},
+            created=part.createTime,
+            statistics=_statistics(part.parameters),
+        )
+
+    def list_partitions(self, database: str, table: str, filter: str | None = None) -> list[Partition]:
+        tbl = self._partitioned(database, table)
+        what = f"table {self.name}.{database}.{table}"
+        with self._translate(what, TableNotFoundError):
+            if filter and filter.strip():
+                try:
+                    parts = self._call("get_partitions_by_filter", database, table, filter.strip(), -1)
+                except hms.MetaException as e:
+                    raise InvalidArgumentError(f"{what}: bad partition filter {filter!r}: {e.message}") from e
+            else:
+                parts = self._call("get_partitions", database, table, -1)
+        return sorted((self._to_partition(tbl, p) for p in parts), key=lambda p: p.values)
+
+    def get_partition(self, database: str, table: str, spec: dict[str, str]) -> Partition:
+        tbl = self._partitioned(database, table)
+        values = self._values(tbl, spec)
+        name = "/".join(f"{k.name}={v}" for k, v in zip(tbl.partitionKeys, values, strict=True))
+        with self._translate(f"partition {name} of table {self.name}.{database}.{table}", PartitionNotFoundError):
+            return self._to_partition(tbl, self._call("get_partition", database, table, values))
+
+    def add_partition(self, database: str, table: str, spec: dict[str, str], location: str | None = None,
+                      ignore_if_exists: bool = False) -> Partition:
+        tbl = self._partitioned(database, table)
+        values = self._values(tbl, spec)
+        sd = _copy_sd(tbl.sd)
+        sd.location = location
+        part = hms.Partition(values=values, dbName=database, tableName=table, createTime=int(time.time()),
+                             lastAccessTime=0, sd=sd, parameters={})
+        name = "/".join(f"{k.name}={v}" for k, v in zip(tbl.partitionKeys, values, strict=True))
+        what = f"partition {name} of table {self.name}.{database}.{table}"
+        try:
+            with self._translate(what, PartitionNotFoundError, PartitionAlreadyExistsError):
+                self._call("add_partition", part, idempotent=False)
+        except PartitionAlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+        return self.get_partition(database, table, spec)
+
+    def drop_partition(self, database: str, table: str, spec: dict[str, str], ignore_if_not_exists: bool = False,
+                       purge: bool = False) -> None:
+        tbl = self._partitioned(database, table)
+        values = self._values(tbl, spec)
+        name = "/".join(f"{k.name}={v}" for k, v in zip(tbl.partitionKeys, values, strict=True))
+        what = f"partition {name} of table {self.name}.{database}.{table}"
+        try:
+            with self._translate(what, PartitionNotFoundError):
+                context = hms.EnvironmentContext({"ifPurge": "TRUE"} if purge else {})
+                self._call("drop_partition_with_environment_context", database, table, values, True, context,
+                           idempotent=False)
+        except PartitionNotFoundError:
+            if not ignore_if_not_exists:
+                raise
+
     # ------------------------------------------------------------ stages
 
     def begin_stage(self, request: StageRequest) -> Stage:
@@ -591,3 +699,9 @@ class HiveCatalog(BaseCatalog):
 
     def janitor_pass(self, startup: bool = False) -> int:
         return self.stager.janitor_pass(startup)
+
+
+def _copy_sd(sd: hms.StorageDescriptor) -> hms.StorageDescriptor:
+    import copy
+
+    return copy.deepcopy(sd)

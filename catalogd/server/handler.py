@@ -170,6 +170,26 @@ class CatalogHandler:
     def dropTable(self, path: t.ObjectPath, ignoreIfNotExists: bool, purge: bool) -> None:
         self.manager.drop_table(_object(path), bool(ignoreIfNotExists), bool(purge))
 
+    # -- partitions
+
+    @_rpc
+    def listPartitions(self, path: t.ObjectPath, filter: str) -> list[t.Partition]:
+        return [wire.partition_to_thrift(p) for p in self.manager.list_partitions(_object(path), filter or None)]
+
+    @_rpc
+    def getPartition(self, path: t.ObjectPath, spec: dict[str, str]) -> t.Partition:
+        return wire.partition_to_thrift(self.manager.get_partition(_object(path), dict(spec or {})))
+
+    @_rpc
+    def addPartition(self, path: t.ObjectPath, spec: dict[str, str], location: str,
+                     ignoreIfExists: bool) -> t.Partition:
+        added = self.manager.add_partition(_object(path), dict(spec or {}), location or None, bool(ignoreIfExists))
+        return wire.partition_to_thrift(added)
+
+    @_rpc
+    def dropPartition(self, path: t.ObjectPath, spec: dict[str, str], ignoreIfNotExists: bool, purge: bool) -> None:
+        self.manager.drop_partition(_object(path), dict(spec or {}), bool(ignoreIfNotExists), bool(purge))
+
     # -- stages (atomic writes)
 
     @_rpc

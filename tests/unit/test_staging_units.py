@@ -82,3 +82,28 @@ def test_an_armed_fault_point_kills_the_process():
                           env={**os.environ, ENV: "commit.switched, commit.marked"})
     assert done.returncode == -signal.SIGKILL
     assert "survived" not in done.stdout
+
+
+def test_partition_specs():
+    from catalogd.client import parse_partition_spec
+
+    assert parse_partition_spec("ds=2024-03-01/hr=01") == {"ds": "2024-03-01", "hr": "01"}
+    assert parse_partition_spec(("DS=a", "hr=b")) == {"ds": "a", "hr": "b"}
+    assert parse_partition_spec("ds=a,hr=") == {"ds": "a", "hr": ""}
+    assert parse_partition_spec({"ds": 1}) == {"ds": "1"}
+    for bad in ["", "ds", "=x", "ds=a/ds=b"]:
+        with pytest.raises(InvalidArgumentError):
+            parse_partition_spec(bad)
+
+
+def test_partition_and_statistics_wire():
+    from catalogd.model import Partition, Statistics, Table
+
+    part = Partition(values=["a", "1"], keys=["ds", "hr"], location="file:/x", properties={"p": "q"}, created=5,
+                     statistics=Statistics(row_count=3, total_size=None, file_count=1))
+    assert wire.partition_from_thrift(wire.partition_to_thrift(part)) == part
+    assert part.name == "ds=a/hr=1" and part.spec == {"ds": "a", "hr": "1"}
+    table = Table(name="t", database="d", catalog="c", columns=[Column("id", "bigint")],
+                  statistics=Statistics(row_count=7))
+    assert wire.table_from_thrift(wire.table_to_thrift(table)).statistics == Statistics(row_count=7)
+    assert not Statistics().known and Statistics(file_count=0).known

@@ -124,7 +124,7 @@ def test_simple_errors_map_to_their_idl_exception(error: errors.CatalogError, ex
     [
         (t.NotFound(message="m", objectType="function"), errors.NotFoundError),  # unknown object type
         (t.NotFound(message="m"), errors.NotFoundError),  # none given
-        (t.AlreadyExists(message="m", objectType="partition"), errors.AlreadyExistsError),
+        (t.AlreadyExists(message="m", objectType="function"), errors.AlreadyExistsError),
         (t.AlreadyExists(message="m"), errors.AlreadyExistsError),
     ],
 )

@@ -197,6 +197,46 @@ class Iface(object):
         """
         pass
 
+    def listPartitions(self, path, filter):
+        """
+        Parameters:
+         - path
+         - filter
+
+        """
+        pass
+
+    def getPartition(self, path, spec):
+        """
+        Parameters:
+         - path
+         - spec
+
+        """
+        pass
+
+    def addPartition(self, path, spec, location, ignoreIfExists):
+        """
+        Parameters:
+         - path
+         - spec
+         - location
+         - ignoreIfExists
+
+        """
+        pass
+
+    def dropPartition(self, path, spec, ignoreIfNotExists, purge):
+        """
+        Parameters:
+         - path
+         - spec
+         - ignoreIfNotExists
+         - purge
+
+        """
+        pass
+
 
 class Client(Iface):
     def __init__(self, iprot, oprot=None):
@@ -1145,6 +1185,198 @@ class Client(Iface):
             raise result.internal
         raise TApplicationException(TApplicationException.MISSING_RESULT, "listStages failed: unknown result")
 
+    def listPartitions(self, path, filter):
+        """
+        Parameters:
+         - path
+         - filter
+
+        """
+        self.send_listPartitions(path, filter)
+        return self.recv_listPartitions()
+
+    def send_listPartitions(self, path, filter):
+        self._oprot.writeMessageBegin('listPartitions', TMessageType.CALL, self._seqid)
+        args = listPartitions_args()
+        args.path = path
+        args.filter = filter
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_listPartitions(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = listPartitions_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "listPartitions failed: unknown result")
+
+    def getPartition(self, path, spec):
+        """
+        Parameters:
+         - path
+         - spec
+
+        """
+        self.send_getPartition(path, spec)
+        return self.recv_getPartition()
+
+    def send_getPartition(self, path, spec):
+        self._oprot.writeMessageBegin('getPartition', TMessageType.CALL, self._seqid)
+        args = getPartition_args()
+        args.path = path
+        args.spec = spec
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_getPartition(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = getPartition_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "getPartition failed: unknown result")
+
+    def addPartition(self, path, spec, location, ignoreIfExists):
+        """
+        Parameters:
+         - path
+         - spec
+         - location
+         - ignoreIfExists
+
+        """
+        self.send_addPartition(path, spec, location, ignoreIfExists)
+        return self.recv_addPartition()
+
+    def send_addPartition(self, path, spec, location, ignoreIfExists):
+        self._oprot.writeMessageBegin('addPartition', TMessageType.CALL, self._seqid)
+        args = addPartition_args()
+        args.path = path
+        args.spec = spec
+        args.location = location
+        args.ignoreIfExists = ignoreIfExists
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_addPartition(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = addPartition_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "addPartition failed: unknown result")
+
+    def dropPartition(self, path, spec, ignoreIfNotExists, purge):
+        """
+        Parameters:
+         - path
+         - spec
+         - ignoreIfNotExists
+         - purge
+
+        """
+        self.send_dropPartition(path, spec, ignoreIfNotExists, purge)
+        self.recv_dropPartition()
+
+    def send_dropPartition(self, path, spec, ignoreIfNotExists, purge):
+        self._oprot.writeMessageBegin('dropPartition', TMessageType.CALL, self._seqid)
+        args = dropPartition_args()
+        args.path = path
+        args.spec = spec
+        args.ignoreIfNotExists = ignoreIfNotExists
+        args.purge = purge
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_dropPartition(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = dropPartition_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        return
+
 
 class Processor(Iface, TProcessor):
     def __init__(self, handler):
@@ -1172,6 +1404,10 @@ class Processor(Iface, TProcessor):
         self._processMap["abortStage"] = Processor.process_abortStage
         self._processMap["getStage"] = Processor.process_getStage
         self._processMap["listStages"] = Processor.process_listStages
+        self._processMap["listPartitions"] = Processor.process_listPartitions
+        self._processMap["getPartition"] = Processor.process_getPartition
+        self._processMap["addPartition"] = Processor.process_addPartition
+        self._processMap["dropPartition"] = Processor.process_dropPartition
         self._on_message_begin = None
 
     def on_message_begin(self, func):
@@ -2051,6 +2287,173 @@ class Processor(Iface, TProcessor):
         oprot.writeMessageEnd()
         oprot.trans.flush()
 
+    def process_listPartitions(self, seqid, iprot, oprot):
+        args = listPartitions_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = listPartitions_result()
+        try:
+            result.success = self._handler.listPartitions(args.path, args.filter)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("listPartitions", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_getPartition(self, seqid, iprot, oprot):
+        args = getPartition_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = getPartition_result()
+        try:
+            result.success = self._handler.getPartition(args.path, args.spec)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("getPartition", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_addPartition(self, seqid, iprot, oprot):
+        args = addPartition_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = addPartition_result()
+        try:
+            result.success = self._handler.addPartition(args.path, args.spec, args.location, args.ignoreIfExists)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("addPartition", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_dropPartition(self, seqid, iprot, oprot):
+        args = dropPartition_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = dropPartition_result()
+        try:
+            self._handler.dropPartition(args.path, args.spec, args.ignoreIfNotExists, args.purge)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("dropPartition", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
 # HELPER FUNCTIONS AND STRUCTURES
 
 
@@ -2226,11 +2629,11 @@ class listCatalogs_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype111, _size108) = iprot.readListBegin()
-                    for _i112 in range(_size108):
-                        _elem113 = CatalogInfo()
-                        _elem113.read(iprot)
-                        self.success.append(_elem113)
+                    (_etype134, _size131) = iprot.readListBegin()
+                    for _i135 in range(_size131):
+                        _elem136 = CatalogInfo()
+                        _elem136.read(iprot)
+                        self.success.append(_elem136)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2252,8 +2655,8 @@ class listCatalogs_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter114 in self.success:
-                iter114.write(oprot)
+            for iter137 in self.success:
+                iter137.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.internal is not None:
@@ -2538,10 +2941,10 @@ class listDatabases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype118, _size115) = iprot.readListBegin()
-                    for _i119 in range(_size115):
-                        _elem120 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem120)
+                    (_etype141, _size138) = iprot.readListBegin()
+                    for _i142 in range(_size138):
+                        _elem143 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem143)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2583,8 +2986,8 @@ class listDatabases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter121 in self.success:
-                oprot.writeString(iter121.encode('utf-8') if sys.version_info[0] == 2 else iter121)
+            for iter144 in self.success:
+                oprot.writeString(iter144.encode('utf-8') if sys.version_info[0] == 2 else iter144)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -3739,10 +4142,10 @@ class listTables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype125, _size122) = iprot.readListBegin()
-                    for _i126 in range(_size122):
-                        _elem127 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem127)
+                    (_etype148, _size145) = iprot.readListBegin()
+                    for _i149 in range(_size145):
+                        _elem150 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem150)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -3784,8 +4187,8 @@ class listTables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter128 in self.success:
-                oprot.writeString(iter128.encode('utf-8') if sys.version_info[0] == 2 else iter128)
+            for iter151 in self.success:
+                oprot.writeString(iter151.encode('utf-8') if sys.version_info[0] == 2 else iter151)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -6177,11 +6580,11 @@ class listStages_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype132, _size129) = iprot.readListBegin()
-                    for _i133 in range(_size129):
-                        _elem134 = Stage()
-                        _elem134.read(iprot)
-                        self.success.append(_elem134)
+                    (_etype155, _size152) = iprot.readListBegin()
+                    for _i156 in range(_size152):
+                        _elem157 = Stage()
+                        _elem157.read(iprot)
+                        self.success.append(_elem157)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6223,8 +6626,8 @@ class listStages_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter135 in self.success:
-                iter135.write(oprot)
+            for iter158 in self.success:
+                iter158.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -6271,6 +6674,928 @@ listStages_result.thrift_spec = (
     (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
     (4, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 4
     (5, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 5
+)
+
+
+class listPartitions_args(object):
+    """
+    Attributes:
+     - path
+     - filter
+
+    """
+
+
+    def __init__(self, path=None, filter=None,):
+        self.path = path
+        self.filter = filter
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.filter = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listPartitions_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.filter is not None:
+            oprot.writeFieldBegin('filter', TType.STRING, 2)
+            oprot.writeString(self.filter.encode('utf-8') if sys.version_info[0] == 2 else self.filter)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listPartitions_args)
+listPartitions_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.STRING, 'filter', 'UTF8', None, ),  # 2
+)
+
+
+class listPartitions_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.LIST:
+                    self.success = []
+                    (_etype162, _size159) = iprot.readListBegin()
+                    for _i163 in range(_size159):
+                        _elem164 = Partition()
+                        _elem164.read(iprot)
+                        self.success.append(_elem164)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listPartitions_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.LIST, 0)
+            oprot.writeListBegin(TType.STRUCT, len(self.success))
+            for iter165 in self.success:
+                iter165.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listPartitions_result)
+listPartitions_result.thrift_spec = (
+    (0, TType.LIST, 'success', (TType.STRUCT, [Partition, None], False), None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class getPartition_args(object):
+    """
+    Attributes:
+     - path
+     - spec
+
+    """
+
+
+    def __init__(self, path=None, spec=None,):
+        self.path = path
+        self.spec = spec
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.MAP:
+                    self.spec = {}
+                    (_ktype167, _vtype168, _size166) = iprot.readMapBegin()
+                    for _i170 in range(_size166):
+                        _key171 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val172 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key171] = _val172
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getPartition_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.spec is not None:
+            oprot.writeFieldBegin('spec', TType.MAP, 2)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
+            for kiter173, viter174 in self.spec.items():
+                oprot.writeString(kiter173.encode('utf-8') if sys.version_info[0] == 2 else kiter173)
+                oprot.writeString(viter174.encode('utf-8') if sys.version_info[0] == 2 else viter174)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getPartition_args)
+getPartition_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.MAP, 'spec', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 2
+)
+
+
+class getPartition_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Partition()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getPartition_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getPartition_result)
+getPartition_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Partition, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class addPartition_args(object):
+    """
+    Attributes:
+     - path
+     - spec
+     - location
+     - ignoreIfExists
+
+    """
+
+
+    def __init__(self, path=None, spec=None, location=None, ignoreIfExists=None,):
+        self.path = path
+        self.spec = spec
+        self.location = location
+        self.ignoreIfExists = ignoreIfExists
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.MAP:
+                    self.spec = {}
+                    (_ktype176, _vtype177, _size175) = iprot.readMapBegin()
+                    for _i179 in range(_size175):
+                        _key180 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val181 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key180] = _val181
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.location = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.ignoreIfExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('addPartition_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.spec is not None:
+            oprot.writeFieldBegin('spec', TType.MAP, 2)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
+            for kiter182, viter183 in self.spec.items():
+                oprot.writeString(kiter182.encode('utf-8') if sys.version_info[0] == 2 else kiter182)
+                oprot.writeString(viter183.encode('utf-8') if sys.version_info[0] == 2 else viter183)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.location is not None:
+            oprot.writeFieldBegin('location', TType.STRING, 3)
+            oprot.writeString(self.location.encode('utf-8') if sys.version_info[0] == 2 else self.location)
+            oprot.writeFieldEnd()
+        if self.ignoreIfExists is not None:
+            oprot.writeFieldBegin('ignoreIfExists', TType.BOOL, 4)
+            oprot.writeBool(self.ignoreIfExists)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(addPartition_args)
+addPartition_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.MAP, 'spec', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 2
+    (3, TType.STRING, 'location', 'UTF8', None, ),  # 3
+    (4, TType.BOOL, 'ignoreIfExists', None, None, ),  # 4
+)
+
+
+class addPartition_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Partition()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('addPartition_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 7)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(addPartition_result)
+addPartition_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Partition, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
+    (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+)
+
+
+class dropPartition_args(object):
+    """
+    Attributes:
+     - path
+     - spec
+     - ignoreIfNotExists
+     - purge
+
+    """
+
+
+    def __init__(self, path=None, spec=None, ignoreIfNotExists=None, purge=None,):
+        self.path = path
+        self.spec = spec
+        self.ignoreIfNotExists = ignoreIfNotExists
+        self.purge = purge
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.MAP:
+                    self.spec = {}
+                    (_ktype185, _vtype186, _size184) = iprot.readMapBegin()
+                    for _i188 in range(_size184):
+                        _key189 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val190 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key189] = _val190
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.BOOL:
+                    self.ignoreIfNotExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.purge = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dropPartition_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.spec is not None:
+            oprot.writeFieldBegin('spec', TType.MAP, 2)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
+            for kiter191, viter192 in self.spec.items():
+                oprot.writeString(kiter191.encode('utf-8') if sys.version_info[0] == 2 else kiter191)
+                oprot.writeString(viter192.encode('utf-8') if sys.version_info[0] == 2 else viter192)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.ignoreIfNotExists is not None:
+            oprot.writeFieldBegin('ignoreIfNotExists', TType.BOOL, 3)
+            oprot.writeBool(self.ignoreIfNotExists)
+            oprot.writeFieldEnd()
+        if self.purge is not None:
+            oprot.writeFieldBegin('purge', TType.BOOL, 4)
+            oprot.writeBool(self.purge)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dropPartition_args)
+dropPartition_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.MAP, 'spec', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 2
+    (3, TType.BOOL, 'ignoreIfNotExists', None, None, ),  # 3
+    (4, TType.BOOL, 'purge', None, None, ),  # 4
+)
+
+
+class dropPartition_result(object):
+    """
+    Attributes:
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dropPartition_result')
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dropPartition_result)
+dropPartition_result.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
 )
 fix_spec(all_structs)
 del all_structs

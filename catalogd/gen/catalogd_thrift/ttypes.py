@@ -1279,6 +1279,226 @@ class Column(object):
         return not (self == other)
 
 
+class Statistics(object):
+    """
+    Attributes:
+     - rowCount
+     - totalSize
+     - fileCount
+
+    """
+
+
+    def __init__(self, rowCount=None, totalSize=None, fileCount=None,):
+        self.rowCount = rowCount
+        self.totalSize = totalSize
+        self.fileCount = fileCount
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.I64:
+                    self.rowCount = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I64:
+                    self.totalSize = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.fileCount = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('Statistics')
+        if self.rowCount is not None:
+            oprot.writeFieldBegin('rowCount', TType.I64, 1)
+            oprot.writeI64(self.rowCount)
+            oprot.writeFieldEnd()
+        if self.totalSize is not None:
+            oprot.writeFieldBegin('totalSize', TType.I64, 2)
+            oprot.writeI64(self.totalSize)
+            oprot.writeFieldEnd()
+        if self.fileCount is not None:
+            oprot.writeFieldBegin('fileCount', TType.I64, 3)
+            oprot.writeI64(self.fileCount)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class Partition(object):
+    """
+    Attributes:
+     - values
+     - keys
+     - location
+     - properties
+     - created
+     - statistics
+
+    """
+
+
+    def __init__(self, values=None, keys=None, location=None, properties=None, created=None, statistics=None,):
+        self.values = values
+        self.keys = keys
+        self.location = location
+        self.properties = properties
+        self.created = created
+        self.statistics = statistics
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.values = []
+                    (_etype12, _size9) = iprot.readListBegin()
+                    for _i13 in range(_size9):
+                        _elem14 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.values.append(_elem14)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.keys = []
+                    (_etype18, _size15) = iprot.readListBegin()
+                    for _i19 in range(_size15):
+                        _elem20 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.keys.append(_elem20)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.location = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.MAP:
+                    self.properties = {}
+                    (_ktype22, _vtype23, _size21) = iprot.readMapBegin()
+                    for _i25 in range(_size21):
+                        _key26 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val27 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key26] = _val27
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I64:
+                    self.created = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.statistics = Statistics()
+                    self.statistics.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('Partition')
+        if self.values is not None:
+            oprot.writeFieldBegin('values', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRING, len(self.values))
+            for iter28 in self.values:
+                oprot.writeString(iter28.encode('utf-8') if sys.version_info[0] == 2 else iter28)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.keys is not None:
+            oprot.writeFieldBegin('keys', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRING, len(self.keys))
+            for iter29 in self.keys:
+                oprot.writeString(iter29.encode('utf-8') if sys.version_info[0] == 2 else iter29)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.location is not None:
+            oprot.writeFieldBegin('location', TType.STRING, 3)
+            oprot.writeString(self.location.encode('utf-8') if sys.version_info[0] == 2 else self.location)
+            oprot.writeFieldEnd()
+        if self.properties is not None:
+            oprot.writeFieldBegin('properties', TType.MAP, 4)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
+            for kiter30, viter31 in self.properties.items():
+                oprot.writeString(kiter30.encode('utf-8') if sys.version_info[0] == 2 else kiter30)
+                oprot.writeString(viter31.encode('utf-8') if sys.version_info[0] == 2 else viter31)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.created is not None:
+            oprot.writeFieldBegin('created', TType.I64, 5)
+            oprot.writeI64(self.created)
+            oprot.writeFieldEnd()
+        if self.statistics is not None:
+            oprot.writeFieldBegin('statistics', TType.STRUCT, 6)
+            self.statistics.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.values is None:
+            raise TProtocolException(message='Required field values is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
 class Table(object):
     """
     Attributes:
@@ -1294,11 +1514,12 @@ class Table(object):
      - properties
      - owner
      - created
+     - statistics
 
     """
 
 
-    def __init__(self, name=None, database=None, catalog=None, columns=None, partitionKeys=None, format=None, location=None, kind=    1, comment=None, properties=None, owner=None, created=None,):
+    def __init__(self, name=None, database=None, catalog=None, columns=None, partitionKeys=None, format=None, location=None, kind=    1, comment=None, properties=None, owner=None, created=None, statistics=None,):
         self.name = name
         self.database = database
         self.catalog = catalog
@@ -1311,6 +1532,7 @@ class Table(object):
         self.properties = properties
         self.owner = owner
         self.created = created
+        self.statistics = statistics
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1339,22 +1561,22 @@ class Table(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.columns = []
-                    (_etype12, _size9) = iprot.readListBegin()
-                    for _i13 in range(_size9):
-                        _elem14 = Column()
-                        _elem14.read(iprot)
-                        self.columns.append(_elem14)
+                    (_etype35, _size32) = iprot.readListBegin()
+                    for _i36 in range(_size32):
+                        _elem37 = Column()
+                        _elem37.read(iprot)
+                        self.columns.append(_elem37)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype18, _size15) = iprot.readListBegin()
-                    for _i19 in range(_size15):
-                        _elem20 = Column()
-                        _elem20.read(iprot)
-                        self.partitionKeys.append(_elem20)
+                    (_etype41, _size38) = iprot.readListBegin()
+                    for _i42 in range(_size38):
+                        _elem43 = Column()
+                        _elem43.read(iprot)
+                        self.partitionKeys.append(_elem43)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -1381,11 +1603,11 @@ class Table(object):
             elif fid == 10:
                 if ftype == TType.MAP:
                     self.properties = {}
-                    (_ktype22, _vtype23, _size21) = iprot.readMapBegin()
-                    for _i25 in range(_size21):
-                        _key26 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val27 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.properties[_key26] = _val27
+                    (_ktype45, _vtype46, _size44) = iprot.readMapBegin()
+                    for _i48 in range(_size44):
+                        _key49 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val50 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key49] = _val50
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -1397,6 +1619,12 @@ class Table(object):
             elif fid == 12:
                 if ftype == TType.I64:
                     self.created = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.STRUCT:
+                    self.statistics = Statistics()
+                    self.statistics.read(iprot)
                 else:
                     iprot.skip(ftype)
             else:
@@ -1424,15 +1652,15 @@ class Table(object):
         if self.columns is not None:
             oprot.writeFieldBegin('columns', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.columns))
-            for iter28 in self.columns:
-                iter28.write(oprot)
+            for iter51 in self.columns:
+                iter51.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 5)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter29 in self.partitionKeys:
-                iter29.write(oprot)
+            for iter52 in self.partitionKeys:
+                iter52.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.format is not None:
@@ -1454,9 +1682,9 @@ class Table(object):
         if self.properties is not None:
             oprot.writeFieldBegin('properties', TType.MAP, 10)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
-            for kiter30, viter31 in self.properties.items():
-                oprot.writeString(kiter30.encode('utf-8') if sys.version_info[0] == 2 else kiter30)
-                oprot.writeString(viter31.encode('utf-8') if sys.version_info[0] == 2 else viter31)
+            for kiter53, viter54 in self.properties.items():
+                oprot.writeString(kiter53.encode('utf-8') if sys.version_info[0] == 2 else kiter53)
+                oprot.writeString(viter54.encode('utf-8') if sys.version_info[0] == 2 else viter54)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.owner is not None:
@@ -1466,6 +1694,10 @@ class Table(object):
         if self.created is not None:
             oprot.writeFieldBegin('created', TType.I64, 12)
             oprot.writeI64(self.created)
+            oprot.writeFieldEnd()
+        if self.statistics is not None:
+            oprot.writeFieldBegin('statistics', TType.STRUCT, 13)
+            self.statistics.write(oprot)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -1521,21 +1753,21 @@ class DatabaseUpdate(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.setProperties = {}
-                    (_ktype33, _vtype34, _size32) = iprot.readMapBegin()
-                    for _i36 in range(_size32):
-                        _key37 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val38 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.setProperties[_key37] = _val38
+                    (_ktype56, _vtype57, _size55) = iprot.readMapBegin()
+                    for _i59 in range(_size55):
+                        _key60 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val61 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.setProperties[_key60] = _val61
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.unsetProperties = []
-                    (_etype42, _size39) = iprot.readListBegin()
-                    for _i43 in range(_size39):
-                        _elem44 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.unsetProperties.append(_elem44)
+                    (_etype65, _size62) = iprot.readListBegin()
+                    for _i66 in range(_size62):
+                        _elem67 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.unsetProperties.append(_elem67)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -1556,16 +1788,16 @@ class DatabaseUpdate(object):
         if self.setProperties is not None:
             oprot.writeFieldBegin('setProperties', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.setProperties))
-            for kiter45, viter46 in self.setProperties.items():
-                oprot.writeString(kiter45.encode('utf-8') if sys.version_info[0] == 2 else kiter45)
-                oprot.writeString(viter46.encode('utf-8') if sys.version_info[0] == 2 else viter46)
+            for kiter68, viter69 in self.setProperties.items():
+                oprot.writeString(kiter68.encode('utf-8') if sys.version_info[0] == 2 else kiter68)
+                oprot.writeString(viter69.encode('utf-8') if sys.version_info[0] == 2 else viter69)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.unsetProperties is not None:
             oprot.writeFieldBegin('unsetProperties', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.unsetProperties))
-            for iter47 in self.unsetProperties:
-                oprot.writeString(iter47.encode('utf-8') if sys.version_info[0] == 2 else iter47)
+            for iter70 in self.unsetProperties:
+                oprot.writeString(iter70.encode('utf-8') if sys.version_info[0] == 2 else iter70)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -1620,32 +1852,32 @@ class TableUpdate(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.setProperties = {}
-                    (_ktype49, _vtype50, _size48) = iprot.readMapBegin()
-                    for _i52 in range(_size48):
-                        _key53 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val54 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.setProperties[_key53] = _val54
+                    (_ktype72, _vtype73, _size71) = iprot.readMapBegin()
+                    for _i75 in range(_size71):
+                        _key76 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val77 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.setProperties[_key76] = _val77
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.unsetProperties = []
-                    (_etype58, _size55) = iprot.readListBegin()
-                    for _i59 in range(_size55):
-                        _elem60 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.unsetProperties.append(_elem60)
+                    (_etype81, _size78) = iprot.readListBegin()
+                    for _i82 in range(_size78):
+                        _elem83 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.unsetProperties.append(_elem83)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.addColumns = []
-                    (_etype64, _size61) = iprot.readListBegin()
-                    for _i65 in range(_size61):
-                        _elem66 = Column()
-                        _elem66.read(iprot)
-                        self.addColumns.append(_elem66)
+                    (_etype87, _size84) = iprot.readListBegin()
+                    for _i88 in range(_size84):
+                        _elem89 = Column()
+                        _elem89.read(iprot)
+                        self.addColumns.append(_elem89)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -1666,23 +1898,23 @@ class TableUpdate(object):
         if self.setProperties is not None:
             oprot.writeFieldBegin('setProperties', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.setProperties))
-            for kiter67, viter68 in self.setProperties.items():
-                oprot.writeString(kiter67.encode('utf-8') if sys.version_info[0] == 2 else kiter67)
-                oprot.writeString(viter68.encode('utf-8') if sys.version_info[0] == 2 else viter68)
+            for kiter90, viter91 in self.setProperties.items():
+                oprot.writeString(kiter90.encode('utf-8') if sys.version_info[0] == 2 else kiter90)
+                oprot.writeString(viter91.encode('utf-8') if sys.version_info[0] == 2 else viter91)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.unsetProperties is not None:
             oprot.writeFieldBegin('unsetProperties', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.unsetProperties))
-            for iter69 in self.unsetProperties:
-                oprot.writeString(iter69.encode('utf-8') if sys.version_info[0] == 2 else iter69)
+            for iter92 in self.unsetProperties:
+                oprot.writeString(iter92.encode('utf-8') if sys.version_info[0] == 2 else iter92)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.addColumns is not None:
             oprot.writeFieldBegin('addColumns', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.addColumns))
-            for iter70 in self.addColumns:
-                iter70.write(oprot)
+            for iter93 in self.addColumns:
+                iter93.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -1753,22 +1985,22 @@ class StageRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.columns = []
-                    (_etype74, _size71) = iprot.readListBegin()
-                    for _i75 in range(_size71):
-                        _elem76 = Column()
-                        _elem76.read(iprot)
-                        self.columns.append(_elem76)
+                    (_etype97, _size94) = iprot.readListBegin()
+                    for _i98 in range(_size94):
+                        _elem99 = Column()
+                        _elem99.read(iprot)
+                        self.columns.append(_elem99)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype80, _size77) = iprot.readListBegin()
-                    for _i81 in range(_size77):
-                        _elem82 = Column()
-                        _elem82.read(iprot)
-                        self.partitionKeys.append(_elem82)
+                    (_etype103, _size100) = iprot.readListBegin()
+                    for _i104 in range(_size100):
+                        _elem105 = Column()
+                        _elem105.read(iprot)
+                        self.partitionKeys.append(_elem105)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -1780,11 +2012,11 @@ class StageRequest(object):
             elif fid == 6:
                 if ftype == TType.MAP:
                     self.properties = {}
-                    (_ktype84, _vtype85, _size83) = iprot.readMapBegin()
-                    for _i87 in range(_size83):
-                        _key88 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val89 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.properties[_key88] = _val89
+                    (_ktype107, _vtype108, _size106) = iprot.readMapBegin()
+                    for _i110 in range(_size106):
+                        _key111 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val112 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key111] = _val112
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -1824,15 +2056,15 @@ class StageRequest(object):
         if self.columns is not None:
             oprot.writeFieldBegin('columns', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.columns))
-            for iter90 in self.columns:
-                iter90.write(oprot)
+            for iter113 in self.columns:
+                iter113.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter91 in self.partitionKeys:
-                iter91.write(oprot)
+            for iter114 in self.partitionKeys:
+                iter114.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.format is not None:
@@ -1842,9 +2074,9 @@ class StageRequest(object):
         if self.properties is not None:
             oprot.writeFieldBegin('properties', TType.MAP, 6)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
-            for kiter92, viter93 in self.properties.items():
-                oprot.writeString(kiter92.encode('utf-8') if sys.version_info[0] == 2 else kiter92)
-                oprot.writeString(viter93.encode('utf-8') if sys.version_info[0] == 2 else viter93)
+            for kiter115, viter116 in self.properties.items():
+                oprot.writeString(kiter115.encode('utf-8') if sys.version_info[0] == 2 else kiter115)
+                oprot.writeString(viter116.encode('utf-8') if sys.version_info[0] == 2 else viter116)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.comment is not None:
@@ -1974,22 +2206,22 @@ class Stage(object):
             elif fid == 10:
                 if ftype == TType.LIST:
                     self.columns = []
-                    (_etype97, _size94) = iprot.readListBegin()
-                    for _i98 in range(_size94):
-                        _elem99 = Column()
-                        _elem99.read(iprot)
-                        self.columns.append(_elem99)
+                    (_etype120, _size117) = iprot.readListBegin()
+                    for _i121 in range(_size117):
+                        _elem122 = Column()
+                        _elem122.read(iprot)
+                        self.columns.append(_elem122)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 11:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype103, _size100) = iprot.readListBegin()
-                    for _i104 in range(_size100):
-                        _elem105 = Column()
-                        _elem105.read(iprot)
-                        self.partitionKeys.append(_elem105)
+                    (_etype126, _size123) = iprot.readListBegin()
+                    for _i127 in range(_size123):
+                        _elem128 = Column()
+                        _elem128.read(iprot)
+                        self.partitionKeys.append(_elem128)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2052,15 +2284,15 @@ class Stage(object):
         if self.columns is not None:
             oprot.writeFieldBegin('columns', TType.LIST, 10)
             oprot.writeListBegin(TType.STRUCT, len(self.columns))
-            for iter106 in self.columns:
-                iter106.write(oprot)
+            for iter129 in self.columns:
+                iter129.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 11)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter107 in self.partitionKeys:
-                iter107.write(oprot)
+            for iter130 in self.partitionKeys:
+                iter130.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.format is not None:
@@ -2184,6 +2416,23 @@ Column.thrift_spec = (
     (2, TType.STRING, 'type', 'UTF8', None, ),  # 2
     (3, TType.STRING, 'comment', 'UTF8', None, ),  # 3
 )
+all_structs.append(Statistics)
+Statistics.thrift_spec = (
+    None,  # 0
+    (1, TType.I64, 'rowCount', None, None, ),  # 1
+    (2, TType.I64, 'totalSize', None, None, ),  # 2
+    (3, TType.I64, 'fileCount', None, None, ),  # 3
+)
+all_structs.append(Partition)
+Partition.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'values', (TType.STRING, 'UTF8', False), None, ),  # 1
+    (2, TType.LIST, 'keys', (TType.STRING, 'UTF8', False), None, ),  # 2
+    (3, TType.STRING, 'location', 'UTF8', None, ),  # 3
+    (4, TType.MAP, 'properties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.I64, 'created', None, None, ),  # 5
+    (6, TType.STRUCT, 'statistics', [Statistics, None], None, ),  # 6
+)
 all_structs.append(Table)
 Table.thrift_spec = (
     None,  # 0
@@ -2199,6 +2448,7 @@ Table.thrift_spec = (
     (10, TType.MAP, 'properties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 10
     (11, TType.STRING, 'owner', 'UTF8', None, ),  # 11
     (12, TType.I64, 'created', None, None, ),  # 12
+    (13, TType.STRUCT, 'statistics', [Statistics, None], None, ),  # 13
 )
 all_structs.append(DatabaseUpdate)
 DatabaseUpdate.thrift_spec = (
