@@ -430,6 +430,110 @@ def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool) -> None:
         click.echo(f"dropped table {name}")
 
 
+# ---------------------------------------------------------------- views
+
+def view_json(view: Table) -> dict[str, Any]:
+    return {
+        "catalog": view.catalog,
+        "database": view.database,
+        "name": view.name,
+        "columns": [{"name": c.name, "type": c.type, "comment": c.comment} for c in view.columns],
+        "query": view.view_text,
+        "expanded_query": view.view_expanded_text,
+        "comment": view.comment,
+        "properties": view.properties,
+        "owner": view.owner,
+        "created": view.created,
+    }
+
+
+def _show_view(ctx: Context, view: Table) -> None:
+    if ctx.as_json:
+        emit_json(view_json(view))
+        return
+    print_fields([("view", f"{view.catalog}.{view.database}.{view.name}"), ("comment", view.comment),
+                  ("owner", view.owner), ("query", view.view_text), ("expanded", view.view_expanded_text)])
+    out.print()
+    print_rows(["column", "type", "comment"], [[c.name, c.type, c.comment] for c in view.columns])
+    print_properties(view.properties)
+
+
+@cli.group()
+def view() -> None:
+    """Views: list, create, describe, alter, rename, drop."""
+
+
+@view.command("list")
+@click.argument("database", metavar="CATALOG.DB")
+@pass_ctx
+def view_list(ctx: Context, database: str) -> None:
+    """List the views of a database (tables are not listed)."""
+    print_names(ctx, ctx.client.list_views(database), "view")
+
+
+@view.command("create")
+@click.argument("name", metavar="CATALOG.DB.V")
+@click.option("--query", required=True, help="One SELECT; checked against the catalog and stored expanded.")
+@click.option("--comment", help="Description of the view.")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+@click.option("--if-not-exists", is_flag=True, help="Succeed if it exists already.")
+@pass_ctx
+def view_create(ctx: Context, name: str, query: str, comment: str | None, properties: tuple[str, ...],
+                if_not_exists: bool) -> None:
+    """Create a view."""
+    _show_view(ctx, ctx.client.create_view(name, query, comment, parse_properties(properties), if_not_exists))
+
+
+@view.command("describe")
+@click.argument("name", metavar="CATALOG.DB.V")
+@pass_ctx
+def view_describe(ctx: Context, name: str) -> None:
+    """Show a view: columns, query as written and expanded."""
+    _show_view(ctx, ctx.client.get_view(name))
+
+
+@view.command("alter")
+@click.argument("name", metavar="CATALOG.DB.V")
+@click.option("--query", help="A new query (checked and expanded again).")
+@click.option("--comment", help="New description.")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Set a property; repeatable.")
+@click.option("--unset-property", "unset", multiple=True, metavar="KEY", help="Remove a property; repeatable.")
+@pass_ctx
+def view_alter(ctx: Context, name: str, query: str | None, comment: str | None, properties: tuple[str, ...],
+               unset: tuple[str, ...]) -> None:
+    """Change a view's query, comment or properties."""
+    if query is None and comment is None and not properties and not unset:
+        raise UsageError("nothing to change: give --query, --comment, --property or --unset-property")
+    _show_view(ctx, ctx.client.alter_view(name, query, comment, parse_properties(properties), list(unset)))
+
+
+@view.command("rename")
+@click.argument("name", metavar="CATALOG.DB.V")
+@click.argument("new_name", metavar="NEW_NAME")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@pass_ctx
+def view_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
+    """Rename a view within its database."""
+    ctx.client.rename_view(name, new_name, if_exists)
+    if ctx.as_json:
+        emit_json({"renamed": name, "to": new_name})
+    else:
+        click.echo(f"renamed view {name} to {new_name}")
+
+
+@view.command("drop")
+@click.argument("name", metavar="CATALOG.DB.V")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@pass_ctx
+def view_drop(ctx: Context, name: str, if_exists: bool) -> None:
+    """Drop a view (never a table)."""
+    ctx.client.drop_view(name, if_exists)
+    if ctx.as_json:
+        emit_json({"dropped": name})
+    else:
+        click.echo(f"dropped view {name}")
+
+
 # ---------------------------------------------------------------- partitions
 
 @table.command("partitions")

@@ -38,6 +38,7 @@ from catalogd.model import (
     TableFormat,
     TableKind,
     TableUpdate,
+    ViewUpdate,
 )
 from catalogd.names import parse_catalog, parse_namespace, parse_object
 
@@ -274,6 +275,42 @@ class CatalogClient:
         self._call(lambda c: c.dropTable(path, if_exists, purge), idempotent=False)
 
 
+
+    # ------------------------------------------------------------ views
+
+    def list_views(self, database: str) -> list[str]:
+        path = wire.namespace_to_thrift(parse_namespace(database))
+        return self._call(lambda c: c.listViews(path))
+
+    def get_view(self, name: str) -> Table:
+        path = wire.object_to_thrift(parse_object(name))
+        return wire.table_from_thrift(self._call(lambda c: c.getView(path)))
+
+    def create_view(self, name: str, query: str, comment: str | None = None,
+                    properties: dict[str, str] | None = None, if_not_exists: bool = False) -> Table:
+        """Create a view; the daemon checks ``query`` against the catalog and stores it expanded."""
+        path = parse_object(name)
+        view = Table(name=path.name, database=path.database or "", catalog=path.catalog or "", format=None,
+                     kind=TableKind.VIEW, comment=comment, properties=dict(properties or {}), view_text=query)
+        created = self._call(lambda c: c.createView(wire.table_to_thrift(view), if_not_exists), idempotent=False)
+        return wire.table_from_thrift(created)
+
+    def alter_view(self, name: str, query: str | None = None, comment: str | None = None,
+                   set_properties: dict[str, str] | None = None,
+                   unset_properties: list[str] | None = None) -> Table:
+        path = wire.object_to_thrift(parse_object(name))
+        update = wire.view_update_to_thrift(ViewUpdate(query=query, comment=comment,
+                                                       set_properties=dict(set_properties or {}),
+                                                       unset_properties=list(unset_properties or [])))
+        return wire.table_from_thrift(self._call(lambda c: c.alterView(path, update), idempotent=False))
+
+    def rename_view(self, name: str, new_name: str, if_exists: bool = False) -> None:
+        path = wire.object_to_thrift(parse_object(name))
+        self._call(lambda c: c.renameView(path, new_name, if_exists), idempotent=False)
+
+    def drop_view(self, name: str, if_exists: bool = False) -> None:
+        path = wire.object_to_thrift(parse_object(name))
+        self._call(lambda c: c.dropView(path, if_exists), idempotent=False)
 
     # ------------------------------------------------------------ partitions
 

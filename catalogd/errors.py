@@ -52,6 +52,10 @@ class PartitionNotFoundError(NotFoundError):
     object_type = "partition"
 
 
+class ViewNotFoundError(NotFoundError):
+    object_type = "view"
+
+
 class AlreadyExistsError(CatalogError):
     """The object to create exists already."""
 
@@ -69,6 +73,10 @@ class TableAlreadyExistsError(AlreadyExistsError):
 
 class PartitionAlreadyExistsError(AlreadyExistsError):
     object_type = "partition"
+
+
+class ViewAlreadyExistsError(AlreadyExistsError):
+    object_type = "view"
 
 
 class DatabaseNotEmptyError(CatalogError):
@@ -147,8 +155,10 @@ for _cls in (
     TableNotFoundError,
     StageNotFoundError,
     PartitionNotFoundError,
+    ViewNotFoundError,
     AlreadyExistsError,
     PartitionAlreadyExistsError,
+    ViewAlreadyExistsError,
     DatabaseAlreadyExistsError,
     TableAlreadyExistsError,
 ):

@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from catalogd.catalog import load_catalog
 from catalogd.catalog.base import BaseCatalog, Catalog
 from catalogd.config import CatalogConfig, Config
-from catalogd.errors import CatalogNotFoundError, InvalidArgumentError, PermissionDeniedError
+from catalogd.errors import (
+    CatalogNotFoundError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    ViewAlreadyExistsError,
+    ViewNotFoundError,
+)
 from catalogd.model import (
     CatalogInfo,
+    Column,
     Database,
     DatabaseUpdate,
     Partition,
     Stage,
     StageRequest,
     Table,
+    TableKind,
     TableUpdate,
+    ViewUpdate,
 )
 from catalogd.names import NamespacePath, ObjectPath, split_name
 
@@ -184,6 +194,64 @@ class CatalogManager:
         catalog, db, name = self._object(path)
         self._writable(catalog)
         catalog.drop_table(db, name, ignore_if_not_exists, purge)
+
+    # ------------------------------------------------------------ views
+
+    def _expand(self, catalog: BaseCatalog, database: str, query: str) -> Any:
+        from catalogd.views import expand_view
+
+        def resolve(db: str, table: str) -> list[Column]:
+            found = catalog.get_table(db, table)
+            return [*found.columns, *found.partition_keys]
+
+        return expand_view(query, database, catalog.name, resolve)
+
+    def list_views(self, path: NamespacePath) -> list[str]:
+        catalog, db = self._namespace(path)
+        return catalog.list_views(db)
+
+    def get_view(self, path: ObjectPath) -> Table:
+        catalog, db, name = self._object(path)
+        return catalog.get_view(db, name)
+
+    def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
+        """Validate and expand ``view.view_text`` against the catalog, then create the view."""
+        catalog = self.catalog(view.catalog or None)
+        self._writable(catalog)
+        view.catalog = catalog.name
+        view.database = view.database or self._confs[catalog.name].default_database
+        view.kind = TableKind.VIEW
+        if ignore_if_exists:
+            try:
+                return catalog.get_view(view.database, view.name)
+            except ViewNotFoundError as e:
+                if catalog.table_exists(view.database, view.name):
+                    raise ViewAlreadyExistsError(
+                        f"{catalog.name}.{view.database}.{view.name} already exists and is a table, not a view"
+                    ) from e
+        expanded = self._expand(catalog, view.database, view.view_text or "")
+        view.view_text, view.view_expanded_text, view.columns = expanded.original, expanded.expanded, expanded.columns
+        return catalog.create_view(view, ignore_if_exists)
+
+    def alter_view(self, path: ObjectPath, update: ViewUpdate) -> Table:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.get_view(db, name)
+        if update.query is not None:
+            expanded = self._expand(catalog, db, update.query)
+            update.query, update.expanded_text, update.columns = (
+                expanded.original, expanded.expanded, expanded.columns)
+        return catalog.alter_view(db, name, update)
+
+    def rename_view(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.rename_view(db, name, new_name, ignore_if_not_exists)
+
+    def drop_view(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.drop_view(db, name, ignore_if_not_exists)
 
     # ------------------------------------------------------------ partitions
 

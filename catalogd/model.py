@@ -112,6 +112,9 @@ class Table:
     owner: str | None = None
     created: int | None = None  # seconds since the epoch, as HMS keeps it
     statistics: Statistics = field(default_factory=Statistics)
+    #: Views only: the query as written, and expanded (qualified, ``*`` replaced, quoted).
+    view_text: str | None = None
+    view_expanded_text: str | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -125,6 +128,22 @@ class DatabaseUpdate:
     comment: str | None = None
     set_properties: dict[str, str] = field(default_factory=dict)
     unset_properties: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ViewUpdate:
+    """Changes for alter_view; None leaves a field as it is.
+
+    ``query`` is what a user gives; the manager fills ``expanded_text`` and
+    ``columns`` from it before a catalog sees the update.
+    """
+
+    query: str | None = None
+    comment: str | None = None
+    set_properties: dict[str, str] = field(default_factory=dict)
+    unset_properties: list[str] = field(default_factory=list)
+    expanded_text: str | None = None
+    columns: list[Column] | None = None
 
 
 @dataclass

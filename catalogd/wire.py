@@ -22,6 +22,7 @@ from catalogd.model import (
     TableFormat,
     TableKind,
     TableUpdate,
+    ViewUpdate,
 )
 from catalogd.names import NamespacePath, ObjectPath
 
@@ -100,6 +101,8 @@ def table_to_thrift(table: Table) -> t.Table:
         owner=table.owner,
         created=table.created,
         statistics=statistics_to_thrift(table.statistics),
+        viewText=table.view_text,
+        viewExpandedText=table.view_expanded_text,
     )
 
 
@@ -140,7 +143,21 @@ def table_from_thrift(table: t.Table) -> Table:
         owner=table.owner,
         created=table.created,
         statistics=statistics_from_thrift(table.statistics),
+        view_text=table.viewText,
+        view_expanded_text=table.viewExpandedText,
     )
+
+
+def view_update_to_thrift(update: ViewUpdate) -> t.ViewUpdate:
+    return t.ViewUpdate(query=update.query, comment=update.comment, setProperties=dict(update.set_properties),
+                        unsetProperties=list(update.unset_properties))
+
+
+def view_update_from_thrift(update: t.ViewUpdate | None) -> ViewUpdate:
+    if update is None:
+        return ViewUpdate()
+    return ViewUpdate(query=update.query, comment=update.comment, set_properties=dict(update.setProperties or {}),
+                      unset_properties=list(update.unsetProperties or []))
 
 
 def database_update_to_thrift(update: DatabaseUpdate) -> t.DatabaseUpdate:

@@ -132,12 +132,23 @@ struct Table {
   11: optional string owner,
   12: optional i64 created,
   13: optional Statistics statistics,
+  // views: the query as written, and expanded (qualified, SELECT * replaced)
+  14: optional string viewText,
+  15: optional string viewExpandedText,
 }
 
 struct DatabaseUpdate {
   1: optional string comment,
   2: optional map<string, string> setProperties,
   3: optional list<string> unsetProperties,
+}
+
+// alterView: a new query is validated and expanded again.
+struct ViewUpdate {
+  1: optional string query,
+  2: optional string comment,
+  3: optional map<string, string> setProperties,
+  4: optional list<string> unsetProperties,
 }
 
 struct TableUpdate {
@@ -308,6 +319,29 @@ service CatalogService {
           6: Unsupported unsupported, 7: InternalError internal),
   void dropPartition(1: ObjectPath path, 2: map<string, string> spec, 3: bool ignoreIfNotExists,
                      4: bool purge)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+
+  // -- views. createView takes a Table whose viewText is the query; the daemon validates
+  // it against the catalog, expands it and derives the columns.
+  list<string> listViews(1: NamespacePath path)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  Table getView(1: ObjectPath path)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  Table createView(1: Table view, 2: bool ignoreIfExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+  Table alterView(1: ObjectPath path, 2: ViewUpdate update)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  void renameView(1: ObjectPath path, 2: string newName, 3: bool ignoreIfNotExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+  void dropView(1: ObjectPath path, 2: bool ignoreIfNotExists)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
 }

@@ -14,6 +14,7 @@ from catalogd.errors import (
     InvalidArgumentError,
     TableNotFoundError,
     UnsupportedError,
+    ViewNotFoundError,
 )
 from catalogd.model import (
     CatalogInfo,
@@ -25,6 +26,7 @@ from catalogd.model import (
     Table,
     TableKind,
     TableUpdate,
+    ViewUpdate,
 )
 
 #: Names of hidden staging tables start with this; no user table may.
@@ -174,6 +176,33 @@ class Catalog(abc.ABC):
             TableNotFoundError: it does not exist and ignore_if_not_exists is False.
         """
 
+    # ------------------------------------------------------------ views
+
+    def list_views(self, database: str) -> list[str]:
+        """List the names of the views (not tables) of a database, sorted.
+
+        Raises:
+            DatabaseNotFoundError: no database of that name.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no views")
+
+    def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
+        """Create a view: ``view.kind`` is VIEW, with columns, ``view_text`` and ``view_expanded_text``.
+
+        Raises:
+            ViewAlreadyExistsError: a view or table of that name exists (and ignore_if_exists
+                is False, or it is a table).
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no views")
+
+    def alter_view(self, database: str, name: str, update: ViewUpdate) -> Table:
+        """Change a view's query (already expanded), comment or properties.
+
+        Raises:
+            ViewNotFoundError: no such view.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no views")
+
     # ------------------------------------------------------------ partitions
     # Optional: a backend without them refuses with UnsupportedError.
 
@@ -302,6 +331,61 @@ class BaseCatalog(Catalog, abc.ABC):
         except TableNotFoundError:
             return False
         return True
+
+    def get_view(self, database: str, name: str) -> Table:
+        """A view (a table of that name is not one).
+
+        Raises:
+            ViewNotFoundError: no view of that name.
+        """
+        try:
+            table = self.get_table(database, name)
+        except TableNotFoundError as e:
+            raise ViewNotFoundError(f"view {self.name}.{database}.{name} does not exist") from e
+        if table.kind is not TableKind.VIEW:
+            raise ViewNotFoundError(f"{self.name}.{database}.{name} is a table, not a view")
+        return table
+
+    def rename_view(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        """Rename a view within its database.
+
+        Raises:
+            ViewNotFoundError: it does not exist and ignore_if_not_exists is False.
+            ViewAlreadyExistsError: the new name is taken.
+        """
+        from catalogd.errors import TableAlreadyExistsError, ViewAlreadyExistsError
+
+        try:
+            self.get_view(database, name)
+        except ViewNotFoundError:
+            if ignore_if_not_exists:
+                return
+            raise
+        try:
+            self.rename_table(database, name, new_name)
+        except TableAlreadyExistsError as e:
+            raise ViewAlreadyExistsError(f"{self.name}.{database}.{new_name} already exists") from e
+
+    def drop_view(self, database: str, name: str, ignore_if_not_exists: bool = False) -> None:
+        """Drop a view (never a table).
+
+        Raises:
+            ViewNotFoundError: it does not exist and ignore_if_not_exists is False.
+        """
+        try:
+            self.get_view(database, name)
+        except ViewNotFoundError:
+            if ignore_if_not_exists:
+                return
+            raise
+        self.drop_table(database, name)
+
+    @staticmethod
+    def check_new_view(view: Table) -> None:
+        if not view.columns or not view.view_text or not view.view_expanded_text:
+            raise InvalidArgumentError(f"view {view.database}.{view.name} needs a query, its expansion and columns")
+        if is_stage_table(view.name):
+            raise InvalidArgumentError(f"view name {view.name!r}: {STAGE_TABLE_PREFIX!r} is reserved")
 
     @staticmethod
     def check_new_table(table: Table) -> None:

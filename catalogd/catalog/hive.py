@@ -37,6 +37,8 @@ from catalogd.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedError,
+    ViewAlreadyExistsError,
+    ViewNotFoundError,
 )
 from catalogd.metastore.client import MetastoreClient, parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
@@ -53,6 +55,7 @@ from catalogd.model import (
     TableFormat,
     TableKind,
     TableUpdate,
+    ViewUpdate,
 )
 
 if TYPE_CHECKING:
@@ -452,6 +455,8 @@ class HiveCatalog(BaseCatalog):
             owner=tbl.owner,
             created=tbl.createTime,
             statistics=_statistics(tbl.parameters),
+            view_text=tbl.viewOriginalText if kind is TableKind.VIEW else None,
+            view_expanded_text=tbl.viewExpandedText if kind is TableKind.VIEW else None,
         )
 
     def _to_hms(self, table: Table) -> hms.Table:
@@ -589,6 +594,72 @@ class HiveCatalog(BaseCatalog):
                 raise
             return
         self.stager.purge_retired_for(database, name)
+
+    # ------------------------------------------------------------ views
+
+    def list_views(self, database: str) -> list[str]:
+        with self._translate(f"database {self.name}.{database}", DatabaseNotFoundError):
+            names = self._call("get_tables_by_type", database, "*", VIRTUAL_VIEW)
+            if not names:
+                self._call("get_database", database)
+        return sorted(names)
+
+    def _view_sd(self, columns: list[Column]) -> hms.StorageDescriptor:
+        # What Hive itself stores for a view: the columns, no location, SequenceFile placeholders.
+        return hms.StorageDescriptor(
+            cols=_field_schemas(columns), location=None,
+            inputFormat="org.apache.hadoop.mapred.SequenceFileInputFormat",
+            outputFormat="org.apache.hadoop.hive.ql.io.HiveSequenceFileOutputFormat",
+            compressed=False, numBuckets=-1,
+            serdeInfo=hms.SerDeInfo(name=None, serializationLib=LAZY_SIMPLE_SERDE, parameters={}),
+            bucketCols=[], sortCols=[], parameters={},
+        )
+
+    def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
+        self.check_new_view(view)
+        what = f"view {self.name}.{view.database}.{view.name}"
+        with self._translate(f"database {self.name}.{view.database}", DatabaseNotFoundError):
+            self._call("get_database", view.database)
+        params = dict(view.properties)
+        if view.comment:
+            params["comment"] = view.comment
+        tbl = hms.Table(
+            tableName=view.name, dbName=view.database, owner=self._username or view.owner,
+            createTime=int(time.time()), lastAccessTime=0, retention=0, sd=self._view_sd(view.columns),
+            partitionKeys=[], parameters=params, viewOriginalText=view.view_text,
+            viewExpandedText=view.view_expanded_text, tableType=VIRTUAL_VIEW,
+        )
+        try:
+            with self._translate(what, ViewNotFoundError, ViewAlreadyExistsError):
+                self._call("create_table", tbl, idempotent=False)
+        except ViewAlreadyExistsError:
+            existing = self._raw_table(view.database, view.name)
+            if existing.tableType != VIRTUAL_VIEW:
+                raise ViewAlreadyExistsError(
+                    f"{self.name}.{view.database}.{view.name} already exists and is a table, not a view"
+                ) from None
+            if not ignore_if_exists:
+                raise
+        return self.get_view(view.database, view.name)
+
+    def alter_view(self, database: str, name: str, update: ViewUpdate) -> Table:
+        what = f"view {self.name}.{database}.{name}"
+        self.get_view(database, name)
+        tbl = self._raw_table(database, name)
+        if update.expanded_text is not None and update.columns is not None and update.query is not None:
+            tbl.viewOriginalText = update.query
+            tbl.viewExpandedText = update.expanded_text
+            tbl.sd.cols = _field_schemas(update.columns)
+        params = dict(tbl.parameters or {})
+        if update.comment is not None:
+            params["comment"] = update.comment
+        params.update(update.set_properties)
+        for key in update.unset_properties:
+            params.pop(key, None)
+        tbl.parameters = params
+        with self._translate(what, ViewNotFoundError):
+            self._call("alter_table", database, name, tbl, idempotent=False)
+        return self.get_view(database, name)
 
     # ------------------------------------------------------------ partitions
 

@@ -15,8 +15,9 @@ from catalogd.errors import (
     InvalidArgumentError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    ViewAlreadyExistsError,
 )
-from catalogd.model import CatalogInfo, Column, Database, DatabaseUpdate, Table, TableKind, TableUpdate
+from catalogd.model import CatalogInfo, Column, Database, DatabaseUpdate, Table, TableKind, TableUpdate, ViewUpdate
 
 
 def _normalized(columns: list[Column]) -> list[Column]:
@@ -186,3 +187,44 @@ class MemoryCatalog(BaseCatalog):
                     return
                 raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
             del tables[name]
+
+    # ------------------------------------------------------------ views
+
+    def list_views(self, database: str) -> list[str]:
+        with self._lock:
+            return sorted(n for n, t in self._tables_of(database).items() if t.kind == TableKind.VIEW)
+
+    def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
+        self.check_new_view(view)
+        with self._lock:
+            tables = self._tables_of(view.database)
+            existing = tables.get(view.name)
+            if existing is not None:
+                if existing.kind != TableKind.VIEW:
+                    raise ViewAlreadyExistsError(
+                        f"{self.name}.{view.database}.{view.name} already exists and is a table, not a view"
+                    )
+                if ignore_if_exists:
+                    return copy.deepcopy(existing)
+                raise ViewAlreadyExistsError(f"view {self.name}.{view.database}.{view.name} already exists")
+            stored = copy.deepcopy(view)
+            stored.catalog, stored.kind, stored.format, stored.location = self.name, TableKind.VIEW, None, None
+            stored.columns = _normalized(view.columns)
+            stored.partition_keys = []
+            stored.created = int(time.time())
+            tables[view.name] = stored
+            return copy.deepcopy(stored)
+
+    def alter_view(self, database: str, name: str, update: ViewUpdate) -> Table:
+        with self._lock:
+            self.get_view(database, name)
+            view = self._tables_of(database)[name]
+            if update.expanded_text is not None and update.columns is not None and update.query is not None:
+                view.view_text, view.view_expanded_text = update.query, update.expanded_text
+                view.columns = _normalized(update.columns)
+            if update.comment is not None:
+                view.comment = update.comment
+            view.properties.update(update.set_properties)
+            for key in update.unset_properties:
+                view.properties.pop(key, None)
+            return copy.deepcopy(view)

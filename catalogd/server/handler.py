@@ -170,6 +170,36 @@ class CatalogHandler:
     def dropTable(self, path: t.ObjectPath, ignoreIfNotExists: bool, purge: bool) -> None:
         self.manager.drop_table(_object(path), bool(ignoreIfNotExists), bool(purge))
 
+    # -- views
+
+    @_rpc
+    def listViews(self, path: t.NamespacePath) -> list[str]:
+        return self.manager.list_views(_namespace(path))
+
+    @_rpc
+    def getView(self, path: t.ObjectPath) -> t.Table:
+        return wire.table_to_thrift(self.manager.get_view(_object(path)))
+
+    @_rpc
+    def createView(self, view: t.Table, ignoreIfExists: bool) -> t.Table:
+        tbl = wire.table_from_thrift(view)
+        tbl.name = _name(tbl.name, "view")
+        tbl.database = _name(tbl.database, "database") if tbl.database else ""
+        tbl.catalog = _name(tbl.catalog, "catalog") if tbl.catalog else ""
+        return wire.table_to_thrift(self.manager.create_view(tbl, bool(ignoreIfExists)))
+
+    @_rpc
+    def alterView(self, path: t.ObjectPath, update: t.ViewUpdate) -> t.Table:
+        return wire.table_to_thrift(self.manager.alter_view(_object(path), wire.view_update_from_thrift(update)))
+
+    @_rpc
+    def renameView(self, path: t.ObjectPath, newName: str, ignoreIfNotExists: bool) -> None:
+        self.manager.rename_view(_object(path), _name(newName, "new view name"), bool(ignoreIfNotExists))
+
+    @_rpc
+    def dropView(self, path: t.ObjectPath, ignoreIfNotExists: bool) -> None:
+        self.manager.drop_view(_object(path), bool(ignoreIfNotExists))
+
     # -- partitions
 
     @_rpc

@@ -237,6 +237,59 @@ class Iface(object):
         """
         pass
 
+    def listViews(self, path):
+        """
+        Parameters:
+         - path
+
+        """
+        pass
+
+    def getView(self, path):
+        """
+        Parameters:
+         - path
+
+        """
+        pass
+
+    def createView(self, view, ignoreIfExists):
+        """
+        Parameters:
+         - view
+         - ignoreIfExists
+
+        """
+        pass
+
+    def alterView(self, path, update):
+        """
+        Parameters:
+         - path
+         - update
+
+        """
+        pass
+
+    def renameView(self, path, newName, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - newName
+         - ignoreIfNotExists
+
+        """
+        pass
+
+    def dropView(self, path, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - ignoreIfNotExists
+
+        """
+        pass
+
 
 class Client(Iface):
     def __init__(self, iprot, oprot=None):
@@ -1377,6 +1430,280 @@ class Client(Iface):
             raise result.internal
         return
 
+    def listViews(self, path):
+        """
+        Parameters:
+         - path
+
+        """
+        self.send_listViews(path)
+        return self.recv_listViews()
+
+    def send_listViews(self, path):
+        self._oprot.writeMessageBegin('listViews', TMessageType.CALL, self._seqid)
+        args = listViews_args()
+        args.path = path
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_listViews(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = listViews_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "listViews failed: unknown result")
+
+    def getView(self, path):
+        """
+        Parameters:
+         - path
+
+        """
+        self.send_getView(path)
+        return self.recv_getView()
+
+    def send_getView(self, path):
+        self._oprot.writeMessageBegin('getView', TMessageType.CALL, self._seqid)
+        args = getView_args()
+        args.path = path
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_getView(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = getView_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "getView failed: unknown result")
+
+    def createView(self, view, ignoreIfExists):
+        """
+        Parameters:
+         - view
+         - ignoreIfExists
+
+        """
+        self.send_createView(view, ignoreIfExists)
+        return self.recv_createView()
+
+    def send_createView(self, view, ignoreIfExists):
+        self._oprot.writeMessageBegin('createView', TMessageType.CALL, self._seqid)
+        args = createView_args()
+        args.view = view
+        args.ignoreIfExists = ignoreIfExists
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_createView(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = createView_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "createView failed: unknown result")
+
+    def alterView(self, path, update):
+        """
+        Parameters:
+         - path
+         - update
+
+        """
+        self.send_alterView(path, update)
+        return self.recv_alterView()
+
+    def send_alterView(self, path, update):
+        self._oprot.writeMessageBegin('alterView', TMessageType.CALL, self._seqid)
+        args = alterView_args()
+        args.path = path
+        args.update = update
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_alterView(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = alterView_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "alterView failed: unknown result")
+
+    def renameView(self, path, newName, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - newName
+         - ignoreIfNotExists
+
+        """
+        self.send_renameView(path, newName, ignoreIfNotExists)
+        self.recv_renameView()
+
+    def send_renameView(self, path, newName, ignoreIfNotExists):
+        self._oprot.writeMessageBegin('renameView', TMessageType.CALL, self._seqid)
+        args = renameView_args()
+        args.path = path
+        args.newName = newName
+        args.ignoreIfNotExists = ignoreIfNotExists
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_renameView(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = renameView_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        return
+
+    def dropView(self, path, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - ignoreIfNotExists
+
+        """
+        self.send_dropView(path, ignoreIfNotExists)
+        self.recv_dropView()
+
+    def send_dropView(self, path, ignoreIfNotExists):
+        self._oprot.writeMessageBegin('dropView', TMessageType.CALL, self._seqid)
+        args = dropView_args()
+        args.path = path
+        args.ignoreIfNotExists = ignoreIfNotExists
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_dropView(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = dropView_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        return
+
 
 class Processor(Iface, TProcessor):
     def __init__(self, handler):
@@ -1408,6 +1735,12 @@ class Processor(Iface, TProcessor):
         self._processMap["getPartition"] = Processor.process_getPartition
         self._processMap["addPartition"] = Processor.process_addPartition
         self._processMap["dropPartition"] = Processor.process_dropPartition
+        self._processMap["listViews"] = Processor.process_listViews
+        self._processMap["getView"] = Processor.process_getView
+        self._processMap["createView"] = Processor.process_createView
+        self._processMap["alterView"] = Processor.process_alterView
+        self._processMap["renameView"] = Processor.process_renameView
+        self._processMap["dropView"] = Processor.process_dropView
         self._on_message_begin = None
 
     def on_message_begin(self, func):
@@ -2454,6 +2787,258 @@ class Processor(Iface, TProcessor):
         oprot.writeMessageEnd()
         oprot.trans.flush()
 
+    def process_listViews(self, seqid, iprot, oprot):
+        args = listViews_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = listViews_result()
+        try:
+            result.success = self._handler.listViews(args.path)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("listViews", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_getView(self, seqid, iprot, oprot):
+        args = getView_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = getView_result()
+        try:
+            result.success = self._handler.getView(args.path)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("getView", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_createView(self, seqid, iprot, oprot):
+        args = createView_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = createView_result()
+        try:
+            result.success = self._handler.createView(args.view, args.ignoreIfExists)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("createView", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_alterView(self, seqid, iprot, oprot):
+        args = alterView_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = alterView_result()
+        try:
+            result.success = self._handler.alterView(args.path, args.update)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("alterView", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_renameView(self, seqid, iprot, oprot):
+        args = renameView_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = renameView_result()
+        try:
+            self._handler.renameView(args.path, args.newName, args.ignoreIfNotExists)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("renameView", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_dropView(self, seqid, iprot, oprot):
+        args = dropView_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = dropView_result()
+        try:
+            self._handler.dropView(args.path, args.ignoreIfNotExists)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("dropView", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
 # HELPER FUNCTIONS AND STRUCTURES
 
 
@@ -2629,11 +3214,11 @@ class listCatalogs_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype134, _size131) = iprot.readListBegin()
-                    for _i135 in range(_size131):
-                        _elem136 = CatalogInfo()
-                        _elem136.read(iprot)
-                        self.success.append(_elem136)
+                    (_etype150, _size147) = iprot.readListBegin()
+                    for _i151 in range(_size147):
+                        _elem152 = CatalogInfo()
+                        _elem152.read(iprot)
+                        self.success.append(_elem152)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2655,8 +3240,8 @@ class listCatalogs_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter137 in self.success:
-                iter137.write(oprot)
+            for iter153 in self.success:
+                iter153.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.internal is not None:
@@ -2941,10 +3526,10 @@ class listDatabases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype141, _size138) = iprot.readListBegin()
-                    for _i142 in range(_size138):
-                        _elem143 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem143)
+                    (_etype157, _size154) = iprot.readListBegin()
+                    for _i158 in range(_size154):
+                        _elem159 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem159)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2986,8 +3571,8 @@ class listDatabases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter144 in self.success:
-                oprot.writeString(iter144.encode('utf-8') if sys.version_info[0] == 2 else iter144)
+            for iter160 in self.success:
+                oprot.writeString(iter160.encode('utf-8') if sys.version_info[0] == 2 else iter160)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -4142,10 +4727,10 @@ class listTables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype148, _size145) = iprot.readListBegin()
-                    for _i149 in range(_size145):
-                        _elem150 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem150)
+                    (_etype164, _size161) = iprot.readListBegin()
+                    for _i165 in range(_size161):
+                        _elem166 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem166)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -4187,8 +4772,8 @@ class listTables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter151 in self.success:
-                oprot.writeString(iter151.encode('utf-8') if sys.version_info[0] == 2 else iter151)
+            for iter167 in self.success:
+                oprot.writeString(iter167.encode('utf-8') if sys.version_info[0] == 2 else iter167)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -6580,11 +7165,11 @@ class listStages_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype155, _size152) = iprot.readListBegin()
-                    for _i156 in range(_size152):
-                        _elem157 = Stage()
-                        _elem157.read(iprot)
-                        self.success.append(_elem157)
+                    (_etype171, _size168) = iprot.readListBegin()
+                    for _i172 in range(_size168):
+                        _elem173 = Stage()
+                        _elem173.read(iprot)
+                        self.success.append(_elem173)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6626,8 +7211,8 @@ class listStages_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter158 in self.success:
-                iter158.write(oprot)
+            for iter174 in self.success:
+                iter174.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -6787,11 +7372,11 @@ class listPartitions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype162, _size159) = iprot.readListBegin()
-                    for _i163 in range(_size159):
-                        _elem164 = Partition()
-                        _elem164.read(iprot)
-                        self.success.append(_elem164)
+                    (_etype178, _size175) = iprot.readListBegin()
+                    for _i179 in range(_size175):
+                        _elem180 = Partition()
+                        _elem180.read(iprot)
+                        self.success.append(_elem180)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6838,8 +7423,8 @@ class listPartitions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter165 in self.success:
-                iter165.write(oprot)
+            for iter181 in self.success:
+                iter181.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -6925,11 +7510,11 @@ class getPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype167, _vtype168, _size166) = iprot.readMapBegin()
-                    for _i170 in range(_size166):
-                        _key171 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val172 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key171] = _val172
+                    (_ktype183, _vtype184, _size182) = iprot.readMapBegin()
+                    for _i186 in range(_size182):
+                        _key187 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val188 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key187] = _val188
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -6950,9 +7535,9 @@ class getPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter173, viter174 in self.spec.items():
-                oprot.writeString(kiter173.encode('utf-8') if sys.version_info[0] == 2 else kiter173)
-                oprot.writeString(viter174.encode('utf-8') if sys.version_info[0] == 2 else viter174)
+            for kiter189, viter190 in self.spec.items():
+                oprot.writeString(kiter189.encode('utf-8') if sys.version_info[0] == 2 else kiter189)
+                oprot.writeString(viter190.encode('utf-8') if sys.version_info[0] == 2 else viter190)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -7148,11 +7733,11 @@ class addPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype176, _vtype177, _size175) = iprot.readMapBegin()
-                    for _i179 in range(_size175):
-                        _key180 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val181 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key180] = _val181
+                    (_ktype192, _vtype193, _size191) = iprot.readMapBegin()
+                    for _i195 in range(_size191):
+                        _key196 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val197 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key196] = _val197
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -7183,9 +7768,9 @@ class addPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter182, viter183 in self.spec.items():
-                oprot.writeString(kiter182.encode('utf-8') if sys.version_info[0] == 2 else kiter182)
-                oprot.writeString(viter183.encode('utf-8') if sys.version_info[0] == 2 else viter183)
+            for kiter198, viter199 in self.spec.items():
+                oprot.writeString(kiter198.encode('utf-8') if sys.version_info[0] == 2 else kiter198)
+                oprot.writeString(viter199.encode('utf-8') if sys.version_info[0] == 2 else viter199)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.location is not None:
@@ -7403,11 +7988,11 @@ class dropPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype185, _vtype186, _size184) = iprot.readMapBegin()
-                    for _i188 in range(_size184):
-                        _key189 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val190 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key189] = _val190
+                    (_ktype201, _vtype202, _size200) = iprot.readMapBegin()
+                    for _i204 in range(_size200):
+                        _key205 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val206 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key205] = _val206
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -7438,9 +8023,9 @@ class dropPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter191, viter192 in self.spec.items():
-                oprot.writeString(kiter191.encode('utf-8') if sys.version_info[0] == 2 else kiter191)
-                oprot.writeString(viter192.encode('utf-8') if sys.version_info[0] == 2 else viter192)
+            for kiter207, viter208 in self.spec.items():
+                oprot.writeString(kiter207.encode('utf-8') if sys.version_info[0] == 2 else kiter207)
+                oprot.writeString(viter208.encode('utf-8') if sys.version_info[0] == 2 else viter208)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.ignoreIfNotExists is not None:
@@ -7589,6 +8174,1256 @@ class dropPartition_result(object):
         return not (self == other)
 all_structs.append(dropPartition_result)
 dropPartition_result.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class listViews_args(object):
+    """
+    Attributes:
+     - path
+
+    """
+
+
+    def __init__(self, path=None,):
+        self.path = path
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = NamespacePath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listViews_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listViews_args)
+listViews_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [NamespacePath, None], None, ),  # 1
+)
+
+
+class listViews_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.LIST:
+                    self.success = []
+                    (_etype212, _size209) = iprot.readListBegin()
+                    for _i213 in range(_size209):
+                        _elem214 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem214)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listViews_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.LIST, 0)
+            oprot.writeListBegin(TType.STRING, len(self.success))
+            for iter215 in self.success:
+                oprot.writeString(iter215.encode('utf-8') if sys.version_info[0] == 2 else iter215)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listViews_result)
+listViews_result.thrift_spec = (
+    (0, TType.LIST, 'success', (TType.STRING, 'UTF8', False), None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class getView_args(object):
+    """
+    Attributes:
+     - path
+
+    """
+
+
+    def __init__(self, path=None,):
+        self.path = path
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getView_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getView_args)
+getView_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+)
+
+
+class getView_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Table()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getView_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getView_result)
+getView_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Table, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class createView_args(object):
+    """
+    Attributes:
+     - view
+     - ignoreIfExists
+
+    """
+
+
+    def __init__(self, view=None, ignoreIfExists=None,):
+        self.view = view
+        self.ignoreIfExists = ignoreIfExists
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.view = Table()
+                    self.view.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.ignoreIfExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('createView_args')
+        if self.view is not None:
+            oprot.writeFieldBegin('view', TType.STRUCT, 1)
+            self.view.write(oprot)
+            oprot.writeFieldEnd()
+        if self.ignoreIfExists is not None:
+            oprot.writeFieldBegin('ignoreIfExists', TType.BOOL, 2)
+            oprot.writeBool(self.ignoreIfExists)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(createView_args)
+createView_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'view', [Table, None], None, ),  # 1
+    (2, TType.BOOL, 'ignoreIfExists', None, None, ),  # 2
+)
+
+
+class createView_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Table()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('createView_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 7)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(createView_result)
+createView_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Table, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
+    (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+)
+
+
+class alterView_args(object):
+    """
+    Attributes:
+     - path
+     - update
+
+    """
+
+
+    def __init__(self, path=None, update=None,):
+        self.path = path
+        self.update = update
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.update = ViewUpdate()
+                    self.update.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('alterView_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.update is not None:
+            oprot.writeFieldBegin('update', TType.STRUCT, 2)
+            self.update.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(alterView_args)
+alterView_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.STRUCT, 'update', [ViewUpdate, None], None, ),  # 2
+)
+
+
+class alterView_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = Table()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('alterView_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(alterView_result)
+alterView_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [Table, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class renameView_args(object):
+    """
+    Attributes:
+     - path
+     - newName
+     - ignoreIfNotExists
+
+    """
+
+
+    def __init__(self, path=None, newName=None, ignoreIfNotExists=None,):
+        self.path = path
+        self.newName = newName
+        self.ignoreIfNotExists = ignoreIfNotExists
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.newName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.BOOL:
+                    self.ignoreIfNotExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('renameView_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.newName is not None:
+            oprot.writeFieldBegin('newName', TType.STRING, 2)
+            oprot.writeString(self.newName.encode('utf-8') if sys.version_info[0] == 2 else self.newName)
+            oprot.writeFieldEnd()
+        if self.ignoreIfNotExists is not None:
+            oprot.writeFieldBegin('ignoreIfNotExists', TType.BOOL, 3)
+            oprot.writeBool(self.ignoreIfNotExists)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(renameView_args)
+renameView_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.STRING, 'newName', 'UTF8', None, ),  # 2
+    (3, TType.BOOL, 'ignoreIfNotExists', None, None, ),  # 3
+)
+
+
+class renameView_result(object):
+    """
+    Attributes:
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('renameView_result')
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 7)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(renameView_result)
+renameView_result.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
+    (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+)
+
+
+class dropView_args(object):
+    """
+    Attributes:
+     - path
+     - ignoreIfNotExists
+
+    """
+
+
+    def __init__(self, path=None, ignoreIfNotExists=None,):
+        self.path = path
+        self.ignoreIfNotExists = ignoreIfNotExists
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.ignoreIfNotExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dropView_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.ignoreIfNotExists is not None:
+            oprot.writeFieldBegin('ignoreIfNotExists', TType.BOOL, 2)
+            oprot.writeBool(self.ignoreIfNotExists)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dropView_args)
+dropView_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.BOOL, 'ignoreIfNotExists', None, None, ),  # 2
+)
+
+
+class dropView_result(object):
+    """
+    Attributes:
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dropView_result')
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dropView_result)
+dropView_result.thrift_spec = (
     None,  # 0
     (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
     (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2

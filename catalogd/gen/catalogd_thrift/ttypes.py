@@ -1515,11 +1515,13 @@ class Table(object):
      - owner
      - created
      - statistics
+     - viewText
+     - viewExpandedText
 
     """
 
 
-    def __init__(self, name=None, database=None, catalog=None, columns=None, partitionKeys=None, format=None, location=None, kind=    1, comment=None, properties=None, owner=None, created=None, statistics=None,):
+    def __init__(self, name=None, database=None, catalog=None, columns=None, partitionKeys=None, format=None, location=None, kind=    1, comment=None, properties=None, owner=None, created=None, statistics=None, viewText=None, viewExpandedText=None,):
         self.name = name
         self.database = database
         self.catalog = catalog
@@ -1533,6 +1535,8 @@ class Table(object):
         self.owner = owner
         self.created = created
         self.statistics = statistics
+        self.viewText = viewText
+        self.viewExpandedText = viewExpandedText
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1627,6 +1631,16 @@ class Table(object):
                     self.statistics.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 14:
+                if ftype == TType.STRING:
+                    self.viewText = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 15:
+                if ftype == TType.STRING:
+                    self.viewExpandedText = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1698,6 +1712,14 @@ class Table(object):
         if self.statistics is not None:
             oprot.writeFieldBegin('statistics', TType.STRUCT, 13)
             self.statistics.write(oprot)
+            oprot.writeFieldEnd()
+        if self.viewText is not None:
+            oprot.writeFieldBegin('viewText', TType.STRING, 14)
+            oprot.writeString(self.viewText.encode('utf-8') if sys.version_info[0] == 2 else self.viewText)
+            oprot.writeFieldEnd()
+        if self.viewExpandedText is not None:
+            oprot.writeFieldBegin('viewExpandedText', TType.STRING, 15)
+            oprot.writeString(self.viewExpandedText.encode('utf-8') if sys.version_info[0] == 2 else self.viewExpandedText)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -1818,6 +1840,114 @@ class DatabaseUpdate(object):
         return not (self == other)
 
 
+class ViewUpdate(object):
+    """
+    Attributes:
+     - query
+     - comment
+     - setProperties
+     - unsetProperties
+
+    """
+
+
+    def __init__(self, query=None, comment=None, setProperties=None, unsetProperties=None,):
+        self.query = query
+        self.comment = comment
+        self.setProperties = setProperties
+        self.unsetProperties = unsetProperties
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.query = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.comment = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.MAP:
+                    self.setProperties = {}
+                    (_ktype72, _vtype73, _size71) = iprot.readMapBegin()
+                    for _i75 in range(_size71):
+                        _key76 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val77 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.setProperties[_key76] = _val77
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.unsetProperties = []
+                    (_etype81, _size78) = iprot.readListBegin()
+                    for _i82 in range(_size78):
+                        _elem83 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.unsetProperties.append(_elem83)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ViewUpdate')
+        if self.query is not None:
+            oprot.writeFieldBegin('query', TType.STRING, 1)
+            oprot.writeString(self.query.encode('utf-8') if sys.version_info[0] == 2 else self.query)
+            oprot.writeFieldEnd()
+        if self.comment is not None:
+            oprot.writeFieldBegin('comment', TType.STRING, 2)
+            oprot.writeString(self.comment.encode('utf-8') if sys.version_info[0] == 2 else self.comment)
+            oprot.writeFieldEnd()
+        if self.setProperties is not None:
+            oprot.writeFieldBegin('setProperties', TType.MAP, 3)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.setProperties))
+            for kiter84, viter85 in self.setProperties.items():
+                oprot.writeString(kiter84.encode('utf-8') if sys.version_info[0] == 2 else kiter84)
+                oprot.writeString(viter85.encode('utf-8') if sys.version_info[0] == 2 else viter85)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.unsetProperties is not None:
+            oprot.writeFieldBegin('unsetProperties', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRING, len(self.unsetProperties))
+            for iter86 in self.unsetProperties:
+                oprot.writeString(iter86.encode('utf-8') if sys.version_info[0] == 2 else iter86)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
 class TableUpdate(object):
     """
     Attributes:
@@ -1852,32 +1982,32 @@ class TableUpdate(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.setProperties = {}
-                    (_ktype72, _vtype73, _size71) = iprot.readMapBegin()
-                    for _i75 in range(_size71):
-                        _key76 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val77 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.setProperties[_key76] = _val77
+                    (_ktype88, _vtype89, _size87) = iprot.readMapBegin()
+                    for _i91 in range(_size87):
+                        _key92 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val93 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.setProperties[_key92] = _val93
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.unsetProperties = []
-                    (_etype81, _size78) = iprot.readListBegin()
-                    for _i82 in range(_size78):
-                        _elem83 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.unsetProperties.append(_elem83)
+                    (_etype97, _size94) = iprot.readListBegin()
+                    for _i98 in range(_size94):
+                        _elem99 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.unsetProperties.append(_elem99)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.addColumns = []
-                    (_etype87, _size84) = iprot.readListBegin()
-                    for _i88 in range(_size84):
-                        _elem89 = Column()
-                        _elem89.read(iprot)
-                        self.addColumns.append(_elem89)
+                    (_etype103, _size100) = iprot.readListBegin()
+                    for _i104 in range(_size100):
+                        _elem105 = Column()
+                        _elem105.read(iprot)
+                        self.addColumns.append(_elem105)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -1898,23 +2028,23 @@ class TableUpdate(object):
         if self.setProperties is not None:
             oprot.writeFieldBegin('setProperties', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.setProperties))
-            for kiter90, viter91 in self.setProperties.items():
-                oprot.writeString(kiter90.encode('utf-8') if sys.version_info[0] == 2 else kiter90)
-                oprot.writeString(viter91.encode('utf-8') if sys.version_info[0] == 2 else viter91)
+            for kiter106, viter107 in self.setProperties.items():
+                oprot.writeString(kiter106.encode('utf-8') if sys.version_info[0] == 2 else kiter106)
+                oprot.writeString(viter107.encode('utf-8') if sys.version_info[0] == 2 else viter107)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.unsetProperties is not None:
             oprot.writeFieldBegin('unsetProperties', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.unsetProperties))
-            for iter92 in self.unsetProperties:
-                oprot.writeString(iter92.encode('utf-8') if sys.version_info[0] == 2 else iter92)
+            for iter108 in self.unsetProperties:
+                oprot.writeString(iter108.encode('utf-8') if sys.version_info[0] == 2 else iter108)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.addColumns is not None:
             oprot.writeFieldBegin('addColumns', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.addColumns))
-            for iter93 in self.addColumns:
-                iter93.write(oprot)
+            for iter109 in self.addColumns:
+                iter109.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -1985,22 +2115,22 @@ class StageRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.columns = []
-                    (_etype97, _size94) = iprot.readListBegin()
-                    for _i98 in range(_size94):
-                        _elem99 = Column()
-                        _elem99.read(iprot)
-                        self.columns.append(_elem99)
+                    (_etype113, _size110) = iprot.readListBegin()
+                    for _i114 in range(_size110):
+                        _elem115 = Column()
+                        _elem115.read(iprot)
+                        self.columns.append(_elem115)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype103, _size100) = iprot.readListBegin()
-                    for _i104 in range(_size100):
-                        _elem105 = Column()
-                        _elem105.read(iprot)
-                        self.partitionKeys.append(_elem105)
+                    (_etype119, _size116) = iprot.readListBegin()
+                    for _i120 in range(_size116):
+                        _elem121 = Column()
+                        _elem121.read(iprot)
+                        self.partitionKeys.append(_elem121)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2012,11 +2142,11 @@ class StageRequest(object):
             elif fid == 6:
                 if ftype == TType.MAP:
                     self.properties = {}
-                    (_ktype107, _vtype108, _size106) = iprot.readMapBegin()
-                    for _i110 in range(_size106):
-                        _key111 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val112 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.properties[_key111] = _val112
+                    (_ktype123, _vtype124, _size122) = iprot.readMapBegin()
+                    for _i126 in range(_size122):
+                        _key127 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val128 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key127] = _val128
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -2056,15 +2186,15 @@ class StageRequest(object):
         if self.columns is not None:
             oprot.writeFieldBegin('columns', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.columns))
-            for iter113 in self.columns:
-                iter113.write(oprot)
+            for iter129 in self.columns:
+                iter129.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter114 in self.partitionKeys:
-                iter114.write(oprot)
+            for iter130 in self.partitionKeys:
+                iter130.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.format is not None:
@@ -2074,9 +2204,9 @@ class StageRequest(object):
         if self.properties is not None:
             oprot.writeFieldBegin('properties', TType.MAP, 6)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
-            for kiter115, viter116 in self.properties.items():
-                oprot.writeString(kiter115.encode('utf-8') if sys.version_info[0] == 2 else kiter115)
-                oprot.writeString(viter116.encode('utf-8') if sys.version_info[0] == 2 else viter116)
+            for kiter131, viter132 in self.properties.items():
+                oprot.writeString(kiter131.encode('utf-8') if sys.version_info[0] == 2 else kiter131)
+                oprot.writeString(viter132.encode('utf-8') if sys.version_info[0] == 2 else viter132)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.comment is not None:
@@ -2206,22 +2336,22 @@ class Stage(object):
             elif fid == 10:
                 if ftype == TType.LIST:
                     self.columns = []
-                    (_etype120, _size117) = iprot.readListBegin()
-                    for _i121 in range(_size117):
-                        _elem122 = Column()
-                        _elem122.read(iprot)
-                        self.columns.append(_elem122)
+                    (_etype136, _size133) = iprot.readListBegin()
+                    for _i137 in range(_size133):
+                        _elem138 = Column()
+                        _elem138.read(iprot)
+                        self.columns.append(_elem138)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 11:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype126, _size123) = iprot.readListBegin()
-                    for _i127 in range(_size123):
-                        _elem128 = Column()
-                        _elem128.read(iprot)
-                        self.partitionKeys.append(_elem128)
+                    (_etype142, _size139) = iprot.readListBegin()
+                    for _i143 in range(_size139):
+                        _elem144 = Column()
+                        _elem144.read(iprot)
+                        self.partitionKeys.append(_elem144)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2284,15 +2414,15 @@ class Stage(object):
         if self.columns is not None:
             oprot.writeFieldBegin('columns', TType.LIST, 10)
             oprot.writeListBegin(TType.STRUCT, len(self.columns))
-            for iter129 in self.columns:
-                iter129.write(oprot)
+            for iter145 in self.columns:
+                iter145.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 11)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter130 in self.partitionKeys:
-                iter130.write(oprot)
+            for iter146 in self.partitionKeys:
+                iter146.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.format is not None:
@@ -2449,6 +2579,8 @@ Table.thrift_spec = (
     (11, TType.STRING, 'owner', 'UTF8', None, ),  # 11
     (12, TType.I64, 'created', None, None, ),  # 12
     (13, TType.STRUCT, 'statistics', [Statistics, None], None, ),  # 13
+    (14, TType.STRING, 'viewText', 'UTF8', None, ),  # 14
+    (15, TType.STRING, 'viewExpandedText', 'UTF8', None, ),  # 15
 )
 all_structs.append(DatabaseUpdate)
 DatabaseUpdate.thrift_spec = (
@@ -2456,6 +2588,14 @@ DatabaseUpdate.thrift_spec = (
     (1, TType.STRING, 'comment', 'UTF8', None, ),  # 1
     (2, TType.MAP, 'setProperties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 2
     (3, TType.LIST, 'unsetProperties', (TType.STRING, 'UTF8', False), None, ),  # 3
+)
+all_structs.append(ViewUpdate)
+ViewUpdate.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'query', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'comment', 'UTF8', None, ),  # 2
+    (3, TType.MAP, 'setProperties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 3
+    (4, TType.LIST, 'unsetProperties', (TType.STRING, 'UTF8', False), None, ),  # 4
 )
 all_structs.append(TableUpdate)
 TableUpdate.thrift_spec = (
