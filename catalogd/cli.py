@@ -18,7 +18,7 @@ from rich.table import Table as RichTable
 
 from catalogd import __version__
 from catalogd.errors import EXIT_USAGE, CatalogError, UsageError
-from catalogd.model import CatalogInfo, Database, Partition, Stage, Statistics, Table
+from catalogd.model import CatalogInfo, Database, Function, Partition, Stage, Statistics, Table
 
 # Piped output is read by scripts and people alike: never cut a cell to fit 80 columns.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 1000)
@@ -428,6 +428,123 @@ def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool) -> None:
         emit_json({"dropped": name})
     else:
         click.echo(f"dropped table {name}")
+
+
+# ---------------------------------------------------------------- functions
+
+def function_json(function: Function) -> dict[str, Any]:
+    return {
+        "catalog": function.catalog,
+        "database": function.database,
+        "name": function.name,
+        "class_name": function.class_name,
+        "language": function.language.value,
+        "resources": [{"type": r.type, "uri": r.uri} for r in function.resources],
+        "owner": function.owner,
+        "created": function.created,
+    }
+
+
+def _show_function(ctx: Context, function: Function) -> None:
+    if ctx.as_json:
+        emit_json(function_json(function))
+        return
+    print_fields([("function", function.qualified_name), ("class", function.class_name),
+                  ("language", function.language.value), ("owner", function.owner)])
+    if function.resources:
+        out.print()
+        print_rows(["resource", "uri"], [[r.type, r.uri] for r in function.resources])
+
+
+_LANGUAGES = click.Choice(["java", "scala", "python"], case_sensitive=False)
+
+
+@cli.group()
+def function() -> None:
+    """Functions: list, create, describe, alter, rename, drop."""
+
+
+@function.command("list")
+@click.argument("database", metavar="CATALOG.DB")
+@pass_ctx
+def function_list(ctx: Context, database: str) -> None:
+    """List the functions of a database."""
+    print_names(ctx, ctx.client.list_functions(database), "function")
+
+
+@function.command("create")
+@click.argument("name", metavar="CATALOG.DB.F")
+@click.option("--class", "class_name", required=True, metavar="CLASS",
+              help="A JVM class (java, scala), or module:function (python).")
+@click.option("--language", default="java", show_default=True, type=_LANGUAGES)
+@click.option("--resource", "resources", multiple=True, metavar="URI",
+              help="A jar, file or archive the function needs (typed by extension, or jar:URI / archive:URI); "
+                   "repeatable.")
+@click.option("--if-not-exists", is_flag=True, help="Succeed if it exists already.")
+@pass_ctx
+def function_create(ctx: Context, name: str, class_name: str, language: str, resources: tuple[str, ...],
+                    if_not_exists: bool) -> None:
+    """Create a function."""
+    _show_function(ctx, ctx.client.create_function(name, class_name, language, list(resources), if_not_exists))
+
+
+@function.command("describe")
+@click.argument("name", metavar="CATALOG.DB.F")
+@pass_ctx
+def function_describe(ctx: Context, name: str) -> None:
+    """Show a function: class, language, resources."""
+    _show_function(ctx, ctx.client.get_function(name))
+
+
+@function.command("alter")
+@click.argument("name", metavar="CATALOG.DB.F")
+@click.option("--class", "class_name", metavar="CLASS", help="New class [default: unchanged].")
+@click.option("--language", type=_LANGUAGES, help="New language [default: unchanged].")
+@click.option("--resource", "resources", multiple=True, metavar="URI",
+              help="Replaces every resource; repeatable [default: unchanged].")
+@click.option("--no-resources", is_flag=True, help="Remove every resource.")
+@pass_ctx
+def function_alter(ctx: Context, name: str, class_name: str | None, language: str | None,
+                   resources: tuple[str, ...], no_resources: bool) -> None:
+    """Change a function's class, language or resources."""
+    if class_name is None and language is None and not resources and not no_resources:
+        raise UsageError("nothing to change: give --class, --language, --resource or --no-resources")
+    if resources and no_resources:
+        raise UsageError("--resource and --no-resources contradict each other")
+    current = ctx.client.get_function(name)
+    if no_resources:
+        kept: list[Any] = []
+    else:
+        kept = list(resources) if resources else list(current.resources)
+    _show_function(ctx, ctx.client.alter_function(name, class_name or current.class_name,
+                                                  language or current.language, kept))
+
+
+@function.command("rename")
+@click.argument("name", metavar="CATALOG.DB.F")
+@click.argument("new_name", metavar="NEW_NAME")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@pass_ctx
+def function_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
+    """Rename a function within its database."""
+    ctx.client.rename_function(name, new_name, if_exists)
+    if ctx.as_json:
+        emit_json({"renamed": name, "to": new_name})
+    else:
+        click.echo(f"renamed function {name} to {new_name}")
+
+
+@function.command("drop")
+@click.argument("name", metavar="CATALOG.DB.F")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@pass_ctx
+def function_drop(ctx: Context, name: str, if_exists: bool) -> None:
+    """Drop a function."""
+    ctx.client.drop_function(name, if_exists)
+    if ctx.as_json:
+        emit_json({"dropped": name})
+    else:
+        click.echo(f"dropped function {name}")
 
 
 # ---------------------------------------------------------------- views

@@ -30,7 +30,10 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Function,
+    FunctionLanguage,
     Partition,
+    Resource,
     Stage,
     StagePurpose,
     StageRequest,
@@ -276,6 +279,51 @@ class CatalogClient:
 
 
 
+    # ------------------------------------------------------------ functions
+
+    def list_functions(self, database: str) -> list[str]:
+        path = wire.namespace_to_thrift(parse_namespace(database))
+        return self._call(lambda c: c.listFunctions(path))
+
+    def get_function(self, name: str) -> Function:
+        path = wire.object_to_thrift(parse_object(name))
+        return wire.function_from_thrift(self._call(lambda c: c.getFunction(path)))
+
+    def create_function(self, name: str, class_name: str, language: str | FunctionLanguage = "java",
+                        resources: list[str | Resource] | None = None, if_not_exists: bool = False) -> Function:
+        """Create a function.
+
+        Args:
+            class_name: a JVM class (java, scala), or ``module:function`` (python).
+            resources: ``jar:URI``, ``file:URI``, ``archive:URI`` or a bare URI (type from
+                its extension: .jar, .zip/.tar.gz/.tgz archives, else file), or Resources.
+        """
+        path = parse_object(name)
+        function = Function(name=path.name, database=path.database or "", catalog=path.catalog or "",
+                            class_name=class_name, language=_language(language),
+                            resources=[parse_resource(r) for r in resources or []])
+        thrift = wire.function_to_thrift(function)
+        return wire.function_from_thrift(self._call(lambda c: c.createFunction(thrift, if_not_exists),
+                                                    idempotent=False))
+
+    def alter_function(self, name: str, class_name: str, language: str | FunctionLanguage = "java",
+                       resources: list[str | Resource] | None = None) -> Function:
+        """Replace a function's class, language and resources."""
+        path = parse_object(name)
+        function = Function(name=path.name, database=path.database or "", class_name=class_name,
+                            language=_language(language), resources=[parse_resource(r) for r in resources or []])
+        thrift_path, thrift = wire.object_to_thrift(path), wire.function_to_thrift(function)
+        return wire.function_from_thrift(self._call(lambda c: c.alterFunction(thrift_path, thrift),
+                                                    idempotent=False))
+
+    def rename_function(self, name: str, new_name: str, if_exists: bool = False) -> None:
+        path = wire.object_to_thrift(parse_object(name))
+        self._call(lambda c: c.renameFunction(path, new_name, if_exists), idempotent=False)
+
+    def drop_function(self, name: str, if_exists: bool = False) -> None:
+        path = wire.object_to_thrift(parse_object(name))
+        self._call(lambda c: c.dropFunction(path, if_exists), idempotent=False)
+
     # ------------------------------------------------------------ views
 
     def list_views(self, database: str) -> list[str]:
@@ -412,6 +460,33 @@ class CatalogClient:
     def list_stages(self, catalog: str | None = None) -> list[Stage]:
         name = parse_catalog(catalog) if catalog else ""
         return [wire.stage_from_thrift(s) for s in self._call(lambda c: c.listStages(name))]
+
+
+def _language(value: str | FunctionLanguage) -> FunctionLanguage:
+    return value if isinstance(value, FunctionLanguage) else FunctionLanguage.parse(value)
+
+
+def parse_resource(value: str | Resource) -> Resource:
+    """A URI typed by its extension (.jar; .zip, .tar.gz, .tgz, .tar archives; else file), or
+    with the type first: ``jar:hdfs:///udfs/x``, ``archive:s3a://b/env`` (``file:`` is a URI scheme).
+
+    Raises:
+        InvalidArgumentError: an empty URI.
+    """
+    if isinstance(value, Resource):
+        return value
+    text = value.strip()
+    kind, sep, rest = text.partition(":")
+    if sep and kind.lower() in ("jar", "archive") and rest.strip():
+        return Resource(kind.lower(), rest.strip())
+    if not text:
+        raise InvalidArgumentError("an empty resource URI")
+    lower = text.lower()
+    if lower.endswith(".jar"):
+        return Resource("jar", text)
+    if lower.endswith((".zip", ".tar.gz", ".tgz", ".tar")):
+        return Resource("archive", text)
+    return Resource("file", text)
 
 
 def parse_partition_spec(spec: dict[str, str] | str | list[str] | tuple[str, ...]) -> dict[str, str]:

@@ -56,6 +56,10 @@ class ViewNotFoundError(NotFoundError):
     object_type = "view"
 
 
+class FunctionNotFoundError(NotFoundError):
+    object_type = "function"
+
+
 class AlreadyExistsError(CatalogError):
     """The object to create exists already."""
 
@@ -77,6 +81,10 @@ class PartitionAlreadyExistsError(AlreadyExistsError):
 
 class ViewAlreadyExistsError(AlreadyExistsError):
     object_type = "view"
+
+
+class FunctionAlreadyExistsError(AlreadyExistsError):
+    object_type = "function"
 
 
 class DatabaseNotEmptyError(CatalogError):
@@ -156,9 +164,11 @@ for _cls in (
     StageNotFoundError,
     PartitionNotFoundError,
     ViewNotFoundError,
+    FunctionNotFoundError,
     AlreadyExistsError,
     PartitionAlreadyExistsError,
     ViewAlreadyExistsError,
+    FunctionAlreadyExistsError,
     DatabaseAlreadyExistsError,
     TableAlreadyExistsError,
 ):

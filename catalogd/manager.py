@@ -21,6 +21,7 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Function,
     Partition,
     Stage,
     StageRequest,
@@ -194,6 +195,38 @@ class CatalogManager:
         catalog, db, name = self._object(path)
         self._writable(catalog)
         catalog.drop_table(db, name, ignore_if_not_exists, purge)
+
+    # ------------------------------------------------------------ functions
+
+    def list_functions(self, path: NamespacePath) -> list[str]:
+        catalog, db = self._namespace(path)
+        return catalog.list_functions(db)
+
+    def get_function(self, path: ObjectPath) -> Function:
+        catalog, db, name = self._object(path)
+        return catalog.get_function(db, name)
+
+    def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
+        catalog = self.catalog(function.catalog or None)
+        self._writable(catalog)
+        function.catalog = catalog.name
+        function.database = function.database or self._confs[catalog.name].default_database
+        return catalog.create_function(function, ignore_if_exists)
+
+    def alter_function(self, path: ObjectPath, function: Function) -> Function:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        return catalog.alter_function(db, name, function)
+
+    def rename_function(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.rename_function(db, name, new_name, ignore_if_not_exists)
+
+    def drop_function(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
+        catalog, db, name = self._object(path)
+        self._writable(catalog)
+        catalog.drop_function(db, name, ignore_if_not_exists)
 
     # ------------------------------------------------------------ views
 

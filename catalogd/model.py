@@ -130,6 +130,48 @@ class DatabaseUpdate:
     unset_properties: list[str] = field(default_factory=list)
 
 
+class FunctionLanguage(enum.StrEnum):
+    JAVA = "java"
+    SCALA = "scala"
+    PYTHON = "python"
+
+    @classmethod
+    def parse(cls, value: str) -> FunctionLanguage:
+        from catalogd.errors import InvalidArgumentError
+
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            choices = ", ".join(f.value for f in cls)
+            raise InvalidArgumentError(f"unknown function language {value!r}; use one of {choices}") from None
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A file a function needs: ``type`` is jar, file or archive."""
+
+    type: str
+    uri: str
+
+
+@dataclass
+class Function:
+    """A catalog function: a JVM class (java, scala) or a Python ``module:function``."""
+
+    name: str
+    database: str
+    catalog: str = ""
+    class_name: str = ""
+    language: FunctionLanguage = FunctionLanguage.JAVA
+    resources: list[Resource] = field(default_factory=list)
+    owner: str | None = None
+    created: int | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.catalog}.{self.database}.{self.name}"
+
+
 @dataclass
 class ViewUpdate:
     """Changes for alter_view; None leaves a field as it is.

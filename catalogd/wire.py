@@ -12,7 +12,10 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Function,
+    FunctionLanguage,
     Partition,
+    Resource,
     Stage,
     StagePurpose,
     StageRequest,
@@ -146,6 +149,23 @@ def table_from_thrift(table: t.Table) -> Table:
         view_text=table.viewText,
         view_expanded_text=table.viewExpandedText,
     )
+
+
+def function_to_thrift(function: Function) -> t.Function:
+    return t.Function(name=function.name, database=function.database or None, catalog=function.catalog or None,
+                      className=function.class_name, language=function.language.value,
+                      resources=[t.Resource(type=r.type, uri=r.uri) for r in function.resources],
+                      owner=function.owner, created=function.created)
+
+
+def function_from_thrift(function: t.Function) -> Function:
+    if function is None or not function.name:
+        raise errors.InvalidArgumentError("a function name is required")
+    return Function(name=function.name, database=function.database or "", catalog=function.catalog or "",
+                    class_name=function.className or "",
+                    language=FunctionLanguage.parse(function.language or "java"),
+                    resources=[Resource((r.type or "").strip().lower(), r.uri or "") for r in function.resources or []],
+                    owner=function.owner, created=function.created)
 
 
 def view_update_to_thrift(update: ViewUpdate) -> t.ViewUpdate:

@@ -143,6 +143,25 @@ struct DatabaseUpdate {
   3: optional list<string> unsetProperties,
 }
 
+struct Resource {
+  // jar | file | archive
+  1: required string type,
+  2: required string uri,
+}
+
+struct Function {
+  1: required string name,
+  2: optional string database,
+  3: optional string catalog,
+  // a JVM class (java, scala) or module:function (python)
+  4: required string className,
+  // java | scala | python
+  5: optional string language = "java",
+  6: optional list<Resource> resources,
+  7: optional string owner,
+  8: optional i64 created,
+}
+
 // alterView: a new query is validated and expanded again.
 struct ViewUpdate {
   1: optional string query,
@@ -342,6 +361,29 @@ service CatalogService {
           4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
           6: Unsupported unsupported, 7: InternalError internal),
   void dropView(1: ObjectPath path, 2: bool ignoreIfNotExists)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+
+  // -- functions
+  list<string> listFunctions(1: NamespacePath path)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  Function getFunction(1: ObjectPath path)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  Function createFunction(1: Function function, 2: bool ignoreIfExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+  // replaces class, language and resources
+  Function alterFunction(1: ObjectPath path, 2: Function function)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  void renameFunction(1: ObjectPath path, 2: string newName, 3: bool ignoreIfNotExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+  void dropFunction(1: ObjectPath path, 2: bool ignoreIfNotExists)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
 }

@@ -20,6 +20,7 @@ from catalogd.model import (
     CatalogInfo,
     Database,
     DatabaseUpdate,
+    Function,
     Partition,
     Stage,
     StageRequest,
@@ -175,6 +176,57 @@ class Catalog(abc.ABC):
         Raises:
             TableNotFoundError: it does not exist and ignore_if_not_exists is False.
         """
+
+    # ------------------------------------------------------------ functions
+
+    def list_functions(self, database: str) -> list[str]:
+        """The names of a database's functions, sorted.
+
+        Raises:
+            DatabaseNotFoundError: no database of that name.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} has no functions")
+
+    def get_function(self, database: str, name: str) -> Function:
+        """Raises: FunctionNotFoundError."""
+        raise UnsupportedError(f"catalog {self.name!r} has no functions")
+
+    def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
+        """Raises: FunctionAlreadyExistsError (unless ignore_if_exists), DatabaseNotFoundError."""
+        raise UnsupportedError(f"catalog {self.name!r} has no functions")
+
+    def alter_function(self, database: str, name: str, function: Function) -> Function:
+        """Replace a function's class, language and resources. Raises: FunctionNotFoundError."""
+        raise UnsupportedError(f"catalog {self.name!r} has no functions")
+
+    def rename_function(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        """Raises: FunctionNotFoundError, FunctionAlreadyExistsError."""
+        raise UnsupportedError(f"catalog {self.name!r} has no functions")
+
+    def drop_function(self, database: str, name: str, ignore_if_not_exists: bool = False) -> None:
+        """Raises: FunctionNotFoundError (unless ignore_if_not_exists)."""
+        raise UnsupportedError(f"catalog {self.name!r} has no functions")
+
+    @staticmethod
+    def check_function(function: Function) -> None:
+        """A class name that fits the language, and resources of a known type."""
+        from catalogd.model import FunctionLanguage
+
+        what = f"function {function.database}.{function.name}"
+        cls = function.class_name.strip()
+        if not cls:
+            raise InvalidArgumentError(f"{what} needs a class (java, scala) or module:function (python)")
+        if function.language is FunctionLanguage.PYTHON:
+            module, sep, attr = cls.partition(":")
+            if not sep or not module or not attr or not all(p.isidentifier() for p in [*module.split("."), attr]):
+                raise InvalidArgumentError(f"{what}: a python function is module:function, got {cls!r}")
+        elif not all(p.isidentifier() for p in cls.replace("$", "_").split(".")):
+            raise InvalidArgumentError(f"{what}: {cls!r} is not a JVM class name")
+        for resource in function.resources:
+            if resource.type not in ("jar", "file", "archive"):
+                raise InvalidArgumentError(f"{what}: resource type {resource.type!r}: use jar, file or archive")
+            if not resource.uri.strip():
+                raise InvalidArgumentError(f"{what}: an empty resource URI")
 
     # ------------------------------------------------------------ views
 

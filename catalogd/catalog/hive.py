@@ -28,6 +28,8 @@ from catalogd.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
+    FunctionAlreadyExistsError,
+    FunctionNotFoundError,
     InvalidArgumentError,
     MetastoreUnavailableError,
     NotFoundError,
@@ -47,6 +49,8 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    Function,
+    FunctionLanguage,
     Partition,
     Stage,
     StageRequest,
@@ -73,6 +77,11 @@ TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 #: (``spark.sql.sources.schema`` itself and its ``.part.N`` etc. keys, and the
 #: data source provider, which ``format`` already tells).
 HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX, spark_schema.PROVIDER)
+
+
+PYTHON_PREFIX = "python:"
+_RESOURCE_TYPES = {"jar": hms.ResourceType.JAR, "file": hms.ResourceType.FILE, "archive": hms.ResourceType.ARCHIVE}
+_RESOURCE_NAMES = {v: k for k, v in _RESOURCE_TYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -594,6 +603,101 @@ class HiveCatalog(BaseCatalog):
                 raise
             return
         self.stager.purge_retired_for(database, name)
+
+    # ------------------------------------------------------------ functions
+    # HMS knows JVM functions only: a Python one is kept as class "python:module:function"
+    # (Spark never loads it; catalogd.spark.register_functions does). Scala classes are JVM
+    # classes, stored and reported as java.
+
+    def _to_hms_function(self, function: Function) -> hms.Function:
+        cls = function.class_name.strip()
+        if function.language is FunctionLanguage.PYTHON:
+            cls = PYTHON_PREFIX + cls
+        return hms.Function(
+            functionName=function.name, dbName=function.database, className=cls,
+            ownerName=self._username or function.owner, ownerType=hms.PrincipalType.USER,
+            createTime=int(time.time()), functionType=hms.FunctionType.JAVA,
+            resourceUris=[hms.ResourceUri(resourceType=_RESOURCE_TYPES[r.type], uri=r.uri)
+                          for r in function.resources],
+        )
+
+    def _to_function(self, fn: hms.Function) -> Function:
+        from catalogd.model import Resource
+
+        cls = fn.className or ""
+        language = FunctionLanguage.JAVA
+        if cls.startswith(PYTHON_PREFIX):
+            cls, language = cls[len(PYTHON_PREFIX):], FunctionLanguage.PYTHON
+        return Function(
+            name=fn.functionName, database=fn.dbName, catalog=self.name, class_name=cls, language=language,
+            resources=[Resource(_RESOURCE_NAMES.get(r.resourceType, "file"), r.uri) for r in fn.resourceUris or []],
+            owner=fn.ownerName, created=fn.createTime,
+        )
+
+    def list_functions(self, database: str) -> list[str]:
+        with self._translate(f"database {self.name}.{database}", DatabaseNotFoundError):
+            self._call("get_database", database)
+            return sorted(self._call("get_functions", database, "*"))
+
+    def get_function(self, database: str, name: str) -> Function:
+        what = f"function {self.name}.{database}.{name}"
+        with self._translate(what, FunctionNotFoundError):
+            return self._to_function(self._call("get_function", database, name))
+
+    def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
+        self.check_function(function)
+        what = f"function {self.name}.{function.database}.{function.name}"
+        with self._translate(f"database {self.name}.{function.database}", DatabaseNotFoundError):
+            self._call("get_database", function.database)
+        try:
+            with self._translate(what, FunctionNotFoundError, FunctionAlreadyExistsError):
+                self._call("create_function", self._to_hms_function(function), idempotent=False)
+        except FunctionAlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+        return self.get_function(function.database, function.name)
+
+    def alter_function(self, database: str, name: str, function: Function) -> Function:
+        self.check_function(function)
+        current = self.get_function(database, name)
+        function.name, function.database = name, database
+        new = self._to_hms_function(function)
+        new.createTime = current.created
+        what = f"function {self.name}.{database}.{name}"
+        with self._translate(what, FunctionNotFoundError, FunctionAlreadyExistsError):
+            if function.resources != current.resources:
+                # HMS 2.3's alter_function keeps the old resource URIs: replace the function.
+                self._call("drop_function", database, name, idempotent=False)
+                self._call("create_function", new, idempotent=False)
+            else:
+                self._call("alter_function", database, name, new, idempotent=False)
+        return self.get_function(database, name)
+
+    def rename_function(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        try:
+            current = self.get_function(database, name)
+        except FunctionNotFoundError:
+            if ignore_if_not_exists:
+                return
+            raise
+        try:
+            self.get_function(database, new_name)
+            raise FunctionAlreadyExistsError(f"function {self.name}.{database}.{new_name} already exists")
+        except FunctionNotFoundError:
+            pass
+        new = self._to_hms_function(current)
+        new.functionName, new.createTime = new_name, current.created
+        with self._translate(f"function {self.name}.{database}.{name}", FunctionNotFoundError,
+                             FunctionAlreadyExistsError):
+            self._call("alter_function", database, name, new, idempotent=False)
+
+    def drop_function(self, database: str, name: str, ignore_if_not_exists: bool = False) -> None:
+        try:
+            with self._translate(f"function {self.name}.{database}.{name}", FunctionNotFoundError):
+                self._call("drop_function", database, name, idempotent=False)
+        except FunctionNotFoundError:
+            if not ignore_if_not_exists:
+                raise
 
     # ------------------------------------------------------------ views
 

@@ -12,12 +12,24 @@ from catalogd.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
+    FunctionAlreadyExistsError,
+    FunctionNotFoundError,
     InvalidArgumentError,
     TableAlreadyExistsError,
     TableNotFoundError,
     ViewAlreadyExistsError,
 )
-from catalogd.model import CatalogInfo, Column, Database, DatabaseUpdate, Table, TableKind, TableUpdate, ViewUpdate
+from catalogd.model import (
+    CatalogInfo,
+    Column,
+    Database,
+    DatabaseUpdate,
+    Function,
+    Table,
+    TableKind,
+    TableUpdate,
+    ViewUpdate,
+)
 
 
 def _normalized(columns: list[Column]) -> list[Column]:
@@ -32,6 +44,7 @@ class MemoryCatalog(BaseCatalog):
         self._lock = threading.RLock()
         self._databases: dict[str, Database] = {}
         self._tables: dict[str, dict[str, Table]] = {}
+        self._functions: dict[tuple[str, str], Function] = {}
         self.default_database = default_database
         self.create_database(Database(name=default_database, comment="default database"), ignore_if_exists=True)
 
@@ -102,6 +115,7 @@ class MemoryCatalog(BaseCatalog):
                     "drop it with cascade"
                 )
             del self._databases[name]
+            self._functions = {k: v for k, v in self._functions.items() if k[0] != name}
             del self._tables[name]
 
     # ------------------------------------------------------------ tables
@@ -228,3 +242,58 @@ class MemoryCatalog(BaseCatalog):
             for key in update.unset_properties:
                 view.properties.pop(key, None)
             return copy.deepcopy(view)
+
+    # ------------------------------------------------------------ functions
+
+    def list_functions(self, database: str) -> list[str]:
+        with self._lock:
+            self._tables_of(database)
+            return sorted(n for d, n in self._functions if d == database)
+
+    def get_function(self, database: str, name: str) -> Function:
+        with self._lock:
+            found = self._functions.get((database, name))
+            if found is None:
+                raise FunctionNotFoundError(f"function {self.name}.{database}.{name} does not exist")
+            return copy.deepcopy(found)
+
+    def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
+        self.check_function(function)
+        with self._lock:
+            self._tables_of(function.database)
+            key = (function.database, function.name)
+            if key in self._functions:
+                if ignore_if_exists:
+                    return copy.deepcopy(self._functions[key])
+                raise FunctionAlreadyExistsError(
+                    f"function {self.name}.{function.database}.{function.name} already exists")
+            stored = copy.deepcopy(function)
+            stored.catalog, stored.created = self.name, int(time.time())
+            self._functions[key] = stored
+            return copy.deepcopy(stored)
+
+    def alter_function(self, database: str, name: str, function: Function) -> Function:
+        self.check_function(function)
+        with self._lock:
+            current = self.get_function(database, name)
+            stored = copy.deepcopy(function)
+            stored.name, stored.database, stored.catalog, stored.created = name, database, self.name, current.created
+            self._functions[(database, name)] = stored
+            return copy.deepcopy(stored)
+
+    def rename_function(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        with self._lock:
+            if (database, name) not in self._functions:
+                if ignore_if_not_exists:
+                    return
+                raise FunctionNotFoundError(f"function {self.name}.{database}.{name} does not exist")
+            if (database, new_name) in self._functions:
+                raise FunctionAlreadyExistsError(f"function {self.name}.{database}.{new_name} already exists")
+            function = self._functions.pop((database, name))
+            function.name = new_name
+            self._functions[(database, new_name)] = function
+
+    def drop_function(self, database: str, name: str, ignore_if_not_exists: bool = False) -> None:
+        with self._lock:
+            if self._functions.pop((database, name), None) is None and not ignore_if_not_exists:
+                raise FunctionNotFoundError(f"function {self.name}.{database}.{name} does not exist")

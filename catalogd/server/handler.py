@@ -170,6 +170,37 @@ class CatalogHandler:
     def dropTable(self, path: t.ObjectPath, ignoreIfNotExists: bool, purge: bool) -> None:
         self.manager.drop_table(_object(path), bool(ignoreIfNotExists), bool(purge))
 
+    # -- functions
+
+    @_rpc
+    def listFunctions(self, path: t.NamespacePath) -> list[str]:
+        return self.manager.list_functions(_namespace(path))
+
+    @_rpc
+    def getFunction(self, path: t.ObjectPath) -> t.Function:
+        return wire.function_to_thrift(self.manager.get_function(_object(path)))
+
+    @_rpc
+    def createFunction(self, function: t.Function, ignoreIfExists: bool) -> t.Function:
+        fn = wire.function_from_thrift(function)
+        fn.name = _name(fn.name, "function")
+        fn.database = _name(fn.database, "database") if fn.database else ""
+        fn.catalog = _name(fn.catalog, "catalog") if fn.catalog else ""
+        return wire.function_to_thrift(self.manager.create_function(fn, bool(ignoreIfExists)))
+
+    @_rpc
+    def alterFunction(self, path: t.ObjectPath, function: t.Function) -> t.Function:
+        fn = wire.function_from_thrift(function)
+        return wire.function_to_thrift(self.manager.alter_function(_object(path), fn))
+
+    @_rpc
+    def renameFunction(self, path: t.ObjectPath, newName: str, ignoreIfNotExists: bool) -> None:
+        self.manager.rename_function(_object(path), _name(newName, "new function name"), bool(ignoreIfNotExists))
+
+    @_rpc
+    def dropFunction(self, path: t.ObjectPath, ignoreIfNotExists: bool) -> None:
+        self.manager.drop_function(_object(path), bool(ignoreIfNotExists))
+
     # -- views
 
     @_rpc

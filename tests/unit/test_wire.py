@@ -122,9 +122,9 @@ def test_simple_errors_map_to_their_idl_exception(error: errors.CatalogError, ex
 @pytest.mark.parametrize(
     ("exc", "expected"),
     [
-        (t.NotFound(message="m", objectType="function"), errors.NotFoundError),  # unknown object type
+        (t.NotFound(message="m", objectType="widget"), errors.NotFoundError),  # unknown object type
         (t.NotFound(message="m"), errors.NotFoundError),  # none given
-        (t.AlreadyExists(message="m", objectType="function"), errors.AlreadyExistsError),
+        (t.AlreadyExists(message="m", objectType="widget"), errors.AlreadyExistsError),
         (t.AlreadyExists(message="m"), errors.AlreadyExistsError),
     ],
 )

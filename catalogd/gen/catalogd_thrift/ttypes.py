@@ -1840,6 +1840,225 @@ class DatabaseUpdate(object):
         return not (self == other)
 
 
+class Resource(object):
+    """
+    Attributes:
+     - type
+     - uri
+
+    """
+
+
+    def __init__(self, type=None, uri=None,):
+        self.type = type
+        self.uri = uri
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.type = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.uri = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('Resource')
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.STRING, 1)
+            oprot.writeString(self.type.encode('utf-8') if sys.version_info[0] == 2 else self.type)
+            oprot.writeFieldEnd()
+        if self.uri is not None:
+            oprot.writeFieldBegin('uri', TType.STRING, 2)
+            oprot.writeString(self.uri.encode('utf-8') if sys.version_info[0] == 2 else self.uri)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.type is None:
+            raise TProtocolException(message='Required field type is unset!')
+        if self.uri is None:
+            raise TProtocolException(message='Required field uri is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class Function(object):
+    """
+    Attributes:
+     - name
+     - database
+     - catalog
+     - className
+     - language
+     - resources
+     - owner
+     - created
+
+    """
+
+
+    def __init__(self, name=None, database=None, catalog=None, className=None, language="java", resources=None, owner=None, created=None,):
+        self.name = name
+        self.database = database
+        self.catalog = catalog
+        self.className = className
+        self.language = language
+        self.resources = resources
+        self.owner = owner
+        self.created = created
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.database = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.catalog = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.className = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.language = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.LIST:
+                    self.resources = []
+                    (_etype74, _size71) = iprot.readListBegin()
+                    for _i75 in range(_size71):
+                        _elem76 = Resource()
+                        _elem76.read(iprot)
+                        self.resources.append(_elem76)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRING:
+                    self.owner = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.I64:
+                    self.created = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('Function')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.database is not None:
+            oprot.writeFieldBegin('database', TType.STRING, 2)
+            oprot.writeString(self.database.encode('utf-8') if sys.version_info[0] == 2 else self.database)
+            oprot.writeFieldEnd()
+        if self.catalog is not None:
+            oprot.writeFieldBegin('catalog', TType.STRING, 3)
+            oprot.writeString(self.catalog.encode('utf-8') if sys.version_info[0] == 2 else self.catalog)
+            oprot.writeFieldEnd()
+        if self.className is not None:
+            oprot.writeFieldBegin('className', TType.STRING, 4)
+            oprot.writeString(self.className.encode('utf-8') if sys.version_info[0] == 2 else self.className)
+            oprot.writeFieldEnd()
+        if self.language is not None:
+            oprot.writeFieldBegin('language', TType.STRING, 5)
+            oprot.writeString(self.language.encode('utf-8') if sys.version_info[0] == 2 else self.language)
+            oprot.writeFieldEnd()
+        if self.resources is not None:
+            oprot.writeFieldBegin('resources', TType.LIST, 6)
+            oprot.writeListBegin(TType.STRUCT, len(self.resources))
+            for iter77 in self.resources:
+                iter77.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.owner is not None:
+            oprot.writeFieldBegin('owner', TType.STRING, 7)
+            oprot.writeString(self.owner.encode('utf-8') if sys.version_info[0] == 2 else self.owner)
+            oprot.writeFieldEnd()
+        if self.created is not None:
+            oprot.writeFieldBegin('created', TType.I64, 8)
+            oprot.writeI64(self.created)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.name is None:
+            raise TProtocolException(message='Required field name is unset!')
+        if self.className is None:
+            raise TProtocolException(message='Required field className is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
 class ViewUpdate(object):
     """
     Attributes:
@@ -1879,21 +2098,21 @@ class ViewUpdate(object):
             elif fid == 3:
                 if ftype == TType.MAP:
                     self.setProperties = {}
-                    (_ktype72, _vtype73, _size71) = iprot.readMapBegin()
-                    for _i75 in range(_size71):
-                        _key76 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val77 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.setProperties[_key76] = _val77
+                    (_ktype79, _vtype80, _size78) = iprot.readMapBegin()
+                    for _i82 in range(_size78):
+                        _key83 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val84 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.setProperties[_key83] = _val84
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.unsetProperties = []
-                    (_etype81, _size78) = iprot.readListBegin()
-                    for _i82 in range(_size78):
-                        _elem83 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.unsetProperties.append(_elem83)
+                    (_etype88, _size85) = iprot.readListBegin()
+                    for _i89 in range(_size85):
+                        _elem90 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.unsetProperties.append(_elem90)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -1918,16 +2137,16 @@ class ViewUpdate(object):
         if self.setProperties is not None:
             oprot.writeFieldBegin('setProperties', TType.MAP, 3)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.setProperties))
-            for kiter84, viter85 in self.setProperties.items():
-                oprot.writeString(kiter84.encode('utf-8') if sys.version_info[0] == 2 else kiter84)
-                oprot.writeString(viter85.encode('utf-8') if sys.version_info[0] == 2 else viter85)
+            for kiter91, viter92 in self.setProperties.items():
+                oprot.writeString(kiter91.encode('utf-8') if sys.version_info[0] == 2 else kiter91)
+                oprot.writeString(viter92.encode('utf-8') if sys.version_info[0] == 2 else viter92)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.unsetProperties is not None:
             oprot.writeFieldBegin('unsetProperties', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.unsetProperties))
-            for iter86 in self.unsetProperties:
-                oprot.writeString(iter86.encode('utf-8') if sys.version_info[0] == 2 else iter86)
+            for iter93 in self.unsetProperties:
+                oprot.writeString(iter93.encode('utf-8') if sys.version_info[0] == 2 else iter93)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -1982,32 +2201,32 @@ class TableUpdate(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.setProperties = {}
-                    (_ktype88, _vtype89, _size87) = iprot.readMapBegin()
-                    for _i91 in range(_size87):
-                        _key92 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val93 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.setProperties[_key92] = _val93
+                    (_ktype95, _vtype96, _size94) = iprot.readMapBegin()
+                    for _i98 in range(_size94):
+                        _key99 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val100 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.setProperties[_key99] = _val100
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.unsetProperties = []
-                    (_etype97, _size94) = iprot.readListBegin()
-                    for _i98 in range(_size94):
-                        _elem99 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.unsetProperties.append(_elem99)
+                    (_etype104, _size101) = iprot.readListBegin()
+                    for _i105 in range(_size101):
+                        _elem106 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.unsetProperties.append(_elem106)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.addColumns = []
-                    (_etype103, _size100) = iprot.readListBegin()
-                    for _i104 in range(_size100):
-                        _elem105 = Column()
-                        _elem105.read(iprot)
-                        self.addColumns.append(_elem105)
+                    (_etype110, _size107) = iprot.readListBegin()
+                    for _i111 in range(_size107):
+                        _elem112 = Column()
+                        _elem112.read(iprot)
+                        self.addColumns.append(_elem112)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2028,23 +2247,23 @@ class TableUpdate(object):
         if self.setProperties is not None:
             oprot.writeFieldBegin('setProperties', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.setProperties))
-            for kiter106, viter107 in self.setProperties.items():
-                oprot.writeString(kiter106.encode('utf-8') if sys.version_info[0] == 2 else kiter106)
-                oprot.writeString(viter107.encode('utf-8') if sys.version_info[0] == 2 else viter107)
+            for kiter113, viter114 in self.setProperties.items():
+                oprot.writeString(kiter113.encode('utf-8') if sys.version_info[0] == 2 else kiter113)
+                oprot.writeString(viter114.encode('utf-8') if sys.version_info[0] == 2 else viter114)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.unsetProperties is not None:
             oprot.writeFieldBegin('unsetProperties', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.unsetProperties))
-            for iter108 in self.unsetProperties:
-                oprot.writeString(iter108.encode('utf-8') if sys.version_info[0] == 2 else iter108)
+            for iter115 in self.unsetProperties:
+                oprot.writeString(iter115.encode('utf-8') if sys.version_info[0] == 2 else iter115)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.addColumns is not None:
             oprot.writeFieldBegin('addColumns', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.addColumns))
-            for iter109 in self.addColumns:
-                iter109.write(oprot)
+            for iter116 in self.addColumns:
+                iter116.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -2115,22 +2334,22 @@ class StageRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.columns = []
-                    (_etype113, _size110) = iprot.readListBegin()
-                    for _i114 in range(_size110):
-                        _elem115 = Column()
-                        _elem115.read(iprot)
-                        self.columns.append(_elem115)
+                    (_etype120, _size117) = iprot.readListBegin()
+                    for _i121 in range(_size117):
+                        _elem122 = Column()
+                        _elem122.read(iprot)
+                        self.columns.append(_elem122)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype119, _size116) = iprot.readListBegin()
-                    for _i120 in range(_size116):
-                        _elem121 = Column()
-                        _elem121.read(iprot)
-                        self.partitionKeys.append(_elem121)
+                    (_etype126, _size123) = iprot.readListBegin()
+                    for _i127 in range(_size123):
+                        _elem128 = Column()
+                        _elem128.read(iprot)
+                        self.partitionKeys.append(_elem128)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2142,11 +2361,11 @@ class StageRequest(object):
             elif fid == 6:
                 if ftype == TType.MAP:
                     self.properties = {}
-                    (_ktype123, _vtype124, _size122) = iprot.readMapBegin()
-                    for _i126 in range(_size122):
-                        _key127 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val128 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.properties[_key127] = _val128
+                    (_ktype130, _vtype131, _size129) = iprot.readMapBegin()
+                    for _i133 in range(_size129):
+                        _key134 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val135 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key134] = _val135
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -2186,15 +2405,15 @@ class StageRequest(object):
         if self.columns is not None:
             oprot.writeFieldBegin('columns', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.columns))
-            for iter129 in self.columns:
-                iter129.write(oprot)
+            for iter136 in self.columns:
+                iter136.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter130 in self.partitionKeys:
-                iter130.write(oprot)
+            for iter137 in self.partitionKeys:
+                iter137.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.format is not None:
@@ -2204,9 +2423,9 @@ class StageRequest(object):
         if self.properties is not None:
             oprot.writeFieldBegin('properties', TType.MAP, 6)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
-            for kiter131, viter132 in self.properties.items():
-                oprot.writeString(kiter131.encode('utf-8') if sys.version_info[0] == 2 else kiter131)
-                oprot.writeString(viter132.encode('utf-8') if sys.version_info[0] == 2 else viter132)
+            for kiter138, viter139 in self.properties.items():
+                oprot.writeString(kiter138.encode('utf-8') if sys.version_info[0] == 2 else kiter138)
+                oprot.writeString(viter139.encode('utf-8') if sys.version_info[0] == 2 else viter139)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.comment is not None:
@@ -2336,22 +2555,22 @@ class Stage(object):
             elif fid == 10:
                 if ftype == TType.LIST:
                     self.columns = []
-                    (_etype136, _size133) = iprot.readListBegin()
-                    for _i137 in range(_size133):
-                        _elem138 = Column()
-                        _elem138.read(iprot)
-                        self.columns.append(_elem138)
+                    (_etype143, _size140) = iprot.readListBegin()
+                    for _i144 in range(_size140):
+                        _elem145 = Column()
+                        _elem145.read(iprot)
+                        self.columns.append(_elem145)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 11:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype142, _size139) = iprot.readListBegin()
-                    for _i143 in range(_size139):
-                        _elem144 = Column()
-                        _elem144.read(iprot)
-                        self.partitionKeys.append(_elem144)
+                    (_etype149, _size146) = iprot.readListBegin()
+                    for _i150 in range(_size146):
+                        _elem151 = Column()
+                        _elem151.read(iprot)
+                        self.partitionKeys.append(_elem151)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -2414,15 +2633,15 @@ class Stage(object):
         if self.columns is not None:
             oprot.writeFieldBegin('columns', TType.LIST, 10)
             oprot.writeListBegin(TType.STRUCT, len(self.columns))
-            for iter145 in self.columns:
-                iter145.write(oprot)
+            for iter152 in self.columns:
+                iter152.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 11)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter146 in self.partitionKeys:
-                iter146.write(oprot)
+            for iter153 in self.partitionKeys:
+                iter153.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.format is not None:
@@ -2588,6 +2807,24 @@ DatabaseUpdate.thrift_spec = (
     (1, TType.STRING, 'comment', 'UTF8', None, ),  # 1
     (2, TType.MAP, 'setProperties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 2
     (3, TType.LIST, 'unsetProperties', (TType.STRING, 'UTF8', False), None, ),  # 3
+)
+all_structs.append(Resource)
+Resource.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'type', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'uri', 'UTF8', None, ),  # 2
+)
+all_structs.append(Function)
+Function.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'database', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'catalog', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'className', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'language', 'UTF8', "java", ),  # 5
+    (6, TType.LIST, 'resources', (TType.STRUCT, [Resource, None], False), None, ),  # 6
+    (7, TType.STRING, 'owner', 'UTF8', None, ),  # 7
+    (8, TType.I64, 'created', None, None, ),  # 8
 )
 all_structs.append(ViewUpdate)
 ViewUpdate.thrift_spec = (
