@@ -175,7 +175,7 @@ def serve(config_path: str | None, log_level: str | None) -> None:
 
 @cli.group()
 def config() -> None:
-    """Check configuration files."""
+    """Configuration: check a file, reload the daemon's."""
 
 
 @config.command("check")
@@ -192,6 +192,36 @@ def config_check(file: str) -> None:
             click.echo(problem, err=True)
         sys.exit(EXIT_USAGE)
     click.echo("ok")
+
+
+@config.command("reload")
+@pass_ctx
+def config_reload(ctx: Context) -> None:
+    """Make the daemon re-read its configuration file (as SIGHUP does).
+
+    An invalid file is rejected with the same problems `config check` prints (exit 2),
+    and the daemon keeps its running configuration.
+    """
+    from catalogd.errors import InvalidArgumentError
+
+    try:
+        result = ctx.client.reload_config()
+    except InvalidArgumentError as e:
+        lines = e.message.splitlines()
+        if len(lines) > 1 and lines[0].startswith("configuration rejected"):
+            for problem in lines[1:]:
+                click.echo(problem, err=True)
+            sys.exit(EXIT_USAGE)
+        raise
+    if ctx.as_json:
+        emit_json({"source": result.source, "added": result.added, "removed": result.removed,
+                   "changed": result.changed, "unchanged": result.unchanged,
+                   "restart_needed": result.restart_needed})
+        return
+    click.echo(f"reloaded {result.source}: added {', '.join(result.added) or 'none'}; "
+               f"removed {', '.join(result.removed) or 'none'}; changed {', '.join(result.changed) or 'none'}")
+    if result.restart_needed:
+        click.echo(f"restart the daemon to apply: {', '.join(result.restart_needed)}")
 
 
 # ---------------------------------------------------------------- catalogs

@@ -33,6 +33,7 @@ from catalogd.model import (
     Function,
     FunctionLanguage,
     Partition,
+    ReloadResult,
     Resource,
     Stage,
     StagePurpose,
@@ -278,6 +279,20 @@ class CatalogClient:
         self._call(lambda c: c.dropTable(path, if_exists, purge), idempotent=False)
 
 
+
+    # ------------------------------------------------------------ configuration
+
+    def reload_config(self) -> ReloadResult:
+        """Make the daemon re-read its configuration file (as SIGHUP does).
+
+        Raises:
+            InvalidArgumentError: the file is invalid (every problem, one per line, after the
+                first line); the daemon keeps running its current configuration.
+        """
+        result = self._call(lambda c: c.reloadConfig(), idempotent=False)
+        return ReloadResult(added=list(result.added or []), removed=list(result.removed or []),
+                            changed=list(result.changed or []), unchanged=list(result.unchanged or []),
+                            restart_needed=list(result.restartNeeded or []), source=result.source or "")
 
     # ------------------------------------------------------------ functions
 

@@ -23,6 +23,7 @@ from catalogd.model import (
     DatabaseUpdate,
     Function,
     Partition,
+    ReloadResult,
     Stage,
     StageRequest,
     Table,
@@ -31,6 +32,16 @@ from catalogd.model import (
     ViewUpdate,
 )
 from catalogd.names import NamespacePath, ObjectPath, split_name
+
+#: Catalog keys the manager applies itself: a change of only these keeps the open catalog.
+_MANAGER_KEYS = {"default", "read_only", "atomic_writes"}
+#: Sections that apply at the next start only (field name, YAML name).
+_RESTART_SECTIONS = (("server", "server"), ("staging", "staging"), ("spark", "spark"),
+                     ("dynamic_tables", "dynamic-tables"))
+
+
+def _backend(conf: CatalogConfig) -> dict[str, Any]:
+    return conf.model_dump(exclude=_MANAGER_KEYS)
 
 
 def parse_stage_id(stage_id: str) -> tuple[str, str, str]:
@@ -65,6 +76,7 @@ class CatalogManager:
         self._confs: dict[str, CatalogConfig] = {c.name: c for c in config.catalogs}
         self._catalogs: dict[str, Catalog] = {}
         self._lock = threading.RLock()
+        self._reload_lock = threading.Lock()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -88,6 +100,97 @@ class CatalogManager:
                 logger.exception("closing catalog %s failed", name)
         self._catalogs.clear()
 
+    # ------------------------------------------------------------ reload
+
+    def _conf(self, name: str) -> CatalogConfig:
+        conf = self._confs.get(name)
+        if conf is None:  # removed by a reload while a request was on its way
+            raise CatalogNotFoundError(f"catalog {name!r} does not exist (any more)")
+        return conf
+
+    def reload(self, config: Config, grace: float = 10.0) -> ReloadResult:
+        """Switch to ``config``'s catalogs without dropping requests in flight.
+
+        New and changed catalogs are opened before anything is switched; if one fails
+        the running set stays. Catalogs removed or replaced are closed ``grace`` seconds
+        after the switch, so requests already holding them finish. A changed *embedded*
+        catalog is the exception: its metastore must stop before the new one starts.
+        Sections other than ``catalogs`` (server, staging, spark, dynamic-tables) apply
+        at the next start; the result names the ones that changed.
+
+        Raises:
+            CatalogError: a catalog failed to open (nothing was changed).
+        """
+        with self._reload_lock:
+            running = self.config
+            merged = config.model_copy(update={
+                "server": running.server, "staging": running.staging,
+                "spark": running.spark, "dynamic_tables": running.dynamic_tables,
+            })
+            old, new = dict(self._confs), {c.name: c for c in merged.catalogs}
+            added = [n for n in new if n not in old]
+            removed = [n for n in old if n not in new]
+            changed = [n for n in new if n in old and _backend(new[n]) != _backend(old[n])]
+            flags = [n for n in new if n in old and n not in changed and new[n] != old[n]]
+            restart = [alias for field, alias in _RESTART_SECTIONS if getattr(config, field) != getattr(running, field)]
+            opened: dict[str, Catalog] = {}
+            try:
+                for name in added + [n for n in changed if not old[n].is_embedded]:
+                    catalog = load_catalog(new[name], merged)
+                    logger.info("reload: opening catalog %s (%s)", name, new[name].type)
+                    catalog.open()
+                    opened[name] = catalog
+                for name in [n for n in changed if old[n].is_embedded]:
+                    opened[name] = self._restart_embedded(name, old[name], new[name], merged, running)
+            except BaseException:
+                for catalog in opened.values():
+                    catalog.close()
+                raise
+            with self._lock:
+                retired = [self._catalogs.pop(n) for n in removed if n in self._catalogs]
+                retired += [self._catalogs[n] for n in changed if n in self._catalogs and not old[n].is_embedded]
+                self._catalogs.update(opened)
+                self._confs = new
+                self.config = merged
+            if retired:
+                timer = threading.Timer(grace, self._close_all, args=(retired,))
+                timer.daemon = True
+                timer.start()
+            result = ReloadResult(added=sorted(added), removed=sorted(removed), changed=sorted(changed + flags),
+                                  unchanged=sorted(n for n in new if n in old and n not in changed + flags),
+                                  restart_needed=restart, source=config.source)
+            logger.info("reloaded %s: added %s, removed %s, changed %s%s", config.source, result.added,
+                        result.removed, result.changed,
+                        f"; restart to apply {', '.join(restart)}" if restart else "")
+            return result
+
+    def _restart_embedded(self, name: str, old: CatalogConfig, new: CatalogConfig, merged: Config,
+                          running: Config) -> Catalog:
+        """Stop an embedded metastore and start it with its new settings (or the old ones again)."""
+        with self._lock:
+            current = self._catalogs.get(name)
+        if current is not None:
+            current.close()
+        try:
+            catalog = load_catalog(new, merged)
+            catalog.open()
+            return catalog
+        except BaseException:
+            logger.exception("reload: catalog %s did not start with its new settings; restarting the old ones", name)
+            previous = load_catalog(old, running)
+            previous.open()
+            with self._lock:
+                self._catalogs[name] = previous
+            raise
+
+    @staticmethod
+    def _close_all(catalogs: list[Catalog]) -> None:
+        for catalog in catalogs:
+            try:
+                catalog.close()
+            except Exception:
+                logger.exception("closing retired catalog %s failed", catalog.name)
+
     # ------------------------------------------------------------ catalogs
 
     @property
@@ -110,7 +213,7 @@ class CatalogManager:
 
     def catalog_info(self, name: str | None = None) -> CatalogInfo:
         catalog = self.catalog(name)
-        conf = self._confs[catalog.name]
+        conf = self._conf(catalog.name)
         info = catalog.info()
         info.default = catalog.name == self.default_catalog
         info.default_database = conf.default_database
@@ -122,7 +225,7 @@ class CatalogManager:
         return [self.catalog_info(name) for name in sorted(self.catalogs())]
 
     def _writable(self, catalog: Catalog) -> None:
-        if self._confs[catalog.name].read_only:
+        if self._conf(catalog.name).read_only:
             raise PermissionDeniedError(f"catalog {catalog.name!r} is read-only")
 
     def _namespace(self, path: NamespacePath) -> tuple[BaseCatalog, str]:
@@ -130,7 +233,7 @@ class CatalogManager:
 
     def _object(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
         catalog = self.catalog(path.catalog)
-        return catalog, path.database or self._confs[catalog.name].default_database, path.name
+        return catalog, path.database or self._conf(catalog.name).default_database, path.name
 
     # ------------------------------------------------------------ databases
 
@@ -178,7 +281,7 @@ class CatalogManager:
         catalog = self.catalog(table.catalog or None)
         self._writable(catalog)
         table.catalog = catalog.name
-        table.database = table.database or self._confs[catalog.name].default_database
+        table.database = table.database or self._conf(catalog.name).default_database
         return catalog.create_table(table, ignore_if_exists)
 
     def alter_table(self, path: ObjectPath, update: TableUpdate) -> Table:
@@ -210,7 +313,7 @@ class CatalogManager:
         catalog = self.catalog(function.catalog or None)
         self._writable(catalog)
         function.catalog = catalog.name
-        function.database = function.database or self._confs[catalog.name].default_database
+        function.database = function.database or self._conf(catalog.name).default_database
         return catalog.create_function(function, ignore_if_exists)
 
     def alter_function(self, path: ObjectPath, function: Function) -> Function:
@@ -252,7 +355,7 @@ class CatalogManager:
         catalog = self.catalog(view.catalog or None)
         self._writable(catalog)
         view.catalog = catalog.name
-        view.database = view.database or self._confs[catalog.name].default_database
+        view.database = view.database or self._conf(catalog.name).default_database
         view.kind = TableKind.VIEW
         if ignore_if_exists:
             try:
@@ -321,7 +424,7 @@ class CatalogManager:
         catalog = self.catalog(request.catalog or None)
         self._writable(catalog)
         request.catalog = catalog.name
-        request.database = request.database or self._confs[catalog.name].default_database
+        request.database = request.database or self._conf(catalog.name).default_database
         return catalog.begin_stage(request)
 
     def get_stage(self, stage_id: str) -> Stage:
@@ -347,7 +450,7 @@ class CatalogManager:
         """One janitor sweep over every writable catalog; a failing catalog does not stop the others."""
         acted = 0
         for name, catalog in self.catalogs().items():
-            if self._confs[name].read_only:
+            if self._conf(name).read_only:
                 continue
             try:
                 acted += catalog.janitor_pass(startup)

@@ -282,3 +282,16 @@ class Stage:
     def spark_table(self) -> str:
         """The name Spark writes into (its session catalog is this catalog's metastore)."""
         return f"{self.database}.{self.staging_table}"
+
+
+@dataclass
+class ReloadResult:
+    """What a reload did, by catalog name."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    #: Sections that changed but apply only after a restart.
+    restart_needed: list[str] = field(default_factory=list)
+    source: str = ""

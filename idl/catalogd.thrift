@@ -230,6 +230,18 @@ struct Stage {
   13: optional string message,
 }
 
+// What reloadConfig did, by catalog name.
+struct ReloadResult {
+  1: list<string> added,
+  2: list<string> removed,
+  3: list<string> changed,
+  4: list<string> unchanged,
+  // sections that changed but apply at the next start (server, staging, spark, dynamic-tables)
+  5: list<string> restartNeeded,
+  // the file read
+  6: string source,
+}
+
 // ---------------------------------------------------------------- service
 
 service CatalogService {
@@ -386,4 +398,10 @@ service CatalogService {
   void dropFunction(1: ObjectPath path, 2: bool ignoreIfNotExists)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+
+  // -- configuration: re-read the daemon's YAML file (as SIGHUP does). An invalid file is
+  // rejected with InvalidArgument whose message lists every problem, one per line, and
+  // the running configuration stays.
+  ReloadResult reloadConfig()
+  throws (1: InvalidArgument invalid, 2: MetastoreUnavailable unavailable, 3: InternalError internal),
 }

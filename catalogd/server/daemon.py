@@ -16,11 +16,12 @@ from types import FrameType
 from typing import Any
 
 from catalogd import __version__
-from catalogd.config import Config
+from catalogd.config import Config, load_config
 from catalogd.datadir import DataDirLock
-from catalogd.errors import ConflictError
+from catalogd.errors import CatalogError, ConflictError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
+from catalogd.model import ReloadResult
 from catalogd.server.handler import CatalogHandler, Metrics
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 EXIT_OK = 0
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RELOAD_SIGNAL = signal.SIGHUP
 
 
 class Daemon:
@@ -44,6 +46,7 @@ class Daemon:
         self.http: HttpServer | None = None
         self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
         self.should_exit = threading.Event()
+        self.reload_requested = threading.Event()
         self._saved_handlers: dict[int, Any] = {}
 
     # ------------------------------------------------------------ phases
@@ -57,7 +60,7 @@ class Daemon:
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)
             self.janitor.start()
-            handler = CatalogHandler(self.manager, self.metrics)
+            handler = CatalogHandler(self.manager, self.metrics, reload=self.reload)
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
                                        server.max_frame_size, server.workers)
             try:
@@ -84,8 +87,27 @@ class Daemon:
         (self.config.server.data_dir / "catalogd.json").write_text(json.dumps(state) + "\n")
 
     def main_loop(self) -> None:
-        while not self.should_exit.wait(0.5):
-            pass
+        while not self.should_exit.wait(0.25):
+            if self.reload_requested.is_set():
+                self.reload_requested.clear()
+                try:
+                    self.reload()
+                except CatalogError as e:
+                    for line in getattr(e, "problems", None) or [e.message]:
+                        logger.error("reload rejected, the running configuration stays: %s", line)
+
+    def reload(self) -> ReloadResult:
+        """Re-read the config file and switch catalogs (SIGHUP, or the reloadConfig RPC).
+
+        Raises:
+            ConfigError: the file is invalid; nothing changed.
+        """
+        source = self.config.source
+        new = load_config(source)
+        result = self.manager.reload(new)
+        self.config = self.manager.config
+        self._write_state()
+        return result
 
     def shutdown(self) -> None:
         logger.info("shutting down")
@@ -106,11 +128,16 @@ class Daemon:
         logger.info("received %s", signal.Signals(sig).name)
         self.should_exit.set()
 
+    def _handle_reload(self, sig: int, frame: FrameType | None) -> None:
+        logger.info("received SIGHUP: reloading %s", self.config.source)
+        self.reload_requested.set()
+
     def install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in HANDLED_SIGNALS:
             self._saved_handlers[sig] = signal.signal(sig, self._handle_exit)
+        self._saved_handlers[RELOAD_SIGNAL] = signal.signal(RELOAD_SIGNAL, self._handle_reload)
 
     def restore_signal_handlers(self) -> None:
         for sig, handler in self._saved_handlers.items():

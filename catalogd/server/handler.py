@@ -90,9 +90,10 @@ def _namespace(path: t.NamespacePath) -> Any:
 class CatalogHandler:
     """Implements ``CatalogService`` (method names follow the IDL)."""
 
-    def __init__(self, manager: CatalogManager, metrics: Metrics) -> None:
+    def __init__(self, manager: CatalogManager, metrics: Metrics, reload: Callable[[], Any] | None = None) -> None:
         self.manager = manager
         self.metrics = metrics
+        self._reload = reload
 
     def ping(self) -> str:
         return f"catalogd {__version__}"
@@ -284,3 +285,19 @@ class CatalogHandler:
     def listStages(self, catalog: str) -> list[t.Stage]:
         stages = self.manager.list_stages(_name(catalog, "catalog") if catalog else None)
         return [wire.stage_to_thrift(s) for s in stages]
+
+    # -- configuration
+
+    @_rpc
+    def reloadConfig(self) -> t.ReloadResult:
+        from catalogd.errors import ConfigError, UnsupportedError
+
+        if self._reload is None:
+            raise UnsupportedError("this server cannot reload its configuration")
+        try:
+            result = self._reload()
+        except ConfigError as e:
+            lines = "\n".join(e.problems or [e.message])
+            raise InvalidArgumentError("configuration rejected; the running one stays:\n" + lines) from e
+        return t.ReloadResult(added=result.added, removed=result.removed, changed=result.changed,
+                              unchanged=result.unchanged, restartNeeded=result.restart_needed, source=result.source)

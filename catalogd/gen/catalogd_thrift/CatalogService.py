@@ -343,6 +343,9 @@ class Iface(object):
         """
         pass
 
+    def reloadConfig(self):
+        pass
+
 
 class Client(Iface):
     def __init__(self, iprot, oprot=None):
@@ -2031,6 +2034,38 @@ class Client(Iface):
             raise result.internal
         return
 
+    def reloadConfig(self):
+        self.send_reloadConfig()
+        return self.recv_reloadConfig()
+
+    def send_reloadConfig(self):
+        self._oprot.writeMessageBegin('reloadConfig', TMessageType.CALL, self._seqid)
+        args = reloadConfig_args()
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_reloadConfig(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = reloadConfig_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "reloadConfig failed: unknown result")
+
 
 class Processor(Iface, TProcessor):
     def __init__(self, handler):
@@ -2074,6 +2109,7 @@ class Processor(Iface, TProcessor):
         self._processMap["alterFunction"] = Processor.process_alterFunction
         self._processMap["renameFunction"] = Processor.process_renameFunction
         self._processMap["dropFunction"] = Processor.process_dropFunction
+        self._processMap["reloadConfig"] = Processor.process_reloadConfig
         self._on_message_begin = None
 
     def on_message_begin(self, func):
@@ -3624,6 +3660,38 @@ class Processor(Iface, TProcessor):
         oprot.writeMessageEnd()
         oprot.trans.flush()
 
+    def process_reloadConfig(self, seqid, iprot, oprot):
+        args = reloadConfig_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = reloadConfig_result()
+        try:
+            result.success = self._handler.reloadConfig()
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("reloadConfig", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
 # HELPER FUNCTIONS AND STRUCTURES
 
 
@@ -3799,11 +3867,11 @@ class listCatalogs_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype157, _size154) = iprot.readListBegin()
-                    for _i158 in range(_size154):
-                        _elem159 = CatalogInfo()
-                        _elem159.read(iprot)
-                        self.success.append(_elem159)
+                    (_etype192, _size189) = iprot.readListBegin()
+                    for _i193 in range(_size189):
+                        _elem194 = CatalogInfo()
+                        _elem194.read(iprot)
+                        self.success.append(_elem194)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -3825,8 +3893,8 @@ class listCatalogs_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter160 in self.success:
-                iter160.write(oprot)
+            for iter195 in self.success:
+                iter195.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.internal is not None:
@@ -4111,10 +4179,10 @@ class listDatabases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype164, _size161) = iprot.readListBegin()
-                    for _i165 in range(_size161):
-                        _elem166 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem166)
+                    (_etype199, _size196) = iprot.readListBegin()
+                    for _i200 in range(_size196):
+                        _elem201 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem201)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -4156,8 +4224,8 @@ class listDatabases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter167 in self.success:
-                oprot.writeString(iter167.encode('utf-8') if sys.version_info[0] == 2 else iter167)
+            for iter202 in self.success:
+                oprot.writeString(iter202.encode('utf-8') if sys.version_info[0] == 2 else iter202)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -5312,10 +5380,10 @@ class listTables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype171, _size168) = iprot.readListBegin()
-                    for _i172 in range(_size168):
-                        _elem173 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem173)
+                    (_etype206, _size203) = iprot.readListBegin()
+                    for _i207 in range(_size203):
+                        _elem208 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem208)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -5357,8 +5425,8 @@ class listTables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter174 in self.success:
-                oprot.writeString(iter174.encode('utf-8') if sys.version_info[0] == 2 else iter174)
+            for iter209 in self.success:
+                oprot.writeString(iter209.encode('utf-8') if sys.version_info[0] == 2 else iter209)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -7750,11 +7818,11 @@ class listStages_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype178, _size175) = iprot.readListBegin()
-                    for _i179 in range(_size175):
-                        _elem180 = Stage()
-                        _elem180.read(iprot)
-                        self.success.append(_elem180)
+                    (_etype213, _size210) = iprot.readListBegin()
+                    for _i214 in range(_size210):
+                        _elem215 = Stage()
+                        _elem215.read(iprot)
+                        self.success.append(_elem215)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7796,8 +7864,8 @@ class listStages_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter181 in self.success:
-                iter181.write(oprot)
+            for iter216 in self.success:
+                iter216.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -7957,11 +8025,11 @@ class listPartitions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype185, _size182) = iprot.readListBegin()
-                    for _i186 in range(_size182):
-                        _elem187 = Partition()
-                        _elem187.read(iprot)
-                        self.success.append(_elem187)
+                    (_etype220, _size217) = iprot.readListBegin()
+                    for _i221 in range(_size217):
+                        _elem222 = Partition()
+                        _elem222.read(iprot)
+                        self.success.append(_elem222)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8008,8 +8076,8 @@ class listPartitions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter188 in self.success:
-                iter188.write(oprot)
+            for iter223 in self.success:
+                iter223.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -8095,11 +8163,11 @@ class getPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype190, _vtype191, _size189) = iprot.readMapBegin()
-                    for _i193 in range(_size189):
-                        _key194 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val195 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key194] = _val195
+                    (_ktype225, _vtype226, _size224) = iprot.readMapBegin()
+                    for _i228 in range(_size224):
+                        _key229 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val230 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key229] = _val230
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8120,9 +8188,9 @@ class getPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter196, viter197 in self.spec.items():
-                oprot.writeString(kiter196.encode('utf-8') if sys.version_info[0] == 2 else kiter196)
-                oprot.writeString(viter197.encode('utf-8') if sys.version_info[0] == 2 else viter197)
+            for kiter231, viter232 in self.spec.items():
+                oprot.writeString(kiter231.encode('utf-8') if sys.version_info[0] == 2 else kiter231)
+                oprot.writeString(viter232.encode('utf-8') if sys.version_info[0] == 2 else viter232)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8318,11 +8386,11 @@ class addPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype199, _vtype200, _size198) = iprot.readMapBegin()
-                    for _i202 in range(_size198):
-                        _key203 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val204 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key203] = _val204
+                    (_ktype234, _vtype235, _size233) = iprot.readMapBegin()
+                    for _i237 in range(_size233):
+                        _key238 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val239 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key238] = _val239
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8353,9 +8421,9 @@ class addPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter205, viter206 in self.spec.items():
-                oprot.writeString(kiter205.encode('utf-8') if sys.version_info[0] == 2 else kiter205)
-                oprot.writeString(viter206.encode('utf-8') if sys.version_info[0] == 2 else viter206)
+            for kiter240, viter241 in self.spec.items():
+                oprot.writeString(kiter240.encode('utf-8') if sys.version_info[0] == 2 else kiter240)
+                oprot.writeString(viter241.encode('utf-8') if sys.version_info[0] == 2 else viter241)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.location is not None:
@@ -8573,11 +8641,11 @@ class dropPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype208, _vtype209, _size207) = iprot.readMapBegin()
-                    for _i211 in range(_size207):
-                        _key212 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val213 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key212] = _val213
+                    (_ktype243, _vtype244, _size242) = iprot.readMapBegin()
+                    for _i246 in range(_size242):
+                        _key247 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val248 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key247] = _val248
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8608,9 +8676,9 @@ class dropPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter214, viter215 in self.spec.items():
-                oprot.writeString(kiter214.encode('utf-8') if sys.version_info[0] == 2 else kiter214)
-                oprot.writeString(viter215.encode('utf-8') if sys.version_info[0] == 2 else viter215)
+            for kiter249, viter250 in self.spec.items():
+                oprot.writeString(kiter249.encode('utf-8') if sys.version_info[0] == 2 else kiter249)
+                oprot.writeString(viter250.encode('utf-8') if sys.version_info[0] == 2 else viter250)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.ignoreIfNotExists is not None:
@@ -8867,10 +8935,10 @@ class listViews_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype219, _size216) = iprot.readListBegin()
-                    for _i220 in range(_size216):
-                        _elem221 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem221)
+                    (_etype254, _size251) = iprot.readListBegin()
+                    for _i255 in range(_size251):
+                        _elem256 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem256)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8917,8 +8985,8 @@ class listViews_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter222 in self.success:
-                oprot.writeString(iter222.encode('utf-8') if sys.version_info[0] == 2 else iter222)
+            for iter257 in self.success:
+                oprot.writeString(iter257.encode('utf-8') if sys.version_info[0] == 2 else iter257)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -10117,10 +10185,10 @@ class listFunctions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype226, _size223) = iprot.readListBegin()
-                    for _i227 in range(_size223):
-                        _elem228 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem228)
+                    (_etype261, _size258) = iprot.readListBegin()
+                    for _i262 in range(_size258):
+                        _elem263 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem263)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10167,8 +10235,8 @@ class listFunctions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter229 in self.success:
-                oprot.writeString(iter229.encode('utf-8') if sys.version_info[0] == 2 else iter229)
+            for iter264 in self.success:
+                oprot.writeString(iter264.encode('utf-8') if sys.version_info[0] == 2 else iter264)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -11266,6 +11334,147 @@ dropFunction_result.thrift_spec = (
     (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
     (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
     (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class reloadConfig_args(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('reloadConfig_args')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(reloadConfig_args)
+reloadConfig_args.thrift_spec = (
+)
+
+
+class reloadConfig_result(object):
+    """
+    Attributes:
+     - success
+     - invalid
+     - unavailable
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, invalid=None, unavailable=None, internal=None,):
+        self.success = success
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = ReloadResult()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('reloadConfig_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 1)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 2)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 3)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(reloadConfig_result)
+reloadConfig_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [ReloadResult, None], None, ),  # 0
+    (1, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 1
+    (2, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 2
+    (3, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 3
 )
 fix_spec(all_structs)
 del all_structs

@@ -2676,6 +2676,158 @@ class Stage(object):
 
     def __ne__(self, other):
         return not (self == other)
+
+
+class ReloadResult(object):
+    """
+    Attributes:
+     - added
+     - removed
+     - changed
+     - unchanged
+     - restartNeeded
+     - source
+
+    """
+
+
+    def __init__(self, added=None, removed=None, changed=None, unchanged=None, restartNeeded=None, source=None,):
+        self.added = added
+        self.removed = removed
+        self.changed = changed
+        self.unchanged = unchanged
+        self.restartNeeded = restartNeeded
+        self.source = source
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.added = []
+                    (_etype157, _size154) = iprot.readListBegin()
+                    for _i158 in range(_size154):
+                        _elem159 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.added.append(_elem159)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.removed = []
+                    (_etype163, _size160) = iprot.readListBegin()
+                    for _i164 in range(_size160):
+                        _elem165 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.removed.append(_elem165)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.changed = []
+                    (_etype169, _size166) = iprot.readListBegin()
+                    for _i170 in range(_size166):
+                        _elem171 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.changed.append(_elem171)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.unchanged = []
+                    (_etype175, _size172) = iprot.readListBegin()
+                    for _i176 in range(_size172):
+                        _elem177 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.unchanged.append(_elem177)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.LIST:
+                    self.restartNeeded = []
+                    (_etype181, _size178) = iprot.readListBegin()
+                    for _i182 in range(_size178):
+                        _elem183 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.restartNeeded.append(_elem183)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.source = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ReloadResult')
+        if self.added is not None:
+            oprot.writeFieldBegin('added', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRING, len(self.added))
+            for iter184 in self.added:
+                oprot.writeString(iter184.encode('utf-8') if sys.version_info[0] == 2 else iter184)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.removed is not None:
+            oprot.writeFieldBegin('removed', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRING, len(self.removed))
+            for iter185 in self.removed:
+                oprot.writeString(iter185.encode('utf-8') if sys.version_info[0] == 2 else iter185)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.changed is not None:
+            oprot.writeFieldBegin('changed', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRING, len(self.changed))
+            for iter186 in self.changed:
+                oprot.writeString(iter186.encode('utf-8') if sys.version_info[0] == 2 else iter186)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.unchanged is not None:
+            oprot.writeFieldBegin('unchanged', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRING, len(self.unchanged))
+            for iter187 in self.unchanged:
+                oprot.writeString(iter187.encode('utf-8') if sys.version_info[0] == 2 else iter187)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.restartNeeded is not None:
+            oprot.writeFieldBegin('restartNeeded', TType.LIST, 5)
+            oprot.writeListBegin(TType.STRING, len(self.restartNeeded))
+            for iter188 in self.restartNeeded:
+                oprot.writeString(iter188.encode('utf-8') if sys.version_info[0] == 2 else iter188)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.source is not None:
+            oprot.writeFieldBegin('source', TType.STRING, 6)
+            oprot.writeString(self.source.encode('utf-8') if sys.version_info[0] == 2 else self.source)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
 all_structs.append(NotFound)
 NotFound.thrift_spec = (
     None,  # 0
@@ -2871,6 +3023,16 @@ Stage.thrift_spec = (
     (11, TType.LIST, 'partitionKeys', (TType.STRUCT, [Column, None], False), None, ),  # 11
     (12, TType.STRING, 'format', 'UTF8', None, ),  # 12
     (13, TType.STRING, 'message', 'UTF8', None, ),  # 13
+)
+all_structs.append(ReloadResult)
+ReloadResult.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'added', (TType.STRING, 'UTF8', False), None, ),  # 1
+    (2, TType.LIST, 'removed', (TType.STRING, 'UTF8', False), None, ),  # 2
+    (3, TType.LIST, 'changed', (TType.STRING, 'UTF8', False), None, ),  # 3
+    (4, TType.LIST, 'unchanged', (TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.LIST, 'restartNeeded', (TType.STRING, 'UTF8', False), None, ),  # 5
+    (6, TType.STRING, 'source', 'UTF8', None, ),  # 6
 )
 fix_spec(all_structs)
 del all_structs

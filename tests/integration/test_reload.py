@@ -1,0 +1,114 @@
+"""Live reload: SIGHUP and `catalogd config reload` switch catalogs while a client loop runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+import yaml
+
+from catalogd.client import CatalogClient
+from catalogd.errors import CatalogNotFoundError, PermissionDeniedError
+
+pytestmark = [pytest.mark.integration]
+
+
+def rewrite(path, change) -> None:
+    config = yaml.safe_load(path.read_text())
+    change(config)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def names(client: CatalogClient) -> list[str]:
+    return [c.name for c in client.list_catalogs()]
+
+
+def wait_for(probe, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def test_reload_adds_changes_removes_catalogs_without_failing_requests(client, daemon_factory, run_cli):
+    uri = client.get_catalog("main").metastore
+    extra = daemon_factory(name="reload", catalogs=[
+        {"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri}},
+        {"name": "scratch", "type": "memory"},
+    ])
+    with CatalogClient(extra.address, timeout=60) as c:
+        c.create_database("scratch.keep")
+        failures: list[str] = []
+        calls = {"n": 0}
+        stop = threading.Event()
+
+        def loop() -> None:
+            with CatalogClient(extra.address, timeout=60) as own:
+                while not stop.is_set():
+                    try:
+                        own.list_databases("main")
+                        own.get_catalog("main")
+                        calls["n"] += 1
+                    except Exception as e:  # every failure counts
+                        failures.append(f"{type(e).__name__}: {e}")
+
+        threads = [threading.Thread(target=loop) for _ in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            # 1. add a catalog, make main read-only (a flag: the open catalog stays), via SIGHUP
+            def add(config):
+                config["catalogs"][0]["read-only"] = True
+                config["catalogs"].append({"name": "other", "type": "memory", "default-database": "work"})
+            rewrite(extra.config_path, add)
+            os.kill(extra.pid, signal.SIGHUP)
+            wait_for(lambda: "other" in names(c))
+            assert c.get_catalog("main").read_only is True
+            assert c.list_databases("other") == ["work"]
+            with pytest.raises(PermissionDeniedError):
+                c.create_database("main.nope")
+            assert c.list_databases("scratch") == ["default", "keep"]  # untouched memory catalog kept its data
+
+            # 2. an invalid file: rejected with config check's messages, nothing changes
+            good = extra.config_path.read_text()
+            extra.config_path.write_text(good.replace("type: memory", "type: hdfs", 1))
+            bad = run_cli("config", "reload", server=extra.address)
+            assert bad.code == 2, bad
+            assert "type: expected 'hive' or 'memory', got 'hdfs'" in bad.stderr
+            check = run_cli("config", "check", str(extra.config_path))
+            assert check.stderr == bad.stderr
+            os.kill(extra.pid, signal.SIGHUP)  # the same through SIGHUP: logged, nothing changes
+            time.sleep(1)
+            assert names(c) == ["main", "other", "scratch"]
+            assert "reload rejected" in extra.log_path.read_text()
+
+            # 3. remove a catalog and change another's backend (memory default database) via the CLI
+            extra.config_path.write_text(good)
+
+            def shrink(config):
+                config["catalogs"] = [cat for cat in config["catalogs"] if cat["name"] != "other"]
+                config["catalogs"][1]["default-database"] = "fresh"
+                config["staging"] = {"lease": "5s"}
+            rewrite(extra.config_path, shrink)
+            done = run_cli("--json", "config", "reload", server=extra.address)
+            assert done.code == 0, done.stderr
+            result = json.loads(done.stdout)
+            assert result["removed"] == ["other"] and result["changed"] == ["scratch"]
+            assert result["restart_needed"] == ["staging"]
+            assert names(c) == ["main", "scratch"]
+            assert c.list_databases("scratch") == ["fresh"]
+            with pytest.raises(CatalogNotFoundError):
+                c.list_databases("other")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        assert failures == [], failures[:5]
+        assert calls["n"] > 10
