@@ -80,6 +80,15 @@ HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX, spark_schema.PROVIDER)
 
 
 PYTHON_PREFIX = "python:"
+#: Generic (connector) tables, FLIP-30: the marker, and each option under a prefix so
+#: the options round-trip exactly and never mix with HMS's or Spark's own parameters.
+GENERIC = "catalogd.generic"
+GENERIC_OPTION = "catalogd.option."
+CONNECTOR = "connector"
+
+
+def is_generic(properties: dict[str, str]) -> bool:
+    return CONNECTOR in properties
 _RESOURCE_TYPES = {"jar": hms.ResourceType.JAR, "file": hms.ResourceType.FILE, "archive": hms.ResourceType.ARCHIVE}
 _RESOURCE_NAMES = {v: k for k, v in _RESOURCE_TYPES.items()}
 
@@ -447,6 +456,13 @@ class HiveCatalog(BaseCatalog):
         kind = {EXTERNAL_TABLE: TableKind.EXTERNAL, VIRTUAL_VIEW: TableKind.VIEW}.get(
             tbl.tableType or "", TableKind.MANAGED
         )
+        if params.get(GENERIC) == "true":
+            options = {k[len(GENERIC_OPTION):]: v for k, v in params.items() if k.startswith(GENERIC_OPTION)}
+            return Table(
+                name=tbl.tableName, database=tbl.dbName, catalog=self.name, columns=_columns(tbl.sd.cols),
+                partition_keys=_columns(tbl.partitionKeys), format=None, location=None, kind=kind,
+                comment=params.get("comment"), properties=options, owner=tbl.owner, created=tbl.createTime,
+            )
         comment = params.pop("comment", None)
         params.pop("EXTERNAL", None)
         visible = {k: v for k, v in params.items() if not k.startswith(HIDDEN_PREFIXES)}
@@ -468,7 +484,23 @@ class HiveCatalog(BaseCatalog):
             view_expanded_text=tbl.viewExpandedText if kind is TableKind.VIEW else None,
         )
 
+    def _to_hms_generic(self, table: Table) -> hms.Table:
+        """A connector table: options kept under a prefix; marked so that neither Spark (an
+        unknown data source) nor Hive (an unknown storage handler) reads it as Hive files."""
+        connector = table.properties[CONNECTOR]
+        marker = f"catalogd.generic.{connector}"
+        params = {GENERIC: "true", spark_schema.PROVIDER: marker, "storage_handler": marker,
+                  **{GENERIC_OPTION + k: v for k, v in table.properties.items()}}
+        if table.comment:
+            params["comment"] = table.comment
+        tbl = self._to_hms(Table(**{**table.__dict__, "properties": {}, "comment": None, "location": None,
+                                    "format": TableFormat.TEXTFILE, "kind": TableKind.MANAGED}))
+        tbl.parameters = params
+        return tbl
+
     def _to_hms(self, table: Table) -> hms.Table:
+        if is_generic(table.properties) and table.format is None:
+            return self._to_hms_generic(table)
         fmt = table.format or TableFormat.PARQUET
         storage = STORAGE_FORMATS[fmt]
         params = dict(table.properties)
@@ -512,7 +544,13 @@ class HiveCatalog(BaseCatalog):
         self.check_new_table(table)
         if table.kind is TableKind.VIEW:
             raise InvalidArgumentError(f"{what}: create views with create_view")
-        if table.kind is TableKind.EXTERNAL and not table.location:
+        if is_generic(table.properties):
+            if not table.properties[CONNECTOR].strip():
+                raise InvalidArgumentError(f"{what}: the connector option is empty")
+            if table.location or table.kind is TableKind.EXTERNAL:
+                raise InvalidArgumentError(f"{what}: a connector table has no location (its connector has the data)")
+            table.format = None
+        elif table.kind is TableKind.EXTERNAL and not table.location:
             raise InvalidArgumentError(f"{what}: an external table needs a location")
         with self._translate(f"database {self.name}.{table.database}", DatabaseNotFoundError):
             self._call("get_database", table.database)
@@ -530,7 +568,7 @@ class HiveCatalog(BaseCatalog):
         with self._translate(what, TableNotFoundError, TableAlreadyExistsError):
             self._call("create_table", tbl, idempotent=False)
         stored = self._raw_table(table.database, table.name)
-        if STORAGE_FORMATS[table.format or TableFormat.PARQUET].spark_provider and not table.location:
+        if table.format is not None and STORAGE_FORMATS[table.format].spark_provider and not table.location:
             # Spark finds a data source table's files through the `path` serde
             # parameter; HMS chose the location only now.
             stored.sd.serdeInfo.parameters = {**(stored.sd.serdeInfo.parameters or {}), "path": stored.sd.location}
@@ -559,9 +597,12 @@ class HiveCatalog(BaseCatalog):
                 params.update(spark_schema.schema_properties([*current.columns, *added], current.partition_keys))
         if update.comment is not None:
             params["comment"] = update.comment
-        params.update(update.set_properties)
+        prefix = GENERIC_OPTION if params.get(GENERIC) == "true" else ""
+        if prefix and CONNECTOR in update.unset_properties:
+            raise InvalidArgumentError(f"{what}: a connector table keeps its connector option")
+        params.update({prefix + k: v for k, v in update.set_properties.items()})
         for key in update.unset_properties:
-            params.pop(key, None)
+            params.pop(prefix + key, None)
         tbl.parameters = params
         # CASCADE: partitions get the new columns too, as Hive's ALTER ... CASCADE does.
         context = hms.EnvironmentContext({"CASCADE": "true"} if update.add_columns and tbl.partitionKeys else {})

@@ -144,7 +144,13 @@ class MemoryCatalog(BaseCatalog):
             stored.catalog = self.name
             stored.columns = _normalized(table.columns)
             stored.partition_keys = _normalized(table.partition_keys)
-            if stored.location is None:
+            if "connector" in stored.properties:
+                # A generic (connector) table: its connector has the data.
+                if stored.location or stored.kind is TableKind.EXTERNAL:
+                    raise InvalidArgumentError(f"table {self.name}.{table.database}.{table.name}: "
+                                               "a connector table has no location (its connector has the data)")
+                stored.format = None
+            elif stored.location is None:
                 stored.location = f"{self._databases[table.database].location}/{table.name}"
             stored.created = int(time.time())
             tables[table.name] = stored
@@ -155,6 +161,9 @@ class MemoryCatalog(BaseCatalog):
             table = self._tables_holding(database, name).get(name)
             if table is None:
                 raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+            if "connector" in table.properties and "connector" in update.unset_properties:
+                raise InvalidArgumentError(f"table {self.name}.{database}.{name}: a connector table keeps its "
+                                           "connector option")
             existing = {c.name for c in [*table.columns, *table.partition_keys]}
             added = []
             for col in update.add_columns:
