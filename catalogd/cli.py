@@ -336,6 +336,20 @@ def db_alter(ctx: Context, name: str, comment: str | None, properties: tuple[str
     _show_database(ctx, database)
 
 
+@db.command("rename")
+@click.argument("name", metavar="CATALOG.DB")
+@click.argument("new_name", metavar="NEW_NAME")
+@click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
+@pass_ctx
+def db_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
+    """Rename a database (memory catalogs; a Hive Metastore cannot: unsupported)."""
+    ctx.client.rename_database(name, new_name, if_exists)
+    if ctx.as_json:
+        emit_json({"renamed": name, "to": new_name})
+    else:
+        click.echo(f"renamed database {name} to {new_name}")
+
+
 @db.command("drop")
 @click.argument("name", metavar="CATALOG.DB")
 @click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")

@@ -192,6 +192,11 @@ class CatalogClient:
         self._call(lambda c: c.alterDatabase(path, wire.database_update_to_thrift(update)), idempotent=False)
         return self.get_database(name)
 
+    def rename_database(self, name: str, new_name: str, if_exists: bool = False) -> None:
+        """Rename a database; hive catalogs answer UnsupportedError (HMS cannot)."""
+        path = wire.namespace_to_thrift(parse_namespace(name))
+        self._call(lambda c: c.renameDatabase(path, new_name, if_exists), idempotent=False)
+
     def drop_database(self, name: str, if_exists: bool = False, cascade: bool = False) -> None:
         path = wire.namespace_to_thrift(parse_namespace(name))
         self._call(lambda c: c.dropDatabase(path, if_exists, cascade), idempotent=False)

@@ -258,6 +258,11 @@ class CatalogManager:
         self._writable(catalog)
         catalog.alter_database(db, update)
 
+    def rename_database(self, path: NamespacePath, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        catalog, db = self._namespace(path)
+        self._writable(catalog)
+        catalog.rename_database(db, new_name, ignore_if_not_exists)
+
     def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         catalog, db = self._namespace(path)
         self._writable(catalog)

@@ -404,4 +404,11 @@ service CatalogService {
   // the running configuration stays.
   ReloadResult reloadConfig()
   throws (1: InvalidArgument invalid, 2: MetastoreUnavailable unavailable, 3: InternalError internal),
+
+  // FLIP-30 renameDatabase: Hive Metastores cannot rename a database (Unsupported);
+  // memory catalogs can.
+  void renameDatabase(1: NamespacePath path, 2: string newName, 3: bool ignoreIfNotExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
 }

@@ -177,6 +177,15 @@ class Catalog(abc.ABC):
             TableNotFoundError: it does not exist and ignore_if_not_exists is False.
         """
 
+    def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        """Rename a database (FLIP-30); a store that cannot refuses with UnsupportedError.
+
+        Raises:
+            DatabaseNotFoundError: it does not exist and ignore_if_not_exists is False.
+            DatabaseAlreadyExistsError: the new name is taken.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} cannot rename databases")
+
     # ------------------------------------------------------------ functions
 
     def list_functions(self, database: str) -> list[str]:

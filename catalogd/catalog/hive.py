@@ -412,6 +412,18 @@ class HiveCatalog(BaseCatalog):
             db.parameters = params
             self._call("alter_database", name, db)
 
+    def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        try:
+            self.get_database(name)
+        except DatabaseNotFoundError:
+            if ignore_if_not_exists:
+                return
+            raise
+        raise UnsupportedError(
+            f"database {self.name}.{name}: a Hive Metastore cannot rename a database (create {new_name}, "
+            "then rename or re-create its tables)"
+        )
+
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         what = f"database {self.name}.{name}"
         try:

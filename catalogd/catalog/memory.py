@@ -118,6 +118,25 @@ class MemoryCatalog(BaseCatalog):
             self._functions = {k: v for k, v in self._functions.items() if k[0] != name}
             del self._tables[name]
 
+    def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        with self._lock:
+            if name not in self._databases:
+                if ignore_if_not_exists:
+                    return
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            if new_name in self._databases:
+                raise DatabaseAlreadyExistsError(f"database {self.name}.{new_name} already exists")
+            database = self._databases.pop(name)
+            database.name = new_name
+            self._databases[new_name] = database
+            tables = self._tables.pop(name)
+            for table in tables.values():
+                table.database = new_name
+            self._tables[new_name] = tables
+            self._functions = {(new_name if d == name else d, n): f for (d, n), f in self._functions.items()}
+            for (d, _), function in self._functions.items():
+                function.database = d
+
     # ------------------------------------------------------------ tables
 
     def list_tables(self, database: str) -> list[str]:

@@ -134,6 +134,10 @@ class CatalogHandler:
         self.manager.alter_database(_namespace(path), wire.database_update_from_thrift(update))
 
     @_rpc
+    def renameDatabase(self, path: t.NamespacePath, newName: str, ignoreIfNotExists: bool) -> None:
+        self.manager.rename_database(_namespace(path), _name(newName, "new database name"), bool(ignoreIfNotExists))
+
+    @_rpc
     def dropDatabase(self, path: t.NamespacePath, ignoreIfNotExists: bool, cascade: bool) -> None:
         self.manager.drop_database(_namespace(path), bool(ignoreIfNotExists), bool(cascade))
 

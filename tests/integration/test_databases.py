@@ -125,3 +125,34 @@ def test_drop_default_is_refused(client, catalog):
             client.drop_database(f"{catalog}.default", cascade=cascade)
     assert client.database_exists(f"{catalog}.default")
     assert client.list_databases(catalog) == before
+
+
+def test_rename_database(client, catalog, unique_name, run_cli):
+    from catalogd.errors import DatabaseAlreadyExistsError, DatabaseNotFoundError, UnsupportedError
+
+    name = f"{catalog}.{unique_name('db')}"
+    new = unique_name("db")
+    client.create_database(name)
+    try:
+        client.create_table(f"{name}.t", "id bigint")
+        if catalog == "main":
+            with pytest.raises(UnsupportedError, match="cannot rename a database"):
+                client.rename_database(name, new)
+            assert client.database_exists(name)
+            cli = run_cli("db", "rename", name, new)
+            assert cli.code == 1 and cli.stderr.startswith("error: unsupported: ")
+        else:
+            client.create_database(f"{catalog}.taken")
+            with pytest.raises(DatabaseAlreadyExistsError):
+                client.rename_database(name, "taken")
+            client.rename_database(name, new)
+            assert not client.database_exists(name)
+            assert client.list_tables(f"{catalog}.{new}") == ["t"]
+            assert client.get_table(f"{catalog}.{new}.t").database == new
+            client.drop_database(f"{catalog}.taken")
+            name = f"{catalog}.{new}"
+        with pytest.raises(DatabaseNotFoundError):
+            client.rename_database(f"{catalog}.no_such_db", "x")
+        client.rename_database(f"{catalog}.no_such_db", "x", if_exists=True)
+    finally:
+        client.drop_database(name, if_exists=True, cascade=True)

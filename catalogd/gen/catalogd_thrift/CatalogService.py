@@ -346,6 +346,16 @@ class Iface(object):
     def reloadConfig(self):
         pass
 
+    def renameDatabase(self, path, newName, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - newName
+         - ignoreIfNotExists
+
+        """
+        pass
+
 
 class Client(Iface):
     def __init__(self, iprot, oprot=None):
@@ -2066,6 +2076,54 @@ class Client(Iface):
             raise result.internal
         raise TApplicationException(TApplicationException.MISSING_RESULT, "reloadConfig failed: unknown result")
 
+    def renameDatabase(self, path, newName, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - newName
+         - ignoreIfNotExists
+
+        """
+        self.send_renameDatabase(path, newName, ignoreIfNotExists)
+        self.recv_renameDatabase()
+
+    def send_renameDatabase(self, path, newName, ignoreIfNotExists):
+        self._oprot.writeMessageBegin('renameDatabase', TMessageType.CALL, self._seqid)
+        args = renameDatabase_args()
+        args.path = path
+        args.newName = newName
+        args.ignoreIfNotExists = ignoreIfNotExists
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_renameDatabase(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = renameDatabase_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        return
+
 
 class Processor(Iface, TProcessor):
     def __init__(self, handler):
@@ -2110,6 +2168,7 @@ class Processor(Iface, TProcessor):
         self._processMap["renameFunction"] = Processor.process_renameFunction
         self._processMap["dropFunction"] = Processor.process_dropFunction
         self._processMap["reloadConfig"] = Processor.process_reloadConfig
+        self._processMap["renameDatabase"] = Processor.process_renameDatabase
         self._on_message_begin = None
 
     def on_message_begin(self, func):
@@ -3688,6 +3747,50 @@ class Processor(Iface, TProcessor):
             msg_type = TMessageType.EXCEPTION
             result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
         oprot.writeMessageBegin("reloadConfig", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_renameDatabase(self, seqid, iprot, oprot):
+        args = renameDatabase_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = renameDatabase_result()
+        try:
+            self._handler.renameDatabase(args.path, args.newName, args.ignoreIfNotExists)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("renameDatabase", msg_type, seqid)
         result.write(oprot)
         oprot.writeMessageEnd()
         oprot.trans.flush()
@@ -11475,6 +11578,227 @@ reloadConfig_result.thrift_spec = (
     (1, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 1
     (2, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 2
     (3, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 3
+)
+
+
+class renameDatabase_args(object):
+    """
+    Attributes:
+     - path
+     - newName
+     - ignoreIfNotExists
+
+    """
+
+
+    def __init__(self, path=None, newName=None, ignoreIfNotExists=None,):
+        self.path = path
+        self.newName = newName
+        self.ignoreIfNotExists = ignoreIfNotExists
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = NamespacePath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.newName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.BOOL:
+                    self.ignoreIfNotExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('renameDatabase_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.newName is not None:
+            oprot.writeFieldBegin('newName', TType.STRING, 2)
+            oprot.writeString(self.newName.encode('utf-8') if sys.version_info[0] == 2 else self.newName)
+            oprot.writeFieldEnd()
+        if self.ignoreIfNotExists is not None:
+            oprot.writeFieldBegin('ignoreIfNotExists', TType.BOOL, 3)
+            oprot.writeBool(self.ignoreIfNotExists)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(renameDatabase_args)
+renameDatabase_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [NamespacePath, None], None, ),  # 1
+    (2, TType.STRING, 'newName', 'UTF8', None, ),  # 2
+    (3, TType.BOOL, 'ignoreIfNotExists', None, None, ),  # 3
+)
+
+
+class renameDatabase_result(object):
+    """
+    Attributes:
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('renameDatabase_result')
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 7)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(renameDatabase_result)
+renameDatabase_result.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
+    (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
 )
 fix_spec(all_structs)
 del all_structs
