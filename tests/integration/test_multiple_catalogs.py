@@ -1,0 +1,57 @@
+"""Several catalogs from one YAML file: two embedded metastores, a remote one, a memory one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from catalogd.client import CatalogClient
+from catalogd.errors import DatabaseNotFoundError, PermissionDeniedError
+from catalogd.spark.conf import spark_conf_for
+
+from .helpers import embedded_catalog
+
+pytestmark = [pytest.mark.integration]
+
+
+def test_two_embedded_a_remote_and_a_memory_catalog(client, daemon_factory, run_cli):
+    remote_uri = client.get_catalog("main").metastore
+    extra = daemon_factory(name="multi", catalogs=[
+        embedded_catalog("sales", **{"default-database": "default"}),
+        {**embedded_catalog("hr"), "default": False},
+        {"name": "shared", "type": "hive", "read-only": True, "connection": {"hive.metastore.uris": remote_uri}},
+        {"name": "tmp", "type": "memory", "default-database": "work"},
+    ])
+    with CatalogClient(extra.address, timeout=60) as c:
+        infos = {i.name: i for i in c.list_catalogs()}
+        assert sorted(infos) == ["hr", "sales", "shared", "tmp"]
+        assert infos["sales"].default and not infos["hr"].default
+        assert infos["sales"].metastore != infos["hr"].metastore
+        assert infos["shared"].read_only and infos["shared"].metastore == remote_uri
+        assert infos["tmp"].default_database == "work" and infos["tmp"].metastore is None
+        # Independent metastores and warehouses.
+        c.create_database("sales.orders_db")
+        assert "orders_db" in c.list_databases("sales")
+        assert "orders_db" not in c.list_databases("hr")
+        with pytest.raises(DatabaseNotFoundError):
+            c.get_database("hr.orders_db")
+        # Short names resolve in the default catalog and the catalog's default database.
+        c.create_table("orders_db.t", "id bigint")
+        assert c.table_exists("sales.orders_db.t")
+        c.create_table("tmp.work.x", "id bigint")
+        assert c.list_tables("tmp.work") == ["x"]
+        # Spark settings point at each catalog's own metastore and warehouse.
+        sales, hr = spark_conf_for(infos["sales"]), spark_conf_for(infos["hr"])
+        assert sales["spark.hadoop.hive.metastore.uris"] != hr["spark.hadoop.hive.metastore.uris"]
+        assert sales["spark.sql.warehouse.dir"] != hr["spark.sql.warehouse.dir"]
+        with pytest.raises(PermissionDeniedError):
+            c.create_database("shared.nope")
+    listed = run_cli("--json", "catalog", "list", server=extra.address)
+    assert listed.code == 0 and json.loads(listed.stdout) == ["hr", "sales", "shared", "tmp"]
+    text = run_cli("catalog", "list", server=extra.address)
+    assert text.code == 0 and all(word in text.stdout for word in ("read-only", "metastore", remote_uri))
+    hr = json.loads(run_cli("--json", "catalog", "describe", "hr", server=extra.address).stdout)
+    assert set(hr) >= {"name", "type", "default", "read_only", "metastore", "default_database"}
+    conf = run_cli("spark-conf", "hr", server=extra.address)
+    assert conf.code == 0 and infos["hr"].metastore in conf.stdout
