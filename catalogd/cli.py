@@ -119,6 +119,14 @@ def catalog_json(info: CatalogInfo) -> dict[str, Any]:
     return data
 
 
+def report_done(ctx: Context, action: str, kind: str, name: str, to: str | None = None) -> None:
+    """``{"renamed": name, "to": to}`` / ``{"dropped": name}`` in JSON, else one sentence."""
+    if ctx.as_json:
+        emit_json({action: name, "to": to} if to is not None else {action: name})
+    else:
+        click.echo(f"{action} {kind} {name}" + (f" to {to}" if to is not None else ""))
+
+
 def print_fields(fields: list[tuple[str, Any]]) -> None:
     print_rows(["field", "value"], [[k, v] for k, v in fields])
 
@@ -344,10 +352,7 @@ def db_alter(ctx: Context, name: str, comment: str | None, properties: tuple[str
 def db_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
     """Rename a database (memory catalogs; a Hive Metastore cannot: unsupported)."""
     ctx.client.rename_database(name, new_name, if_exists)
-    if ctx.as_json:
-        emit_json({"renamed": name, "to": new_name})
-    else:
-        click.echo(f"renamed database {name} to {new_name}")
+    report_done(ctx, "renamed", "database", name, new_name)
 
 
 @db.command("drop")
@@ -358,10 +363,7 @@ def db_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
 def db_drop(ctx: Context, name: str, if_exists: bool, cascade: bool) -> None:
     """Drop a database (refused when it has tables, unless --cascade)."""
     ctx.client.drop_database(name, if_exists=if_exists, cascade=cascade)
-    if ctx.as_json:
-        emit_json({"dropped": name})
-    else:
-        click.echo(f"dropped database {name}")
+    report_done(ctx, "dropped", "database", name)
 
 
 # ---------------------------------------------------------------- tables
@@ -572,10 +574,7 @@ def function_alter(ctx: Context, name: str, class_name: str | None, language: st
 def function_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
     """Rename a function within its database."""
     ctx.client.rename_function(name, new_name, if_exists)
-    if ctx.as_json:
-        emit_json({"renamed": name, "to": new_name})
-    else:
-        click.echo(f"renamed function {name} to {new_name}")
+    report_done(ctx, "renamed", "function", name, new_name)
 
 
 @function.command("drop")
@@ -585,10 +584,7 @@ def function_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> 
 def function_drop(ctx: Context, name: str, if_exists: bool) -> None:
     """Drop a function."""
     ctx.client.drop_function(name, if_exists)
-    if ctx.as_json:
-        emit_json({"dropped": name})
-    else:
-        click.echo(f"dropped function {name}")
+    report_done(ctx, "dropped", "function", name)
 
 
 # ---------------------------------------------------------------- views
@@ -676,10 +672,7 @@ def view_alter(ctx: Context, name: str, query: str | None, comment: str | None, 
 def view_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None:
     """Rename a view within its database."""
     ctx.client.rename_view(name, new_name, if_exists)
-    if ctx.as_json:
-        emit_json({"renamed": name, "to": new_name})
-    else:
-        click.echo(f"renamed view {name} to {new_name}")
+    report_done(ctx, "renamed", "view", name, new_name)
 
 
 @view.command("drop")
@@ -689,10 +682,7 @@ def view_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> None
 def view_drop(ctx: Context, name: str, if_exists: bool) -> None:
     """Drop a view (never a table)."""
     ctx.client.drop_view(name, if_exists)
-    if ctx.as_json:
-        emit_json({"dropped": name})
-    else:
-        click.echo(f"dropped view {name}")
+    report_done(ctx, "dropped", "view", name)
 
 
 # ---------------------------------------------------------------- partitions
