@@ -819,6 +819,21 @@ def stage_describe(ctx: Context, stage_id: str) -> None:
     _show_stage(ctx, ctx.client.get_stage(stage_id))
 
 
+def _lease_seconds(text: str | None) -> float | None:
+    """``--lease`` as seconds (None: the daemon's default)."""
+    from catalogd.config import parse_duration
+
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text).total_seconds()
+    except ValueError as e:
+        raise UsageError(f"--lease: {e}") from None
+    if seconds <= 0:
+        raise UsageError(f"--lease: must be longer than zero, got {text!r}")
+    return seconds
+
+
 @stage.command("begin")
 @click.argument("target", metavar="CATALOG.DB.T")
 @click.option("--schema", help="Columns, e.g. \"id bigint, name string\" (OVERWRITE_PARTITIONS: the target's).")
@@ -836,16 +851,7 @@ def stage_describe(ctx: Context, stage_id: str) -> None:
 def stage_begin(ctx: Context, target: str, schema: str | None, partitioned_by: str | None, fmt: str | None,
                 purpose: str, lease: str | None, comment: str | None, properties: tuple[str, ...]) -> None:
     """Open a stage on TARGET: a hidden staging table to write into, published by `stage commit`."""
-    from catalogd.config import parse_duration
-
-    seconds = None
-    if lease is not None:
-        try:
-            seconds = parse_duration(lease).total_seconds()
-        except ValueError as e:
-            raise UsageError(f"--lease: {e}") from None
-        if seconds <= 0:
-            raise UsageError(f"--lease: must be longer than zero, got {lease!r}")
+    seconds = _lease_seconds(lease)
     stage = ctx.client.begin_stage(target, schema, partitioned_by, format=fmt, purpose=purpose,
                                    properties=parse_properties(properties), comment=comment, lease=seconds)
     _show_stage(ctx, stage)
@@ -857,15 +863,7 @@ def stage_begin(ctx: Context, target: str, schema: str | None, partitioned_by: s
 @pass_ctx
 def stage_heartbeat(ctx: Context, stage_id: str, lease: str | None) -> None:
     """Extend an open stage's lease."""
-    from catalogd.config import parse_duration
-
-    seconds = None
-    if lease is not None:
-        try:
-            seconds = parse_duration(lease).total_seconds()
-        except ValueError as e:
-            raise UsageError(f"--lease: {e}") from None
-    _show_stage(ctx, ctx.client.heartbeat_stage(stage_id, seconds))
+    _show_stage(ctx, ctx.client.heartbeat_stage(stage_id, _lease_seconds(lease)))
 
 
 @stage.command("commit")

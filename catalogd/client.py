@@ -294,10 +294,7 @@ class CatalogClient:
             InvalidArgumentError: the file is invalid (every problem, one per line, after the
                 first line); the daemon keeps running its current configuration.
         """
-        result = self._call(lambda c: c.reloadConfig(), idempotent=False)
-        return ReloadResult(added=list(result.added or []), removed=list(result.removed or []),
-                            changed=list(result.changed or []), unchanged=list(result.unchanged or []),
-                            restart_needed=list(result.restartNeeded or []), source=result.source or "")
+        return wire.reload_result_from_thrift(self._call(lambda c: c.reloadConfig(), idempotent=False))
 
     # ------------------------------------------------------------ functions
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalogd.catalog import load_catalog
 from catalogd.catalog.base import BaseCatalog, Catalog
@@ -32,6 +32,9 @@ from catalogd.model import (
     ViewUpdate,
 )
 from catalogd.names import NamespacePath, ObjectPath, split_name
+
+if TYPE_CHECKING:
+    from catalogd.views import ExpandedView
 
 #: Catalog keys the manager applies itself: a change of only these keeps the open catalog.
 _MANAGER_KEYS = {"default", "read_only", "atomic_writes"}
@@ -338,7 +341,7 @@ class CatalogManager:
 
     # ------------------------------------------------------------ views
 
-    def _expand(self, catalog: BaseCatalog, database: str, query: str) -> Any:
+    def _expand(self, catalog: BaseCatalog, database: str, query: str) -> ExpandedView:
         from catalogd.views import expand_view
 
         def resolve(db: str, table: str) -> list[Column]:

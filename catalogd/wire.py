@@ -15,6 +15,7 @@ from catalogd.model import (
     Function,
     FunctionLanguage,
     Partition,
+    ReloadResult,
     Resource,
     Stage,
     StagePurpose,
@@ -292,6 +293,19 @@ def stage_from_thrift(stage: t.Stage) -> Stage:
         format=TableFormat.parse(stage.format) if stage.format else None,
         message=stage.message,
     )
+
+
+# ---------------------------------------------------------------- configuration
+
+def reload_result_to_thrift(result: ReloadResult) -> t.ReloadResult:
+    return t.ReloadResult(added=result.added, removed=result.removed, changed=result.changed,
+                          unchanged=result.unchanged, restartNeeded=result.restart_needed, source=result.source)
+
+
+def reload_result_from_thrift(result: t.ReloadResult) -> ReloadResult:
+    return ReloadResult(added=list(result.added or []), removed=list(result.removed or []),
+                        changed=list(result.changed or []), unchanged=list(result.unchanged or []),
+                        restart_needed=list(result.restartNeeded or []), source=result.source or "")
 
 
 # ---------------------------------------------------------------- errors

@@ -7,6 +7,7 @@ error is translated into a catalogd error where the call is made.
 
 from __future__ import annotations
 
+import copy
 import logging
 import socket
 import time
@@ -875,7 +876,7 @@ class HiveCatalog(BaseCatalog):
                       ignore_if_exists: bool = False) -> Partition:
         tbl = self._partitioned(database, table)
         values = self._values(tbl, spec)
-        sd = _copy_sd(tbl.sd)
+        sd = copy.deepcopy(tbl.sd)
         sd.location = location
         part = hms.Partition(values=values, dbName=database, tableName=table, createTime=int(time.time()),
                              lastAccessTime=0, sd=sd, parameters={})
@@ -927,9 +928,3 @@ class HiveCatalog(BaseCatalog):
 
     def janitor_pass(self, startup: bool = False) -> int:
         return self.stager.janitor_pass(startup)
-
-
-def _copy_sd(sd: hms.StorageDescriptor) -> hms.StorageDescriptor:
-    import copy
-
-    return copy.deepcopy(sd)

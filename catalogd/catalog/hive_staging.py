@@ -22,6 +22,7 @@ storage; partitions switch with one ``alter_partitions`` plus one
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import secrets
@@ -194,6 +195,24 @@ class HiveStager:
             lock = self._target_locks.setdefault((database, target), threading.Lock())
         with lock:
             yield
+
+    @contextmanager
+    def _locked(self, database: str, key: str) -> Iterator[hms.Table | None]:
+        """The staging table read under its target's lock (None: it is gone).
+
+        A stage this process began needs no read to find its target (a stage's target
+        never changes): the lock first, then the one read.
+        """
+        with self._guard:
+            target = self._targets.get(self._stage_id(database, key))
+        if target is None:
+            first = self._get_raw(database, key)
+            if first is None:
+                yield None
+                return
+            target = (first.parameters or {}).get(TARGET, "")
+        with self._target_lock(database, target):
+            yield self._get_raw(database, key)
 
     def _stage_id(self, database: str, key: str) -> str:
         return f"{self.catalog.name}.{database}.{key}"
@@ -394,16 +413,18 @@ class HiveStager:
             f"{self._what(database, key)} is not open: it was aborted (or its lease lapsed), or never existed"
         )
 
-    def list(self) -> list[Stage]:
-        stages: list[Stage] = []
-        with self._translate("list stages"):
-            for database in self._call("get_all_databases"):
+    def _raw_stages(self, databases: list[str] | None = None) -> list[tuple[str, hms.Table]]:
+        """Every staging table (of ``databases``, default all), with its database."""
+        found: list[tuple[str, hms.Table]] = []
+        with self._translate("list stages", DatabaseNotFoundError):
+            for database in databases if databases is not None else self._call("get_all_databases"):
                 names = [n for n in self._call("get_all_tables", database) if is_stage_table(n)]
                 if names:
-                    stages.extend(
-                        self._to_stage(tbl, database)
-                        for tbl in self._call("get_table_objects_by_name", database, names)
-                    )
+                    found.extend((database, t) for t in self._call("get_table_objects_by_name", database, names))
+        return found
+
+    def list(self) -> list[Stage]:
+        stages = [self._to_stage(tbl, database) for database, tbl in self._raw_stages()]
         return sorted(stages, key=lambda s: (s.created or 0, s.id))
 
     def _gone(self, database: str, key: str) -> Stage:
@@ -415,64 +436,53 @@ class HiveStager:
 
     def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage:
         check_key(key)
-        tbl = self._get_raw(database, key)
-        if tbl is None:
-            return self._gone(database, key)
-        params = dict(tbl.parameters or {})
-        if params.get(STATE, OPEN) == ABORTED:
-            raise ConflictError(f"{self._what(database, key)} was {self._to_stage(tbl, database).message}")
-        if params.get(STATE, OPEN) != OPEN:
-            return self._to_stage(tbl, database)
-        with self._target_lock(database, params.get(TARGET, "")):
-            tbl = self._get_raw(database, key)
-            if tbl is None:
-                return self._gone(database, key)
-            params = dict(tbl.parameters or {})
-            if params.get(STATE, OPEN) == ABORTED:
-                raise ConflictError(f"{self._what(database, key)} was {self._to_stage(tbl, database).message}")
-            if params.get(STATE, OPEN) != OPEN:
+        with self._locked(database, key) as tbl:
+            if tbl is not None:
+                params = dict(tbl.parameters or {})
+                state = params.get(STATE, OPEN)
+                if state == ABORTED:
+                    raise ConflictError(f"{self._what(database, key)} was {self._to_stage(tbl, database).message}")
+                if state != OPEN:
+                    return self._to_stage(tbl, database)
+                now = _now_ms()
+                deadline = _int(params.get(DEADLINE)) or 0
+                if deadline < now:
+                    # The writer is still at work: keep a tombstone so its late files go too.
+                    self._abort_locked(database, tbl, f"its lease lapsed at {_iso(deadline)}", tombstone=True)
+                    raise ConflictError(
+                        f"{self._what(database, key)}: its lease lapsed at {_iso(deadline)}; the stage was aborted"
+                    )
+                millis = int((lease or self.lease) * 1000)
+                params[DEADLINE] = str(now + millis)
+                params[LEASE] = str(millis)
+                tbl.parameters = params
+                self._alter(database, tbl.tableName, tbl, self._what(database, key))
                 return self._to_stage(tbl, database)
-            now = _now_ms()
-            deadline = _int(params.get(DEADLINE)) or 0
-            if deadline < now:
-                # The writer is still at work: keep a tombstone so its late files go too.
-                self._abort_locked(database, tbl, f"its lease lapsed at {_iso(deadline)}", tombstone=True)
-                raise ConflictError(
-                    f"{self._what(database, key)}: its lease lapsed at {_iso(deadline)}; the stage was aborted"
-                )
-            millis = int((lease or self.lease) * 1000)
-            params[DEADLINE] = str(now + millis)
-            params[LEASE] = str(millis)
-            tbl.parameters = params
-            self._alter(database, tbl.tableName, tbl, self._what(database, key))
-        return self._to_stage(tbl, database)
+        return self._gone(database, key)
 
     # ------------------------------------------------------------ abort
 
     def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage:
         check_key(key)
-        tbl = self._get_raw(database, key)
-        if tbl is None:
-            committed = self._find_committed(database, key)
-            if committed is not None and committed.state is StageState.COMMITTED:
-                raise ConflictError(f"{self._what(database, key)} is committed; it cannot be aborted")
-            return committed or self._ended(database, key, "", StagePurpose.CREATE, StageState.ABORTED,
-                                            "no open stage (aborted already, or never existed)")
-        params = tbl.parameters or {}
-        with self._target_lock(database, params.get(TARGET, "")):
-            tbl = self._get_raw(database, key)
-            if tbl is None:
-                return self.abort(database, key, reason, tombstone)
-            params = tbl.parameters or {}
-            state = params.get(STATE, OPEN)
-            if state not in (OPEN, ABORTED):
-                raise ConflictError(f"{self._what(database, key)} is committed (or committing); it cannot be aborted")
-            if state == ABORTED:
-                if tombstone:
-                    return self._to_stage(tbl, database)
-                # Its writer says it stopped: nothing more can arrive, drop the tombstone now.
-                return self._abort_locked(database, tbl, params.get(REASON) or reason)
-            return self._abort_locked(database, tbl, reason, tombstone=tombstone)
+        with self._locked(database, key) as tbl:
+            if tbl is not None:
+                params = tbl.parameters or {}
+                state = params.get(STATE, OPEN)
+                if state not in (OPEN, ABORTED):
+                    raise ConflictError(
+                        f"{self._what(database, key)} is committed (or committing); it cannot be aborted"
+                    )
+                if state == ABORTED:
+                    if tombstone:
+                        return self._to_stage(tbl, database)
+                    # Its writer says it stopped: nothing more can arrive, drop the tombstone now.
+                    return self._abort_locked(database, tbl, params.get(REASON) or reason)
+                return self._abort_locked(database, tbl, reason, tombstone=tombstone)
+        committed = self._find_committed(database, key)
+        if committed is not None and committed.state is StageState.COMMITTED:
+            raise ConflictError(f"{self._what(database, key)} is committed; it cannot be aborted")
+        return committed or self._ended(database, key, "", StagePurpose.CREATE, StageState.ABORTED,
+                                        "no open stage (aborted already, or never existed)")
 
     def _abort_locked(self, database: str, tbl: hms.Table, reason: str, tombstone: bool = False) -> Stage:
         """Abort: drop the staging table and its files, or (``tombstone``) mark it ABORTED and drop it
@@ -506,31 +516,18 @@ class HiveStager:
 
     def commit(self, database: str, key: str) -> Stage:
         check_key(key)
-        with self._guard:
-            target = self._targets.get(self._stage_id(database, key))
-        if target is not None:
-            # Began here: lock first, then the one read of the staging table.
-            with self._target_lock(database, target):
-                tbl = self._get_raw(database, key)
-                if tbl is not None and (tbl.parameters or {}).get(TARGET) == target:
-                    return self._commit_locked(database, key, tbl)
-        tbl = self._get_raw(database, key)
-        if tbl is None:
-            found = self._find_committed(database, key)
-            if found is not None and found.state is StageState.COMMITTED:
-                return found
-            if found is not None:
-                raise StageNotFoundError(f"{self._what(database, key)} is not open: {found.message}")
-            raise StageNotFoundError(
-                f"{self._what(database, key)} is not open: it was aborted (or its lease lapsed), or never existed "
-                f"(a commit older than the target's last {_RECENT} is not remembered either)"
-            )
-        target = (tbl.parameters or {}).get(TARGET, "")
-        with self._target_lock(database, target):
-            tbl = self._get_raw(database, key)
-            if tbl is None:
-                return self.commit(database, key)
-            return self._commit_locked(database, key, tbl)
+        with self._locked(database, key) as tbl:
+            if tbl is not None:
+                return self._commit_locked(database, key, tbl)
+        found = self._find_committed(database, key)
+        if found is not None and found.state is StageState.COMMITTED:
+            return found
+        if found is not None:
+            raise StageNotFoundError(f"{self._what(database, key)} is not open: {found.message}")
+        raise StageNotFoundError(
+            f"{self._what(database, key)} is not open: it was aborted (or its lease lapsed), or never existed "
+            f"(a commit older than the target's last {_RECENT} is not remembered either)"
+        )
 
     def _commit_locked(self, database: str, key: str, tbl: hms.Table) -> Stage:
         params = dict(tbl.parameters or {})
@@ -567,7 +564,7 @@ class HiveStager:
         what = f"table {self.catalog.name}.{database}.{target}"
         if existing is not None:
             return self._lost_race(database, tbl, stage, what)
-        new = _copy(tbl)
+        new = copy.deepcopy(tbl)
         new.tableName = target
         new.parameters = {**_user_params(tbl.parameters), **_commit_tags(stage, None)}
         serde = new.sd.serdeInfo
@@ -652,7 +649,7 @@ class HiveStager:
     def _switch_table(self, database: str, tbl: hms.Table, existing: hms.Table | None, stage: Stage,
                       what: str) -> None:
         """Point the target at the staged storage: one alter_table, or drop + create when HMS refuses that."""
-        new = _copy(tbl)
+        new = copy.deepcopy(tbl)
         new.tableName = stage.target
         new.parameters = {**_user_params(tbl.parameters),
                           **_commit_tags(stage, existing.parameters if existing is not None else None)}
@@ -691,7 +688,7 @@ class HiveStager:
             new = hms.Partition(
                 values=list(part.values), dbName=database, tableName=target,
                 createTime=have.createTime if have else int(time.time()), lastAccessTime=0,
-                sd=_copy(part.sd), parameters=dict(part.parameters or {}),
+                sd=copy.deepcopy(part.sd), parameters=dict(part.parameters or {}),
             )
             (changed if have is not None else added).append(new)
         with self._translate(what):
@@ -752,10 +749,7 @@ class HiveStager:
         and lose it when the retention ends.
         """
         try:
-            with self._translate(f"database {self.catalog.name}.{database}", DatabaseNotFoundError):
-                names = [n for n in self._call("get_all_tables", database) if is_stage_table(n)]
-                tables = self._call("get_table_objects_by_name", database, names) if names else []
-            for tbl in tables:
+            for _, tbl in self._raw_stages([database]):
                 params = tbl.parameters or {}
                 if params.get(TARGET) == target and params.get(STATE) == RETIRING:
                     with self._target_lock(database, target):
@@ -769,44 +763,45 @@ class HiveStager:
     def janitor_pass(self, startup: bool = False) -> int:
         """One sweep over every staging table of the catalog; returns how many stages it acted on."""
         acted = 0
-        now = _now_ms()
-        for stage in self.list():
-            key = stage.id.rsplit(".", 1)[1]
+        for database, listed in self._raw_stages():
+            key = listed.tableName[len(STAGE_TABLE_PREFIX):]
+            if not self._due(listed, startup):
+                continue
             try:
-                tbl = self._get_raw(stage.database, key)
-                if tbl is None:
-                    continue
-                params = tbl.parameters or {}
-                state = params.get(STATE, OPEN)
-                if state == OPEN and (_int(params.get(DEADLINE)) or 0) < now:
-                    with self._target_lock(stage.database, stage.target):
-                        tbl = self._get_raw(stage.database, key)
-                        if tbl is not None and (tbl.parameters or {}).get(STATE, OPEN) == OPEN and (
-                            _int((tbl.parameters or {}).get(DEADLINE)) or 0
-                        ) < _now_ms():
-                            self._abort_locked(stage.database, tbl, "its lease lapsed", tombstone=True)
-                            acted += 1
-                elif state == ABORTED and (_int(params.get(DELETE_AFTER)) or 0) <= now:
-                    with self._target_lock(stage.database, stage.target):
-                        tbl = self._get_raw(stage.database, key)
-                        if tbl is not None and (tbl.parameters or {}).get(STATE) == ABORTED:
-                            self._drop_stage(stage.database, tbl)
-                            logger.info("stage %s: files of the aborted stage deleted", stage.id)
-                            acted += 1
-                elif state == COMMITTING and self._may_recover(params, now, startup):
-                    with self._target_lock(stage.database, stage.target):
-                        tbl = self._get_raw(stage.database, key)
-                        if tbl is not None and (tbl.parameters or {}).get(STATE) == COMMITTING:
-                            logger.warning("stage %s: finishing a commit that was interrupted", stage.id)
-                            self._finish_commit(stage.database, key, tbl, self._to_stage(tbl, stage.database))
-                            acted += 1
-                elif state == RETIRING and (_int(params.get(DELETE_AFTER)) or 0) <= now:
-                    with self._target_lock(stage.database, stage.target):
-                        self._purge(stage.database, key)
+                # Decided again under the lock: a commit or heartbeat may have come first.
+                with self._target_lock(database, (listed.parameters or {}).get(TARGET, "")):
+                    tbl = self._get_raw(database, key)
+                    if tbl is not None and self._due(tbl, startup):
+                        self._clean(database, key, tbl)
                         acted += 1
             except CatalogError as e:
-                logger.warning("janitor: stage %s: %s", stage.id, e)
+                logger.warning("janitor: stage %s: %s", self._stage_id(database, key), e)
         return acted
+
+    def _due(self, tbl: hms.Table, startup: bool) -> bool:
+        """Whether the janitor must act on this staging table now."""
+        params = tbl.parameters or {}
+        state, now = params.get(STATE, OPEN), _now_ms()
+        if state == OPEN:
+            return (_int(params.get(DEADLINE)) or 0) < now
+        if state in (ABORTED, RETIRING):
+            return (_int(params.get(DELETE_AFTER)) or 0) <= now
+        return state == COMMITTING and self._may_recover(params, now, startup)
+
+    def _clean(self, database: str, key: str, tbl: hms.Table) -> None:
+        """What the janitor does to a stage that is due (under its target's lock)."""
+        state = (tbl.parameters or {}).get(STATE, OPEN)
+        stage_id = self._stage_id(database, key)
+        if state == OPEN:
+            self._abort_locked(database, tbl, "its lease lapsed", tombstone=True)
+        elif state == ABORTED:
+            self._drop_stage(database, tbl)
+            logger.info("stage %s: files of the aborted stage deleted", stage_id)
+        elif state == COMMITTING:
+            logger.warning("stage %s: finishing a commit that was interrupted", stage_id)
+            self._finish_commit(database, key, tbl, self._to_stage(tbl, database))
+        else:
+            self._purge(database, key)
 
     def _may_recover(self, params: dict[str, str], now: int, startup: bool) -> bool:
         """Whether an interrupted commit is ours to finish (nobody else can be running it)."""
@@ -821,10 +816,3 @@ def _int(value: str | None) -> int | None:
         return int(value) if value else None
     except ValueError:
         return None
-
-
-def _copy(obj):  # type: ignore[no-untyped-def]
-    """A deep copy of a Thrift struct (they are plain objects)."""
-    import copy
-
-    return copy.deepcopy(obj)

@@ -303,5 +303,4 @@ class CatalogHandler:
         except ConfigError as e:
             lines = "\n".join(e.problems or [e.message])
             raise InvalidArgumentError("configuration rejected; the running one stays:\n" + lines) from e
-        return t.ReloadResult(added=result.added, removed=result.removed, changed=result.changed,
-                              unchanged=result.unchanged, restartNeeded=result.restart_needed, source=result.source)
+        return wire.reload_result_to_thrift(result)
