@@ -361,10 +361,6 @@ def atomic_ctas(
         if not info.atomic_writes:
             _plain_save(df, name.split(".", 1)[1], mode, keys, fmt)
             return None
-        if MODES[mode] is StagePurpose.CREATE_IF_NOT_EXISTS and c.table_exists(name):
-            return Stage(id="", catalog=info.name, database=name.split(".")[1], target=name.split(".")[2],
-                         purpose=StagePurpose.CREATE_IF_NOT_EXISTS, state=StageState.ABORTED,
-                         message=f"table {name} exists already; nothing to write")
         with staged_table(name, df.schema, partition_by=keys, format=fmt, mode=mode, properties=properties,
                           comment=comment, client=c, spark=spark) as staged:
             if staged.active:

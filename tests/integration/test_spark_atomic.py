@@ -194,8 +194,6 @@ def test_replace_while_a_reader_counts(spark, client, main_db):
     stop = threading.Event()
 
     def reader() -> None:
-        from pyspark.sql import SparkSession
-
         session = spark.newSession()  # its own relation cache, like another user's session
         while not stop.is_set():
             try:
@@ -203,7 +201,6 @@ def test_replace_while_a_reader_counts(spark, client, main_db):
                 seen.add(session.table(short(target)).count())
             except Exception as e:
                 errors.append(str(e)[:200])
-        del SparkSession
 
     thread = threading.Thread(target=reader)
     thread.start()
