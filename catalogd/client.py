@@ -15,6 +15,7 @@ import contextlib
 import os
 import select
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -30,14 +31,21 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    DynamicTable,
+    DynamicTableChange,
+    DynamicTableSpec,
     Function,
     FunctionLanguage,
     Partition,
+    RefreshJob,
+    RefreshMode,
+    RefreshRun,
     ReloadResult,
     Resource,
     Stage,
     StagePurpose,
     StageRequest,
+    StatementResult,
     Table,
     TableFormat,
     TableKind,
@@ -477,6 +485,107 @@ class CatalogClient:
     def list_stages(self, catalog: str | None = None) -> list[Stage]:
         name = parse_catalog(catalog) if catalog else ""
         return [wire.stage_from_thrift(s) for s in self._call(lambda c: c.listStages(name))]
+
+
+    # ------------------------------------------------------------ dynamic tables
+
+    def create_dynamic_table(
+        self,
+        name: str,
+        query: str,
+        freshness: str,
+        refresh_mode: str | RefreshMode | None = None,
+        partitioned_by: list[str] | str | None = None,
+        options: dict[str, str] | None = None,
+        comment: str | None = None,
+        if_not_exists: bool = False,
+    ) -> DynamicTable:
+        """Create a dynamic table: the daemon validates ``query`` with Spark, derives the
+        schema and the refresh mode (unless given) and starts its schedule or job.
+
+        Args:
+            freshness: ``"1 day"``, ``"10 minutes"``, ``"INTERVAL '1' HOUR"``.
+            options: table options, e.g. ``{"partition.fields.ds.date-formatter": "yyyy-MM-dd"}``.
+        """
+        path = parse_object(name)
+        keys = [partitioned_by] if isinstance(partitioned_by, str) else list(partitioned_by or [])
+        mode = RefreshMode.parse(refresh_mode) if isinstance(refresh_mode, str) else refresh_mode
+        spec = DynamicTableSpec(catalog=path.catalog or "", database=path.database or "", name=path.name,
+                                query=query, freshness=freshness, refresh_mode=mode, partitioned_by=keys,
+                                options=dict(options or {}), comment=comment)
+        created = self._call(lambda c: c.createDynamicTable(wire.dynamic_spec_to_thrift(spec), if_not_exists),
+                             idempotent=False)
+        return wire.dynamic_table_from_thrift(created)
+
+    def get_dynamic_table(self, name: str) -> DynamicTable:
+        path = wire.object_to_thrift(parse_object(name))
+        return wire.dynamic_table_from_thrift(self._call(lambda c: c.getDynamicTable(path)))
+
+    def list_dynamic_tables(self, catalog: str | None = None, database: str | None = None) -> list[DynamicTable]:
+        """The dynamic tables of a catalog (default: the default one), or of one of its databases."""
+        found = self._call(lambda c: c.listDynamicTables(catalog or "", database or ""))
+        return [wire.dynamic_table_from_thrift(dt) for dt in found]
+
+    def alter_dynamic_table(self, name: str, freshness: str | None = None,
+                            refresh_mode: str | RefreshMode | None = None, action: str | None = None) -> DynamicTable:
+        """Change the freshness and/or the refresh mode, or SUSPEND / RESUME."""
+        path = wire.object_to_thrift(parse_object(name))
+        mode = RefreshMode.parse(refresh_mode) if isinstance(refresh_mode, str) else refresh_mode
+        change = wire.dynamic_change_to_thrift(DynamicTableChange(freshness, mode, action))
+        return wire.dynamic_table_from_thrift(self._call(lambda c: c.alterDynamicTable(path, change),
+                                                         idempotent=False))
+
+    def suspend_dynamic_table(self, name: str) -> DynamicTable:
+        return self.alter_dynamic_table(name, action="SUSPEND")
+
+    def resume_dynamic_table(self, name: str) -> DynamicTable:
+        return self.alter_dynamic_table(name, action="RESUME")
+
+    def drop_dynamic_table(self, name: str, if_exists: bool = False) -> None:
+        """Stop the table's schedule and job, then drop it."""
+        path = wire.object_to_thrift(parse_object(name))
+        self._call(lambda c: c.dropDynamicTable(path, if_exists), idempotent=False)
+
+    def refresh_dynamic_tables(self, tables: list[str] | str, schedule_time: str | None = None,
+                               partition: dict[str, str] | str | None = None,
+                               configuration: dict[str, str] | None = None) -> RefreshJob:
+        """Start a refresh now (a running one for the same partition is joined).
+
+        Args:
+            schedule_time: ``"2024-03-02 00:00:00"``; with date formatters it picks the partition.
+            partition: ``{"ds": "2024-03-01"}`` or ``"ds=2024-03-01"``.
+        """
+        names = [tables] if isinstance(tables, str) else list(tables)
+        spec = parse_partition_spec(partition) if isinstance(partition, str) else dict(partition or {})
+        from catalogd.gen.catalogd_thrift import ttypes
+
+        request = ttypes.RefreshRequest(tables=names, scheduleTime=schedule_time, partition=spec,
+                                        configuration=dict(configuration or {}), trigger="manual")
+        return wire.refresh_job_from_thrift(self._call(lambda c: c.refreshDynamicTables(request), idempotent=False))
+
+    def get_refresh_job(self, job_id: str) -> RefreshJob:
+        return wire.refresh_job_from_thrift(self._call(lambda c: c.getRefreshJob(job_id)))
+
+    def wait_refresh_job(self, job_id: str, timeout: float | None = None, poll: float = 1.0,
+                         progress: Callable[[RefreshJob], None] | None = None) -> RefreshJob:
+        """Poll until the job ends (or ``timeout`` seconds pass: the job as it is then)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.get_refresh_job(job_id)
+            if progress is not None:
+                progress(job)
+            if job.status.finished or (deadline is not None and time.monotonic() >= deadline):
+                return job
+            time.sleep(poll)
+
+    def dynamic_table_history(self, name: str, limit: int = 20) -> list[RefreshRun]:
+        path = wire.object_to_thrift(parse_object(name))
+        return [wire.refresh_run_from_thrift(r) for r in self._call(lambda c: c.dynamicTableHistory(path, limit))]
+
+    def sql(self, statement: str) -> StatementResult:
+        """Run a CREATE / ALTER / DROP DYNAMIC TABLE statement in the daemon."""
+        return wire.statement_result_from_thrift(self._call(lambda c: c.executeStatement(statement),
+                                                            idempotent=False))
 
 
 def _language(value: str | FunctionLanguage) -> FunctionLanguage:

@@ -528,8 +528,29 @@ class CatalogConfig(_Model):
 class DynamicTablesConfig(_Model):
     """Dynamic (derived) tables."""
 
-    #: How old a dynamic table's data may get before it is refreshed.
+    #: A freshness below this gets the CONTINUOUS refresh mode, else FULL (unless a
+    #: table asks for a mode). A changed threshold re-derives the modes on restart.
     freshness_threshold: Duration = Field(default=datetime.timedelta(minutes=30), alias="freshness-threshold")
+    #: Run the schedules and jobs of dynamic tables on this daemon. Turn it off on all
+    #: but one daemon sharing a metastore (each would run every refresh).
+    enabled: bool = True
+    #: The zone of cron fire times and of schedule times given without an offset.
+    time_zone: str = Field(default="UTC", alias="time-zone")
+    #: Batch refresh jobs running at once; more wait (PENDING).
+    max_concurrent_refreshes: PositiveInt = Field(default=2, alias="max-concurrent-refreshes")
+    #: Runs kept in each table's history.
+    history_size: PositiveInt = Field(default=50, alias="history-size")
+
+    @field_validator("time_zone")
+    @classmethod
+    def _check_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name like UTC or Europe/Berlin)") from None
+        return value
 
 
 class SparkConfig(_Model):

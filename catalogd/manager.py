@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from catalogd.catalog import load_catalog
@@ -80,6 +81,9 @@ class CatalogManager:
         self._catalogs: dict[str, Catalog] = {}
         self._lock = threading.RLock()
         self._reload_lock = threading.Lock()
+        #: Called with ("drop" | "rename", catalog, database, table) before a table is
+        #: dropped or renamed (the dynamic-table service stops a table's jobs first).
+        self.table_hooks: list[Callable[[str, str, str, str], None]] = []
 
     # ------------------------------------------------------------ lifecycle
 
@@ -300,11 +304,15 @@ class CatalogManager:
     def rename_table(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
         catalog, db, name = self._object(path)
         self._writable(catalog)
+        for hook in self.table_hooks:
+            hook("rename", catalog.name, db, name)
         catalog.rename_table(db, name, new_name, ignore_if_not_exists)
 
     def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
         catalog, db, name = self._object(path)
         self._writable(catalog)
+        for hook in self.table_hooks:
+            hook("drop", catalog.name, db, name)
         catalog.drop_table(db, name, ignore_if_not_exists, purge)
 
     # ------------------------------------------------------------ functions

@@ -295,3 +295,158 @@ class ReloadResult:
     #: Sections that changed but apply only after a restart.
     restart_needed: list[str] = field(default_factory=list)
     source: str = ""
+
+
+# ---------------------------------------------------------------- dynamic tables
+
+class RefreshMode(enum.StrEnum):
+    """How a dynamic table is kept fresh (FLIP-435)."""
+
+    FULL = "FULL"
+    CONTINUOUS = "CONTINUOUS"
+
+    @classmethod
+    def parse(cls, value: str) -> RefreshMode:
+        from catalogd.errors import InvalidArgumentError
+
+        try:
+            return cls(value.strip().upper())
+        except ValueError:
+            raise InvalidArgumentError(f"unknown refresh mode {value!r} (use FULL or CONTINUOUS)") from None
+
+
+class RefreshState(enum.StrEnum):
+    """The RefreshJobHandler's state: the refresh job's lifecycle."""
+
+    INITIALIZING = "INITIALIZING"
+    RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
+
+
+class RunStatus(enum.StrEnum):
+    """One refresh run (or a request of several)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    @property
+    def finished(self) -> bool:
+        return self in (RunStatus.SUCCEEDED, RunStatus.FAILED)
+
+
+#: How a run was started.
+TRIGGERS = ("schedule", "catch-up", "initial", "manual", "api", "continuous")
+
+
+@dataclass
+class RefreshRun:
+    """One refresh of one dynamic table (or one lifetime of a continuous job)."""
+
+    id: str
+    table: str
+    trigger: str
+    status: RunStatus
+    schedule_time: str | None = None
+    partition: dict[str, str] = field(default_factory=dict)
+    submitted: float | None = None
+    started: float | None = None
+    ended: float | None = None
+    error: str | None = None
+    rows: int | None = None
+    application_id: str | None = None
+    input_files: int | None = None
+    source_partitions: list[str] = field(default_factory=list)
+    #: Where a running job is: starting, planning, writing, committing...
+    phase: str | None = None
+    #: The scheduler's fire time (schedule runs): ``started - fired`` is its overhead.
+    fired: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> RefreshRun:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["status"] = RunStatus(str(known.get("status", "FAILED")))
+        return cls(**known)  # type: ignore[arg-type]
+
+
+@dataclass
+class RefreshJob:
+    """A refresh request (``dt refresh``, REST): the runs it started or joined."""
+
+    id: str
+    status: RunStatus
+    runs: list[RefreshRun] = field(default_factory=list)
+    cluster_info: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class DynamicTable:
+    """A table defined by a query and a freshness target (FLIP-435 CatalogDynamicTable)."""
+
+    catalog: str
+    database: str
+    name: str
+    query: str
+    freshness: str
+    expanded_query: str = ""
+    #: The mode the statement asked for; None: derived from the freshness threshold.
+    declared_mode: RefreshMode | None = None
+    #: The RefreshJobHandler: actual mode, state and a JSON job detail.
+    refresh_mode: RefreshMode = RefreshMode.FULL
+    state: RefreshState = RefreshState.INITIALIZING
+    job_detail: dict[str, object] = field(default_factory=dict)
+    columns: list[Column] = field(default_factory=list)
+    partition_keys: list[Column] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    #: Quartz cron of a FULL refresh.
+    schedule: str | None = None
+    created: int | None = None
+    last_refresh: RefreshRun | None = None
+    #: Seconds since the data was current (None: never refreshed).
+    freshness_lag: float | None = None
+    within_target: bool | None = None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.catalog}.{self.database}.{self.name}"
+
+
+@dataclass
+class DynamicTableSpec:
+    """What CREATE DYNAMIC TABLE asks for."""
+
+    catalog: str
+    database: str
+    name: str
+    query: str
+    freshness: str
+    refresh_mode: RefreshMode | None = None
+    partitioned_by: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+
+
+@dataclass
+class DynamicTableChange:
+    """ALTER DYNAMIC TABLE: one of the fields is set."""
+
+    freshness: str | None = None
+    refresh_mode: RefreshMode | None = None
+    #: "SUSPEND" or "RESUME".
+    action: str | None = None
+
+
+@dataclass
+class StatementResult:
+    """What ``catalogd sql`` did."""
+
+    kind: str
+    message: str
+    table: DynamicTable | None = None
+    job: RefreshJob | None = None

@@ -12,7 +12,7 @@ than sqlglot does (decimal arithmetic, aggregates).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from catalogd.catalog.types import parse_type
 from catalogd.errors import InvalidArgumentError, NotFoundError
@@ -27,6 +27,10 @@ class ExpandedView:
     original: str
     expanded: str
     columns: list[Column]
+    #: The query with every table and column qualified and ``*`` expanded (no casts).
+    qualified: str = ""
+    #: The tables it reads, ``database.table``.
+    tables: list[str] = field(default_factory=list)
 
 
 def _spark_type(node: object, derived: str, base_tables: set[str]) -> str:
@@ -134,4 +138,8 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> E
         columns.append(Column(name, _spark_type(select, derived, base_tables)))
     inner = typed.sql(dialect="spark", identify=True)
     casts = ", ".join(f"CAST(`q`.`{c.name}` AS {c.type}) AS `{c.name}`" for c in columns)
-    return ExpandedView(original=text, expanded=f"SELECT {casts} FROM ({inner}) AS `q`", columns=columns)
+    ctes_after = {cte.alias_or_name.lower() for cte in typed.find_all(exp.CTE)}
+    tables = sorted({f"{t.db}.{t.name}".lower() for t in typed.find_all(exp.Table)
+                     if t.name and t.db and t.name.lower() not in ctes_after})
+    return ExpandedView(original=text, expanded=f"SELECT {casts} FROM ({inner}) AS `q`", columns=columns,
+                        qualified=inner, tables=tables)

@@ -5,6 +5,8 @@ Shared by the server and the client, so both sides translate the same way.
 
 from __future__ import annotations
 
+import json
+
 from catalogd import errors
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.model import (
@@ -12,15 +14,24 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
+    DynamicTable,
+    DynamicTableChange,
+    DynamicTableSpec,
     Function,
     FunctionLanguage,
     Partition,
+    RefreshJob,
+    RefreshMode,
+    RefreshRun,
+    RefreshState,
     ReloadResult,
     Resource,
+    RunStatus,
     Stage,
     StagePurpose,
     StageRequest,
     StageState,
+    StatementResult,
     Statistics,
     Table,
     TableFormat,
@@ -309,6 +320,129 @@ def reload_result_from_thrift(result: t.ReloadResult) -> ReloadResult:
 
 
 # ---------------------------------------------------------------- errors
+
+# ---------------------------------------------------------------- dynamic tables
+
+def _enum_to_thrift(enum_type: type, value: object) -> int:
+    return enum_type._NAMES_TO_VALUES[str(value)]  # type: ignore[attr-defined]
+
+
+def _enum_from_thrift(enum_type: type, model: type, value: int | None, default: object) -> object:
+    if value is None:
+        return default
+    return model(enum_type._VALUES_TO_NAMES[value])  # type: ignore[attr-defined]
+
+
+def refresh_run_to_thrift(run: RefreshRun) -> t.RefreshRun:
+    return t.RefreshRun(
+        id=run.id, table=run.table, trigger=run.trigger, status=_enum_to_thrift(t.RunStatus, run.status),
+        scheduleTime=run.schedule_time, partition=dict(run.partition), submitted=run.submitted,
+        started=run.started, ended=run.ended, error=run.error, rows=run.rows, applicationId=run.application_id,
+        inputFiles=run.input_files, sourcePartitions=list(run.source_partitions), phase=run.phase, fired=run.fired,
+    )
+
+
+def refresh_run_from_thrift(run: t.RefreshRun) -> RefreshRun:
+    return RefreshRun(
+        id=run.id, table=run.table, trigger=run.trigger,
+        status=_enum_from_thrift(t.RunStatus, RunStatus, run.status, RunStatus.FAILED),  # type: ignore[arg-type]
+        schedule_time=run.scheduleTime, partition=dict(run.partition or {}), submitted=run.submitted,
+        started=run.started, ended=run.ended, error=run.error, rows=run.rows, application_id=run.applicationId,
+        input_files=run.inputFiles, source_partitions=list(run.sourcePartitions or []), phase=run.phase,
+        fired=run.fired,
+    )
+
+
+def refresh_job_to_thrift(job: RefreshJob) -> t.RefreshJob:
+    return t.RefreshJob(jobId=job.id, status=_enum_to_thrift(t.RunStatus, job.status),
+                        runs=[refresh_run_to_thrift(r) for r in job.runs], clusterInfo=dict(job.cluster_info),
+                        error=job.error)
+
+
+def refresh_job_from_thrift(job: t.RefreshJob) -> RefreshJob:
+    return RefreshJob(id=job.jobId,
+                      status=_enum_from_thrift(t.RunStatus, RunStatus, job.status, RunStatus.FAILED),  # type: ignore[arg-type]
+                      runs=[refresh_run_from_thrift(r) for r in job.runs or []],
+                      cluster_info=dict(job.clusterInfo or {}), error=job.error)
+
+
+def dynamic_table_to_thrift(dt: DynamicTable) -> t.DynamicTable:
+    return t.DynamicTable(
+        path=t.ObjectPath(dt.catalog, dt.database, dt.name), query=dt.query, expandedQuery=dt.expanded_query,
+        freshness=dt.freshness,
+        declaredMode=_enum_to_thrift(t.RefreshMode, dt.declared_mode) if dt.declared_mode else None,
+        refreshMode=_enum_to_thrift(t.RefreshMode, dt.refresh_mode),
+        state=_enum_to_thrift(t.RefreshState, dt.state), jobDetail=json.dumps(dt.job_detail, sort_keys=True),
+        columns=columns_to_thrift(dt.columns), partitionKeys=columns_to_thrift(dt.partition_keys),
+        options=dict(dt.options), comment=dt.comment, schedule=dt.schedule, created=dt.created,
+        lastRefresh=refresh_run_to_thrift(dt.last_refresh) if dt.last_refresh else None,
+        freshnessLag=dt.freshness_lag, withinTarget=dt.within_target,
+    )
+
+
+def dynamic_table_from_thrift(dt: t.DynamicTable) -> DynamicTable:
+    return DynamicTable(
+        catalog=dt.path.catalog or "", database=dt.path.database or "", name=dt.path.name, query=dt.query,
+        freshness=dt.freshness, expanded_query=dt.expandedQuery,
+        declared_mode=_enum_from_thrift(t.RefreshMode, RefreshMode, dt.declaredMode, None),  # type: ignore[arg-type]
+        refresh_mode=_enum_from_thrift(t.RefreshMode, RefreshMode, dt.refreshMode, RefreshMode.FULL),  # type: ignore[arg-type]
+        state=_enum_from_thrift(t.RefreshState, RefreshState, dt.state, RefreshState.INITIALIZING),  # type: ignore[arg-type]
+        job_detail=json.loads(dt.jobDetail or "{}"), columns=columns_from_thrift(dt.columns),
+        partition_keys=columns_from_thrift(dt.partitionKeys), options=dict(dt.options or {}), comment=dt.comment,
+        schedule=dt.schedule, created=dt.created,
+        last_refresh=refresh_run_from_thrift(dt.lastRefresh) if dt.lastRefresh else None,
+        freshness_lag=dt.freshnessLag, within_target=dt.withinTarget,
+    )
+
+
+def dynamic_spec_to_thrift(spec: DynamicTableSpec) -> t.DynamicTableSpec:
+    return t.DynamicTableSpec(
+        path=t.ObjectPath(spec.catalog or None, spec.database or None, spec.name), query=spec.query,
+        freshness=spec.freshness,
+        refreshMode=_enum_to_thrift(t.RefreshMode, spec.refresh_mode) if spec.refresh_mode else None,
+        partitionedBy=list(spec.partitioned_by), options=dict(spec.options), comment=spec.comment,
+    )
+
+
+def dynamic_spec_from_thrift(spec: t.DynamicTableSpec) -> DynamicTableSpec:
+    path = object_from_thrift(spec.path)
+    return DynamicTableSpec(
+        catalog=path.catalog or "", database=path.database or "", name=path.name, query=spec.query,
+        freshness=spec.freshness,
+        refresh_mode=_enum_from_thrift(t.RefreshMode, RefreshMode, spec.refreshMode, None),  # type: ignore[arg-type]
+        partitioned_by=list(spec.partitionedBy or []), options=dict(spec.options or {}), comment=spec.comment,
+    )
+
+
+def dynamic_change_to_thrift(change: DynamicTableChange) -> t.DynamicTableChange:
+    return t.DynamicTableChange(
+        freshness=change.freshness,
+        refreshMode=_enum_to_thrift(t.RefreshMode, change.refresh_mode) if change.refresh_mode else None,
+        action=change.action,
+    )
+
+
+def dynamic_change_from_thrift(change: t.DynamicTableChange | None) -> DynamicTableChange:
+    if change is None:
+        return DynamicTableChange()
+    return DynamicTableChange(
+        freshness=change.freshness,
+        refresh_mode=_enum_from_thrift(t.RefreshMode, RefreshMode, change.refreshMode, None),  # type: ignore[arg-type]
+        action=change.action,
+    )
+
+
+def statement_result_to_thrift(result: StatementResult) -> t.StatementResult:
+    return t.StatementResult(kind=result.kind, message=result.message,
+                             table=dynamic_table_to_thrift(result.table) if result.table else None,
+                             job=refresh_job_to_thrift(result.job) if result.job else None)
+
+
+def statement_result_from_thrift(result: t.StatementResult) -> StatementResult:
+    return StatementResult(kind=result.kind, message=result.message,
+                           table=dynamic_table_from_thrift(result.table) if result.table else None,
+                           job=refresh_job_from_thrift(result.job) if result.job else None)
+
 
 def error_to_thrift(error: errors.CatalogError) -> Exception:
     """The IDL exception for a catalogd error (the one place the server maps them)."""

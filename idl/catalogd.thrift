@@ -242,6 +242,130 @@ struct ReloadResult {
   6: string source,
 }
 
+
+// ---------------------------------------------------------------- dynamic tables (FLIP-435)
+
+enum RefreshMode {
+  FULL = 1,
+  CONTINUOUS = 2,
+}
+
+// The RefreshJobHandler's state.
+enum RefreshState {
+  INITIALIZING = 1,
+  RUNNING = 2,
+  SUSPENDED = 3,
+}
+
+enum RunStatus {
+  PENDING = 1,
+  RUNNING = 2,
+  SUCCEEDED = 3,
+  FAILED = 4,
+}
+
+// One refresh run (a continuous job's lifetime counts as one run).
+struct RefreshRun {
+  1: required string id,
+  // catalog.database.table
+  2: required string table,
+  // schedule | catch-up | initial | manual | api | continuous
+  3: required string trigger,
+  4: required RunStatus status,
+  // "2024-03-02 00:00:00+00:00"
+  5: optional string scheduleTime,
+  6: optional map<string, string> partition,
+  // seconds since the epoch
+  7: optional double submitted,
+  8: optional double started,
+  9: optional double ended,
+  10: optional string error,
+  11: optional i64 rows,
+  12: optional string applicationId,
+  // files the job read (after partition pruning)
+  13: optional i64 inputFiles,
+  14: optional list<string> sourcePartitions,
+  // starting | planning | writing | committing | ... while it runs
+  15: optional string phase,
+  // the scheduler's fire time (scheduled runs)
+  16: optional double fired,
+}
+
+// A refresh request: the runs it started or joined.
+struct RefreshJob {
+  1: required string jobId,
+  2: required RunStatus status,
+  3: list<RefreshRun> runs,
+  4: map<string, string> clusterInfo,
+  5: optional string error,
+}
+
+struct DynamicTable {
+  // fully qualified
+  1: required ObjectPath path,
+  // the query as written, and expanded (qualified, `*` expanded) as the jobs run it
+  2: required string query,
+  3: required string expandedQuery,
+  // "1 DAY", "10 SECOND"
+  4: required string freshness,
+  // unset: derived from dynamic-tables.freshness-threshold
+  5: optional RefreshMode declaredMode,
+  // the RefreshJobHandler: actual mode, state and a JSON job detail
+  6: required RefreshMode refreshMode,
+  7: required RefreshState state,
+  8: required string jobDetail,
+  9: list<Column> columns,
+  10: list<Column> partitionKeys,
+  11: map<string, string> options,
+  12: optional string comment,
+  // Quartz cron of a FULL refresh
+  13: optional string schedule,
+  // seconds since the epoch
+  14: optional i64 created,
+  15: optional RefreshRun lastRefresh,
+  // seconds since the data was current; unset: never refreshed
+  16: optional double freshnessLag,
+  17: optional bool withinTarget,
+}
+
+struct DynamicTableSpec {
+  1: required ObjectPath path,
+  2: required string query,
+  // "1 day", "10 minutes", "INTERVAL '1' HOUR"
+  3: required string freshness,
+  4: optional RefreshMode refreshMode,
+  5: optional list<string> partitionedBy,
+  6: optional map<string, string> options,
+  7: optional string comment,
+}
+
+// Set one: a freshness and/or a mode, or an action (SUSPEND, RESUME).
+struct DynamicTableChange {
+  1: optional string freshness,
+  2: optional RefreshMode refreshMode,
+  3: optional string action,
+}
+
+struct RefreshRequest {
+  // catalog.database.table (shorter forms use the defaults)
+  1: required list<string> tables,
+  // "2024-03-02 00:00:00" (dynamic-tables.time-zone unless it has an offset)
+  2: optional string scheduleTime,
+  3: optional map<string, string> partition,
+  // extra Spark settings for the job
+  4: optional map<string, string> configuration,
+  // manual | api
+  5: optional string trigger,
+}
+
+struct StatementResult {
+  // created | exists | altered | suspended | resumed | refreshing | dropped | not-found
+  1: required string kind,
+  2: required string message,
+  3: optional DynamicTable table,
+  4: optional RefreshJob job,
+}
+
 // ---------------------------------------------------------------- service
 
 service CatalogService {
@@ -408,6 +532,42 @@ service CatalogService {
   // FLIP-30 renameDatabase: Hive Metastores cannot rename a database (Unsupported);
   // memory catalogs can.
   void renameDatabase(1: NamespacePath path, 2: string newName, 3: bool ignoreIfNotExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+
+  // -- dynamic tables (FLIP-435). The daemon validates the query with Spark's analyzer,
+  // derives the schema and the refresh mode and starts the schedule or the job.
+  DynamicTable createDynamicTable(1: DynamicTableSpec spec, 2: bool ignoreIfExists)
+  throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
+          4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
+          6: Unsupported unsupported, 7: InternalError internal),
+  DynamicTable getDynamicTable(1: ObjectPath path)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  // catalog empty: the default catalog; database empty: every database of the catalog
+  list<DynamicTable> listDynamicTables(1: string catalog, 2: string database)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  DynamicTable alterDynamicTable(1: ObjectPath path, 2: DynamicTableChange change)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  // stops the schedule and the job first
+  void dropDynamicTable(1: ObjectPath path, 2: bool ignoreIfNotExists)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  // joins a run already going for the same table and partition; works while suspended
+  RefreshJob refreshDynamicTables(1: RefreshRequest request)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  RefreshJob getRefreshJob(1: string jobId)
+  throws (1: NotFound notFound, 2: InternalError internal),
+  // newest first; limit 0: all that are kept
+  list<RefreshRun> dynamicTableHistory(1: ObjectPath path, 2: i32 limit)
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
+          4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
+  // CREATE / ALTER / DROP DYNAMIC TABLE statements
+  StatementResult executeStatement(1: string statement)
   throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
           4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
           6: Unsupported unsupported, 7: InternalError internal),

@@ -237,6 +237,34 @@ class Catalog(abc.ABC):
             if not resource.uri.strip():
                 raise InvalidArgumentError(f"{what}: an empty resource URI")
 
+    # ------------------------------------------------------------ table parameters
+
+    def update_table_parameters(self, database: str, name: str, set: dict[str, str],
+                                remove_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+        """Change some of a table's parameters in one read-modify-write, serialised with
+        commits onto the table (a commit never loses a change made here, or the reverse).
+
+        Args:
+            set: parameters to add or replace.
+            remove_prefixes: parameters whose key starts with one of these are removed
+                first (then ``set`` is applied).
+
+        Returns:
+            All the table's parameters afterwards.
+
+        Raises:
+            TableNotFoundError: no such table.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} does not keep table parameters")
+
+    def tables_with_parameter(self, key: str) -> list[tuple[str, str, dict[str, str]]]:
+        """Every table (all databases) that has parameter ``key``: (database, table, parameters).
+
+        Raises:
+            MetastoreUnavailableError: the store cannot be reached.
+        """
+        raise UnsupportedError(f"catalog {self.name!r} does not keep table parameters")
+
     # ------------------------------------------------------------ views
 
     def list_views(self, database: str) -> list[str]:

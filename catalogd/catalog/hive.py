@@ -658,6 +658,35 @@ class HiveCatalog(BaseCatalog):
             return
         self.stager.purge_retired_for(database, name)
 
+    # ------------------------------------------------------------ table parameters
+
+    def update_table_parameters(self, database: str, name: str, set: dict[str, str],
+                                remove_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+        what = f"table {self.name}.{database}.{name}"
+        with self.stager.target_lock(database, name):
+            tbl = self._raw_table(database, name)
+            params = {k: v for k, v in (tbl.parameters or {}).items()
+                      if not (remove_prefixes and k.startswith(remove_prefixes))}
+            params.update(set)
+            tbl.parameters = params
+            with self._translate(what, TableNotFoundError):
+                self._call("alter_table", database, name, tbl, idempotent=False)
+            return params
+
+    def tables_with_parameter(self, key: str) -> list[tuple[str, str, dict[str, str]]]:
+        found = []
+        with self._translate(f"catalog {self.name}"):
+            databases = self._call("get_all_databases")
+        for database in databases:
+            try:
+                with self._translate(f"database {self.name}.{database}", DatabaseNotFoundError):
+                    names = [n for n in self._call("get_all_tables", database) if not is_stage_table(n)]
+                    tables = self._call("get_table_objects_by_name", database, names) if names else []
+            except DatabaseNotFoundError:
+                continue  # dropped while we looked
+            found += [(database, t.tableName, dict(t.parameters)) for t in tables if key in (t.parameters or {})]
+        return found
+
     # ------------------------------------------------------------ functions
     # HMS knows JVM functions only: a Python one is kept as class "python:module:function"
     # (Spark never loads it; catalogd.spark.register_functions does). Scala classes are JVM

@@ -79,6 +79,8 @@ LAST_COMMIT = "catalogd.last-commit"
 #: after a lost reply is recognised even when another stage committed since.
 RECENT_COMMITS = "catalogd.recent-commits"
 _RECENT = 10
+#: Target parameters that survive a REPLACE (see _kept).
+KEPT_ON_REPLACE = ("catalogd.dt.",)
 
 #: Stored states; ABORTED is a tombstone: a stage whose lease lapsed keeps its table
 #: (and so its directory) a while, so files a still-running writer adds are deleted too.
@@ -110,6 +112,12 @@ def _iso(ms: int | None) -> str:
 
 def _user_params(params: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in (params or {}).items() if not k.startswith(PARAM)}
+
+
+def _kept(params: dict[str, str] | None) -> dict[str, str]:
+    """The target's parameters a REPLACE keeps: catalogd's own definition of the table
+    (a dynamic table's query, freshness and history), not the writer's properties."""
+    return {k: v for k, v in (params or {}).items() if k.startswith(KEPT_ON_REPLACE)}
 
 
 def _same_columns(a: list[hms.FieldSchema] | None, b: list[hms.FieldSchema] | None) -> bool:
@@ -185,7 +193,7 @@ class HiveStager:
         return self.catalog._translate(what, not_found, exists)
 
     @contextmanager
-    def _target_lock(self, database: str, target: str) -> Iterator[None]:
+    def target_lock(self, database: str, target: str) -> Iterator[None]:
         """Commits and aborts on one target run one at a time in this daemon.
 
         HMS 2.3 checks that a rename's destination is free and then moves the files
@@ -211,7 +219,7 @@ class HiveStager:
                 yield None
                 return
             target = (first.parameters or {}).get(TARGET, "")
-        with self._target_lock(database, target):
+        with self.target_lock(database, target):
             yield self._get_raw(database, key)
 
     def _stage_id(self, database: str, key: str) -> str:
@@ -652,6 +660,7 @@ class HiveStager:
         new = copy.deepcopy(tbl)
         new.tableName = stage.target
         new.parameters = {**_user_params(tbl.parameters),
+                          **_kept(existing.parameters if existing is not None else None),
                           **_commit_tags(stage, existing.parameters if existing is not None else None)}
         new.tableType = "MANAGED_TABLE"
         if existing is not None and _same_columns(existing.partitionKeys, tbl.partitionKeys):
@@ -752,7 +761,7 @@ class HiveStager:
             for _, tbl in self._raw_stages([database]):
                 params = tbl.parameters or {}
                 if params.get(TARGET) == target and params.get(STATE) == RETIRING:
-                    with self._target_lock(database, target):
+                    with self.target_lock(database, target):
                         self._purge(database, tbl.tableName[len(STAGE_TABLE_PREFIX):])
         except CatalogError as e:
             logger.warning("deleting the replaced data of dropped table %s.%s: %s (the janitor retries)",
@@ -769,7 +778,7 @@ class HiveStager:
                 continue
             try:
                 # Decided again under the lock: a commit or heartbeat may have come first.
-                with self._target_lock(database, (listed.parameters or {}).get(TARGET, "")):
+                with self.target_lock(database, (listed.parameters or {}).get(TARGET, "")):
                     tbl = self._get_raw(database, key)
                     if tbl is not None and self._due(tbl, startup):
                         self._clean(database, key, tbl)

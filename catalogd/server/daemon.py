@@ -18,6 +18,7 @@ from typing import Any
 from catalogd import __version__
 from catalogd.config import Config, load_config
 from catalogd.datadir import DataDirLock
+from catalogd.dynamic.service import DynamicTables
 from catalogd.errors import CatalogError, ConflictError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
@@ -45,6 +46,8 @@ class Daemon:
         self.thrift: ThriftServer | None = None
         self.http: HttpServer | None = None
         self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
+        self.dynamic = DynamicTables(self.manager, config, self._address)
+        self.metrics.watch_dynamic_tables(self.dynamic.lags)
         self.should_exit = threading.Event()
         self.reload_requested = threading.Event()
         self._saved_handlers: dict[int, Any] = {}
@@ -60,16 +63,18 @@ class Daemon:
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)
             self.janitor.start()
-            handler = CatalogHandler(self.manager, self.metrics, reload=self.reload)
+            handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic)
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
                                        server.max_frame_size, server.workers)
             try:
                 self.thrift.bind()
-                self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics)
+                self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic)
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             self.thrift.start()
             self.http.start()
+            # After the servers: jobs started now (catch-up runs) commit through them.
+            self.dynamic.start()
         except BaseException:
             self.shutdown()
             raise
@@ -79,6 +84,14 @@ class Daemon:
             __version__, server.host, self.thrift.port, server.host, self.http.port,
             ", ".join(sorted(self.manager.catalogs())), self.config.source,
         )
+
+    def _address(self) -> str:
+        """Where jobs reach this daemon's Thrift server."""
+        host = self.config.server.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        port = self.thrift.port if self.thrift is not None else self.config.server.port
+        return f"{host}:{port}"
 
     def _write_state(self) -> None:
         assert self.thrift is not None and self.http is not None
@@ -112,6 +125,7 @@ class Daemon:
     def shutdown(self) -> None:
         logger.info("shutting down")
         self.janitor.stop()
+        self.dynamic.stop()
         if self.thrift is not None:
             self.thrift.shutdown()
         if self.http is not None:

@@ -10,15 +10,20 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from catalogd import __version__, wire
 from catalogd.errors import CatalogError, InvalidArgumentError
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager
 from catalogd.names import split_name
+
+if TYPE_CHECKING:
+    from catalogd.dynamic.service import DynamicTables
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +43,30 @@ class Metrics:
             "catalogd_rpc_duration_seconds", "Time to serve one Thrift RPC", ["rpc"], registry=self.registry,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
+
+
+    def watch_dynamic_tables(self, lags: Callable[[], list[tuple[str, float | None, bool | None]]]) -> None:
+        """Export each dynamic table's freshness lag (read at every scrape)."""
+        self.registry.register(_LagCollector(lags))
+
+
+class _LagCollector(Collector):
+    def __init__(self, lags: Callable[[], list[tuple[str, float | None, bool | None]]]) -> None:
+        self.lags = lags
+
+    def collect(self) -> Any:
+        lag = GaugeMetricFamily("catalogd_dynamic_table_freshness_lag_seconds",
+                                "Seconds since a dynamic table's data was current (absent: never refreshed)",
+                                labels=["table"])
+        within = GaugeMetricFamily("catalogd_dynamic_table_within_target",
+                                   "1 when a dynamic table's lag is within its freshness target, else 0",
+                                   labels=["table"])
+        for table, seconds, ok in self.lags():
+            if seconds is not None:
+                lag.add_metric([table], seconds)
+            within.add_metric([table], 1.0 if ok else 0.0)
+        yield lag
+        yield within
 
 
 def _rpc(func: F) -> F:
@@ -90,10 +119,19 @@ def _namespace(path: t.NamespacePath) -> Any:
 class CatalogHandler:
     """Implements ``CatalogService`` (method names follow the IDL)."""
 
-    def __init__(self, manager: CatalogManager, metrics: Metrics, reload: Callable[[], Any] | None = None) -> None:
+    def __init__(self, manager: CatalogManager, metrics: Metrics, reload: Callable[[], Any] | None = None,
+                 dynamic: DynamicTables | None = None) -> None:
         self.manager = manager
         self.metrics = metrics
         self._reload = reload
+        self._dynamic_tables = dynamic
+
+    def _dynamic(self) -> DynamicTables:
+        from catalogd.errors import UnsupportedError
+
+        if self._dynamic_tables is None:
+            raise UnsupportedError("this server has no dynamic tables")
+        return self._dynamic_tables
 
     def ping(self) -> str:
         return f"catalogd {__version__}"
@@ -304,3 +342,54 @@ class CatalogHandler:
             lines = "\n".join(e.problems or [e.message])
             raise InvalidArgumentError("configuration rejected; the running one stays:\n" + lines) from e
         return wire.reload_result_to_thrift(result)
+
+    # -- dynamic tables
+
+    @_rpc
+    def createDynamicTable(self, spec: t.DynamicTableSpec, ignoreIfExists: bool) -> t.DynamicTable:
+        model = wire.dynamic_spec_from_thrift(spec)
+        path = _object(spec.path)
+        model.catalog, model.database, model.name = path.catalog or "", path.database or "", path.name
+        return wire.dynamic_table_to_thrift(self._dynamic().create(model, bool(ignoreIfExists)))
+
+    @_rpc
+    def getDynamicTable(self, path: t.ObjectPath) -> t.DynamicTable:
+        return wire.dynamic_table_to_thrift(self._dynamic().get(_object(path)))
+
+    @_rpc
+    def listDynamicTables(self, catalog: str, database: str) -> list[t.DynamicTable]:
+        found = self._dynamic().list(_name(catalog, "catalog") if catalog else None,
+                                     _name(database, "database") if database else None)
+        return [wire.dynamic_table_to_thrift(dt) for dt in found]
+
+    @_rpc
+    def alterDynamicTable(self, path: t.ObjectPath, change: t.DynamicTableChange) -> t.DynamicTable:
+        return wire.dynamic_table_to_thrift(
+            self._dynamic().alter(_object(path), wire.dynamic_change_from_thrift(change)))
+
+    @_rpc
+    def dropDynamicTable(self, path: t.ObjectPath, ignoreIfNotExists: bool) -> None:
+        self._dynamic().drop(_object(path), bool(ignoreIfNotExists))
+
+    @_rpc
+    def refreshDynamicTables(self, request: t.RefreshRequest) -> t.RefreshJob:
+        trigger = request.trigger or "manual"
+        if trigger not in ("manual", "api"):
+            raise InvalidArgumentError(f"trigger {trigger!r}: use manual or api")
+        job = self._dynamic().refresh(list(request.tables or []), request.scheduleTime or None,
+                                      dict(request.partition or {}) or None, dict(request.configuration or {}),
+                                      trigger)
+        return wire.refresh_job_to_thrift(job)
+
+    @_rpc
+    def getRefreshJob(self, jobId: str) -> t.RefreshJob:
+        return wire.refresh_job_to_thrift(self._dynamic().get_job(jobId))
+
+    @_rpc
+    def dynamicTableHistory(self, path: t.ObjectPath, limit: int) -> list[t.RefreshRun]:
+        return [wire.refresh_run_to_thrift(r) for r in self._dynamic().history(_object(path), int(limit or 0))]
+
+    @_rpc
+    def executeStatement(self, statement: str) -> t.StatementResult:
+        return wire.statement_result_to_thrift(self._dynamic().execute(statement))
+

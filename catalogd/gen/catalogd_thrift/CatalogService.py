@@ -356,6 +356,83 @@ class Iface(object):
         """
         pass
 
+    def createDynamicTable(self, spec, ignoreIfExists):
+        """
+        Parameters:
+         - spec
+         - ignoreIfExists
+
+        """
+        pass
+
+    def getDynamicTable(self, path):
+        """
+        Parameters:
+         - path
+
+        """
+        pass
+
+    def listDynamicTables(self, catalog, database):
+        """
+        Parameters:
+         - catalog
+         - database
+
+        """
+        pass
+
+    def alterDynamicTable(self, path, change):
+        """
+        Parameters:
+         - path
+         - change
+
+        """
+        pass
+
+    def dropDynamicTable(self, path, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - ignoreIfNotExists
+
+        """
+        pass
+
+    def refreshDynamicTables(self, request):
+        """
+        Parameters:
+         - request
+
+        """
+        pass
+
+    def getRefreshJob(self, jobId):
+        """
+        Parameters:
+         - jobId
+
+        """
+        pass
+
+    def dynamicTableHistory(self, path, limit):
+        """
+        Parameters:
+         - path
+         - limit
+
+        """
+        pass
+
+    def executeStatement(self, statement):
+        """
+        Parameters:
+         - statement
+
+        """
+        pass
+
 
 class Client(Iface):
     def __init__(self, iprot, oprot=None):
@@ -2124,6 +2201,406 @@ class Client(Iface):
             raise result.internal
         return
 
+    def createDynamicTable(self, spec, ignoreIfExists):
+        """
+        Parameters:
+         - spec
+         - ignoreIfExists
+
+        """
+        self.send_createDynamicTable(spec, ignoreIfExists)
+        return self.recv_createDynamicTable()
+
+    def send_createDynamicTable(self, spec, ignoreIfExists):
+        self._oprot.writeMessageBegin('createDynamicTable', TMessageType.CALL, self._seqid)
+        args = createDynamicTable_args()
+        args.spec = spec
+        args.ignoreIfExists = ignoreIfExists
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_createDynamicTable(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = createDynamicTable_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "createDynamicTable failed: unknown result")
+
+    def getDynamicTable(self, path):
+        """
+        Parameters:
+         - path
+
+        """
+        self.send_getDynamicTable(path)
+        return self.recv_getDynamicTable()
+
+    def send_getDynamicTable(self, path):
+        self._oprot.writeMessageBegin('getDynamicTable', TMessageType.CALL, self._seqid)
+        args = getDynamicTable_args()
+        args.path = path
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_getDynamicTable(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = getDynamicTable_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "getDynamicTable failed: unknown result")
+
+    def listDynamicTables(self, catalog, database):
+        """
+        Parameters:
+         - catalog
+         - database
+
+        """
+        self.send_listDynamicTables(catalog, database)
+        return self.recv_listDynamicTables()
+
+    def send_listDynamicTables(self, catalog, database):
+        self._oprot.writeMessageBegin('listDynamicTables', TMessageType.CALL, self._seqid)
+        args = listDynamicTables_args()
+        args.catalog = catalog
+        args.database = database
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_listDynamicTables(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = listDynamicTables_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "listDynamicTables failed: unknown result")
+
+    def alterDynamicTable(self, path, change):
+        """
+        Parameters:
+         - path
+         - change
+
+        """
+        self.send_alterDynamicTable(path, change)
+        return self.recv_alterDynamicTable()
+
+    def send_alterDynamicTable(self, path, change):
+        self._oprot.writeMessageBegin('alterDynamicTable', TMessageType.CALL, self._seqid)
+        args = alterDynamicTable_args()
+        args.path = path
+        args.change = change
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_alterDynamicTable(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = alterDynamicTable_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "alterDynamicTable failed: unknown result")
+
+    def dropDynamicTable(self, path, ignoreIfNotExists):
+        """
+        Parameters:
+         - path
+         - ignoreIfNotExists
+
+        """
+        self.send_dropDynamicTable(path, ignoreIfNotExists)
+        self.recv_dropDynamicTable()
+
+    def send_dropDynamicTable(self, path, ignoreIfNotExists):
+        self._oprot.writeMessageBegin('dropDynamicTable', TMessageType.CALL, self._seqid)
+        args = dropDynamicTable_args()
+        args.path = path
+        args.ignoreIfNotExists = ignoreIfNotExists
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_dropDynamicTable(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = dropDynamicTable_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        return
+
+    def refreshDynamicTables(self, request):
+        """
+        Parameters:
+         - request
+
+        """
+        self.send_refreshDynamicTables(request)
+        return self.recv_refreshDynamicTables()
+
+    def send_refreshDynamicTables(self, request):
+        self._oprot.writeMessageBegin('refreshDynamicTables', TMessageType.CALL, self._seqid)
+        args = refreshDynamicTables_args()
+        args.request = request
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_refreshDynamicTables(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = refreshDynamicTables_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "refreshDynamicTables failed: unknown result")
+
+    def getRefreshJob(self, jobId):
+        """
+        Parameters:
+         - jobId
+
+        """
+        self.send_getRefreshJob(jobId)
+        return self.recv_getRefreshJob()
+
+    def send_getRefreshJob(self, jobId):
+        self._oprot.writeMessageBegin('getRefreshJob', TMessageType.CALL, self._seqid)
+        args = getRefreshJob_args()
+        args.jobId = jobId
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_getRefreshJob(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = getRefreshJob_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "getRefreshJob failed: unknown result")
+
+    def dynamicTableHistory(self, path, limit):
+        """
+        Parameters:
+         - path
+         - limit
+
+        """
+        self.send_dynamicTableHistory(path, limit)
+        return self.recv_dynamicTableHistory()
+
+    def send_dynamicTableHistory(self, path, limit):
+        self._oprot.writeMessageBegin('dynamicTableHistory', TMessageType.CALL, self._seqid)
+        args = dynamicTableHistory_args()
+        args.path = path
+        args.limit = limit
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_dynamicTableHistory(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = dynamicTableHistory_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "dynamicTableHistory failed: unknown result")
+
+    def executeStatement(self, statement):
+        """
+        Parameters:
+         - statement
+
+        """
+        self.send_executeStatement(statement)
+        return self.recv_executeStatement()
+
+    def send_executeStatement(self, statement):
+        self._oprot.writeMessageBegin('executeStatement', TMessageType.CALL, self._seqid)
+        args = executeStatement_args()
+        args.statement = statement
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_executeStatement(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = executeStatement_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.notFound is not None:
+            raise result.notFound
+        if result.exists is not None:
+            raise result.exists
+        if result.invalid is not None:
+            raise result.invalid
+        if result.unavailable is not None:
+            raise result.unavailable
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "executeStatement failed: unknown result")
+
 
 class Processor(Iface, TProcessor):
     def __init__(self, handler):
@@ -2169,6 +2646,15 @@ class Processor(Iface, TProcessor):
         self._processMap["dropFunction"] = Processor.process_dropFunction
         self._processMap["reloadConfig"] = Processor.process_reloadConfig
         self._processMap["renameDatabase"] = Processor.process_renameDatabase
+        self._processMap["createDynamicTable"] = Processor.process_createDynamicTable
+        self._processMap["getDynamicTable"] = Processor.process_getDynamicTable
+        self._processMap["listDynamicTables"] = Processor.process_listDynamicTables
+        self._processMap["alterDynamicTable"] = Processor.process_alterDynamicTable
+        self._processMap["dropDynamicTable"] = Processor.process_dropDynamicTable
+        self._processMap["refreshDynamicTables"] = Processor.process_refreshDynamicTables
+        self._processMap["getRefreshJob"] = Processor.process_getRefreshJob
+        self._processMap["dynamicTableHistory"] = Processor.process_dynamicTableHistory
+        self._processMap["executeStatement"] = Processor.process_executeStatement
         self._on_message_begin = None
 
     def on_message_begin(self, func):
@@ -3795,6 +4281,369 @@ class Processor(Iface, TProcessor):
         oprot.writeMessageEnd()
         oprot.trans.flush()
 
+    def process_createDynamicTable(self, seqid, iprot, oprot):
+        args = createDynamicTable_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = createDynamicTable_result()
+        try:
+            result.success = self._handler.createDynamicTable(args.spec, args.ignoreIfExists)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("createDynamicTable", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_getDynamicTable(self, seqid, iprot, oprot):
+        args = getDynamicTable_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = getDynamicTable_result()
+        try:
+            result.success = self._handler.getDynamicTable(args.path)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("getDynamicTable", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_listDynamicTables(self, seqid, iprot, oprot):
+        args = listDynamicTables_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = listDynamicTables_result()
+        try:
+            result.success = self._handler.listDynamicTables(args.catalog, args.database)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("listDynamicTables", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_alterDynamicTable(self, seqid, iprot, oprot):
+        args = alterDynamicTable_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = alterDynamicTable_result()
+        try:
+            result.success = self._handler.alterDynamicTable(args.path, args.change)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("alterDynamicTable", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_dropDynamicTable(self, seqid, iprot, oprot):
+        args = dropDynamicTable_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = dropDynamicTable_result()
+        try:
+            self._handler.dropDynamicTable(args.path, args.ignoreIfNotExists)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("dropDynamicTable", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_refreshDynamicTables(self, seqid, iprot, oprot):
+        args = refreshDynamicTables_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = refreshDynamicTables_result()
+        try:
+            result.success = self._handler.refreshDynamicTables(args.request)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("refreshDynamicTables", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_getRefreshJob(self, seqid, iprot, oprot):
+        args = getRefreshJob_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = getRefreshJob_result()
+        try:
+            result.success = self._handler.getRefreshJob(args.jobId)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("getRefreshJob", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_dynamicTableHistory(self, seqid, iprot, oprot):
+        args = dynamicTableHistory_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = dynamicTableHistory_result()
+        try:
+            result.success = self._handler.dynamicTableHistory(args.path, args.limit)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("dynamicTableHistory", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_executeStatement(self, seqid, iprot, oprot):
+        args = executeStatement_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = executeStatement_result()
+        try:
+            result.success = self._handler.executeStatement(args.statement)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except NotFound as notFound:
+            msg_type = TMessageType.REPLY
+            result.notFound = notFound
+        except AlreadyExists as exists:
+            msg_type = TMessageType.REPLY
+            result.exists = exists
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
+        except MetastoreUnavailable as unavailable:
+            msg_type = TMessageType.REPLY
+            result.unavailable = unavailable
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("executeStatement", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
 # HELPER FUNCTIONS AND STRUCTURES
 
 
@@ -3970,11 +4819,11 @@ class listCatalogs_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype192, _size189) = iprot.readListBegin()
-                    for _i193 in range(_size189):
-                        _elem194 = CatalogInfo()
-                        _elem194.read(iprot)
-                        self.success.append(_elem194)
+                    (_etype288, _size285) = iprot.readListBegin()
+                    for _i289 in range(_size285):
+                        _elem290 = CatalogInfo()
+                        _elem290.read(iprot)
+                        self.success.append(_elem290)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -3996,8 +4845,8 @@ class listCatalogs_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter195 in self.success:
-                iter195.write(oprot)
+            for iter291 in self.success:
+                iter291.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.internal is not None:
@@ -4282,10 +5131,10 @@ class listDatabases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype199, _size196) = iprot.readListBegin()
-                    for _i200 in range(_size196):
-                        _elem201 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem201)
+                    (_etype295, _size292) = iprot.readListBegin()
+                    for _i296 in range(_size292):
+                        _elem297 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem297)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -4327,8 +5176,8 @@ class listDatabases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter202 in self.success:
-                oprot.writeString(iter202.encode('utf-8') if sys.version_info[0] == 2 else iter202)
+            for iter298 in self.success:
+                oprot.writeString(iter298.encode('utf-8') if sys.version_info[0] == 2 else iter298)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -5483,10 +6332,10 @@ class listTables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype206, _size203) = iprot.readListBegin()
-                    for _i207 in range(_size203):
-                        _elem208 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem208)
+                    (_etype302, _size299) = iprot.readListBegin()
+                    for _i303 in range(_size299):
+                        _elem304 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem304)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -5528,8 +6377,8 @@ class listTables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter209 in self.success:
-                oprot.writeString(iter209.encode('utf-8') if sys.version_info[0] == 2 else iter209)
+            for iter305 in self.success:
+                oprot.writeString(iter305.encode('utf-8') if sys.version_info[0] == 2 else iter305)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -7921,11 +8770,11 @@ class listStages_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype213, _size210) = iprot.readListBegin()
-                    for _i214 in range(_size210):
-                        _elem215 = Stage()
-                        _elem215.read(iprot)
-                        self.success.append(_elem215)
+                    (_etype309, _size306) = iprot.readListBegin()
+                    for _i310 in range(_size306):
+                        _elem311 = Stage()
+                        _elem311.read(iprot)
+                        self.success.append(_elem311)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7967,8 +8816,8 @@ class listStages_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter216 in self.success:
-                iter216.write(oprot)
+            for iter312 in self.success:
+                iter312.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -8128,11 +8977,11 @@ class listPartitions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype220, _size217) = iprot.readListBegin()
-                    for _i221 in range(_size217):
-                        _elem222 = Partition()
-                        _elem222.read(iprot)
-                        self.success.append(_elem222)
+                    (_etype316, _size313) = iprot.readListBegin()
+                    for _i317 in range(_size313):
+                        _elem318 = Partition()
+                        _elem318.read(iprot)
+                        self.success.append(_elem318)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8179,8 +9028,8 @@ class listPartitions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter223 in self.success:
-                iter223.write(oprot)
+            for iter319 in self.success:
+                iter319.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -8266,11 +9115,11 @@ class getPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype225, _vtype226, _size224) = iprot.readMapBegin()
-                    for _i228 in range(_size224):
-                        _key229 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val230 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key229] = _val230
+                    (_ktype321, _vtype322, _size320) = iprot.readMapBegin()
+                    for _i324 in range(_size320):
+                        _key325 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val326 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key325] = _val326
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8291,9 +9140,9 @@ class getPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter231, viter232 in self.spec.items():
-                oprot.writeString(kiter231.encode('utf-8') if sys.version_info[0] == 2 else kiter231)
-                oprot.writeString(viter232.encode('utf-8') if sys.version_info[0] == 2 else viter232)
+            for kiter327, viter328 in self.spec.items():
+                oprot.writeString(kiter327.encode('utf-8') if sys.version_info[0] == 2 else kiter327)
+                oprot.writeString(viter328.encode('utf-8') if sys.version_info[0] == 2 else viter328)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8489,11 +9338,11 @@ class addPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype234, _vtype235, _size233) = iprot.readMapBegin()
-                    for _i237 in range(_size233):
-                        _key238 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val239 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key238] = _val239
+                    (_ktype330, _vtype331, _size329) = iprot.readMapBegin()
+                    for _i333 in range(_size329):
+                        _key334 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val335 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key334] = _val335
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8524,9 +9373,9 @@ class addPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter240, viter241 in self.spec.items():
-                oprot.writeString(kiter240.encode('utf-8') if sys.version_info[0] == 2 else kiter240)
-                oprot.writeString(viter241.encode('utf-8') if sys.version_info[0] == 2 else viter241)
+            for kiter336, viter337 in self.spec.items():
+                oprot.writeString(kiter336.encode('utf-8') if sys.version_info[0] == 2 else kiter336)
+                oprot.writeString(viter337.encode('utf-8') if sys.version_info[0] == 2 else viter337)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.location is not None:
@@ -8744,11 +9593,11 @@ class dropPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype243, _vtype244, _size242) = iprot.readMapBegin()
-                    for _i246 in range(_size242):
-                        _key247 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val248 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key247] = _val248
+                    (_ktype339, _vtype340, _size338) = iprot.readMapBegin()
+                    for _i342 in range(_size338):
+                        _key343 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val344 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key343] = _val344
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8779,9 +9628,9 @@ class dropPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter249, viter250 in self.spec.items():
-                oprot.writeString(kiter249.encode('utf-8') if sys.version_info[0] == 2 else kiter249)
-                oprot.writeString(viter250.encode('utf-8') if sys.version_info[0] == 2 else viter250)
+            for kiter345, viter346 in self.spec.items():
+                oprot.writeString(kiter345.encode('utf-8') if sys.version_info[0] == 2 else kiter345)
+                oprot.writeString(viter346.encode('utf-8') if sys.version_info[0] == 2 else viter346)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.ignoreIfNotExists is not None:
@@ -9038,10 +9887,10 @@ class listViews_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype254, _size251) = iprot.readListBegin()
-                    for _i255 in range(_size251):
-                        _elem256 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem256)
+                    (_etype350, _size347) = iprot.readListBegin()
+                    for _i351 in range(_size347):
+                        _elem352 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem352)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9088,8 +9937,8 @@ class listViews_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter257 in self.success:
-                oprot.writeString(iter257.encode('utf-8') if sys.version_info[0] == 2 else iter257)
+            for iter353 in self.success:
+                oprot.writeString(iter353.encode('utf-8') if sys.version_info[0] == 2 else iter353)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -10288,10 +11137,10 @@ class listFunctions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype261, _size258) = iprot.readListBegin()
-                    for _i262 in range(_size258):
-                        _elem263 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem263)
+                    (_etype357, _size354) = iprot.readListBegin()
+                    for _i358 in range(_size354):
+                        _elem359 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem359)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10338,8 +11187,8 @@ class listFunctions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter264 in self.success:
-                oprot.writeString(iter264.encode('utf-8') if sys.version_info[0] == 2 else iter264)
+            for iter360 in self.success:
+                oprot.writeString(iter360.encode('utf-8') if sys.version_info[0] == 2 else iter360)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -11792,6 +12641,1817 @@ class renameDatabase_result(object):
 all_structs.append(renameDatabase_result)
 renameDatabase_result.thrift_spec = (
     None,  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
+    (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+)
+
+
+class createDynamicTable_args(object):
+    """
+    Attributes:
+     - spec
+     - ignoreIfExists
+
+    """
+
+
+    def __init__(self, spec=None, ignoreIfExists=None,):
+        self.spec = spec
+        self.ignoreIfExists = ignoreIfExists
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.spec = DynamicTableSpec()
+                    self.spec.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.ignoreIfExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('createDynamicTable_args')
+        if self.spec is not None:
+            oprot.writeFieldBegin('spec', TType.STRUCT, 1)
+            self.spec.write(oprot)
+            oprot.writeFieldEnd()
+        if self.ignoreIfExists is not None:
+            oprot.writeFieldBegin('ignoreIfExists', TType.BOOL, 2)
+            oprot.writeBool(self.ignoreIfExists)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(createDynamicTable_args)
+createDynamicTable_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'spec', [DynamicTableSpec, None], None, ),  # 1
+    (2, TType.BOOL, 'ignoreIfExists', None, None, ),  # 2
+)
+
+
+class createDynamicTable_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = DynamicTable()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('createDynamicTable_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 7)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(createDynamicTable_result)
+createDynamicTable_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [DynamicTable, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
+    (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3
+    (4, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
+    (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+)
+
+
+class getDynamicTable_args(object):
+    """
+    Attributes:
+     - path
+
+    """
+
+
+    def __init__(self, path=None,):
+        self.path = path
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getDynamicTable_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getDynamicTable_args)
+getDynamicTable_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+)
+
+
+class getDynamicTable_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = DynamicTable()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getDynamicTable_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getDynamicTable_result)
+getDynamicTable_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [DynamicTable, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class listDynamicTables_args(object):
+    """
+    Attributes:
+     - catalog
+     - database
+
+    """
+
+
+    def __init__(self, catalog=None, database=None,):
+        self.catalog = catalog
+        self.database = database
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catalog = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.database = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listDynamicTables_args')
+        if self.catalog is not None:
+            oprot.writeFieldBegin('catalog', TType.STRING, 1)
+            oprot.writeString(self.catalog.encode('utf-8') if sys.version_info[0] == 2 else self.catalog)
+            oprot.writeFieldEnd()
+        if self.database is not None:
+            oprot.writeFieldBegin('database', TType.STRING, 2)
+            oprot.writeString(self.database.encode('utf-8') if sys.version_info[0] == 2 else self.database)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listDynamicTables_args)
+listDynamicTables_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catalog', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'database', 'UTF8', None, ),  # 2
+)
+
+
+class listDynamicTables_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.LIST:
+                    self.success = []
+                    (_etype364, _size361) = iprot.readListBegin()
+                    for _i365 in range(_size361):
+                        _elem366 = DynamicTable()
+                        _elem366.read(iprot)
+                        self.success.append(_elem366)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('listDynamicTables_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.LIST, 0)
+            oprot.writeListBegin(TType.STRUCT, len(self.success))
+            for iter367 in self.success:
+                iter367.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(listDynamicTables_result)
+listDynamicTables_result.thrift_spec = (
+    (0, TType.LIST, 'success', (TType.STRUCT, [DynamicTable, None], False), None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class alterDynamicTable_args(object):
+    """
+    Attributes:
+     - path
+     - change
+
+    """
+
+
+    def __init__(self, path=None, change=None,):
+        self.path = path
+        self.change = change
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.change = DynamicTableChange()
+                    self.change.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('alterDynamicTable_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.change is not None:
+            oprot.writeFieldBegin('change', TType.STRUCT, 2)
+            self.change.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(alterDynamicTable_args)
+alterDynamicTable_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.STRUCT, 'change', [DynamicTableChange, None], None, ),  # 2
+)
+
+
+class alterDynamicTable_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = DynamicTable()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('alterDynamicTable_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(alterDynamicTable_result)
+alterDynamicTable_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [DynamicTable, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class dropDynamicTable_args(object):
+    """
+    Attributes:
+     - path
+     - ignoreIfNotExists
+
+    """
+
+
+    def __init__(self, path=None, ignoreIfNotExists=None,):
+        self.path = path
+        self.ignoreIfNotExists = ignoreIfNotExists
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.ignoreIfNotExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dropDynamicTable_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.ignoreIfNotExists is not None:
+            oprot.writeFieldBegin('ignoreIfNotExists', TType.BOOL, 2)
+            oprot.writeBool(self.ignoreIfNotExists)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dropDynamicTable_args)
+dropDynamicTable_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.BOOL, 'ignoreIfNotExists', None, None, ),  # 2
+)
+
+
+class dropDynamicTable_result(object):
+    """
+    Attributes:
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dropDynamicTable_result')
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dropDynamicTable_result)
+dropDynamicTable_result.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class refreshDynamicTables_args(object):
+    """
+    Attributes:
+     - request
+
+    """
+
+
+    def __init__(self, request=None,):
+        self.request = request
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.request = RefreshRequest()
+                    self.request.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('refreshDynamicTables_args')
+        if self.request is not None:
+            oprot.writeFieldBegin('request', TType.STRUCT, 1)
+            self.request.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(refreshDynamicTables_args)
+refreshDynamicTables_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'request', [RefreshRequest, None], None, ),  # 1
+)
+
+
+class refreshDynamicTables_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = RefreshJob()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('refreshDynamicTables_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(refreshDynamicTables_result)
+refreshDynamicTables_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [RefreshJob, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class getRefreshJob_args(object):
+    """
+    Attributes:
+     - jobId
+
+    """
+
+
+    def __init__(self, jobId=None,):
+        self.jobId = jobId
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.jobId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getRefreshJob_args')
+        if self.jobId is not None:
+            oprot.writeFieldBegin('jobId', TType.STRING, 1)
+            oprot.writeString(self.jobId.encode('utf-8') if sys.version_info[0] == 2 else self.jobId)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getRefreshJob_args)
+getRefreshJob_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'jobId', 'UTF8', None, ),  # 1
+)
+
+
+class getRefreshJob_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = RefreshJob()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('getRefreshJob_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 2)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(getRefreshJob_result)
+getRefreshJob_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [RefreshJob, None], None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 2
+)
+
+
+class dynamicTableHistory_args(object):
+    """
+    Attributes:
+     - path
+     - limit
+
+    """
+
+
+    def __init__(self, path=None, limit=None,):
+        self.path = path
+        self.limit = limit
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.limit = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dynamicTableHistory_args')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.limit is not None:
+            oprot.writeFieldBegin('limit', TType.I32, 2)
+            oprot.writeI32(self.limit)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dynamicTableHistory_args)
+dynamicTableHistory_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.I32, 'limit', None, None, ),  # 2
+)
+
+
+class dynamicTableHistory_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.LIST:
+                    self.success = []
+                    (_etype371, _size368) = iprot.readListBegin()
+                    for _i372 in range(_size368):
+                        _elem373 = RefreshRun()
+                        _elem373.read(iprot)
+                        self.success.append(_elem373)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('dynamicTableHistory_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.LIST, 0)
+            oprot.writeListBegin(TType.STRUCT, len(self.success))
+            for iter374 in self.success:
+                iter374.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 2)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 3)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 5)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 6)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(dynamicTableHistory_result)
+dynamicTableHistory_result.thrift_spec = (
+    (0, TType.LIST, 'success', (TType.STRUCT, [RefreshRun, None], False), None, ),  # 0
+    (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
+    (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
+    (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
+    (5, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 5
+    (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+)
+
+
+class executeStatement_args(object):
+    """
+    Attributes:
+     - statement
+
+    """
+
+
+    def __init__(self, statement=None,):
+        self.statement = statement
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.statement = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('executeStatement_args')
+        if self.statement is not None:
+            oprot.writeFieldBegin('statement', TType.STRING, 1)
+            oprot.writeString(self.statement.encode('utf-8') if sys.version_info[0] == 2 else self.statement)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(executeStatement_args)
+executeStatement_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'statement', 'UTF8', None, ),  # 1
+)
+
+
+class executeStatement_result(object):
+    """
+    Attributes:
+     - success
+     - notFound
+     - exists
+     - invalid
+     - unavailable
+     - denied
+     - unsupported
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+        self.success = success
+        self.notFound = notFound
+        self.exists = exists
+        self.invalid = invalid
+        self.unavailable = unavailable
+        self.denied = denied
+        self.unsupported = unsupported
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = StatementResult()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.notFound = NotFound.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.exists = AlreadyExists.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.unavailable = MetastoreUnavailable.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('executeStatement_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.notFound is not None:
+            oprot.writeFieldBegin('notFound', TType.STRUCT, 1)
+            self.notFound.write(oprot)
+            oprot.writeFieldEnd()
+        if self.exists is not None:
+            oprot.writeFieldBegin('exists', TType.STRUCT, 2)
+            self.exists.write(oprot)
+            oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 3)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unavailable is not None:
+            oprot.writeFieldBegin('unavailable', TType.STRUCT, 4)
+            self.unavailable.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 7)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(executeStatement_result)
+executeStatement_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [StatementResult, None], None, ),  # 0
     (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
     (2, TType.STRUCT, 'exists', [AlreadyExists, None], None, ),  # 2
     (3, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 3

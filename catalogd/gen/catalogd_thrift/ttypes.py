@@ -76,6 +76,60 @@ class StageState(object):
     }
 
 
+class RefreshMode(object):
+    FULL = 1
+    CONTINUOUS = 2
+
+    _VALUES_TO_NAMES = {
+        1: "FULL",
+        2: "CONTINUOUS",
+    }
+
+    _NAMES_TO_VALUES = {
+        "FULL": 1,
+        "CONTINUOUS": 2,
+    }
+
+
+class RefreshState(object):
+    INITIALIZING = 1
+    RUNNING = 2
+    SUSPENDED = 3
+
+    _VALUES_TO_NAMES = {
+        1: "INITIALIZING",
+        2: "RUNNING",
+        3: "SUSPENDED",
+    }
+
+    _NAMES_TO_VALUES = {
+        "INITIALIZING": 1,
+        "RUNNING": 2,
+        "SUSPENDED": 3,
+    }
+
+
+class RunStatus(object):
+    PENDING = 1
+    RUNNING = 2
+    SUCCEEDED = 3
+    FAILED = 4
+
+    _VALUES_TO_NAMES = {
+        1: "PENDING",
+        2: "RUNNING",
+        3: "SUCCEEDED",
+        4: "FAILED",
+    }
+
+    _NAMES_TO_VALUES = {
+        "PENDING": 1,
+        "RUNNING": 2,
+        "SUCCEEDED": 3,
+        "FAILED": 4,
+    }
+
+
 class NotFound(TException):
     """
     Attributes:
@@ -2828,6 +2882,1109 @@ class ReloadResult(object):
 
     def __ne__(self, other):
         return not (self == other)
+
+
+class RefreshRun(object):
+    """
+    Attributes:
+     - id
+     - table
+     - trigger
+     - status
+     - scheduleTime
+     - partition
+     - submitted
+     - started
+     - ended
+     - error
+     - rows
+     - applicationId
+     - inputFiles
+     - sourcePartitions
+     - phase
+     - fired
+
+    """
+
+
+    def __init__(self, id=None, table=None, trigger=None, status=None, scheduleTime=None, partition=None, submitted=None, started=None, ended=None, error=None, rows=None, applicationId=None, inputFiles=None, sourcePartitions=None, phase=None, fired=None,):
+        self.id = id
+        self.table = table
+        self.trigger = trigger
+        self.status = status
+        self.scheduleTime = scheduleTime
+        self.partition = partition
+        self.submitted = submitted
+        self.started = started
+        self.ended = ended
+        self.error = error
+        self.rows = rows
+        self.applicationId = applicationId
+        self.inputFiles = inputFiles
+        self.sourcePartitions = sourcePartitions
+        self.phase = phase
+        self.fired = fired
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.id = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.table = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.trigger = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.status = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.scheduleTime = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.MAP:
+                    self.partition = {}
+                    (_ktype190, _vtype191, _size189) = iprot.readMapBegin()
+                    for _i193 in range(_size189):
+                        _key194 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val195 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partition[_key194] = _val195
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.DOUBLE:
+                    self.submitted = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.DOUBLE:
+                    self.started = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.DOUBLE:
+                    self.ended = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.STRING:
+                    self.error = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.I64:
+                    self.rows = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.applicationId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.I64:
+                    self.inputFiles = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 14:
+                if ftype == TType.LIST:
+                    self.sourcePartitions = []
+                    (_etype199, _size196) = iprot.readListBegin()
+                    for _i200 in range(_size196):
+                        _elem201 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.sourcePartitions.append(_elem201)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 15:
+                if ftype == TType.STRING:
+                    self.phase = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 16:
+                if ftype == TType.DOUBLE:
+                    self.fired = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('RefreshRun')
+        if self.id is not None:
+            oprot.writeFieldBegin('id', TType.STRING, 1)
+            oprot.writeString(self.id.encode('utf-8') if sys.version_info[0] == 2 else self.id)
+            oprot.writeFieldEnd()
+        if self.table is not None:
+            oprot.writeFieldBegin('table', TType.STRING, 2)
+            oprot.writeString(self.table.encode('utf-8') if sys.version_info[0] == 2 else self.table)
+            oprot.writeFieldEnd()
+        if self.trigger is not None:
+            oprot.writeFieldBegin('trigger', TType.STRING, 3)
+            oprot.writeString(self.trigger.encode('utf-8') if sys.version_info[0] == 2 else self.trigger)
+            oprot.writeFieldEnd()
+        if self.status is not None:
+            oprot.writeFieldBegin('status', TType.I32, 4)
+            oprot.writeI32(self.status)
+            oprot.writeFieldEnd()
+        if self.scheduleTime is not None:
+            oprot.writeFieldBegin('scheduleTime', TType.STRING, 5)
+            oprot.writeString(self.scheduleTime.encode('utf-8') if sys.version_info[0] == 2 else self.scheduleTime)
+            oprot.writeFieldEnd()
+        if self.partition is not None:
+            oprot.writeFieldBegin('partition', TType.MAP, 6)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.partition))
+            for kiter202, viter203 in self.partition.items():
+                oprot.writeString(kiter202.encode('utf-8') if sys.version_info[0] == 2 else kiter202)
+                oprot.writeString(viter203.encode('utf-8') if sys.version_info[0] == 2 else viter203)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.submitted is not None:
+            oprot.writeFieldBegin('submitted', TType.DOUBLE, 7)
+            oprot.writeDouble(self.submitted)
+            oprot.writeFieldEnd()
+        if self.started is not None:
+            oprot.writeFieldBegin('started', TType.DOUBLE, 8)
+            oprot.writeDouble(self.started)
+            oprot.writeFieldEnd()
+        if self.ended is not None:
+            oprot.writeFieldBegin('ended', TType.DOUBLE, 9)
+            oprot.writeDouble(self.ended)
+            oprot.writeFieldEnd()
+        if self.error is not None:
+            oprot.writeFieldBegin('error', TType.STRING, 10)
+            oprot.writeString(self.error.encode('utf-8') if sys.version_info[0] == 2 else self.error)
+            oprot.writeFieldEnd()
+        if self.rows is not None:
+            oprot.writeFieldBegin('rows', TType.I64, 11)
+            oprot.writeI64(self.rows)
+            oprot.writeFieldEnd()
+        if self.applicationId is not None:
+            oprot.writeFieldBegin('applicationId', TType.STRING, 12)
+            oprot.writeString(self.applicationId.encode('utf-8') if sys.version_info[0] == 2 else self.applicationId)
+            oprot.writeFieldEnd()
+        if self.inputFiles is not None:
+            oprot.writeFieldBegin('inputFiles', TType.I64, 13)
+            oprot.writeI64(self.inputFiles)
+            oprot.writeFieldEnd()
+        if self.sourcePartitions is not None:
+            oprot.writeFieldBegin('sourcePartitions', TType.LIST, 14)
+            oprot.writeListBegin(TType.STRING, len(self.sourcePartitions))
+            for iter204 in self.sourcePartitions:
+                oprot.writeString(iter204.encode('utf-8') if sys.version_info[0] == 2 else iter204)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.phase is not None:
+            oprot.writeFieldBegin('phase', TType.STRING, 15)
+            oprot.writeString(self.phase.encode('utf-8') if sys.version_info[0] == 2 else self.phase)
+            oprot.writeFieldEnd()
+        if self.fired is not None:
+            oprot.writeFieldBegin('fired', TType.DOUBLE, 16)
+            oprot.writeDouble(self.fired)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.id is None:
+            raise TProtocolException(message='Required field id is unset!')
+        if self.table is None:
+            raise TProtocolException(message='Required field table is unset!')
+        if self.trigger is None:
+            raise TProtocolException(message='Required field trigger is unset!')
+        if self.status is None:
+            raise TProtocolException(message='Required field status is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class RefreshJob(object):
+    """
+    Attributes:
+     - jobId
+     - status
+     - runs
+     - clusterInfo
+     - error
+
+    """
+
+
+    def __init__(self, jobId=None, status=None, runs=None, clusterInfo=None, error=None,):
+        self.jobId = jobId
+        self.status = status
+        self.runs = runs
+        self.clusterInfo = clusterInfo
+        self.error = error
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.jobId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.status = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.runs = []
+                    (_etype208, _size205) = iprot.readListBegin()
+                    for _i209 in range(_size205):
+                        _elem210 = RefreshRun()
+                        _elem210.read(iprot)
+                        self.runs.append(_elem210)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.MAP:
+                    self.clusterInfo = {}
+                    (_ktype212, _vtype213, _size211) = iprot.readMapBegin()
+                    for _i215 in range(_size211):
+                        _key216 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val217 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.clusterInfo[_key216] = _val217
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.error = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('RefreshJob')
+        if self.jobId is not None:
+            oprot.writeFieldBegin('jobId', TType.STRING, 1)
+            oprot.writeString(self.jobId.encode('utf-8') if sys.version_info[0] == 2 else self.jobId)
+            oprot.writeFieldEnd()
+        if self.status is not None:
+            oprot.writeFieldBegin('status', TType.I32, 2)
+            oprot.writeI32(self.status)
+            oprot.writeFieldEnd()
+        if self.runs is not None:
+            oprot.writeFieldBegin('runs', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRUCT, len(self.runs))
+            for iter218 in self.runs:
+                iter218.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.clusterInfo is not None:
+            oprot.writeFieldBegin('clusterInfo', TType.MAP, 4)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.clusterInfo))
+            for kiter219, viter220 in self.clusterInfo.items():
+                oprot.writeString(kiter219.encode('utf-8') if sys.version_info[0] == 2 else kiter219)
+                oprot.writeString(viter220.encode('utf-8') if sys.version_info[0] == 2 else viter220)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.error is not None:
+            oprot.writeFieldBegin('error', TType.STRING, 5)
+            oprot.writeString(self.error.encode('utf-8') if sys.version_info[0] == 2 else self.error)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.jobId is None:
+            raise TProtocolException(message='Required field jobId is unset!')
+        if self.status is None:
+            raise TProtocolException(message='Required field status is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DynamicTable(object):
+    """
+    Attributes:
+     - path
+     - query
+     - expandedQuery
+     - freshness
+     - declaredMode
+     - refreshMode
+     - state
+     - jobDetail
+     - columns
+     - partitionKeys
+     - options
+     - comment
+     - schedule
+     - created
+     - lastRefresh
+     - freshnessLag
+     - withinTarget
+
+    """
+
+
+    def __init__(self, path=None, query=None, expandedQuery=None, freshness=None, declaredMode=None, refreshMode=None, state=None, jobDetail=None, columns=None, partitionKeys=None, options=None, comment=None, schedule=None, created=None, lastRefresh=None, freshnessLag=None, withinTarget=None,):
+        self.path = path
+        self.query = query
+        self.expandedQuery = expandedQuery
+        self.freshness = freshness
+        self.declaredMode = declaredMode
+        self.refreshMode = refreshMode
+        self.state = state
+        self.jobDetail = jobDetail
+        self.columns = columns
+        self.partitionKeys = partitionKeys
+        self.options = options
+        self.comment = comment
+        self.schedule = schedule
+        self.created = created
+        self.lastRefresh = lastRefresh
+        self.freshnessLag = freshnessLag
+        self.withinTarget = withinTarget
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.query = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.expandedQuery = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.freshness = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I32:
+                    self.declaredMode = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.I32:
+                    self.refreshMode = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.I32:
+                    self.state = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.jobDetail = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.LIST:
+                    self.columns = []
+                    (_etype224, _size221) = iprot.readListBegin()
+                    for _i225 in range(_size221):
+                        _elem226 = Column()
+                        _elem226.read(iprot)
+                        self.columns.append(_elem226)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.LIST:
+                    self.partitionKeys = []
+                    (_etype230, _size227) = iprot.readListBegin()
+                    for _i231 in range(_size227):
+                        _elem232 = Column()
+                        _elem232.read(iprot)
+                        self.partitionKeys.append(_elem232)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.MAP:
+                    self.options = {}
+                    (_ktype234, _vtype235, _size233) = iprot.readMapBegin()
+                    for _i237 in range(_size233):
+                        _key238 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val239 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.options[_key238] = _val239
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.comment = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.STRING:
+                    self.schedule = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 14:
+                if ftype == TType.I64:
+                    self.created = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 15:
+                if ftype == TType.STRUCT:
+                    self.lastRefresh = RefreshRun()
+                    self.lastRefresh.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 16:
+                if ftype == TType.DOUBLE:
+                    self.freshnessLag = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 17:
+                if ftype == TType.BOOL:
+                    self.withinTarget = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DynamicTable')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.query is not None:
+            oprot.writeFieldBegin('query', TType.STRING, 2)
+            oprot.writeString(self.query.encode('utf-8') if sys.version_info[0] == 2 else self.query)
+            oprot.writeFieldEnd()
+        if self.expandedQuery is not None:
+            oprot.writeFieldBegin('expandedQuery', TType.STRING, 3)
+            oprot.writeString(self.expandedQuery.encode('utf-8') if sys.version_info[0] == 2 else self.expandedQuery)
+            oprot.writeFieldEnd()
+        if self.freshness is not None:
+            oprot.writeFieldBegin('freshness', TType.STRING, 4)
+            oprot.writeString(self.freshness.encode('utf-8') if sys.version_info[0] == 2 else self.freshness)
+            oprot.writeFieldEnd()
+        if self.declaredMode is not None:
+            oprot.writeFieldBegin('declaredMode', TType.I32, 5)
+            oprot.writeI32(self.declaredMode)
+            oprot.writeFieldEnd()
+        if self.refreshMode is not None:
+            oprot.writeFieldBegin('refreshMode', TType.I32, 6)
+            oprot.writeI32(self.refreshMode)
+            oprot.writeFieldEnd()
+        if self.state is not None:
+            oprot.writeFieldBegin('state', TType.I32, 7)
+            oprot.writeI32(self.state)
+            oprot.writeFieldEnd()
+        if self.jobDetail is not None:
+            oprot.writeFieldBegin('jobDetail', TType.STRING, 8)
+            oprot.writeString(self.jobDetail.encode('utf-8') if sys.version_info[0] == 2 else self.jobDetail)
+            oprot.writeFieldEnd()
+        if self.columns is not None:
+            oprot.writeFieldBegin('columns', TType.LIST, 9)
+            oprot.writeListBegin(TType.STRUCT, len(self.columns))
+            for iter240 in self.columns:
+                iter240.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.partitionKeys is not None:
+            oprot.writeFieldBegin('partitionKeys', TType.LIST, 10)
+            oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
+            for iter241 in self.partitionKeys:
+                iter241.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.options is not None:
+            oprot.writeFieldBegin('options', TType.MAP, 11)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.options))
+            for kiter242, viter243 in self.options.items():
+                oprot.writeString(kiter242.encode('utf-8') if sys.version_info[0] == 2 else kiter242)
+                oprot.writeString(viter243.encode('utf-8') if sys.version_info[0] == 2 else viter243)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.comment is not None:
+            oprot.writeFieldBegin('comment', TType.STRING, 12)
+            oprot.writeString(self.comment.encode('utf-8') if sys.version_info[0] == 2 else self.comment)
+            oprot.writeFieldEnd()
+        if self.schedule is not None:
+            oprot.writeFieldBegin('schedule', TType.STRING, 13)
+            oprot.writeString(self.schedule.encode('utf-8') if sys.version_info[0] == 2 else self.schedule)
+            oprot.writeFieldEnd()
+        if self.created is not None:
+            oprot.writeFieldBegin('created', TType.I64, 14)
+            oprot.writeI64(self.created)
+            oprot.writeFieldEnd()
+        if self.lastRefresh is not None:
+            oprot.writeFieldBegin('lastRefresh', TType.STRUCT, 15)
+            self.lastRefresh.write(oprot)
+            oprot.writeFieldEnd()
+        if self.freshnessLag is not None:
+            oprot.writeFieldBegin('freshnessLag', TType.DOUBLE, 16)
+            oprot.writeDouble(self.freshnessLag)
+            oprot.writeFieldEnd()
+        if self.withinTarget is not None:
+            oprot.writeFieldBegin('withinTarget', TType.BOOL, 17)
+            oprot.writeBool(self.withinTarget)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.path is None:
+            raise TProtocolException(message='Required field path is unset!')
+        if self.query is None:
+            raise TProtocolException(message='Required field query is unset!')
+        if self.expandedQuery is None:
+            raise TProtocolException(message='Required field expandedQuery is unset!')
+        if self.freshness is None:
+            raise TProtocolException(message='Required field freshness is unset!')
+        if self.refreshMode is None:
+            raise TProtocolException(message='Required field refreshMode is unset!')
+        if self.state is None:
+            raise TProtocolException(message='Required field state is unset!')
+        if self.jobDetail is None:
+            raise TProtocolException(message='Required field jobDetail is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DynamicTableSpec(object):
+    """
+    Attributes:
+     - path
+     - query
+     - freshness
+     - refreshMode
+     - partitionedBy
+     - options
+     - comment
+
+    """
+
+
+    def __init__(self, path=None, query=None, freshness=None, refreshMode=None, partitionedBy=None, options=None, comment=None,):
+        self.path = path
+        self.query = query
+        self.freshness = freshness
+        self.refreshMode = refreshMode
+        self.partitionedBy = partitionedBy
+        self.options = options
+        self.comment = comment
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.path = ObjectPath()
+                    self.path.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.query = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.freshness = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.refreshMode = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.LIST:
+                    self.partitionedBy = []
+                    (_etype247, _size244) = iprot.readListBegin()
+                    for _i248 in range(_size244):
+                        _elem249 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionedBy.append(_elem249)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.MAP:
+                    self.options = {}
+                    (_ktype251, _vtype252, _size250) = iprot.readMapBegin()
+                    for _i254 in range(_size250):
+                        _key255 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val256 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.options[_key255] = _val256
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRING:
+                    self.comment = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DynamicTableSpec')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRUCT, 1)
+            self.path.write(oprot)
+            oprot.writeFieldEnd()
+        if self.query is not None:
+            oprot.writeFieldBegin('query', TType.STRING, 2)
+            oprot.writeString(self.query.encode('utf-8') if sys.version_info[0] == 2 else self.query)
+            oprot.writeFieldEnd()
+        if self.freshness is not None:
+            oprot.writeFieldBegin('freshness', TType.STRING, 3)
+            oprot.writeString(self.freshness.encode('utf-8') if sys.version_info[0] == 2 else self.freshness)
+            oprot.writeFieldEnd()
+        if self.refreshMode is not None:
+            oprot.writeFieldBegin('refreshMode', TType.I32, 4)
+            oprot.writeI32(self.refreshMode)
+            oprot.writeFieldEnd()
+        if self.partitionedBy is not None:
+            oprot.writeFieldBegin('partitionedBy', TType.LIST, 5)
+            oprot.writeListBegin(TType.STRING, len(self.partitionedBy))
+            for iter257 in self.partitionedBy:
+                oprot.writeString(iter257.encode('utf-8') if sys.version_info[0] == 2 else iter257)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.options is not None:
+            oprot.writeFieldBegin('options', TType.MAP, 6)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.options))
+            for kiter258, viter259 in self.options.items():
+                oprot.writeString(kiter258.encode('utf-8') if sys.version_info[0] == 2 else kiter258)
+                oprot.writeString(viter259.encode('utf-8') if sys.version_info[0] == 2 else viter259)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.comment is not None:
+            oprot.writeFieldBegin('comment', TType.STRING, 7)
+            oprot.writeString(self.comment.encode('utf-8') if sys.version_info[0] == 2 else self.comment)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.path is None:
+            raise TProtocolException(message='Required field path is unset!')
+        if self.query is None:
+            raise TProtocolException(message='Required field query is unset!')
+        if self.freshness is None:
+            raise TProtocolException(message='Required field freshness is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DynamicTableChange(object):
+    """
+    Attributes:
+     - freshness
+     - refreshMode
+     - action
+
+    """
+
+
+    def __init__(self, freshness=None, refreshMode=None, action=None,):
+        self.freshness = freshness
+        self.refreshMode = refreshMode
+        self.action = action
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.freshness = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.refreshMode = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.action = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DynamicTableChange')
+        if self.freshness is not None:
+            oprot.writeFieldBegin('freshness', TType.STRING, 1)
+            oprot.writeString(self.freshness.encode('utf-8') if sys.version_info[0] == 2 else self.freshness)
+            oprot.writeFieldEnd()
+        if self.refreshMode is not None:
+            oprot.writeFieldBegin('refreshMode', TType.I32, 2)
+            oprot.writeI32(self.refreshMode)
+            oprot.writeFieldEnd()
+        if self.action is not None:
+            oprot.writeFieldBegin('action', TType.STRING, 3)
+            oprot.writeString(self.action.encode('utf-8') if sys.version_info[0] == 2 else self.action)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class RefreshRequest(object):
+    """
+    Attributes:
+     - tables
+     - scheduleTime
+     - partition
+     - configuration
+     - trigger
+
+    """
+
+
+    def __init__(self, tables=None, scheduleTime=None, partition=None, configuration=None, trigger=None,):
+        self.tables = tables
+        self.scheduleTime = scheduleTime
+        self.partition = partition
+        self.configuration = configuration
+        self.trigger = trigger
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.tables = []
+                    (_etype263, _size260) = iprot.readListBegin()
+                    for _i264 in range(_size260):
+                        _elem265 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tables.append(_elem265)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.scheduleTime = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.MAP:
+                    self.partition = {}
+                    (_ktype267, _vtype268, _size266) = iprot.readMapBegin()
+                    for _i270 in range(_size266):
+                        _key271 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val272 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partition[_key271] = _val272
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.MAP:
+                    self.configuration = {}
+                    (_ktype274, _vtype275, _size273) = iprot.readMapBegin()
+                    for _i277 in range(_size273):
+                        _key278 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val279 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.configuration[_key278] = _val279
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.trigger = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('RefreshRequest')
+        if self.tables is not None:
+            oprot.writeFieldBegin('tables', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRING, len(self.tables))
+            for iter280 in self.tables:
+                oprot.writeString(iter280.encode('utf-8') if sys.version_info[0] == 2 else iter280)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.scheduleTime is not None:
+            oprot.writeFieldBegin('scheduleTime', TType.STRING, 2)
+            oprot.writeString(self.scheduleTime.encode('utf-8') if sys.version_info[0] == 2 else self.scheduleTime)
+            oprot.writeFieldEnd()
+        if self.partition is not None:
+            oprot.writeFieldBegin('partition', TType.MAP, 3)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.partition))
+            for kiter281, viter282 in self.partition.items():
+                oprot.writeString(kiter281.encode('utf-8') if sys.version_info[0] == 2 else kiter281)
+                oprot.writeString(viter282.encode('utf-8') if sys.version_info[0] == 2 else viter282)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.configuration is not None:
+            oprot.writeFieldBegin('configuration', TType.MAP, 4)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.configuration))
+            for kiter283, viter284 in self.configuration.items():
+                oprot.writeString(kiter283.encode('utf-8') if sys.version_info[0] == 2 else kiter283)
+                oprot.writeString(viter284.encode('utf-8') if sys.version_info[0] == 2 else viter284)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.trigger is not None:
+            oprot.writeFieldBegin('trigger', TType.STRING, 5)
+            oprot.writeString(self.trigger.encode('utf-8') if sys.version_info[0] == 2 else self.trigger)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.tables is None:
+            raise TProtocolException(message='Required field tables is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class StatementResult(object):
+    """
+    Attributes:
+     - kind
+     - message
+     - table
+     - job
+
+    """
+
+
+    def __init__(self, kind=None, message=None, table=None, job=None,):
+        self.kind = kind
+        self.message = message
+        self.table = table
+        self.job = job
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.kind = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.message = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.table = DynamicTable()
+                    self.table.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.job = RefreshJob()
+                    self.job.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('StatementResult')
+        if self.kind is not None:
+            oprot.writeFieldBegin('kind', TType.STRING, 1)
+            oprot.writeString(self.kind.encode('utf-8') if sys.version_info[0] == 2 else self.kind)
+            oprot.writeFieldEnd()
+        if self.message is not None:
+            oprot.writeFieldBegin('message', TType.STRING, 2)
+            oprot.writeString(self.message.encode('utf-8') if sys.version_info[0] == 2 else self.message)
+            oprot.writeFieldEnd()
+        if self.table is not None:
+            oprot.writeFieldBegin('table', TType.STRUCT, 3)
+            self.table.write(oprot)
+            oprot.writeFieldEnd()
+        if self.job is not None:
+            oprot.writeFieldBegin('job', TType.STRUCT, 4)
+            self.job.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.kind is None:
+            raise TProtocolException(message='Required field kind is unset!')
+        if self.message is None:
+            raise TProtocolException(message='Required field message is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
 all_structs.append(NotFound)
 NotFound.thrift_spec = (
     None,  # 0
@@ -3033,6 +4190,91 @@ ReloadResult.thrift_spec = (
     (4, TType.LIST, 'unchanged', (TType.STRING, 'UTF8', False), None, ),  # 4
     (5, TType.LIST, 'restartNeeded', (TType.STRING, 'UTF8', False), None, ),  # 5
     (6, TType.STRING, 'source', 'UTF8', None, ),  # 6
+)
+all_structs.append(RefreshRun)
+RefreshRun.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'id', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'table', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'trigger', 'UTF8', None, ),  # 3
+    (4, TType.I32, 'status', None, None, ),  # 4
+    (5, TType.STRING, 'scheduleTime', 'UTF8', None, ),  # 5
+    (6, TType.MAP, 'partition', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 6
+    (7, TType.DOUBLE, 'submitted', None, None, ),  # 7
+    (8, TType.DOUBLE, 'started', None, None, ),  # 8
+    (9, TType.DOUBLE, 'ended', None, None, ),  # 9
+    (10, TType.STRING, 'error', 'UTF8', None, ),  # 10
+    (11, TType.I64, 'rows', None, None, ),  # 11
+    (12, TType.STRING, 'applicationId', 'UTF8', None, ),  # 12
+    (13, TType.I64, 'inputFiles', None, None, ),  # 13
+    (14, TType.LIST, 'sourcePartitions', (TType.STRING, 'UTF8', False), None, ),  # 14
+    (15, TType.STRING, 'phase', 'UTF8', None, ),  # 15
+    (16, TType.DOUBLE, 'fired', None, None, ),  # 16
+)
+all_structs.append(RefreshJob)
+RefreshJob.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'jobId', 'UTF8', None, ),  # 1
+    (2, TType.I32, 'status', None, None, ),  # 2
+    (3, TType.LIST, 'runs', (TType.STRUCT, [RefreshRun, None], False), None, ),  # 3
+    (4, TType.MAP, 'clusterInfo', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.STRING, 'error', 'UTF8', None, ),  # 5
+)
+all_structs.append(DynamicTable)
+DynamicTable.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.STRING, 'query', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'expandedQuery', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'freshness', 'UTF8', None, ),  # 4
+    (5, TType.I32, 'declaredMode', None, None, ),  # 5
+    (6, TType.I32, 'refreshMode', None, None, ),  # 6
+    (7, TType.I32, 'state', None, None, ),  # 7
+    (8, TType.STRING, 'jobDetail', 'UTF8', None, ),  # 8
+    (9, TType.LIST, 'columns', (TType.STRUCT, [Column, None], False), None, ),  # 9
+    (10, TType.LIST, 'partitionKeys', (TType.STRUCT, [Column, None], False), None, ),  # 10
+    (11, TType.MAP, 'options', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 11
+    (12, TType.STRING, 'comment', 'UTF8', None, ),  # 12
+    (13, TType.STRING, 'schedule', 'UTF8', None, ),  # 13
+    (14, TType.I64, 'created', None, None, ),  # 14
+    (15, TType.STRUCT, 'lastRefresh', [RefreshRun, None], None, ),  # 15
+    (16, TType.DOUBLE, 'freshnessLag', None, None, ),  # 16
+    (17, TType.BOOL, 'withinTarget', None, None, ),  # 17
+)
+all_structs.append(DynamicTableSpec)
+DynamicTableSpec.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
+    (2, TType.STRING, 'query', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'freshness', 'UTF8', None, ),  # 3
+    (4, TType.I32, 'refreshMode', None, None, ),  # 4
+    (5, TType.LIST, 'partitionedBy', (TType.STRING, 'UTF8', False), None, ),  # 5
+    (6, TType.MAP, 'options', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 6
+    (7, TType.STRING, 'comment', 'UTF8', None, ),  # 7
+)
+all_structs.append(DynamicTableChange)
+DynamicTableChange.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'freshness', 'UTF8', None, ),  # 1
+    (2, TType.I32, 'refreshMode', None, None, ),  # 2
+    (3, TType.STRING, 'action', 'UTF8', None, ),  # 3
+)
+all_structs.append(RefreshRequest)
+RefreshRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'tables', (TType.STRING, 'UTF8', False), None, ),  # 1
+    (2, TType.STRING, 'scheduleTime', 'UTF8', None, ),  # 2
+    (3, TType.MAP, 'partition', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 3
+    (4, TType.MAP, 'configuration', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.STRING, 'trigger', 'UTF8', None, ),  # 5
+)
+all_structs.append(StatementResult)
+StatementResult.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'kind', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'message', 'UTF8', None, ),  # 2
+    (3, TType.STRUCT, 'table', [DynamicTable, None], None, ),  # 3
+    (4, TType.STRUCT, 'job', [RefreshJob, None], None, ),  # 4
 )
 fix_spec(all_structs)
 del all_structs

@@ -1,0 +1,184 @@
+"""The Spark side of a dynamic table refresh: the script ``spark-submit`` runs.
+
+    spark-submit --master local[2] catalogd/dynamic/job.py SPEC.json
+
+SPEC (written by the daemon's runner) says what to refresh:
+
+- ``mode`` ``batch``: one refresh. The query's result replaces the table (REPLACE)
+  or, with ``partition``, only that partition (OVERWRITE_PARTITIONS), through a
+  catalogd stage: readers see the old data or the new, never a mix, and a failed
+  run leaves the old data.
+- ``mode`` ``continuous``: a Structured Streaming query whose trigger fires every
+  ``trigger_seconds``; each micro-batch looks at the source tables' files and, when
+  they changed since the last refresh, refreshes the table as above. The stream's
+  checkpoint (and the fingerprint of the files last refreshed from) lives in
+  ``checkpoint``, so a restarted job carries on where it stopped.
+
+The job reports through two small JSON files: ``status_file`` (phase, application
+id, progress; rewritten as it goes) and ``result_file`` (written once at the end).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+
+def _write_json(path: str, payload: dict[str, Any]) -> None:
+    """Replace the file in one rename: the daemon never reads half a file."""
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(json.dumps(payload))
+    os.replace(tmp, path)
+
+
+class _Reporter:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.path = spec["status_file"]
+        self.status: dict[str, Any] = {"pid": os.getpid(), "phase": "starting", "started": time.time()}
+        self.update()
+
+    def update(self, **values: Any) -> None:
+        self.status.update(values)
+        self.status["updated"] = time.time()
+        _write_json(self.path, self.status)
+
+
+def _session(spec: dict[str, Any]) -> Any:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.appName(spec.get("app_name", "catalogd refresh")).enableHiveSupport().getOrCreate()
+
+
+def _source_partitions(files: list[str]) -> list[str]:
+    """``key=value`` directory names the files sit in (the source partitions read)."""
+    found = set()
+    for path in files:
+        parts = [p for p in path.split("/")[:-1] if "=" in p]
+        if parts:
+            found.add("/".join(parts[-3:]))
+    return sorted(found)
+
+
+def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, str] | None,
+            reporter: _Reporter) -> dict[str, Any]:
+    """One refresh through a stage; returns rows written and what was read."""
+    from pyspark.sql import functions as F
+
+    from catalogd.model import StagePurpose
+    from catalogd.spark.atomic import _write, staged_table
+
+    table = client.get_table(spec["table"])
+    keys = [k.name for k in table.partition_keys]
+    names = [c.name for c in table.columns] + keys
+    df = spark.sql(spec["query"])
+    lowered = {c.lower(): c for c in df.columns}
+    df = df.select(*[F.col(f"`{lowered[n]}`").alias(n) for n in names])
+    for key, value in (partition or {}).items():
+        # A filter on the result: Spark pushes it down to the sources' partitions.
+        df = df.where(F.col(key) == F.lit(value))
+    reporter.update(phase="planning")
+    files = df.inputFiles()
+    purpose = StagePurpose.OVERWRITE_PARTITIONS if partition else StagePurpose.REPLACE
+    props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")}
+    reporter.update(phase="writing", input_files=len(files))
+    started = time.time()
+    with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
+                      mode=purpose, properties=props, comment=table.comment, client=client, spark=spark) as staged:
+        _write(spark, df, staged)
+        rows = spark.table(staged.name).count()
+        reporter.update(phase="committing", rows=rows)
+    if partition and rows == 0:
+        # Nothing for this partition now: an overwrite with no rows writes no
+        # partition, so the stale one is dropped to match the query.
+        client.drop_partition(spec["table"], partition, if_exists=True)
+    return {"rows": rows, "input_files": len(files), "source_partitions": _source_partitions(files),
+            "write_seconds": time.time() - started,
+            "stage_id": staged.result.id if staged.result is not None else None}
+
+
+def _fingerprint(spark: Any, sources: list[str]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        spark.catalog.refreshTable(name)
+        for path in sorted(spark.table(name).inputFiles()):
+            digest.update(path.encode() + b"\n")
+        digest.update(b"--\n")
+    return digest.hexdigest()
+
+
+def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: _Reporter) -> None:
+    checkpoint = Path(spec["checkpoint"])
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    marker = checkpoint / "refreshed-from.json"
+    counters = {"batches": 0, "refreshes": 0}
+
+    def on_batch(batch: Any, batch_id: int) -> None:
+        seen_at = time.time()
+        fingerprint = _fingerprint(spark, spec["sources"])
+        last = json.loads(marker.read_text())["fingerprint"] if marker.exists() else None
+        counters["batches"] += 1
+        if fingerprint != last:
+            reporter.update(phase="refreshing", batch_id=batch_id)
+            result = refresh(spark, client, spec, None, reporter)
+            _write_json(str(marker), {"fingerprint": fingerprint, "at": seen_at})
+            counters["refreshes"] += 1
+            reporter.update(last_refresh=seen_at, last_rows=result["rows"], last_input_files=result["input_files"])
+        reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, **counters)
+
+    ticks = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    query = (ticks.writeStream.queryName(spec.get("app_name", "catalogd continuous"))
+             .trigger(processingTime=f"{spec['trigger_seconds']} seconds")
+             .option("checkpointLocation", str(checkpoint / "stream"))
+             .foreachBatch(on_batch).start())
+    reporter.update(phase="streaming")
+    query.awaitTermination()
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text())
+    reporter = _Reporter(spec)
+    result: dict[str, Any] = {"ok": False}
+    spark = None
+    try:
+        from catalogd.client import CatalogClient
+
+        spark = _session(spec)
+        reporter.update(phase="running", application_id=spark.sparkContext.applicationId)
+        result["application_id"] = spark.sparkContext.applicationId
+        client = CatalogClient(spec["daemon"])
+        try:
+            if spec["mode"] == "continuous":
+                continuous(spark, client, spec, reporter)
+            else:
+                result.update(refresh(spark, client, spec, spec.get("partition"), reporter))
+        finally:
+            client.close()
+        result["ok"] = True
+    except BaseException as e:  # every failure is reported to the daemon
+        result["error"] = _describe(e)
+        traceback.print_exc()
+    finally:
+        result["ended"] = time.time()
+        _write_json(spec["result_file"], result)
+        reporter.update(phase="done" if result["ok"] else "failed")
+        if spark is not None:
+            spark.stop()
+    return 0 if result["ok"] else 1
+
+
+def _describe(e: BaseException) -> str:
+    """One readable line: Spark's AnalysisException carries a long plan after the message."""
+    text = str(e).strip() or type(e).__name__
+    first = text.splitlines()[0] if text else type(e).__name__
+    kind = getattr(e, "kind", None) or type(e).__name__
+    return f"{kind}: {first}"[:1000]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

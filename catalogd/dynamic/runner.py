@@ -1,0 +1,102 @@
+"""Launching refresh jobs with ``spark-submit`` and stopping them."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from catalogd.errors import InternalError
+
+logger = logging.getLogger(__name__)
+
+JOB_SCRIPT = Path(__file__).with_name("job.py")
+_PR_SET_PDEATHSIG = 1
+
+
+def spark_submit_path() -> Path:
+    """``$SPARK_HOME/bin/spark-submit``, else the one the pyspark wheel installed next to Python."""
+    home = os.environ.get("SPARK_HOME")
+    candidates = [Path(home) / "bin" / "spark-submit"] if home else []
+    candidates.append(Path(sys.executable).parent / "spark-submit")
+    try:
+        import pyspark
+
+        candidates.append(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+    except ImportError:
+        pass
+    for path in candidates:
+        if path.exists():
+            return path
+    raise InternalError("spark-submit not found: install pyspark or set SPARK_HOME")
+
+
+def _die_with_daemon() -> None:
+    """A job must not outlive a daemon killed with SIGKILL: its successor starts its own
+    (two continuous jobs would write one table)."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path) -> subprocess.Popen[bytes]:
+    """Start ``spark-submit job.py spec.json``; its output goes to ``work_dir/job.log``.
+
+    Must be called from a thread that lives as long as the job (the parent-death
+    signal follows the thread that started the process).
+    """
+    work_dir.mkdir(parents=True, exist_ok=True)
+    spec_path = work_dir / "spec.json"
+    spec_path.write_text(json.dumps(spec, indent=2))
+    args = [str(spark_submit_path()), "--master", master]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    args += [str(JOB_SCRIPT), str(spec_path)]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    log = open(work_dir / "job.log", "ab")  # noqa: SIM115 - the child keeps it
+    try:
+        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True, preexec_fn=_die_with_daemon)
+    finally:
+        log.close()
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 20.0) -> None:
+    """SIGTERM the job's process group, SIGKILL it after ``grace`` seconds."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return
+            time.sleep(0.1)
+    logger.warning("job process %d did not stop", proc.pid)
+
+
+def log_tail(work_dir: Path, lines: int = 5) -> str:
+    """The last error-looking lines of a job's log (for a run that left no result)."""
+    try:
+        text = (work_dir / "job.log").read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    errors = [line for line in text if "Error" in line or "Exception" in line]
+    return " | ".join((errors or text)[-lines:])[:1000]
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}

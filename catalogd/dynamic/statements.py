@@ -1,0 +1,532 @@
+"""The dynamic-table statements ``catalogd sql`` runs: CREATE, ALTER and DROP DYNAMIC TABLE.
+
+Only the statement header is parsed here; the query after ``AS`` is kept as the
+exact text the user wrote and left to Spark. The header grammar (keywords are
+case-insensitive, names have one to three dot-separated parts, parts may be
+`backquoted`)::
+
+    CREATE DYNAMIC TABLE [IF NOT EXISTS] <name>
+        [COMMENT '<text>'] [PARTITIONED BY (<col>, ...)] [WITH ('<k>' = '<v>', ...)]
+        FRESHNESS [=] INTERVAL '<n>' SECOND|MINUTE|HOUR|DAY
+        [REFRESH_MODE [=] FULL|CONTINUOUS]
+        AS <query>
+    ALTER DYNAMIC TABLE <name> SUSPEND | RESUME
+        | REFRESH [PARTITION (<col> = '<v>', ...)]
+        | SET FRESHNESS [=] INTERVAL '<n>' <unit> | SET REFRESH_MODE [=] FULL|CONTINUOUS
+    DROP DYNAMIC TABLE [IF EXISTS] <name>
+
+The clauses before ``AS`` may come in any order.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from catalogd.dynamic.freshness import Freshness, TimeUnit
+from catalogd.errors import InvalidArgumentError, UnsupportedError
+from catalogd.model import RefreshMode
+from catalogd.names import quote, split_name
+
+__all__ = [
+    "NOT_DYNAMIC",
+    "AlterAction",
+    "AlterDynamicTable",
+    "CreateDynamicTable",
+    "DropDynamicTable",
+    "Statement",
+    "is_dynamic_statement",
+    "parse_statement",
+]
+
+NOT_DYNAMIC = "catalogd sql runs CREATE, ALTER and DROP DYNAMIC TABLE statements; run other SQL in Spark"
+
+
+class AlterAction(enum.StrEnum):
+    """What an ALTER DYNAMIC TABLE statement does."""
+
+    SUSPEND = "SUSPEND"
+    RESUME = "RESUME"
+    REFRESH = "REFRESH"
+    SET_FRESHNESS = "SET_FRESHNESS"
+    SET_REFRESH_MODE = "SET_REFRESH_MODE"
+
+
+@dataclass(frozen=True)
+class CreateDynamicTable:
+    """``CREATE DYNAMIC TABLE``.
+
+    ``name`` is the dotted name in lower case, backquotes removed (parts that need
+    them, such as ```my table```, keep them so the name can be parsed again).
+    ``query`` is the text after ``AS`` exactly as written, without a final ``;``.
+    ``mode`` is None unless REFRESH_MODE was given.
+    """
+
+    name: str
+    query: str
+    freshness: Freshness
+    mode: RefreshMode | None = None
+    partitioned_by: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterDynamicTable:
+    """``ALTER DYNAMIC TABLE``: ``partition`` only with REFRESH, ``freshness`` and ``mode`` only with SET."""
+
+    name: str
+    action: AlterAction
+    partition: dict[str, str] | None = None
+    freshness: Freshness | None = None
+    mode: RefreshMode | None = None
+
+
+@dataclass(frozen=True)
+class DropDynamicTable:
+    """``DROP DYNAMIC TABLE``."""
+
+    name: str
+    if_exists: bool = False
+
+
+Statement: TypeAlias = CreateDynamicTable | AlterDynamicTable | DropDynamicTable
+
+
+# ------------------------------------------------------------------------------- lexer
+
+_WORD, _STRING, _IDENT, _PUNCT, _END = "word", "string", "identifier", "punctuation", "end"
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
+_PUNCTUATION = "(),=.;"
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    #: Words as written, strings and identifiers unquoted, punctuation itself.
+    value: str
+    start: int
+    end: int
+
+    def is_word(self, *words: str) -> bool:
+        return self.kind == _WORD and self.value.upper() in words
+
+    def is_punct(self, char: str) -> bool:
+        return self.kind == _PUNCT and self.value == char
+
+
+def _where(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+class _Lexer:
+    """Hands out tokens one at a time, so that the query after AS is never lexed."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        #: Where the last token handed out ends.
+        self.consumed = 0
+        self._peeked: _Token | None = None
+
+    def peek(self) -> _Token:
+        if self._peeked is None:
+            self._peeked = self._scan()
+        return self._peeked
+
+    def next(self) -> _Token:
+        token = self.peek()
+        self._peeked = None
+        self.consumed = token.end
+        return token
+
+    def _error(self, message: str, pos: int) -> InvalidArgumentError:
+        return InvalidArgumentError(f"{message} at {_where(self.text, pos)}")
+
+    def _quoted(self, start: int, quote_char: str) -> tuple[str, int]:
+        """The text between quotes starting at ``start`` (a doubled quote is one) and the end."""
+        text, chars = self.text, []
+        i = start + 1
+        while True:
+            end = text.find(quote_char, i)
+            if end < 0:
+                what = "string" if quote_char == "'" else "quoted identifier"
+                raise self._error(f"unterminated {what} starting with {text[start : start + 20]!r}", start)
+            chars.append(text[i:end])
+            if text.startswith(quote_char * 2, end):
+                chars.append(quote_char)
+                i = end + 2
+                continue
+            return "".join(chars), end + 1
+
+    def _scan(self) -> _Token:
+        text, n, i = self.text, len(self.text), self.pos
+        while i < n:
+            if text[i].isspace():
+                i += 1
+            elif text.startswith("--", i):
+                newline = text.find("\n", i)
+                i = n if newline < 0 else newline + 1
+            elif text.startswith("/*", i):
+                close = text.find("*/", i + 2)
+                if close < 0:
+                    raise self._error("unterminated /* comment", i)
+                i = close + 2
+            else:
+                break
+        if i >= n:
+            self.pos = n
+            return _Token(_END, "", n, n)
+        ch = text[i]
+        if ch == "'":
+            value, end = self._quoted(i, "'")
+            token = _Token(_STRING, value, i, end)
+        elif ch == "`":
+            value, end = self._quoted(i, "`")
+            if not value:
+                raise self._error("empty quoted identifier ``", i)
+            token = _Token(_IDENT, value, i, end)
+        elif ch in _PUNCTUATION:
+            token = _Token(_PUNCT, ch, i, i + 1)
+        elif match := _WORD_RE.match(text, i):
+            token = _Token(_WORD, match.group(), i, match.end())
+        else:
+            hint = " (strings take single quotes)" if ch == '"' else ""
+            raise self._error(f"unexpected character {ch!r}{hint}", i)
+        self.pos = token.end
+        return token
+
+
+# ------------------------------------------------------------------------------ parser
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lexer = _Lexer(text)
+
+    # -- helpers
+
+    def describe(self, token: _Token) -> str:
+        if token.kind == _END:
+            return "the end of the statement"
+        raw = self.text[token.start : token.end]
+        if len(raw) > 40:
+            raw = raw[:37] + "..."
+        return f"{raw!r} at {_where(self.text, token.start)}"
+
+    def error(self, expected: str, token: _Token) -> InvalidArgumentError:
+        return InvalidArgumentError(f"expected {expected}, found {self.describe(token)}")
+
+    def expect_word(self, word: str, expected: str | None = None) -> _Token:
+        token = self.lexer.next()
+        if not token.is_word(word):
+            raise self.error(expected or word, token)
+        return token
+
+    def expect_punct(self, char: str, expected: str | None = None) -> _Token:
+        token = self.lexer.next()
+        if not token.is_punct(char):
+            raise self.error(expected or f"'{char}'", token)
+        return token
+
+    def accept_word(self, word: str) -> bool:
+        if self.lexer.peek().is_word(word):
+            self.lexer.next()
+            return True
+        return False
+
+    def accept_punct(self, char: str) -> bool:
+        if self.lexer.peek().is_punct(char):
+            self.lexer.next()
+            return True
+        return False
+
+    def expect_string(self, expected: str) -> str:
+        token = self.lexer.next()
+        if token.kind != _STRING:
+            raise self.error(expected, token)
+        return token.value
+
+    def expect_end(self) -> None:
+        # One statement only: a final ';' is fine, anything after it is not.
+        self.accept_punct(";")
+        token = self.lexer.next()
+        if token.kind != _END:
+            raise self.error("the end of the statement", token)
+
+    def identifier(self, expected: str) -> str:
+        token = self.lexer.next()
+        if token.kind not in (_WORD, _IDENT):
+            raise self.error(expected, token)
+        return token.value.lower()
+
+    def name(self) -> str:
+        first = self.lexer.peek()
+        parts = [self.identifier("a dynamic table name")]
+        while self.accept_punct("."):
+            parts.append(self.identifier("a name part after '.'"))
+        if len(parts) > 3:
+            written = self.text[first.start : self.lexer.consumed]
+            raise InvalidArgumentError(
+                f"expected a name of 1 to 3 parts (catalog.database.table), found {written!r} "
+                f"at {_where(self.text, first.start)}"
+            )
+        name = ".".join(quote(part) for part in parts)
+        try:
+            split_name(name)
+        except InvalidArgumentError as err:
+            raise InvalidArgumentError(f"{err.message} at {_where(self.text, first.start)}") from None
+        return name
+
+    def freshness(self) -> Freshness:
+        """``[=] INTERVAL '<n>' <unit>``, after FRESHNESS."""
+        expected = "FRESHNESS = INTERVAL '<n>' SECOND|MINUTE|HOUR|DAY"
+        self.accept_punct("=")
+        self.expect_word("INTERVAL", expected)
+        amount_token = self.lexer.next()
+        amount = amount_token.value.strip() if amount_token.kind in (_STRING, _WORD) else ""
+        if not (amount.isascii() and amount.isdigit()) or int(amount) <= 0:
+            raise self.error("a positive whole number of units after INTERVAL, e.g. INTERVAL '1' DAY", amount_token)
+        unit_token = self.lexer.next()
+        try:
+            unit = TimeUnit.parse(unit_token.value) if unit_token.kind == _WORD else None
+        except InvalidArgumentError:
+            unit = None
+        if unit is None:
+            raise self.error(f"SECOND, MINUTE, HOUR or DAY after INTERVAL '{amount}'", unit_token)
+        try:
+            return Freshness(int(amount), unit)
+        except InvalidArgumentError as err:
+            raise InvalidArgumentError(f"{err.message} at {_where(self.text, amount_token.start)}") from None
+
+    def refresh_mode(self) -> RefreshMode:
+        """``[=] FULL|CONTINUOUS``, after REFRESH_MODE."""
+        self.accept_punct("=")
+        token = self.lexer.next()
+        if not token.is_word(*RefreshMode.__members__):
+            raise self.error("FULL or CONTINUOUS after REFRESH_MODE", token)
+        return RefreshMode.parse(token.value)
+
+    # -- statements
+
+    def create(self) -> CreateDynamicTable:
+        if_not_exists = False
+        if self.accept_word("IF"):
+            self.expect_word("NOT", "NOT EXISTS after IF")
+            self.expect_word("EXISTS", "EXISTS after IF NOT")
+            if_not_exists = True
+        name = self.name()
+        comment: str | None = None
+        partitioned_by: list[str] | None = None
+        options: dict[str, str] | None = None
+        freshness: Freshness | None = None
+        mode: RefreshMode | None = None
+        seen: set[str] = set()
+        while True:
+            token = self.lexer.peek()
+            clause = token.value.upper() if token.kind == _WORD else ""
+            if clause in ("COMMENT", "PARTITIONED", "WITH", "FRESHNESS", "REFRESH_MODE"):
+                if clause in seen:
+                    label = "PARTITIONED BY" if clause == "PARTITIONED" else clause
+                    raise InvalidArgumentError(f"duplicate {label} clause at {_where(self.text, token.start)}")
+                seen.add(clause)
+                self.lexer.next()
+            if clause == "COMMENT":
+                comment = self.expect_string("a quoted comment after COMMENT, e.g. COMMENT 'daily sales'")
+            elif clause == "PARTITIONED":
+                self.expect_word("BY", "BY after PARTITIONED")
+                partitioned_by = self.column_list()
+            elif clause == "WITH":
+                options = self.options()
+            elif clause == "FRESHNESS":
+                freshness = self.freshness()
+            elif clause == "REFRESH_MODE":
+                mode = self.refresh_mode()
+            elif token.is_word("AS"):
+                if freshness is None:
+                    raise self.error("FRESHNESS = INTERVAL '<n>' <unit> before AS", token)
+                query = self.text[token.end :].strip()
+                if query.endswith(";"):
+                    query = query[:-1].rstrip()
+                if not query:
+                    raise InvalidArgumentError("the statement has no AS <query>: the query after AS is empty")
+                return CreateDynamicTable(
+                    name=name,
+                    query=query,
+                    freshness=freshness,
+                    mode=mode,
+                    partitioned_by=partitioned_by or [],
+                    options=options or {},
+                    comment=comment,
+                    if_not_exists=if_not_exists,
+                )
+            elif token.kind == _END:
+                if freshness is None:
+                    raise InvalidArgumentError(
+                        "the statement has no AS <query> (and needs FRESHNESS = INTERVAL '<n>' <unit> before it)"
+                    )
+                raise InvalidArgumentError("the statement has no AS <query>")
+            else:
+                raise self.error("COMMENT, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS", token)
+
+    def column_list(self) -> list[str]:
+        """``(<col>, ...)`` after PARTITIONED BY."""
+        self.expect_punct("(", "'(' after PARTITIONED BY")
+        columns: list[str] = []
+        while True:
+            start = self.lexer.peek()
+            column = self.identifier("a partition column name")
+            if column in columns:
+                raise InvalidArgumentError(
+                    f"partition column {column} is listed twice at {_where(self.text, start.start)}"
+                )
+            columns.append(column)
+            if self.accept_punct(")"):
+                return columns
+            self.expect_punct(",", "',' or ')' in PARTITIONED BY")
+
+    def options(self) -> dict[str, str]:
+        """``('<k>' = '<v>', ...)`` after WITH."""
+        self.expect_punct("(", "'(' after WITH")
+        options: dict[str, str] = {}
+        if self.accept_punct(")"):
+            return options
+        while True:
+            start = self.lexer.peek()
+            key = self.expect_string("a quoted option key in WITH, e.g. 'k' = 'v'")
+            if key in options:
+                raise InvalidArgumentError(f"option {key!r} is given twice at {_where(self.text, start.start)}")
+            self.expect_punct("=", f"'=' after option {key!r}")
+            options[key] = self.expect_string(f"a quoted value for option {key!r}")
+            if self.accept_punct(")"):
+                return options
+            self.expect_punct(",", "',' or ')' in WITH")
+
+    def partition_spec(self) -> dict[str, str]:
+        """``(<col> = '<v>', ...)`` after REFRESH PARTITION."""
+        self.expect_punct("(", "'(' after PARTITION")
+        spec: dict[str, str] = {}
+        while True:
+            start = self.lexer.peek()
+            column = self.identifier("a partition column name")
+            if column in spec:
+                raise InvalidArgumentError(
+                    f"partition column {column} is given twice at {_where(self.text, start.start)}"
+                )
+            self.expect_punct("=", f"'=' after partition column {column}")
+            token = self.lexer.next()
+            # Unquoted numbers are common for hour partitions: hr = 10.
+            if token.kind == _STRING or (token.kind == _WORD and token.value.isdigit()):
+                spec[column] = token.value
+            else:
+                raise self.error(f"a quoted value for partition column {column}", token)
+            if self.accept_punct(")"):
+                return spec
+            self.expect_punct(",", "',' or ')' in PARTITION")
+
+    def alter(self) -> AlterDynamicTable:
+        name = self.name()
+        token = self.lexer.next()
+        statement: AlterDynamicTable
+        if token.is_word("SUSPEND", "RESUME"):
+            statement = AlterDynamicTable(name, AlterAction(token.value.upper()))
+        elif token.is_word("REFRESH"):
+            partition = self.partition_spec() if self.accept_word("PARTITION") else None
+            statement = AlterDynamicTable(name, AlterAction.REFRESH, partition=partition)
+        elif token.is_word("SET"):
+            what = self.lexer.next()
+            if what.is_word("FRESHNESS"):
+                statement = AlterDynamicTable(name, AlterAction.SET_FRESHNESS, freshness=self.freshness())
+            elif what.is_word("REFRESH_MODE"):
+                statement = AlterDynamicTable(name, AlterAction.SET_REFRESH_MODE, mode=self.refresh_mode())
+            else:
+                raise self.error("FRESHNESS or REFRESH_MODE after SET", what)
+        else:
+            raise self.error("SUSPEND, RESUME, REFRESH or SET after the table name", token)
+        self.expect_end()
+        return statement
+
+    def drop(self) -> DropDynamicTable:
+        if_exists = False
+        if self.accept_word("IF"):
+            self.expect_word("EXISTS", "EXISTS after IF")
+            if_exists = True
+        name = self.name()
+        self.expect_end()
+        return DropDynamicTable(name, if_exists)
+
+
+_VERBS = ("CREATE", "ALTER", "DROP")
+
+
+def parse_statement(text: str) -> Statement:
+    """Parse one CREATE, ALTER or DROP DYNAMIC TABLE statement.
+
+    Args:
+        text: The statement; SQL comments are allowed before ``AS``, one final
+            ``;`` is allowed.
+
+    Returns:
+        A ``CreateDynamicTable``, ``AlterDynamicTable`` or ``DropDynamicTable``.
+
+    Raises:
+        InvalidArgumentError: The statement is empty or malformed; the message
+            says what was expected and where.
+        UnsupportedError: The statement is not a dynamic-table statement (run it
+            in Spark).
+    """
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"expected a SQL statement, got {type(text).__name__}")
+    parser = _Parser(text)
+    verb = parser.lexer.next()
+    if verb.kind == _END:
+        raise InvalidArgumentError("empty statement: expected CREATE, ALTER or DROP DYNAMIC TABLE")
+    if not verb.is_word(*_VERBS):
+        raise UnsupportedError(NOT_DYNAMIC)
+    try:
+        second = parser.lexer.next()
+        if not second.is_word("DYNAMIC"):
+            if verb.is_word("CREATE") and second.is_word("OR"):
+                replace, dynamic = parser.lexer.next(), parser.lexer.next()
+                if replace.is_word("REPLACE") and dynamic.is_word("DYNAMIC"):
+                    raise UnsupportedError(
+                        "CREATE OR REPLACE DYNAMIC TABLE is not supported: "
+                        "DROP DYNAMIC TABLE and CREATE DYNAMIC TABLE instead"
+                    )
+            raise UnsupportedError(NOT_DYNAMIC)
+    except InvalidArgumentError:
+        # Whatever follows is not lexable as our header: it is someone else's SQL.
+        raise UnsupportedError(NOT_DYNAMIC) from None
+    keyword = verb.value.upper()
+    parser.expect_word("TABLE", f"TABLE after {keyword} DYNAMIC")
+    if keyword == "CREATE":
+        return parser.create()
+    if keyword == "ALTER":
+        return parser.alter()
+    return parser.drop()
+
+
+def is_dynamic_statement(text: str) -> bool:
+    """Whether a statement is one ``catalogd sql`` runs itself.
+
+    Args:
+        text: A SQL statement.
+
+    Returns:
+        True when it starts, after whitespace and SQL comments, with
+        ``CREATE DYNAMIC TABLE``, ``ALTER DYNAMIC TABLE`` or ``DROP DYNAMIC TABLE``.
+    """
+    if not isinstance(text, str):
+        return False
+    lexer = _Lexer(text)
+    try:
+        verb, dynamic, table = lexer.next(), lexer.next(), lexer.next()
+    except InvalidArgumentError:
+        return False
+    return verb.is_word(*_VERBS) and dynamic.is_word("DYNAMIC") and table.is_word("TABLE")
