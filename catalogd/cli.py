@@ -927,3 +927,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
+
+# The dynamic-table commands live in their own module; importing it registers them.
+from catalogd import cli_dt  # noqa: E402, F401

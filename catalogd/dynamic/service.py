@@ -209,7 +209,9 @@ class DynamicTables:
         return catalog, database, name
 
     def _spark_conf(self, catalog: Any, extra: dict[str, str] | None = None) -> dict[str, str]:
-        return {"spark.ui.enabled": "false", **self.config.spark.conf, **spark_conf_for(catalog.info()), **(extra or {})}
+        # The catalog's metastore settings win over spark.conf; a request's configuration over both.
+        return {"spark.ui.enabled": "false", **self.config.spark.conf, **spark_conf_for(catalog.info()),
+                **(extra or {})}
 
     def _analyzer(self, catalog: Any) -> Analyzer:
         with self._lock:
@@ -919,8 +921,8 @@ class DynamicTables:
             return StatementResult("refreshing", f"refresh job {job.id} started", job=job)
         if action in (AlterAction.SUSPEND, AlterAction.RESUME):
             dt = self.alter(path, DynamicTableChange(action=action.value))
-            return StatementResult(action.value.lower() + "ed" if action is AlterAction.SUSPEND else "resumed",
-                                   f"{dt.full_name} is {dt.state.value}", dt)
+            kind = "suspended" if action is AlterAction.SUSPEND else "resumed"
+            return StatementResult(kind, f"{dt.full_name} is {dt.state.value}", dt)
         change = DynamicTableChange(freshness=str(parsed.freshness) if parsed.freshness else None,
                                     refresh_mode=parsed.mode)
         dt = self.alter(path, change)
