@@ -705,7 +705,8 @@ class DynamicTables:
                 entry.data_time = max(entry.data_time or 0.0, data_time)
                 entry.last_duration = (run.ended or 0.0) - (run.started or 0.0)
                 extra[store.DATA_TIME] = str(entry.data_time)
-            if run.trigger in ("schedule", "catch-up") and schedule_time is not None:
+            if run.trigger in ("schedule", "catch-up") and schedule_time is not None and not self._stopping.is_set():
+                # A run the shutdown cut short is caught up at the next start.
                 extra[store.LAST_SCHEDULED] = str(schedule_time.timestamp())
             self._record(entry, run, extra)
             with self._lock:

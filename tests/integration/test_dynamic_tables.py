@@ -1,0 +1,431 @@
+"""Dynamic tables end to end: a real metastore, real Spark jobs through spark-submit,
+real streaming jobs, real daemon restarts.
+
+The tables are driven by a daemon of this module (``dtd``) whose ``main`` catalog is
+a *remote* catalog on the session daemon's metastore: the session SparkSession writes
+the sources and reads the results, and ``dtd`` can be restarted in seconds (no
+metastore of its own to start). The session daemon never drives these tables: it
+loaded its dynamic tables at start, before any existed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from catalogd.client import CatalogClient
+from catalogd.errors import InvalidArgumentError, TableNotFoundError, UnsupportedError
+from catalogd.model import RefreshMode, RefreshState, RunStatus
+
+from .conftest import CliResult
+from .helpers import CATALOGD, Daemon, clean_env, free_port, start_daemon, write_config
+
+pytestmark = pytest.mark.integration
+
+JOB_TIMEOUT = 240.0
+
+
+class DtDaemon:
+    """The module's dynamic-table daemon; ``restart`` keeps its data dir and ports."""
+
+    def __init__(self, root: Path, metastore: str) -> None:
+        self.root = root
+        self.metastore = metastore
+        self.port, self.http_port = free_port(), free_port()
+        self.daemon: Daemon | None = None
+        self.starts = 0
+
+    def start(self, threshold: str = "30 min") -> Daemon:
+        self.starts += 1
+        config = write_config(
+            self.root / f"dtd-{self.starts}.yaml", port=self.port, http_port=self.http_port,
+            data_dir=self.root / "data",
+            catalogs=[{"name": "main", "type": "hive", "default": True,
+                       "connection": {"hive.metastore.uris": self.metastore}},
+                      {"name": "scratch", "type": "memory"}],
+            extra={"dynamic-tables": {"freshness-threshold": threshold},
+                   "spark": {"master": "local[1]",
+                             "conf": {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "512m",
+                                      "spark.sql.session.timeZone": "UTC"}},
+                   "staging": {"replaced-data-retention": "0s"}},
+        )
+        self.daemon = start_daemon(config, self.root / "data", self.root / f"dtd-{self.starts}.log")
+        return self.daemon
+
+    def stop(self) -> int:
+        assert self.daemon is not None
+        code = self.daemon.stop(timeout=90)
+        self.daemon = None
+        return code
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def log(self) -> str:
+        return (self.root / f"dtd-{self.starts}.log").read_text()
+
+
+@pytest.fixture(scope="module")
+def dtd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DtDaemon]:
+    with CatalogClient(daemon.address) as c:
+        metastore = c.get_catalog("main").metastore
+    holder = DtDaemon(tmp_path_factory.mktemp("dtd"), metastore or "")
+    holder.start()
+    yield holder
+    if holder.daemon is not None:
+        code = holder.stop()
+        assert code == 0, holder.log()[-3000:]
+
+
+@pytest.fixture
+def dc(dtd: DtDaemon) -> Iterator[CatalogClient]:
+    with CatalogClient(dtd.address, timeout=120.0) as c:
+        yield c
+
+
+@pytest.fixture
+def dt_db(dc: CatalogClient, unique_name: Callable[[str], str]) -> Iterator[str]:
+    name = unique_name("dt")
+    dc.create_database(f"main.{name}")
+    yield name
+    for dt in dc.list_dynamic_tables("main", name):
+        dc.drop_dynamic_table(f"main.{name}.{dt.name}", if_exists=True)
+    dc.drop_database(f"main.{name}", if_exists=True, cascade=True)
+
+
+def cli(dtd: DtDaemon, *args: str, timeout: float = 60.0) -> CliResult:
+    import subprocess
+
+    done = subprocess.run([str(CATALOGD), "--server", dtd.address, *args], capture_output=True, text=True,
+                          timeout=timeout, env=clean_env())
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+def rest(dtd: DtDaemon, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(dtd.http + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def wait_job(dtd: DtDaemon, job_id: str, timeout: float = JOB_TIMEOUT) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, job = rest(dtd, "GET", f"/v3/dynamic-tables/refresh/{job_id}")
+        assert status == 200, job
+        if job["status"] in ("SUCCEEDED", "FAILED"):
+            return job
+        time.sleep(1)
+    raise AssertionError(f"job {job_id} still {job['status']} after {timeout}s:\n{dtd.log()[-3000:]}")
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"{what}: not within {timeout}s (last: {last!r})")
+
+
+def rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
+    spark.catalog.refreshTable(table)
+    return sorted(tuple(r) for r in spark.table(table).collect())
+
+
+@pytest.fixture
+def orders(spark: Any, dt_db: str) -> str:
+    """A source partitioned by ds with three days of data (different row counts per day)."""
+    table = f"{dt_db}.orders"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, amount DOUBLE, ds STRING) USING parquet PARTITIONED BY (ds)")
+    for n, day in enumerate(["2024-02-29", "2024-03-01", "2024-03-02"], start=1):
+        spark.sql(f"INSERT INTO {table} SELECT id, id * 1.5, '{day}' FROM range({n * 10})")
+    return table
+
+
+# ---------------------------------------------------------------- FULL refresh
+
+def test_rest_refresh_overwrites_one_partition_and_reads_one(dtd: DtDaemon, dc: CatalogClient, spark: Any,
+                                                            dt_db: str, orders: str) -> None:
+    name = f"main.{dt_db}.daily"
+    created = cli(dtd, "sql", f"""
+        CREATE DYNAMIC TABLE {name}
+        COMMENT 'orders per day'
+        PARTITIONED BY (ds)
+        WITH ('partition.fields.ds.date-formatter' = 'yyyy-MM-dd', 'initialize' = 'on_schedule')
+        FRESHNESS = INTERVAL '1' DAY
+        AS SELECT ds, count(*) AS orders, sum(amount) AS total FROM {dt_db}.orders GROUP BY ds""")
+    assert created.code == 0, created.stderr
+    assert "FULL refresh" in created.stdout
+
+    dt = dc.get_dynamic_table(name)
+    assert dt.refresh_mode is RefreshMode.FULL and dt.declared_mode is None
+    assert dt.state is RefreshState.RUNNING
+    assert dt.schedule == "0 0 0 * * ? *"
+    assert [(c.name, c.type) for c in dt.columns] == [("orders", "bigint"), ("total", "double")]
+    assert [(c.name, c.type) for c in dt.partition_keys] == [("ds", "string")]
+    assert "`" in dt.expanded_query and f"`{dt_db}`.`orders`" in dt.expanded_query
+    assert dt.job_detail["partitionFormatters"] == {"ds": "yyyy-MM-dd"}
+    assert dt.last_refresh is None and dt.freshness_lag is None
+    # An ordinary table Spark reads: empty until the first refresh.
+    assert rows(spark, f"{dt_db}.daily") == []
+
+    status, job = rest(dtd, "POST", "/v3/dynamic-tables/refresh",
+                       {"tables": [name], "scheduleTime": "2024-03-02 00:00:00", "configuration": {}})
+    assert status == 200, job
+    assert job["jobId"] and job["clusterInfo"]["master"] == "local[1]"
+    # A second request for the same table and partition joins the running refresh.
+    status, again = rest(dtd, "POST", "/v3/dynamic-tables/refresh",
+                         {"tables": [name], "scheduleTime": "2024-03-02 00:00:00"})
+    assert status == 200
+    assert again["runs"][0]["id"] == job["runs"][0]["id"]
+
+    done = wait_job(dtd, job["jobId"])
+    assert done["status"] == "SUCCEEDED", done
+    run = done["runs"][0]
+    assert run["partition"] == {"ds": "2024-03-01"}
+    assert run["trigger"] == "api" and run["rows"] == 1
+    # Only the source partition ds=2024-03-01 was read: the filter was pushed down.
+    assert run["sourcePartitions"] == ["ds=2024-03-01"]
+    assert run["inputFiles"] >= 1
+    assert run["applicationId"]
+    assert rows(spark, f"{dt_db}.daily") == [(20, 20 * 19 / 2 * 1.5, "2024-03-01")]
+    assert [p.spec for p in dc.list_partitions(name)] == [{"ds": "2024-03-01"}]
+
+    described = cli(dtd, "--json", "dt", "describe", name)
+    data = json.loads(described.stdout)
+    assert data["last_refresh"]["status"] == "SUCCEEDED"
+    assert data["last_refresh"]["schedule_time"].startswith("2024-03-02 00:00:00")
+    # Data as of 2024-03-02: far outside a 1-day target today.
+    assert data["freshness_lag"] > 86400 and data["within_target"] is False
+    history = json.loads(cli(dtd, "--json", "dt", "history", name).stdout)
+    assert [(h["trigger"], h["status"]) for h in history] == [("api", "SUCCEEDED")]
+
+    metrics = urllib.request.urlopen(f"{dtd.http}/metrics", timeout=10).read().decode()
+    assert f'catalogd_dynamic_table_within_target{{table="{name}"}} 0.0' in metrics
+    assert f'catalogd_dynamic_table_freshness_lag_seconds{{table="{name}"}}' in metrics
+
+
+def test_failed_refresh_keeps_the_data_and_is_recorded(dtd: DtDaemon, dc: CatalogClient, spark: Any,
+                                                       dt_db: str, orders: str) -> None:
+    name = f"main.{dt_db}.checked"
+    # The initial refresh (initialize on_create by default) runs at once.
+    dt = dc.create_dynamic_table(
+        name, f"SELECT ds, count(*) AS n, max(CASE WHEN amount > 1e6 THEN raise_error('amount out of range') "
+              f"ELSE amount END) AS top FROM {dt_db}.orders GROUP BY ds", "1 day")
+    assert dt.refresh_mode is RefreshMode.FULL
+    history = wait_for("the initial refresh", lambda: [r for r in dc.dynamic_table_history(name)
+                                                        if r.status.finished], JOB_TIMEOUT, every=1)
+    assert history[0].trigger == "initial" and history[0].status is RunStatus.SUCCEEDED, history[0]
+    before = rows(spark, f"{dt_db}.checked")
+    assert [r[0] for r in before] == ["2024-02-29", "2024-03-01", "2024-03-02"]
+
+    spark.sql(f"INSERT INTO {orders} VALUES (999, 5e6, '2024-03-02')")
+    failed = cli(dtd, "dt", "refresh", name, "--wait", timeout=JOB_TIMEOUT)
+    assert failed.code == 1
+    assert "amount out of range" in failed.stderr.splitlines()[-1]
+    assert failed.stderr.splitlines()[-1].startswith("error: refresh-failed: ")
+    assert "RUNNING" in failed.stderr  # progress shown while waiting
+
+    assert rows(spark, f"{dt_db}.checked") == before
+    last = dc.dynamic_table_history(name, limit=1)[0]
+    assert last.status is RunStatus.FAILED and last.trigger == "manual"
+    assert "amount out of range" in (last.error or "")
+    assert [s.id for s in dc.list_stages("main") if s.target_name == name] == []
+
+
+# ---------------------------------------------------------------- CONTINUOUS refresh
+
+def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
+        dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str) -> None:
+    source = f"{dt_db}.events"
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING) USING parquet")
+    spark.sql(f"INSERT INTO {source} SELECT id, 'a' FROM range(10)")
+    name = f"main.{dt_db}.kinds"
+    result = dc.sql(f"CREATE DYNAMIC TABLE {name} FRESHNESS = INTERVAL '10' SECOND "
+                    f"AS SELECT kind, count(*) AS n FROM {source} GROUP BY kind")
+    assert result.kind == "created"
+    assert result.table is not None and result.table.refresh_mode is RefreshMode.CONTINUOUS
+    table = f"{dt_db}.kinds"
+    wait_for("the first micro-batch", lambda: rows(spark, table) == [("a", 10)], JOB_TIMEOUT, every=1)
+
+    dt = dc.get_dynamic_table(name)
+    assert dt.state is RefreshState.RUNNING
+    assert dt.job_detail["trigger"] == "5 seconds"
+    assert dt.job_detail["applicationId"] and dt.job_detail["pid"]
+    assert Path(dt.job_detail["checkpoint"]).is_dir()
+    assert dt.within_target is True
+
+    # Appends show within the freshness (10 s); 2x leaves room for a loaded CI machine.
+    spark.sql(f"INSERT INTO {source} SELECT id, 'b' FROM range(5)")
+    appended = time.monotonic()
+    wait_for("the append", lambda: rows(spark, table) == [("a", 10), ("b", 5)], 20.0)
+    assert time.monotonic() - appended <= 20.0
+
+    # SUSPEND stops the job: appends stay out.
+    suspended = dc.suspend_dynamic_table(name)
+    assert suspended.state is RefreshState.SUSPENDED
+    pid = dt.job_detail["pid"]
+    wait_for("the streaming job to stop", lambda: not _alive(pid), 30.0)
+    spark.sql(f"INSERT INTO {source} SELECT id, 'c' FROM range(3)")
+    time.sleep(8)
+    assert rows(spark, table) == [("a", 10), ("b", 5)]
+
+    # RESUME starts it again from its checkpoint and catches up.
+    assert dc.resume_dynamic_table(name).state is RefreshState.RUNNING
+    wait_for("the catch-up after RESUME", lambda: rows(spark, table) == [("a", 10), ("b", 5), ("c", 3)],
+             JOB_TIMEOUT, every=1)
+
+    # A killed streaming job is restarted (with backoff) and keeps the table fresh.
+    detail = wait_for("the resumed job's pid", lambda: dc.get_dynamic_table(name).job_detail.get("pid"), 60.0)
+    os.killpg(detail, signal.SIGKILL)
+    restarted = wait_for("the restart", lambda: (d := dc.get_dynamic_table(name).job_detail)["restarts"] >= 1
+                         and d.get("pid") not in (None, detail) and d, 90.0)
+    assert restarted["pid"] != detail
+    spark.sql(f"INSERT INTO {source} SELECT id, 'd' FROM range(2)")
+    wait_for("an append after the restart", lambda: ("d", 2) in rows(spark, table), JOB_TIMEOUT, every=1)
+    history = dc.dynamic_table_history(name)
+    assert any(r.trigger == "continuous" and r.status is RunStatus.FAILED for r in history), history
+    assert any(r.error == "stopped: suspended" for r in history)
+
+    # DROP stops the job first, then drops the table and the checkpoint.
+    pid = wait_for("the pid", lambda: dc.get_dynamic_table(name).job_detail.get("pid"), 60.0)
+    checkpoint = Path(dt.job_detail["checkpoint"])
+    assert cli(dtd, "sql", f"DROP DYNAMIC TABLE {name}").code == 0
+    assert not _alive(pid)
+    assert not checkpoint.exists()
+    assert not dc.table_exists(name)
+    assert cli(dtd, "sql", f"DROP DYNAMIC TABLE IF EXISTS {name}").code == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by the daemon) is not running.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- restart
+
+def test_restart_keeps_state_and_history_catches_up_and_rederives_modes(
+        dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str, orders: str) -> None:
+    every10 = f"main.{dt_db}.every10"
+    hourly = f"main.{dt_db}.hourly"
+    daily = f"main.{dt_db}.daily_suspended"
+    query = f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds"
+    dc.create_dynamic_table(hourly, query, "1 hour", options={"initialize": "on_schedule"})
+    dc.create_dynamic_table(daily, query, "1 day", options={"initialize": "on_schedule"})
+    dc.suspend_dynamic_table(daily)
+    job = dc.refresh_dynamic_tables(daily)  # a manual refresh works while suspended
+    done = dc.wait_refresh_job(job.id, timeout=JOB_TIMEOUT)
+    assert done.status is RunStatus.SUCCEEDED, done
+    history_before = dc.dynamic_table_history(daily)
+    # Created last, then the daemon stops at once: its 10-second fires are missed.
+    dc.create_dynamic_table(every10, query, "10 seconds", refresh_mode="full",
+                            options={"initialize": "on_schedule"})
+    stopped_at = time.time()
+    assert dtd.stop() == 0
+    time.sleep(max(0.0, 11 - (time.time() - stopped_at)))
+
+    # The threshold moves above 1 hour: `hourly` (mode derived) becomes CONTINUOUS.
+    dtd.start(threshold="2 hours")
+    with CatalogClient(dtd.address, timeout=120.0) as c:
+        switched = c.get_dynamic_table(hourly)
+        assert switched.refresh_mode is RefreshMode.CONTINUOUS
+        assert switched.state is RefreshState.RUNNING
+        assert "trigger" in switched.job_detail
+        c.drop_dynamic_table(hourly)  # its streaming job is not needed further
+
+        kept = c.get_dynamic_table(daily)
+        assert kept.state is RefreshState.SUSPENDED and kept.refresh_mode is RefreshMode.FULL
+        assert [r.id for r in c.dynamic_table_history(daily)] == [r.id for r in history_before]
+
+        # `every10` declared FULL: it keeps its mode and gets one catch-up run.
+        caught = wait_for("the catch-up run", lambda: [r for r in c.dynamic_table_history(every10)
+                                                        if r.trigger == "catch-up"], 30.0)
+        assert len(caught) == 1
+        first = c.get_dynamic_table(every10)
+        assert first.refresh_mode is RefreshMode.FULL and first.state is RefreshState.RUNNING
+        assert first.job_detail["nextRefresh"]
+        # ... and its schedule runs again after the restart.
+        scheduled = wait_for("a scheduled run", lambda: [r for r in c.dynamic_table_history(every10)
+                                                        if r.trigger == "schedule"], JOB_TIMEOUT, every=1)
+        assert scheduled[0].fired is not None
+        c.drop_dynamic_table(every10)
+        assert c.dynamic_table_history(daily)[0].status is RunStatus.SUCCEEDED
+
+
+# ---------------------------------------------------------------- bad input
+
+def test_bad_definitions_create_nothing(dtd: DtDaemon, dc: CatalogClient, dt_db: str, orders: str) -> None:
+    name = f"main.{dt_db}.bad"
+    good = f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds"
+    cases = [
+        (f"SELECT nope FROM {dt_db}.orders", "1 day", {}, [], "nope"),
+        (f"SELECT * FROM {dt_db}.missing", "1 day", {}, [], "missing"),
+        (good, "1 day", {"partition.fields.x.date-formatter": "yyyy"}, ["ds"], "not a partition column"),
+        (good, "1 day", {"partition.fields.ds.date-formatter": "EEE"}, ["ds"], "E"),
+        (good, "1 day", {}, ["zz"], "zz"),
+        (good, "often", {}, [], "often"),
+    ]
+    for query, freshness, options, keys, fragment in cases:
+        with pytest.raises(InvalidArgumentError, match=fragment):
+            dc.create_dynamic_table(name, query, freshness, partitioned_by=keys, options=options)
+        assert not dc.table_exists(name)
+    with pytest.raises(InvalidArgumentError, match="divisors of 60"):
+        dc.create_dynamic_table(name, good, "7 minutes", refresh_mode="full")
+    result = cli(dtd, "dt", "create", name, "--freshness", "5 hours", "--query", good, "--refresh-mode", "full")
+    assert result.code == 1
+    assert result.stderr.strip().startswith("error: invalid-argument: freshness 5 HOUR cannot be scheduled")
+    assert "1, 2, 3, 4, 6, 8, 12 or 24 HOUR" in result.stderr
+    assert cli(dtd, "sql", "SELECT 1").stderr.startswith("error: unsupported: ")
+    bad_sql = cli(dtd, "sql", f"CREATE DYNAMIC TABLE {name} AS {good}")
+    assert bad_sql.code == 1 and "FRESHNESS" in bad_sql.stderr
+    with pytest.raises(TableNotFoundError):
+        dc.get_dynamic_table(f"main.{dt_db}.orders")  # a table, not a dynamic table
+    with pytest.raises(UnsupportedError):
+        dc.create_dynamic_table("scratch.default.x", "SELECT 1 AS a", "1 day")
+    assert not dc.table_exists(name)
+
+
+def test_rest_errors_and_openapi(dtd: DtDaemon, dt_db: str) -> None:
+    status, doc = rest(dtd, "GET", "/v3/openapi.json")
+    assert status == 200 and doc["openapi"].startswith("3.")
+    assert "/v3/dynamic-tables/refresh" in doc["paths"] and "/v3/dynamic-tables/refresh/{jobId}" in doc["paths"]
+    status, body = rest(dtd, "POST", "/v3/dynamic-tables/refresh", {"tables": []})
+    assert status == 400 and body["error"]["kind"] == "invalid-argument"
+    status, body = rest(dtd, "POST", "/v3/dynamic-tables/refresh", {"tables": [f"main.{dt_db}.none"]})
+    assert status == 404 and body["error"]["kind"] == "not-found"
+    status, body = rest(dtd, "POST", "/v3/dynamic-tables/refresh", {"tables": ["x"], "when": "now"})
+    assert status == 400 and "when" in body["error"]["message"]
+    status, body = rest(dtd, "GET", "/v3/dynamic-tables/refresh/feedbeef")
+    assert status == 404
+    request = urllib.request.Request(dtd.http + "/v3/dynamic-tables/refresh", data=b"{nope", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(request, timeout=10)
+    assert e.value.code == 400
