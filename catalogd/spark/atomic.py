@@ -459,15 +459,22 @@ def sql(spark: SparkSession, statement: str, client: CatalogClient | None = None
     Atomic: ``CREATE TABLE [IF NOT EXISTS] t [USING fmt | STORED AS fmt] [PARTITIONED BY (c, ...)]
     [COMMENT '...'] [TBLPROPERTIES (...)] AS SELECT ...``, ``CREATE OR REPLACE TABLE ... AS SELECT``,
     ``REPLACE TABLE ... AS SELECT`` and ``INSERT OVERWRITE [TABLE] t [PARTITION (...)] SELECT ...``.
+    ``CREATE / ALTER / DROP DYNAMIC TABLE`` go to the daemon (``CatalogClient.sql``).
     Everything else is passed to ``spark.sql`` unchanged.
 
     Returns:
         The final Stage for an atomic statement (None if the catalog has
-        ``atomic-writes: false``), else what ``spark.sql`` returns.
+        ``atomic-writes: false``), a StatementResult for a dynamic-table
+        statement, else what ``spark.sql`` returns.
     """
     import sqlglot
     from sqlglot import exp
 
+    from catalogd.dynamic.statements import is_dynamic_statement
+
+    if is_dynamic_statement(statement):
+        with _client(client) as c:
+            return c.sql(statement)
     text = statement.strip().rstrip(";")
     if _REPLACE_TABLE.match(text):
         # sqlglot's Spark dialect knows CREATE OR REPLACE TABLE but not the short form.

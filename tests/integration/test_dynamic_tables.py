@@ -283,7 +283,10 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     assert time.monotonic() - appended <= 20.0
 
     # SUSPEND stops the job: appends stay out.
-    suspended = dc.suspend_dynamic_table(name)
+    # Through catalogd.spark.sql: a dynamic-table statement goes to the daemon.
+    from catalogd.spark import sql as spark_sql
+
+    suspended = spark_sql(spark, f"ALTER DYNAMIC TABLE {name} SUSPEND", client=dc).table
     assert suspended.state is RefreshState.SUSPENDED
     pid = dt.job_detail["pid"]
     wait_for("the streaming job to stop", lambda: not _alive(pid), 30.0)
