@@ -231,14 +231,16 @@ class CatalogManager:
     def list_catalogs(self) -> list[CatalogInfo]:
         return [self.catalog_info(name) for name in sorted(self.catalogs())]
 
-    def _writable(self, catalog: Catalog) -> None:
+    def check_writable(self, catalog: Catalog) -> None:
+        """Raises PermissionDeniedError for a read-only catalog."""
         if self._conf(catalog.name).read_only:
             raise PermissionDeniedError(f"catalog {catalog.name!r} is read-only")
 
     def _namespace(self, path: NamespacePath) -> tuple[BaseCatalog, str]:
         return self.catalog(path.catalog), path.database
 
-    def _object(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
+    def resolve_object(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
+        """The catalog, database and name a path means (defaults filled in)."""
         catalog = self.catalog(path.catalog)
         return catalog, path.database or self._conf(catalog.name).default_database, path.name
 
@@ -257,22 +259,22 @@ class CatalogManager:
 
     def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
         catalog = self.catalog(database.catalog or None)
-        self._writable(catalog)
+        self.check_writable(catalog)
         catalog.create_database(database, ignore_if_exists)
 
     def alter_database(self, path: NamespacePath, update: DatabaseUpdate) -> None:
         catalog, db = self._namespace(path)
-        self._writable(catalog)
+        self.check_writable(catalog)
         catalog.alter_database(db, update)
 
     def rename_database(self, path: NamespacePath, new_name: str, ignore_if_not_exists: bool = False) -> None:
         catalog, db = self._namespace(path)
-        self._writable(catalog)
+        self.check_writable(catalog)
         catalog.rename_database(db, new_name, ignore_if_not_exists)
 
     def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         catalog, db = self._namespace(path)
-        self._writable(catalog)
+        self.check_writable(catalog)
         catalog.drop_database(db, ignore_if_not_exists, cascade)
 
     # ------------------------------------------------------------ tables
@@ -282,35 +284,35 @@ class CatalogManager:
         return catalog.list_tables(db)
 
     def get_table(self, path: ObjectPath) -> Table:
-        catalog, db, name = self._object(path)
+        catalog, db, name = self.resolve_object(path)
         return catalog.get_table(db, name)
 
     def table_exists(self, path: ObjectPath) -> bool:
-        catalog, db, name = self._object(path)
+        catalog, db, name = self.resolve_object(path)
         return catalog.table_exists(db, name)
 
     def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
         catalog = self.catalog(table.catalog or None)
-        self._writable(catalog)
+        self.check_writable(catalog)
         table.catalog = catalog.name
         table.database = table.database or self._conf(catalog.name).default_database
         return catalog.create_table(table, ignore_if_exists)
 
     def alter_table(self, path: ObjectPath, update: TableUpdate) -> Table:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         return catalog.alter_table(db, name, update)
 
     def rename_table(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         for hook in self.table_hooks:
             hook("rename", catalog.name, db, name)
         catalog.rename_table(db, name, new_name, ignore_if_not_exists)
 
     def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         for hook in self.table_hooks:
             hook("drop", catalog.name, db, name)
         catalog.drop_table(db, name, ignore_if_not_exists, purge)
@@ -322,34 +324,35 @@ class CatalogManager:
         return catalog.list_functions(db)
 
     def get_function(self, path: ObjectPath) -> Function:
-        catalog, db, name = self._object(path)
+        catalog, db, name = self.resolve_object(path)
         return catalog.get_function(db, name)
 
     def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
         catalog = self.catalog(function.catalog or None)
-        self._writable(catalog)
+        self.check_writable(catalog)
         function.catalog = catalog.name
         function.database = function.database or self._conf(catalog.name).default_database
         return catalog.create_function(function, ignore_if_exists)
 
     def alter_function(self, path: ObjectPath, function: Function) -> Function:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         return catalog.alter_function(db, name, function)
 
     def rename_function(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         catalog.rename_function(db, name, new_name, ignore_if_not_exists)
 
     def drop_function(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         catalog.drop_function(db, name, ignore_if_not_exists)
 
     # ------------------------------------------------------------ views
 
-    def _expand(self, catalog: BaseCatalog, database: str, query: str) -> ExpandedView:
+    def expand_query(self, catalog: BaseCatalog, database: str, query: str) -> ExpandedView:
+        """Validate a view's or dynamic table's query against the catalog and expand it."""
         from catalogd.views import expand_view
 
         def resolve(db: str, table: str) -> list[Column]:
@@ -363,13 +366,13 @@ class CatalogManager:
         return catalog.list_views(db)
 
     def get_view(self, path: ObjectPath) -> Table:
-        catalog, db, name = self._object(path)
+        catalog, db, name = self.resolve_object(path)
         return catalog.get_view(db, name)
 
     def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
         """Validate and expand ``view.view_text`` against the catalog, then create the view."""
         catalog = self.catalog(view.catalog or None)
-        self._writable(catalog)
+        self.check_writable(catalog)
         view.catalog = catalog.name
         view.database = view.database or self._conf(catalog.name).default_database
         view.kind = TableKind.VIEW
@@ -381,50 +384,50 @@ class CatalogManager:
                     raise ViewAlreadyExistsError(
                         f"{catalog.name}.{view.database}.{view.name} already exists and is a table, not a view"
                     ) from e
-        expanded = self._expand(catalog, view.database, view.view_text or "")
+        expanded = self.expand_query(catalog, view.database, view.view_text or "")
         view.view_text, view.view_expanded_text, view.columns = expanded.original, expanded.expanded, expanded.columns
         return catalog.create_view(view, ignore_if_exists)
 
     def alter_view(self, path: ObjectPath, update: ViewUpdate) -> Table:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         catalog.get_view(db, name)
         if update.query is not None:
-            expanded = self._expand(catalog, db, update.query)
+            expanded = self.expand_query(catalog, db, update.query)
             update.query, update.expanded_text, update.columns = (
                 expanded.original, expanded.expanded, expanded.columns)
         return catalog.alter_view(db, name, update)
 
     def rename_view(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         catalog.rename_view(db, name, new_name, ignore_if_not_exists)
 
     def drop_view(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         catalog.drop_view(db, name, ignore_if_not_exists)
 
     # ------------------------------------------------------------ partitions
 
     def list_partitions(self, path: ObjectPath, filter: str | None = None) -> list[Partition]:
-        catalog, db, name = self._object(path)
+        catalog, db, name = self.resolve_object(path)
         return catalog.list_partitions(db, name, filter)
 
     def get_partition(self, path: ObjectPath, spec: dict[str, str]) -> Partition:
-        catalog, db, name = self._object(path)
+        catalog, db, name = self.resolve_object(path)
         return catalog.get_partition(db, name, spec)
 
     def add_partition(self, path: ObjectPath, spec: dict[str, str], location: str | None = None,
                       ignore_if_exists: bool = False) -> Partition:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         return catalog.add_partition(db, name, spec, location, ignore_if_exists)
 
     def drop_partition(self, path: ObjectPath, spec: dict[str, str], ignore_if_not_exists: bool = False,
                        purge: bool = False) -> None:
-        catalog, db, name = self._object(path)
-        self._writable(catalog)
+        catalog, db, name = self.resolve_object(path)
+        self.check_writable(catalog)
         catalog.drop_partition(db, name, spec, ignore_if_not_exists, purge)
 
     # ------------------------------------------------------------ stages
@@ -433,12 +436,12 @@ class CatalogManager:
         catalog_name, database, key = parse_stage_id(stage_id)
         catalog = self.catalog(catalog_name)
         if write:
-            self._writable(catalog)
+            self.check_writable(catalog)
         return catalog, database, key
 
     def begin_stage(self, request: StageRequest) -> Stage:
         catalog = self.catalog(request.catalog or None)
-        self._writable(catalog)
+        self.check_writable(catalog)
         request.catalog = catalog.name
         request.database = request.database or self._conf(catalog.name).default_database
         return catalog.begin_stage(request)

@@ -204,7 +204,7 @@ class DynamicTables:
         return catalog
 
     def _resolve(self, path: ObjectPath) -> tuple[Any, str, str]:
-        catalog, database, name = self.manager._object(path)
+        catalog, database, name = self.manager.resolve_object(path)
         self._catalog(catalog.name)
         return catalog, database, name
 
@@ -280,7 +280,7 @@ class DynamicTables:
             TableAlreadyExistsError: the name is taken (unless ignore_if_exists).
         """
         catalog, database, name = self._resolve(ObjectPath(spec.catalog, spec.database, spec.name))
-        self.manager._writable(catalog)
+        self.manager.check_writable(catalog)
         full = f"{catalog.name}.{database}.{name}"
         if catalog.table_exists(database, name):
             if ignore_if_exists:
@@ -288,7 +288,7 @@ class DynamicTables:
             raise TableAlreadyExistsError(f"{full} already exists")
         freshness = parse_freshness(spec.freshness)
         mode = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold, spec.refresh_mode)
-        expanded = self.manager._expand(catalog, database, spec.query)
+        expanded = self.manager.expand_query(catalog, database, spec.query)
         columns = self._analyzer(catalog).analyze(expanded.qualified)
         keys = [k.lower() for k in spec.partitioned_by]
         by_name = {c.name: c for c in columns}
@@ -465,7 +465,7 @@ class DynamicTables:
             InvalidArgumentError: a freshness or mode that does not work; nothing changed.
         """
         catalog, database, name = self._resolve(path)
-        self.manager._writable(catalog)
+        self.manager.check_writable(catalog)
         table, params = self._params(catalog, database, name)
         full = f"{catalog.name}.{database}.{name}"
         entry = self._entry(full)
@@ -523,7 +523,7 @@ class DynamicTables:
             TableNotFoundError: no such dynamic table (unless ignore_if_not_exists).
         """
         catalog, database, name = self._resolve(path)
-        self.manager._writable(catalog)
+        self.manager.check_writable(catalog)
         full = f"{catalog.name}.{database}.{name}"
         try:
             self._params(catalog, database, name)
