@@ -203,6 +203,11 @@ class DynamicTables:
                                    "dynamic tables need a hive catalog (Spark refreshes them)")
         return catalog
 
+    def _check_enabled(self) -> None:
+        if not self.config.dynamic_tables.enabled:
+            raise UnsupportedError("this daemon runs no dynamic tables (dynamic-tables.enabled is false): "
+                                   "use the daemon that drives them")
+
     def _resolve(self, path: ObjectPath) -> tuple[Any, str, str]:
         catalog, database, name = self.manager.resolve_object(path)
         self._catalog(catalog.name)
@@ -281,7 +286,11 @@ class DynamicTables:
         """
         catalog, database, name = self._resolve(ObjectPath(spec.catalog, spec.database, spec.name))
         self.manager.check_writable(catalog)
+        self._check_enabled()
         full = f"{catalog.name}.{database}.{name}"
+        reserved = sorted(k for k in spec.options if k.lower().startswith("catalogd."))
+        if reserved:
+            raise InvalidArgumentError(f"{full}: options starting with 'catalogd.' are reserved: {reserved}")
         if catalog.table_exists(database, name):
             if ignore_if_exists:
                 return self.get(ObjectPath(catalog.name, database, name))

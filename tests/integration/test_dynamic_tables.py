@@ -395,6 +395,8 @@ def test_bad_definitions_create_nothing(dtd: DtDaemon, dc: CatalogClient, dt_db:
         (good, "1 day", {"partition.fields.ds.date-formatter": "EEE"}, ["ds"], "E"),
         (good, "1 day", {}, ["zz"], "zz"),
         (good, "often", {}, [], "often"),
+        (good, "1 day", {"catalogd.dt.query": "x"}, [], "reserved"),
+        (good, "1 day", {"initialize": "later"}, [], "on_create or on_schedule"),
     ]
     for query, freshness, options, keys, fragment in cases:
         with pytest.raises(InvalidArgumentError, match=fragment):
