@@ -82,7 +82,8 @@ class CatalogManager:
         self._lock = threading.RLock()
         self._reload_lock = threading.Lock()
         #: Called with ("drop" | "rename", catalog, database, table) before a table is
-        #: dropped or renamed (the dynamic-table service stops a table's jobs first).
+        #: dropped or renamed, ("drop-database", catalog, database, "") before a cascading
+        #: database drop (the dynamic-table service stops the tables' jobs first).
         self.table_hooks: list[Callable[[str, str, str, str], None]] = []
 
     # ------------------------------------------------------------ lifecycle
@@ -275,6 +276,9 @@ class CatalogManager:
     def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         catalog, db = self._namespace(path)
         self.check_writable(catalog)
+        if cascade:
+            for hook in self.table_hooks:
+                hook("drop-database", catalog.name, db, "")
         catalog.drop_database(db, ignore_if_not_exists, cascade)
 
     # ------------------------------------------------------------ tables

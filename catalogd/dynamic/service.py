@@ -545,6 +545,12 @@ class DynamicTables:
         logger.info("dynamic table %s dropped", full)
 
     def _table_hook(self, op: str, catalog: str, database: str, name: str) -> None:
+        if op == "drop-database":
+            with self._lock:
+                doomed = [e for e in self._entries.values() if (e.catalog, e.database) == (catalog, database)]
+            for entry in doomed:
+                self.forget(entry.catalog, entry.database, entry.name)
+            return
         if self._entry(f"{catalog}.{database}.{name}") is None:
             return
         if op == "rename":
@@ -698,6 +704,10 @@ class DynamicTables:
                 if self._stopping.is_set():
                     raise CatalogError("the daemon stopped before the run started")
                 self._execute(entry, run, conf)
+        except TableNotFoundError as e:
+            run.status, run.error = RunStatus.FAILED, e.message
+            logger.warning("dynamic table %s was dropped outside catalogd: its schedule stops", entry.full_name)
+            self.forget(entry.catalog, entry.database, entry.name)
         except CatalogError as e:
             run.status, run.error = RunStatus.FAILED, e.message
         except Exception as e:
@@ -814,6 +824,9 @@ class DynamicTables:
             for entry in entries:
                 try:
                     self._supervise(entry)
+                except TableNotFoundError:
+                    logger.warning("dynamic table %s was dropped outside catalogd: its job stops", entry.full_name)
+                    self.forget(entry.catalog, entry.database, entry.name)
                 except CatalogError as e:
                     logger.error("supervising %s: %s", entry.full_name, e)
                 except Exception:
