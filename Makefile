@@ -37,7 +37,7 @@ integration: $(STAMP)
 	$(BIN)/python -m pytest -q -m integration tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check catalogd tests benchmarks
+	$(BIN)/ruff check catalogd tests benchmarks examples
 
 # Regenerate the Thrift code from idl/ (Debian: apt-get install thrift-compiler).
 idl:
@@ -48,6 +48,7 @@ idl:
 bench: $(STAMP)
 	$(BIN)/python benchmarks/catalog_ops.py
 	$(BIN)/python benchmarks/ctas.py
+	$(BIN)/python benchmarks/dynamic_tables.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -377,17 +377,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.warmup < 0:
         parser.error("--iterations must be at least 1 and --warmup at least 0")
-    # SIGTERM to the benchmark becomes an exception, so the `finally` above stops the daemon.
+    return report(lambda: run(args.iterations, args.warmup, args.mixed), args.output)
+
+
+def report(measure: Callable[[], dict[str, Any]], output: Path | None,
+           errors: tuple[type[BaseException], ...] = ()) -> int:
+    """Run a benchmark and print its JSON (also to ``output``); 1 with one line on stderr if it failed."""
+    # SIGTERM to the benchmark becomes an exception, so the benchmark's `finally` blocks stop
+    # what it started (daemon, Spark).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        result = run(args.iterations, args.warmup, args.mixed)
-    except (RuntimeError, OSError, CatalogError) as e:
+        result = measure()
+    except (RuntimeError, OSError, CatalogError, *errors) as e:
         print(f"benchmark failed: {e}", file=sys.stderr)
         return 1
     text = json.dumps(result, indent=2)
     print(text)
-    if args.output:
-        args.output.write_text(text + "\n")
+    if output:
+        output.write_text(text + "\n")
     return 0
 
 

@@ -40,10 +40,8 @@ The default run takes several minutes on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import signal
 import statistics
 import sys
 import tempfile
@@ -53,11 +51,10 @@ from pathlib import Path
 from typing import Any
 
 # The sibling benchmark (benchmarks/ is on sys.path when this file is run as a script).
-from catalog_ops import CATALOG, DATABASE, Daemon, DirectHms, percentile
+from catalog_ops import CATALOG, DATABASE, Daemon, DirectHms, percentile, report
 from pyspark.errors import PySparkException
 
 from catalogd.client import CatalogClient
-from catalogd.errors import CatalogError
 from catalogd.model import StageState
 from catalogd.spark import atomic_ctas, spark_conf_for
 
@@ -377,18 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.commit_iterations < 1:
         parser.error("--repeat and --commit-iterations must be at least 1")
-    # SIGTERM to the benchmark becomes an exception, so the `finally` above stops Spark and the daemon.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        result = run(args.rows, args.repeat, args.commit_iterations)
-    except (RuntimeError, OSError, CatalogError, PySparkException) as e:
-        print(f"benchmark failed: {e}", file=sys.stderr)
-        return 1
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.output:
-        args.output.write_text(text + "\n")
-    return 0
+    return report(lambda: run(args.rows, args.repeat, args.commit_iterations), args.output, (PySparkException,))
 
 
 if __name__ == "__main__":

@@ -629,7 +629,8 @@ class DynamicTables:
             key = (entry.full_name, _partition_key(spec))
             with self._lock:
                 joined = self._active.get(key)
-                if joined is not None:
+                # A run that just ended is still listed until its history is written: start anew.
+                if joined is not None and not self._runs[joined].status.finished:
                     job.runs.append(self._runs[joined])
                     continue
                 run = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger=trigger,

@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""Dynamic tables: partition refresh time against source size, scheduler overhead, spark-submit overhead.
+
+One run starts a real ``catalogd serve`` daemon (one embedded hive catalog, dynamic
+tables on, Spark jobs on ``local[2]``, free ports, a temporary data dir) and a
+SparkSession of its own on the same metastore, then measures:
+
+1. **Partition refresh against source size.** Two sources partitioned by ``ds``
+   with the same rows per day (default 200,000), one with 3 days and one with 30,
+   each with a daily dynamic table (``1 DAY``, ``yyyy-MM-dd`` formatter on ``ds``,
+   ``initialize = on_schedule``: nothing runs until asked). One day is refreshed
+   through the REST API (``scheduleTime`` 2024-03-03 00:00:00 -> ds=2024-03-02),
+   ``--repeat`` times per source, the two sources alternating; after one untimed
+   refresh. The pushed-down filter should make the refresh read one source
+   partition either way, so the 30-day source should cost about what the 3-day one
+   does (target: a median end-to-end ratio of at most 1.3). Per run: ``e2e_s``
+   (the run's ``ended - started``: spark-submit until the job's result, its
+   ``spark.stop()`` left out), ``client_wall_s`` (POST until the REST answer
+   says SUCCEEDED, the job's JVM shutdown included), and from the job's own status
+   and result files in the daemon's data dir: ``launch_s`` (spark-submit until
+   the job script runs), ``session_s`` (SparkSession start), ``plan_s`` (query
+   analysis and file listing), ``write_s`` (the in-job write: stage begin, write,
+   row count, commit), and ``input_files`` / ``source_partitions`` (what was read).
+2. **The direct alternative**, in the benchmark's warm SparkSession (no
+   spark-submit): the same query's day written with a plain ``INSERT OVERWRITE ...
+   PARTITION (ds=...)`` and with catalogd's atomic ``insert_overwrite`` (the stage
+   route the refresh job takes). ``spark_submit_overhead_s`` is the refresh's
+   median end-to-end time minus the atomic in-session median.
+3. **Scheduler overhead.** A dynamic table with ``FRESHNESS 10 SECOND`` and
+   ``REFRESH_MODE FULL`` (cron ``0/10 * * * * ? *``), ``initialize = on_schedule``;
+   once ``--schedule-runs`` scheduled runs are in its history it is suspended.
+   Per run (ms; p50 and max): ``fire_delay`` (cron tick until the scheduler fired it) and
+   ``start_delay`` (fired until the run started, i.e. was handed to spark-submit).
+   A tick that comes while the table's run is going joins that run (no new run), so
+   with 10-20 s runs a scheduled run starts every 20 or 30 s.
+
+    .venv/bin/python benchmarks/dynamic_tables.py [--rows-per-partition 200000] [--days 3,30] [--repeat 3]
+                                                  [--schedule-runs 3] [--output FILE]
+
+Prints one JSON document (and writes it to FILE when --output is given). Spark, the
+refresh jobs and the daemon (with its metastore) are shut down at the end, also when
+something fails. The default run takes 4-5 minutes on a 2-core machine (each
+refresh job is a new spark-submit: 15-20 s there, mostly JVM and session start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# The sibling benchmark (benchmarks/ is on sys.path when this file is run as a script).
+from catalog_ops import CATALOG, DATABASE, Daemon, _die_with_parent, percentile, report
+from pyspark.errors import PySparkException
+
+from catalogd.client import CatalogClient
+from catalogd.model import RunStatus
+from catalogd.spark import atomic_ctas, insert_overwrite, spark_conf_for
+
+E2E_TARGET = 1.3
+FIRST_DAY = datetime.date(2024, 3, 1)
+#: The refreshed day, and the schedule time that picks it with a 1 DAY freshness.
+DAY = "2024-03-02"
+SCHEDULE_TIME = "2024-03-03 00:00:00"
+FORMATTER = "yyyy-MM-dd"
+#: The Spark settings of the refresh jobs and of the benchmark's session alike.
+SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+}
+REFRESH_TIMEOUT = 300.0
+SCHEDULE_TIMEOUT = 360.0
+
+
+def dt_query(days: int) -> str:
+    return (f"SELECT ds, count(*) AS orders, sum(amount) AS total, count(DISTINCT customer) AS customers "
+            f"FROM {DATABASE}.orders_{days} GROUP BY ds")
+
+
+# ---------------------------------------------------------------- daemon
+
+
+class DynamicDaemon(Daemon):
+    """``Daemon`` with the dynamic-tables and spark sections in its config."""
+
+    def start(self) -> None:
+        spark_conf = "".join(f"      {key}: {json.dumps(value)}\n" for key, value in SPARK_CONF.items())
+        self.config_path.write_text(
+            "server:\n"
+            "  host: 127.0.0.1\n"
+            "  port: 0\n"
+            "  http-port: 0\n"
+            f"  data-dir: {json.dumps(str(self.data_dir))}\n"
+            "  log-level: info\n"
+            "catalogs:\n"
+            f"  - name: {CATALOG}\n"
+            "    type: hive\n"
+            "    default: true\n"
+            "    connection:\n"
+            "      hive.metastore.uris: embedded\n"
+            "dynamic-tables:\n"
+            "  freshness-threshold: 30 min\n"
+            "  time-zone: UTC\n"
+            "  max-concurrent-refreshes: 2\n"
+            "  history-size: 50\n"
+            "spark:\n"
+            '  master: "local[2]"\n'
+            "  conf:\n" + spark_conf
+        )
+        cmd = [sys.executable, "-m", "catalogd.cli", "serve", "--config", str(self.config_path)]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+        self._wait_ready()
+
+    def rest(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                return json.loads(reply.read())
+        except urllib.error.HTTPError as e:
+            raise RuntimeError(f"{method} {path}: HTTP {e.code}: {e.read().decode(errors='replace')}") from e
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.data_dir / "dynamic" / "runs" / run_id
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def start_spark(metastore_settings: dict[str, str], local_dir: Path) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("catalogd-bench-dynamic-tables").enableHiveSupport()
+    for key, value in {**SPARK_CONF, "spark.local.dir": str(local_dir), **metastore_settings}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def med(values: list[float | None], digits: int = 3) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), digits) if known else None
+
+
+def ms_stats(values: list[float]) -> dict[str, Any]:
+    """p50 and max in milliseconds, and every value in run order."""
+    ms = [v * 1000 for v in values]
+    return {"p50_ms": round(percentile(sorted(ms), 0.5), 1), "max_ms": round(max(ms), 1),
+            "runs_ms": [round(v, 1) for v in ms]}
+
+
+def wall(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def parse_time(text: str) -> float:
+    when = datetime.datetime.fromisoformat(text)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)  # the daemon's time-zone
+    return when.timestamp()
+
+
+# ---------------------------------------------------------------- refresh through REST
+
+
+def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
+    """One REST refresh of the day DAY, watched until it ends; its timings."""
+    for _ in range(40):
+        posted = time.perf_counter()
+        job = daemon.rest("POST", "/v3/dynamic-tables/refresh",
+                          {"tables": [table], "scheduleTime": SCHEDULE_TIME, "configuration": {}})
+        (run,) = job["runs"]
+        # Right after a run ends (status SUCCEEDED, not yet unregistered), a request for the
+        # same partition still joins it: ask again for a run of its own.
+        if run["status"] not in ("SUCCEEDED", "FAILED"):
+            break
+        time.sleep(0.25)
+    else:
+        raise RuntimeError(f"every refresh of {table} joined a finished run ({run['id']})")
+    if run["partition"] != {"ds": DAY}:
+        raise RuntimeError(f"refresh of {table} at {SCHEDULE_TIME} picked partition {run['partition']}, not ds={DAY}")
+    status_file = daemon.run_dir(run["id"]) / "status.json"
+    phases: dict[str, float] = {}  # phase -> when the job entered it (the status file's "updated")
+    job_started: float | None = None
+    next_poll = 0.0
+    deadline = time.monotonic() + REFRESH_TIMEOUT
+    while True:
+        status = read_json(status_file)
+        if status:
+            job_started = status.get("started", job_started)
+            phases.setdefault(status.get("phase", "?"), status.get("updated", 0.0))
+        if time.monotonic() >= next_poll:
+            job = daemon.rest("GET", f"/v3/dynamic-tables/refresh/{job['jobId']}")
+            next_poll = time.monotonic() + 0.25
+            if job["status"] in ("SUCCEEDED", "FAILED"):
+                break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"refresh job {job['jobId']} of {table} did not end within {REFRESH_TIMEOUT:.0f}s")
+        time.sleep(0.05)
+    client_wall = time.perf_counter() - posted
+    (run,) = job["runs"]
+    if job["status"] != "SUCCEEDED":
+        raise RuntimeError(f"refresh of {table} failed: {job.get('error') or run.get('error')}\n{daemon.log_tail()}")
+    result = read_json(daemon.run_dir(run["id"]) / "result.json")
+
+    def between(a: float | None, b: float | None) -> float | None:
+        return round(b - a, 3) if a is not None and b is not None else None
+
+    return {
+        "run_id": run["id"],
+        "e2e_s": between(run["started"], run["ended"]),
+        "client_wall_s": round(client_wall, 3),
+        "launch_s": between(run["started"], job_started),
+        "session_s": between(job_started, phases.get("running")),
+        "plan_s": between(phases.get("running"), phases.get("writing")),
+        "write_s": round(result["write_seconds"], 3) if "write_seconds" in result else None,
+        "rows": run["rows"],
+        "input_files": run["inputFiles"],
+        "source_partitions": run["sourcePartitions"],
+    }
+
+
+# ---------------------------------------------------------------- the direct alternative
+
+
+class Direct:
+    """The same day written from the benchmark's own SparkSession: plain and atomic."""
+
+    def __init__(self, spark: Any, client: CatalogClient) -> None:
+        self.spark = spark
+        self.client = client
+
+    def day_query(self, days: int) -> str:
+        return f"SELECT orders, total, customers FROM ({dt_query(days)}) q WHERE ds = '{DAY}'"
+
+    def create_targets(self, days: int) -> None:
+        for kind in ("plain", "atomic"):
+            self.spark.sql(f"CREATE TABLE {DATABASE}.direct_{kind}_{days} (orders bigint, total decimal(20,2), "
+                           "customers bigint) PARTITIONED BY (ds string) STORED AS PARQUET")
+
+    def plain(self, days: int) -> None:
+        self.spark.sql(f"INSERT OVERWRITE TABLE {DATABASE}.direct_plain_{days} PARTITION (ds = '{DAY}') "
+                       f"{self.day_query(days)}")
+
+    def atomic(self, days: int) -> None:
+        insert_overwrite(self.spark, f"{CATALOG}.{DATABASE}.direct_atomic_{days}", self.day_query(days),
+                         partition={"ds": DAY}, client=self.client)
+
+
+def check_day(spark: Any, table: str, rows_per_day: int, only_day: bool) -> None:
+    """Outside the timing: the day holds the right count (and, for a dynamic table, is all there is)."""
+    spark.catalog.refreshTable(table)
+    got = {r["ds"]: r["orders"] for r in spark.sql(f"SELECT ds, orders FROM {table}").collect()}
+    if got.get(DAY) != rows_per_day or (only_day and set(got) != {DAY}):
+        raise RuntimeError(f"{table} holds {got}, expected {{{DAY!r}: {rows_per_day}}}")
+
+
+# ---------------------------------------------------------------- scheduler overhead
+
+
+def scheduler_overhead(client: CatalogClient, runs_wanted: int) -> dict[str, Any]:
+    name = f"{CATALOG}.{DATABASE}.every_10s"
+    created = client.create_dynamic_table(
+        name, f"SELECT ds, count(*) AS orders FROM {DATABASE}.orders_3 GROUP BY ds", "10 SECOND",
+        refresh_mode="FULL", options={"initialize": "on_schedule"})
+    deadline = time.monotonic() + SCHEDULE_TIMEOUT
+    suspended = False
+    while True:
+        runs = [r for r in client.dynamic_table_history(name, 50) if r.trigger == "schedule"]
+        started = [r for r in runs if r.started is not None]
+        if not suspended and len(started) >= runs_wanted:
+            client.suspend_dynamic_table(name)  # no further run starts; the ones going finish
+            suspended = True
+        if suspended and all(r.status.finished for r in runs):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name}: {len(started)} of {runs_wanted} scheduled runs within "
+                               f"{SCHEDULE_TIMEOUT:.0f}s: {[(r.status.value, r.error) for r in runs]}")
+        time.sleep(0.5)
+    runs = sorted(runs, key=lambda r: r.started or 0.0)[:runs_wanted]
+    failed = [r.error for r in runs if r.status is not RunStatus.SUCCEEDED]
+    if failed:
+        raise RuntimeError(f"scheduled runs of {name} failed: {failed}")
+    fire_delay = [r.fired - parse_time(r.schedule_time) for r in runs]
+    start_delay = [r.started - r.fired for r in runs]
+    client.drop_dynamic_table(name)
+    return {
+        "table": name,
+        "freshness": created.freshness,
+        "refresh_mode": created.refresh_mode.value,
+        "schedule": created.schedule,
+        "runs": len(runs),
+        "schedule_times": [r.schedule_time for r in runs],
+        "fire_delay": ms_stats(fire_delay),
+        "start_delay": ms_stats(start_delay),
+        "run_e2e_s": [round(r.ended - r.started, 3) for r in runs],
+        "run_interval_s": [round(b.started - a.started, 3) for a, b in itertools.pairwise(runs)],
+    }
+
+
+# ---------------------------------------------------------------- run
+
+
+def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int) -> dict[str, Any]:
+    begun = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
+        daemon = DynamicDaemon(Path(tmp))
+        client: CatalogClient | None = None
+        spark: Any = None
+        try:
+            started = time.monotonic()
+            daemon.start()
+            startup_s = time.monotonic() - started
+            client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
+            info = client.get_catalog(CATALOG)
+            client.create_database(f"{CATALOG}.{DATABASE}", comment="catalogd dynamic tables benchmark")
+            local_dir = Path(tmp) / "spark-local"
+            local_dir.mkdir()
+            started = time.monotonic()
+            spark = start_spark(spark_conf_for(info), local_dir)
+            spark_startup_s = time.monotonic() - started
+
+            # Sources: the same rows per day, 2 files per day (two writer tasks), written atomically.
+            sources: dict[int, dict[str, Any]] = {}
+            for days in days_list:
+                query = (f"SELECT id, cast(id % 100000 / 100 AS decimal(10,2)) AS amount, "
+                         f"concat('c', id % 5000) AS customer, "
+                         f"date_format(date_add(DATE'{FIRST_DAY}', cast(id % {days} AS int)), 'yyyy-MM-dd') AS ds "
+                         f"FROM range({rows_per_day * days})")
+                seconds = wall(lambda q=query, d=days: atomic_ctas(spark, f"{CATALOG}.{DATABASE}.orders_{d}", q,
+                                                                   partition_by=["ds"], client=client))
+                table = spark.table(f"{DATABASE}.orders_{days}")
+                sources[days] = {"days": days, "rows": rows_per_day * days, "files": len(table.inputFiles()),
+                                 "atomic_ctas_s": round(seconds, 1)}
+
+            # The daily dynamic tables: nothing runs until refreshed (on_schedule, next fire at midnight).
+            create_s = {}
+            for days in days_list:
+                start = time.perf_counter()
+                dt = client.create_dynamic_table(
+                    f"{CATALOG}.{DATABASE}.daily_{days}", dt_query(days), "1 day", partitioned_by=["ds"],
+                    options={"partition.fields.ds.date-formatter": FORMATTER, "initialize": "on_schedule"})
+                create_s[days] = round(time.perf_counter() - start, 3)
+                if dt.refresh_mode.value != "FULL" or dt.last_refresh is not None:
+                    raise RuntimeError(f"{dt.full_name}: {dt.refresh_mode.value}, last refresh {dt.last_refresh}")
+
+            # 1. Partition refreshes through REST: one untimed, then the sources alternating.
+            warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")
+            samples: dict[int, list[dict[str, Any]]] = {d: [] for d in days_list}
+            for rep in range(repeat):
+                order = days_list if rep % 2 == 0 else list(reversed(days_list))
+                for days in order:
+                    samples[days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
+            for days in days_list:
+                check_day(spark, f"{DATABASE}.daily_{days}", rows_per_day, only_day=True)
+
+            # 2. The direct alternative in this session (one untimed round first).
+            direct = Direct(spark, client)
+            direct_s: dict[int, dict[str, list[float]]] = {d: {"plain": [], "atomic": []} for d in days_list}
+            for days in days_list:
+                direct.create_targets(days)
+            for rep in range(repeat + 1):
+                for i, days in enumerate(days_list if rep % 2 == 0 else list(reversed(days_list))):
+                    sides = [("plain", direct.plain), ("atomic", direct.atomic)]
+                    if (rep + i) % 2:
+                        sides.reverse()
+                    for side, fn in sides:
+                        seconds = wall(lambda f=fn, d=days: f(d))
+                        if rep > 0:
+                            direct_s[days][side].append(seconds)
+            for days in days_list:
+                for kind in ("plain", "atomic"):
+                    check_day(spark, f"{DATABASE}.direct_{kind}_{days}", rows_per_day, only_day=True)
+
+            cases = []
+            for days in days_list:
+                runs = samples[days]
+                e2e = med([r["e2e_s"] for r in runs])
+                atomic_s = med(direct_s[days]["atomic"])
+                cases.append({
+                    "source": sources[days],
+                    "refresh": {
+                        "e2e_s": e2e,
+                        "client_wall_s": med([r["client_wall_s"] for r in runs]),
+                        "launch_s": med([r["launch_s"] for r in runs]),
+                        "session_s": med([r["session_s"] for r in runs]),
+                        "plan_s": med([r["plan_s"] for r in runs]),
+                        "write_s": med([r["write_s"] for r in runs]),
+                        "input_files": sorted({r["input_files"] for r in runs}),
+                        "source_partitions": sorted({p for r in runs for p in r["source_partitions"]}),
+                        "rows": sorted({r["rows"] for r in runs}),
+                        "e2e_runs_s": [r["e2e_s"] for r in runs],
+                        "write_runs_s": [r["write_s"] for r in runs],
+                    },
+                    "direct": {
+                        "plain_insert_overwrite_s": med(direct_s[days]["plain"]),
+                        "atomic_insert_overwrite_s": atomic_s,
+                        "plain_runs_s": [round(s, 3) for s in direct_s[days]["plain"]],
+                        "atomic_runs_s": [round(s, 3) for s in direct_s[days]["atomic"]],
+                        "spark_submit_overhead_s": round(e2e - atomic_s, 3) if e2e and atomic_s else None,
+                    },
+                    "dt_create_s": create_s[days],
+                })
+
+            # 3. Scheduler overhead (alone: nothing else runs meanwhile).
+            schedule = scheduler_overhead(client, schedule_runs)
+
+            small, large = cases[0]["refresh"], cases[-1]["refresh"]
+            ratio = large["e2e_s"] / small["e2e_s"]
+            write_ratio = large["write_s"] / small["write_s"] if large["write_s"] and small["write_s"] else None
+            return {
+                "benchmark": "dynamic_tables",
+                "repeat": repeat,
+                "setup": {
+                    "metastore": info.metastore,
+                    "spark": spark.version,
+                    "spark_master": "local[2]",
+                    "rows_per_partition": rows_per_day,
+                    "refreshed_partition": f"ds={DAY}",
+                    "schedule_time": SCHEDULE_TIME,
+                    "daemon_startup_s": round(startup_s, 1),
+                    "spark_startup_s": round(spark_startup_s, 1),
+                    "warmup_refresh_e2e_s": warmup["e2e_s"],
+                },
+                "machine": {
+                    "cpu_count": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "platform": platform.platform(),
+                    "machine": platform.machine(),
+                },
+                "partition_refresh": {
+                    "cases": cases,
+                    "ratio_e2e": round(ratio, 3),
+                    "ratio_write": round(write_ratio, 3) if write_ratio else None,
+                    "target": E2E_TARGET,
+                    "met": ratio <= E2E_TARGET,
+                    "compared": f"{large['e2e_s']}s ({days_list[-1]} days) / {small['e2e_s']}s ({days_list[0]} days)",
+                },
+                "scheduler": schedule,
+                "total_s": round(time.monotonic() - begun, 1),
+            }
+        finally:
+            if spark is not None:
+                try:
+                    spark.stop()
+                except Exception as e:  # a failed stop must not keep the daemon running
+                    print(f"stopping Spark failed: {e}", file=sys.stderr)
+            if client is not None:
+                try:
+                    client.close()
+                except Exception as e:
+                    print(f"closing a connection failed: {e}", file=sys.stderr)
+            daemon.stop()
+
+
+def day_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected two comma-separated day counts, got {text!r}") from None
+    if len(counts) != 2 or min(counts) < 3 or counts[0] >= counts[1]:
+        raise argparse.ArgumentTypeError("expected two increasing day counts of at least 3, e.g. 3,30")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows-per-partition", type=int, default=200_000, help="source rows per day (200000)")
+    parser.add_argument("--days", type=day_counts, default=[3, 30], help="the two sources' day counts (3,30)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed refreshes per source (3)")
+    parser.add_argument("--schedule-runs", type=int, default=3, help="scheduled runs to wait for (3)")
+    parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
+        parser.error("--repeat, --schedule-runs and --rows-per-partition must be at least 1")
+    return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs), args.output,
+                  (PySparkException,))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
