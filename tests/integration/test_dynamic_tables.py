@@ -434,3 +434,45 @@ def test_rest_errors_and_openapi(dtd: DtDaemon, dt_db: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(request, timeout=10)
     assert e.value.code == 400
+
+
+def _group_alive(pgid: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
+        dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str) -> None:
+    source = f"{dt_db}.clicks"
+    spark.sql(f"CREATE TABLE {source} (id BIGINT) USING parquet")
+    spark.sql(f"INSERT INTO {source} SELECT id FROM range(4)")
+    name = f"main.{dt_db}.click_count"
+    dc.create_dynamic_table(name, f"SELECT count(*) AS n FROM {source}", "10 seconds")
+    table = f"{dt_db}.click_count"
+    wait_for("the first micro-batch", lambda: rows(spark, table) == [(4,)], JOB_TIMEOUT, every=1)
+    pid = wait_for("the job's pid", lambda: dc.get_dynamic_table(name).job_detail.get("pid"), 60.0)
+
+    assert dtd.daemon is not None
+    dtd.daemon.proc.kill()
+    dtd.daemon.proc.wait()
+    dtd.daemon = None
+    # Two streaming jobs on one table after the restart would be wrong: the old one dies with the daemon.
+    wait_for("the orphaned job to die", lambda: not _group_alive(pid), 30.0)
+
+    dtd.start()
+    with CatalogClient(dtd.address, timeout=120.0) as c:
+        restarted = wait_for("the job to start again", lambda: c.get_dynamic_table(name).job_detail.get("pid"), 60.0)
+        assert restarted != pid
+        spark.sql(f"INSERT INTO {source} SELECT id FROM range(3)")
+        wait_for("an append after the restart", lambda: rows(spark, table) == [(7,)], JOB_TIMEOUT, every=1)
+        history = c.dynamic_table_history(name)
+        killed = [r for r in history if r.error == "the daemon stopped during the run"]
+        assert len(killed) == 1 and killed[0].status is RunStatus.FAILED
+        c.drop_dynamic_table(name)
+    assert not _group_alive(restarted)
