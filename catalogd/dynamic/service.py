@@ -475,7 +475,7 @@ class DynamicTables:
         """
         catalog, database, name = self._resolve(path)
         self.manager.check_writable(catalog)
-        table, params = self._params(catalog, database, name)
+        _, params = self._params(catalog, database, name)
         full = f"{catalog.name}.{database}.{name}"
         entry = self._entry(full)
         if entry is None:
@@ -509,10 +509,11 @@ class DynamicTables:
                 if change.refresh_mode is not None:
                     set_params[store.DECLARED_MODE] = change.refresh_mode.value
                 self._update(entry, set_params)
-                old_mode = entry.mode
+                old_mode, old_freshness = entry.mode, entry.freshness
                 entry.freshness, entry.mode = freshness, mode
-                if old_mode is not mode:
-                    self._stop_stream(entry, f"switched to {mode.value} refresh")
+                if old_mode is not mode or (mode is RefreshMode.CONTINUOUS and freshness != old_freshness):
+                    # The streaming job's trigger comes from the freshness: a new one needs a new job.
+                    self._stop_stream(entry, f"{mode.value} refresh, freshness {freshness}")
                     entry.stream = None
                     entry.next_fire = None
                 if entry.state is RefreshState.SUSPENDED:
@@ -522,7 +523,6 @@ class DynamicTables:
                 logger.info("dynamic table %s: freshness %s, %s refresh", full, freshness, mode.value)
             else:
                 raise InvalidArgumentError("nothing to change: give a freshness, a refresh mode, SUSPEND or RESUME")
-        del table
         return self.get(ObjectPath(catalog.name, database, name))
 
     def drop(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:

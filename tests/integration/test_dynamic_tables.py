@@ -476,3 +476,26 @@ def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
         assert len(killed) == 1 and killed[0].status is RunStatus.FAILED
         c.drop_dynamic_table(name)
     assert not _group_alive(restarted)
+
+
+def test_alter_changes_schedule_and_mode(dtd: DtDaemon, dc: CatalogClient, dt_db: str, orders: str) -> None:
+    name = f"main.{dt_db}.altered"
+    dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day",
+                            options={"initialize": "on_schedule"})
+    hourly = json.loads(cli(dtd, "--json", "dt", "alter", name, "--freshness", "2 hours").stdout)
+    assert (hourly["freshness"], hourly["refresh_mode"], hourly["schedule"]) == ("2 HOUR", "FULL", "0 0 0/2 * * ? *")
+    assert hourly["declared_mode"] is None
+    # 2 hours >= the 30 min threshold stays FULL; declaring CONTINUOUS starts a streaming job.
+    suspended = json.loads(cli(dtd, "--json", "dt", "suspend", name).stdout)
+    assert suspended["state"] == "SUSPENDED"
+    switched = json.loads(cli(dtd, "--json", "dt", "alter", name, "--refresh-mode", "continuous").stdout)
+    assert (switched["refresh_mode"], switched["declared_mode"], switched["state"]) == (
+        "CONTINUOUS", "CONTINUOUS", "SUSPENDED")
+    assert switched["schedule"] is None and switched["job_detail"]["trigger"] == "3600 seconds"
+    # A FULL refresh needs a freshness a schedule can keep: refused, nothing changed.
+    refused = cli(dtd, "dt", "alter", name, "--refresh-mode", "full", "--freshness", "7 hours")
+    assert refused.code == 1 and "1, 2, 3, 4, 6, 8, 12 or 24 HOUR" in refused.stderr
+    assert dc.get_dynamic_table(name).freshness == "2 HOUR"
+    usage = cli(dtd, "dt", "alter", name)
+    assert usage.code == 2 and usage.stderr.startswith("error: usage: ")
+    assert cli(dtd, "dt", "drop", name).code == 0
