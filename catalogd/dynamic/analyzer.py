@@ -39,12 +39,14 @@ class Analyzer:
 
     def _start(self) -> subprocess.Popen[str]:
         args = [sys.executable, "-m", "catalogd.dynamic.analyzer"]
-        for key, value in self.spark_conf.items():
-            args += ["--conf", f"{key}={value}"]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         logger.info("starting the Spark analyzer helper")
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 text=True, env=env, start_new_session=True)
+        assert proc.stdin is not None
+        # The settings go through the pipe: the command line is visible to every user.
+        proc.stdin.write(json.dumps(self.spark_conf) + "\n")
+        proc.stdin.flush()
         ready = self._read(proc, _START_TIMEOUT)
         if not ready.get("ready"):
             proc.kill()
@@ -130,12 +132,7 @@ def _serve(conf: dict[str, str], out: IO[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    conf = {}
-    args = iter(argv[1:])
-    for arg in args:
-        if arg == "--conf":
-            key, _, value = next(args).partition("=")
-            conf[key] = value
+    conf = json.loads(sys.stdin.readline() or "{}")
     # The protocol gets its own descriptor: anything else that writes to stdout
     # (the JVM, py4j, Spark's Python side) goes to stderr instead.
     out = os.fdopen(os.dup(1), "w")

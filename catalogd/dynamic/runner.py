@@ -39,6 +39,14 @@ def spark_submit_path() -> Path:
     raise InternalError("spark-submit not found: install pyspark or set SPARK_HOME")
 
 
+def _spark_home(submit: Path) -> Path:
+    if submit.parent.parent.joinpath("jars").is_dir():
+        return submit.parent.parent
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
 def _die_with_daemon() -> None:
     """A job must not outlive a daemon killed with SIGKILL: its successor starts its own
     (two continuous jobs would write one table)."""
@@ -55,17 +63,29 @@ def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Pa
     work_dir.mkdir(parents=True, exist_ok=True)
     spec_path = work_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2))
-    args = [str(spark_submit_path()), "--master", master]
-    for key, value in conf.items():
-        args += ["--conf", f"{key}={value}"]
-    args += [str(JOB_SCRIPT), str(spec_path)]
+    # Settings go in a file only we can read, not on the command line, where any
+    # user's `ps` would show a secret key.
+    props = work_dir / "spark.properties"
+    fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.writelines(f"{key} {_escape(value)}\n" for key, value in conf.items())
+    submit = spark_submit_path()
+    args = [str(submit), "--master", master, "--properties-file", str(props), "--load-spark-defaults",
+            str(JOB_SCRIPT), str(spec_path)]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    # pip's spark-submit looks for pyspark with whatever `python` is first on PATH.
+    env.setdefault("SPARK_HOME", str(_spark_home(submit)))
     log = open(work_dir / "job.log", "ab")  # noqa: SIM115 - the child keeps it
     try:
         return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True, preexec_fn=_die_with_daemon)
     finally:
         log.close()
+
+
+def _escape(value: str) -> str:
+    """A java.util.Properties value: backslashes and line breaks escaped."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 20.0) -> None:

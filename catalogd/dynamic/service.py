@@ -768,6 +768,7 @@ class DynamicTables:
             status = runner.read_json(work_dir / "status.json")
             run.phase = status.get("phase", run.phase)
             run.application_id = status.get("application_id", run.application_id)
+        (work_dir / "spark.properties").unlink(missing_ok=True)  # may hold secrets
         result = runner.read_json(work_dir / "result.json")
         run.ended = result.get("ended") or _now()
         run.application_id = result.get("application_id", run.application_id)

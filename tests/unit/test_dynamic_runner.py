@@ -1,0 +1,48 @@
+"""How refresh jobs are launched: settings never on the command line."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from catalogd.dynamic import runner
+
+
+@pytest.fixture
+def fake_spark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A SPARK_HOME whose spark-submit records its arguments and the properties it was given."""
+    home = tmp_path / "spark"
+    (home / "bin").mkdir(parents=True)
+    (home / "jars").mkdir()
+    script = home / "bin" / "spark-submit"
+    script.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/args.txt"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    return home
+
+
+def test_settings_go_to_a_private_file_not_the_command_line(fake_spark_home: Path, tmp_path: Path) -> None:
+    conf = {"spark.hadoop.fs.s3a.secret.key": "s3cr3t", "spark.app.weird": "a\\b\nc"}
+    proc = runner.launch("local[1]", conf, {"mode": "batch"}, tmp_path / "run")
+    assert proc.wait(10) == 0
+    args = (fake_spark_home / "bin" / "args.txt").read_text().splitlines()
+    assert "s3cr3t" not in " ".join(args)
+    props = Path(args[args.index("--properties-file") + 1])
+    assert stat.S_IMODE(os.stat(props).st_mode) == 0o600
+    assert props.read_text().splitlines() == ["spark.hadoop.fs.s3a.secret.key s3cr3t", "spark.app.weird a\\\\b\\nc"]
+    assert args[:2] == ["--master", "local[1]"]
+    assert args[-2:] == [str(runner.JOB_SCRIPT), str(tmp_path / "run" / "spec.json")]
+
+
+def test_stop_ends_the_whole_process_group(fake_spark_home: Path, tmp_path: Path) -> None:
+    script = fake_spark_home / "bin" / "spark-submit"
+    # A job that ignores SIGTERM and has a child: both must go.
+    script.write_text("#!/bin/sh\ntrap '' TERM\nsleep 60 &\nwait\n")
+    proc = runner.launch("local[1]", {}, {"mode": "batch"}, tmp_path / "run")
+    runner.stop(proc, grace=0.5)
+    assert proc.poll() is not None
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)
