@@ -540,6 +540,8 @@ class DynamicTablesConfig(_Model):
     max_concurrent_refreshes: PositiveInt = Field(default=2, alias="max-concurrent-refreshes")
     #: Runs kept in each table's history.
     history_size: PositiveInt = Field(default=50, alias="history-size")
+    #: A batch refresh running longer is stopped and recorded FAILED.
+    refresh_timeout: Duration = Field(default=datetime.timedelta(hours=2), alias="refresh-timeout")
 
     @field_validator("time_zone")
     @classmethod

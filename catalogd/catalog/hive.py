@@ -78,6 +78,8 @@ TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 #: (``spark.sql.sources.schema`` itself and its ``.part.N`` etc. keys, and the
 #: data source provider, which ``format`` already tells).
 HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX, spark_schema.PROVIDER)
+#: Table properties only catalogd itself writes.
+RESERVED_PREFIXES = ("catalogd.dt.", "catalogd.stage.", "catalogd.last-commit", "catalogd.recent-commits")
 
 
 PYTHON_PREFIX = "python:"
@@ -591,6 +593,16 @@ class HiveCatalog(BaseCatalog):
 
     def alter_table(self, database: str, name: str, update: TableUpdate) -> Table:
         what = f"table {self.name}.{database}.{name}"
+        reserved = sorted(k for k in [*update.set_properties, *update.unset_properties]
+                          if k.startswith(RESERVED_PREFIXES))
+        if reserved:
+            raise InvalidArgumentError(f"{what}: properties {reserved} are catalogd's own (a dynamic table's "
+                                       "definition and state, or a commit's marks): change them through catalogd")
+        # A commit onto this table reads it and writes it back whole: never interleave with one.
+        with self.stager.target_lock(database, name):
+            return self._alter_table(database, name, update, what)
+
+    def _alter_table(self, database: str, name: str, update: TableUpdate, what: str) -> Table:
         tbl = self._raw_table(database, name)
         if tbl.tableType == VIRTUAL_VIEW:
             raise InvalidArgumentError(f"{what} is a view; alter it with alter_view")

@@ -69,7 +69,24 @@ BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 60.0)
 #: A continuous job that ran this long is healthy again: the backoff starts over.
 _HEALTHY_AFTER = 60.0
 _MAX_JOBS = 1000
+#: A streaming job that reports nothing for this long (or 10 triggers) is restarted.
+_STALE_AFTER = 600.0
 _INITIALIZE = "initialize"
+
+
+#: Spark settings a refresh request may give (resources and SQL tuning). Anything that
+#: loads code or points the job elsewhere (spark.jars, extensions, extraJavaOptions, the
+#: metastore) belongs in the daemon's own config: the REST port has no authentication.
+JOB_SETTINGS = ("spark.executor.", "spark.driver.memory", "spark.driver.cores", "spark.cores.max",
+                "spark.default.parallelism", "spark.dynamicAllocation.", "spark.memory.", "spark.task.cpus",
+                "spark.sql.")
+_JOB_SETTINGS_REFUSED = ("spark.sql.catalog", "spark.sql.extensions", "spark.sql.warehouse.dir",
+                         "spark.sql.hive.metastore", "spark.executor.extraJavaOptions",
+                         "spark.executor.extraClassPath", "spark.executor.extraLibraryPath")
+
+
+def _job_setting_allowed(key: str) -> bool:
+    return key.startswith(JOB_SETTINGS) and not key.startswith(_JOB_SETTINGS_REFUSED)
 
 
 def _now() -> float:
@@ -97,6 +114,7 @@ class _Stream:
     failures: int = 0
     restart_at: float = 0.0
     restarts: int = 0
+    ever_started: bool = False
     application_id: str | None = None
 
 
@@ -150,6 +168,9 @@ class DynamicTables:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._run_threads: set[threading.Thread] = set()
+        #: The table each run thread refreshes, and each running batch job's process.
+        self._run_tables: dict[threading.Thread, str] = {}
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
         manager.table_hooks.append(self._table_hook)
 
     # ------------------------------------------------------------ lifecycle
@@ -171,8 +192,9 @@ class DynamicTables:
             for database, table, params in found:
                 try:
                     self._restore(name, database, table, params, now)
-                except CatalogError as e:
-                    logger.error("cannot restore dynamic table %s.%s.%s: %s", name, database, table, e)
+                except Exception as e:  # one bad table must not keep the daemon from starting
+                    logger.error("cannot restore dynamic table %s.%s.%s (it is not refreshed): %s: %s",
+                                 name, database, table, type(e).__name__, e)
         for target, label in ((self._schedule_loop, "dt-scheduler"), (self._supervise_loop, "dt-supervisor")):
             thread = threading.Thread(target=target, name=label, daemon=True)
             thread.start()
@@ -377,7 +399,10 @@ class DynamicTables:
             except InvalidArgumentError as e:
                 wanted = entry.mode
                 logger.warning("dynamic table %s keeps its %s refresh: %s", entry.full_name, entry.mode.value, e)
-            if wanted is not entry.mode:
+            if wanted is RefreshMode.CONTINUOUS and entry.formatters:
+                logger.warning("dynamic table %s keeps its FULL refresh: it has partition date formatters",
+                               entry.full_name)
+            elif wanted is not entry.mode:
                 logger.info("dynamic table %s: the freshness threshold changed, %s refresh becomes %s",
                             entry.full_name, entry.mode.value, wanted.value)
                 entry.mode = wanted
@@ -415,7 +440,8 @@ class DynamicTables:
             live = {r.id: r for r in self._runs.values() if r.table == dt.full_name}
         runs = [live.get(r.id, r) for r in runs]
         dt.last_refresh = runs[0] if runs else None
-        if entry is not None and entry.stream is not None:
+        if entry is not None:
+            # The live view (next fire, the streaming job's pid) over what HMS last got.
             dt.job_detail = {**dt.job_detail, **self._detail(entry)}
         lag, within = self._lag(entry, params, freshness)
         dt.freshness_lag, dt.within_target = lag, within
@@ -475,7 +501,7 @@ class DynamicTables:
         """
         catalog, database, name = self._resolve(path)
         self.manager.check_writable(catalog)
-        _, params = self._params(catalog, database, name)
+        self._params(catalog, database, name)
         full = f"{catalog.name}.{database}.{name}"
         entry = self._entry(full)
         if entry is None:
@@ -483,6 +509,7 @@ class DynamicTables:
                                    "or it was made by another daemon since this one started)")
         action = (change.action or "").upper()
         with entry.lock:
+            _, params = self._params(catalog, database, name)
             if action == "SUSPEND":
                 if entry.state is not RefreshState.SUSPENDED:
                     entry.state = RefreshState.SUSPENDED
@@ -540,8 +567,14 @@ class DynamicTables:
             if ignore_if_not_exists and not catalog.table_exists(database, name):
                 return
             raise
-        self.forget(catalog.name, database, name)
-        catalog.drop_table(database, name, False, True)
+        forgotten = self.forget(catalog.name, database, name)
+        try:
+            catalog.drop_table(database, name, False, True)
+        except CatalogError:
+            if forgotten is not None:
+                # Still there: drive it again rather than leave it unrefreshed.
+                self._restore(catalog.name, database, name, self._params(catalog, database, name)[1], _now())
+            raise
         logger.info("dynamic table %s dropped", full)
 
     def _table_hook(self, op: str, catalog: str, database: str, name: str) -> None:
@@ -558,17 +591,37 @@ class DynamicTables:
                                    "(its jobs and history are kept under its name); drop and re-create it")
         self.forget(catalog, database, name)
 
-    def forget(self, catalog: str, database: str, name: str) -> None:
-        """Stop driving a table (before it is dropped, by ``drop`` or ``table drop``)."""
+    def forget(self, catalog: str, database: str, name: str, only: _Entry | None = None) -> _Entry | None:
+        """Stop driving a table (before it is dropped, by ``drop`` or ``table drop``): no
+        schedule, no streaming job, and the batch runs going are stopped, so that none
+        commits into a table of that name later.
+
+        Args:
+            only: forget the table only if it is still this entry (not a re-created table).
+
+        Returns:
+            The entry forgotten, if any.
+        """
+        full = f"{catalog}.{database}.{name}"
         with self._lock:
-            entry = self._entries.pop(f"{catalog}.{database}.{name}", None)
-        if entry is None:
-            return
+            entry = self._entries.get(full)
+            if entry is None or (only is not None and entry is not only):
+                return None
+            del self._entries[full]
+            procs = [p for run_id, p in self._procs.items() if self._runs.get(run_id, None) is not None
+                     and self._runs[run_id].table == full]
+            threads = [t for t, table in self._run_tables.items() if table == full]
         with entry.lock:
             entry.state = RefreshState.SUSPENDED
             entry.next_fire = None
             self._stop_stream(entry, "dropped")
+        for proc in procs:
+            runner.stop(proc)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(60)
         shutil.rmtree(self._table_dir(entry), ignore_errors=True)
+        return entry
 
     # ------------------------------------------------------------ refresh
 
@@ -589,17 +642,23 @@ class DynamicTables:
         if not tables:
             raise InvalidArgumentError("name at least one dynamic table to refresh")
         when = parse_schedule_time(schedule_time, self.tz) if schedule_time else None
+        conf = dict(configuration or {})
+        refused = sorted(k for k in conf if not _job_setting_allowed(k))
+        if refused:
+            raise InvalidArgumentError(
+                f"configuration {refused} may not be set per request: allowed are {', '.join(JOB_SETTINGS)} "
+                "(except the catalog's own settings); put others in the daemon's spark.conf")
         entries = []
         for text in tables:
             path = parse_object(text)
             catalog, database, name = self._resolve(path)
+            self.manager.check_writable(catalog)
             self._params(catalog, database, name)
             entry = self._entry(f"{catalog.name}.{database}.{name}")
             if entry is None:
                 raise UnsupportedError(f"{catalog.name}.{database}.{name} is not driven by this daemon "
                                        "(dynamic-tables.enabled is false?)")
             entries.append(entry)
-        conf = dict(configuration or {})
         return self._submit(entries, trigger=trigger, schedule_time=when, partition=partition, conf=conf)
 
     def _partition_for(self, entry: _Entry, schedule_time: datetime.datetime | None,
@@ -628,29 +687,35 @@ class DynamicTables:
         for entry, spec in plans:
             key = (entry.full_name, _partition_key(spec))
             with self._lock:
-                joined = self._active.get(key)
+                joined_run = self._runs.get(self._active.get(key) or "")
                 # A run that just ended is still listed until its history is written: start anew.
-                if joined is not None and not self._runs[joined].status.finished:
-                    job.runs.append(self._runs[joined])
+                if joined_run is not None and not joined_run.status.finished:
+                    job.runs.append(joined_run)
                     continue
                 run = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger=trigger,
                                  status=RunStatus.PENDING, partition=spec, submitted=_now(), fired=fired,
                                  schedule_time=schedule_time.isoformat(sep=" ") if schedule_time else None)
                 self._runs[run.id] = run
                 self._active[key] = run.id
-                while len(self._runs) > _MAX_JOBS:
-                    self._runs.popitem(last=False)
+                self._evict_runs()
             job.runs.append(run)
             thread = threading.Thread(target=self._run, args=(entry, run, key, dict(conf or {}), schedule_time),
                                       name=f"dt-run-{run.id}", daemon=True)
             with self._lock:
                 self._run_threads.add(thread)
+                self._run_tables[thread] = entry.full_name
             thread.start()
         with self._lock:
             self._jobs[job.id] = job
             while len(self._jobs) > _MAX_JOBS:
                 self._jobs.popitem(last=False)
         return self.get_job(job.id)
+
+    def _evict_runs(self) -> None:
+        """Forget the oldest finished runs beyond the limit (never a run still going)."""
+        finished = [run_id for run_id, r in self._runs.items() if r.status.finished]
+        for run_id in finished[:max(0, len(self._runs) - _MAX_JOBS)]:
+            del self._runs[run_id]
 
     def get_job(self, job_id: str) -> RefreshJob:
         """A refresh request's status: SUCCEEDED when all its runs did, FAILED when one failed.
@@ -694,7 +759,12 @@ class DynamicTables:
                 runs = [r for r in store.history(params) if r.id != run.id]
                 runs = [RefreshRun(**run.__dict__), *runs][:limit]
                 runs.sort(key=lambda r: r.submitted or 0.0, reverse=True)
-                self._update(entry, {**store.history_params(runs), **(extra or {})}, (store.HISTORY + ".",))
+                extra = dict(extra or {})
+                for key in (store.LAST_SCHEDULED, store.DATA_TIME):
+                    # Runs end out of order: these only move forward.
+                    if key in extra:
+                        extra[key] = str(max(float(extra[key]), store.float_param(params, key) or 0.0))
+                self._update(entry, {**store.history_params(runs), **extra}, (store.HISTORY + ".",))
         except TableNotFoundError:
             logger.info("dynamic table %s is gone; run %s not recorded", entry.full_name, run.id)
 
@@ -707,8 +777,10 @@ class DynamicTables:
                 self._execute(entry, run, conf)
         except TableNotFoundError as e:
             run.status, run.error = RunStatus.FAILED, e.message
-            logger.warning("dynamic table %s was dropped outside catalogd: its schedule stops", entry.full_name)
-            self.forget(entry.catalog, entry.database, entry.name)
+            if self._entry(entry.full_name) is entry:
+                logger.warning("dynamic table %s was dropped outside catalogd: its schedule stops", entry.full_name)
+                threading.Thread(target=self.forget, args=(entry.catalog, entry.database, entry.name, entry),
+                                 daemon=True).start()
         except CatalogError as e:
             run.status, run.error = RunStatus.FAILED, e.message
         except Exception as e:
@@ -717,22 +789,30 @@ class DynamicTables:
         finally:
             run.ended = run.ended or _now()
             run.phase = None
-            extra: dict[str, str] = {}
-            if run.status is RunStatus.SUCCEEDED:
-                data_time = run.started or run.ended
-                if schedule_time is not None and run.partition:
-                    data_time = schedule_time.timestamp()
-                entry.data_time = max(entry.data_time or 0.0, data_time)
-                entry.last_duration = (run.ended or 0.0) - (run.started or 0.0)
-                extra[store.DATA_TIME] = str(entry.data_time)
-            if run.trigger in ("schedule", "catch-up") and schedule_time is not None and not self._stopping.is_set():
-                # A run the shutdown cut short is caught up at the next start.
-                extra[store.LAST_SCHEDULED] = str(schedule_time.timestamp())
-            self._record(entry, run, extra)
             with self._lock:
                 if self._active.get(key) == run.id:
                     del self._active[key]
+                self._procs.pop(run.id, None)
                 self._run_threads.discard(threading.current_thread())
+                self._run_tables.pop(threading.current_thread(), None)
+            extra: dict[str, str] = {}
+            if run.status is RunStatus.SUCCEEDED:
+                # Data as of: the run's start; a formatter partition's run, its schedule time. A
+                # hand-picked partition says nothing about the rest of the table.
+                data_time = run.started or run.ended
+                if run.partition:
+                    data_time = schedule_time.timestamp() if schedule_time is not None else None
+                if data_time is not None:
+                    entry.data_time = max(entry.data_time or 0.0, data_time)
+                    extra[store.DATA_TIME] = str(entry.data_time)
+                entry.last_duration = (run.ended or 0.0) - (run.started or 0.0)
+            if run.trigger in ("schedule", "catch-up") and schedule_time is not None and not self._stopping.is_set():
+                # A run the shutdown cut short is caught up at the next start.
+                extra[store.LAST_SCHEDULED] = str(schedule_time.timestamp())
+            try:
+                self._record(entry, run, extra)
+            except Exception:
+                logger.exception("recording run %s of %s failed", run.id, entry.full_name)
             level = logging.INFO if run.status is RunStatus.SUCCEEDED else logging.WARNING
             logger.log(level, "refresh %s of %s (%s%s): %s%s", run.id, entry.full_name, run.trigger,
                        f", partition {run.partition}" if run.partition else "", run.status.value,
@@ -761,8 +841,16 @@ class DynamicTables:
         run.status, run.started, run.phase = RunStatus.RUNNING, _now(), "starting"
         self._record(entry, run)
         proc = runner.launch(self.config.spark.master, self._spark_conf(catalog, conf), spec, work_dir)
+        with self._lock:
+            self._procs[run.id] = proc
+        timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
+        timed_out = False
         while proc.poll() is None:
             if self._stopping.wait(0.5):
+                runner.stop(proc)
+                break
+            if _now() - run.started > timeout:
+                timed_out = True
                 runner.stop(proc)
                 break
             status = runner.read_json(work_dir / "status.json")
@@ -781,41 +869,57 @@ class DynamicTables:
             run.status = RunStatus.FAILED
             run.error = result.get("error") or (
                 f"the job exited with code {proc.returncode} and no result: {runner.log_tail(work_dir)}")
+            if timed_out:
+                run.error = (f"stopped after dynamic-tables.refresh-timeout "
+                             f"({self.config.dynamic_tables.refresh_timeout}); {run.error}")
         self._prune_runs()
 
     def _prune_runs(self, keep: int = 50) -> None:
+        """Keep the work dirs (spec, status, log) of the last ``keep`` finished runs."""
         runs = self.work_dir / "runs"
+        with self._lock:
+            going = {run_id for run_id, r in self._runs.items() if not r.status.finished}
         with contextlib.suppress(OSError):
-            dirs = sorted(runs.iterdir(), key=lambda p: p.stat().st_mtime)
-            for old in dirs[:-keep]:
+            done = [d for d in runs.iterdir() if d.name not in going and (d / "result.json").exists()]
+            for old in sorted(done, key=lambda p: p.stat().st_mtime)[:-keep]:
                 shutil.rmtree(old, ignore_errors=True)
 
     # ------------------------------------------------------------ scheduler (FULL)
 
     def _schedule_loop(self) -> None:
         while not self._stopping.is_set():
-            now = datetime.datetime.now(self.tz)
-            due: list[tuple[_Entry, datetime.datetime]] = []
-            wait = 1.0
-            with self._lock:
-                entries = list(self._entries.values())
-            for entry in entries:
-                with entry.lock:
-                    fire = entry.next_fire
-                    if fire is None or entry.mode is not RefreshMode.FULL or entry.state is not RefreshState.RUNNING:
-                        continue
-                    if fire <= now:
-                        due.append((entry, fire))
-                        entry.next_fire = next_fire_time(entry.freshness, now)
-                    else:
-                        wait = min(wait, (fire - now).total_seconds())
-            for entry, fire in due:
-                try:
-                    self._submit([entry], trigger="schedule", schedule_time=fire, fired=_now())
-                except CatalogError as e:
-                    logger.error("scheduled refresh of %s at %s failed to start: %s", entry.full_name, fire, e)
+            try:
+                wait = self._schedule_pass()
+            except Exception:  # the scheduler must outlive any one bad table
+                logger.exception("dynamic-table scheduler pass failed")
+                wait = 1.0
             self._wake.wait(max(0.01, wait))
             self._wake.clear()
+
+    def _schedule_pass(self) -> float:
+        """Fire the due FULL refreshes; returns how long to sleep."""
+        now = datetime.datetime.now(self.tz)
+        due: list[tuple[_Entry, datetime.datetime]] = []
+        wait = 1.0
+        with self._lock:
+            entries = list(self._entries.values())
+        for entry in entries:
+            with entry.lock:
+                fire = entry.next_fire
+                if fire is None or entry.mode is not RefreshMode.FULL or entry.state is not RefreshState.RUNNING:
+                    continue
+                if fire <= now:
+                    due.append((entry, fire))
+                    entry.next_fire = next_fire_time(entry.freshness, now)
+                else:
+                    wait = min(wait, (fire - now).total_seconds())
+        for entry, fire in due:
+            try:
+                self._submit([entry], trigger="schedule", schedule_time=fire, fired=_now())
+                self._set_handler(entry)  # its nextRefresh moved on
+            except Exception:
+                logger.exception("scheduled refresh of %s at %s failed to start", entry.full_name, fire)
+        return wait
 
     # ------------------------------------------------------------ supervisor (CONTINUOUS)
 
@@ -856,6 +960,13 @@ class DynamicTables:
                         entry.data_time = max(entry.data_time or 0.0, float(status["fresh_as_of"]))
                 if now - stream.started > _HEALTHY_AFTER:
                     stream.failures = 0
+                stale = max(10 * self._trigger_seconds(entry.freshness), _STALE_AFTER)
+                if now - float(status.get("updated") or stream.started) > stale:
+                    # Alive but no trigger for that long: hung (a lost executor, a stuck
+                    # listing). Stopped here, restarted below on the next pass.
+                    logger.warning("continuous job of %s made no progress for %.0fs: restarting it",
+                                   entry.full_name, stale)
+                    runner.stop(stream.proc)
                 return
             if stream.proc is not None:
                 self._stream_ended(entry, stream, now)
@@ -879,6 +990,9 @@ class DynamicTables:
             stream.run = None
 
     def _start_stream(self, entry: _Entry, stream: _Stream, now: float) -> None:
+        # If the start itself fails, the next try waits as a restart after a failure would.
+        stream.restart_at = now + BACKOFF[min(stream.failures, len(BACKOFF) - 1)]
+        stream.failures += 1
         work_dir = self._table_dir(entry) / "job"
         shutil.rmtree(work_dir, ignore_errors=True)
         spec = self._job_spec(entry, work_dir, "continuous")
@@ -887,8 +1001,10 @@ class DynamicTables:
                          status=RunStatus.RUNNING, submitted=now, started=now, phase="starting")
         stream.proc = runner.launch(self.config.spark.master, self._spark_conf(catalog), spec, work_dir)
         stream.work_dir, stream.started, stream.run, stream.application_id = work_dir, now, run, None
-        if stream.restart_at:
+        stream.failures -= 1
+        if stream.ever_started:
             stream.restarts += 1
+        stream.ever_started = True
         with self._lock:
             self._runs[run.id] = run
         self._record(entry, run)

@@ -71,10 +71,11 @@ class Daemon:
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic)
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
+            # Before serving, so that a client sees every dynamic table as restored; after
+            # binding, so that the jobs started now (catch-up runs) can connect back.
+            self.dynamic.start()
             self.thrift.start()
             self.http.start()
-            # After the servers: jobs started now (catch-up runs) commit through them.
-            self.dynamic.start()
         except BaseException:
             self.shutdown()
             raise

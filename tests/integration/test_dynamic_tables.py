@@ -413,6 +413,8 @@ def test_bad_definitions_create_nothing(dtd: DtDaemon, dc: CatalogClient, dt_db:
     assert bad_sql.code == 1 and "FRESHNESS" in bad_sql.stderr
     with pytest.raises(TableNotFoundError):
         dc.get_dynamic_table(f"main.{dt_db}.orders")  # a table, not a dynamic table
+    with pytest.raises(InvalidArgumentError, match="catalogd's own"):
+        dc.alter_table(f"main.{dt_db}.orders", set_properties={"catalogd.dt.freshness": "1 SECOND"})
     with pytest.raises(UnsupportedError):
         dc.create_dynamic_table("scratch.default.x", "SELECT 1 AS a", "1 day")
     assert not dc.table_exists(name)
@@ -430,6 +432,12 @@ def test_rest_errors_and_openapi(dtd: DtDaemon, dt_db: str) -> None:
     assert status == 400 and "when" in body["error"]["message"]
     status, body = rest(dtd, "GET", "/v3/dynamic-tables/refresh/feedbeef")
     assert status == 404
+    # Settings that load code or move the job elsewhere are not for an unauthenticated port.
+    for key in ("spark.jars", "spark.sql.extensions", "spark.driver.extraJavaOptions",
+                "spark.hadoop.hive.metastore.uris"):
+        status, body = rest(dtd, "POST", "/v3/dynamic-tables/refresh",
+                            {"tables": [f"main.{dt_db}.none"], "configuration": {key: "x"}})
+        assert status == 400 and key in body["error"]["message"], body
     request = urllib.request.Request(dtd.http + "/v3/dynamic-tables/refresh", data=b"{nope", method="POST")
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(request, timeout=10)
@@ -499,3 +507,25 @@ def test_alter_changes_schedule_and_mode(dtd: DtDaemon, dc: CatalogClient, dt_db
     usage = cli(dtd, "dt", "alter", name)
     assert usage.code == 2 and usage.stderr.startswith("error: usage: ")
     assert cli(dtd, "dt", "drop", name).code == 0
+
+
+def test_drop_during_a_refresh_stops_it_and_nothing_comes_back(
+        dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str, orders: str) -> None:
+    name = f"main.{dt_db}.short_lived"
+    dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day")
+    # The initial refresh runs; drop once its Spark session is up.
+    wait_for("the initial run's Spark session", lambda: any(
+        r.application_id and r.status is RunStatus.RUNNING for r in dc.dynamic_table_history(name)), JOB_TIMEOUT)
+    dropped = cli(dtd, "dt", "drop", name, timeout=120)
+    assert dropped.code == 0, dropped.stderr
+    assert not dc.table_exists(name)
+    # The stopped job neither commits nor leaves a stage that could.
+    time.sleep(10)
+    assert not dc.table_exists(name)
+    live = [st for st in dc.list_stages("main") if st.target_name == name and st.state.value != "ABORTED"]
+    assert live == []
+    # The name is free for a new dynamic table.
+    again = dc.create_dynamic_table(name, f"SELECT ds FROM {dt_db}.orders", "1 day",
+                                    options={"initialize": "on_schedule"})
+    assert [c.name for c in again.columns] == ["ds"] and again.last_refresh is None
+    dc.drop_dynamic_table(name)
