@@ -104,9 +104,10 @@ class Daemon:
         self.port = 0
         self.http_port = 0
 
-    def start(self) -> None:
+    def config(self) -> str:
+        """The daemon's YAML; subclasses add sections."""
         # Port 0: the daemon binds free ports itself and writes them to <data-dir>/catalogd.json.
-        self.config_path.write_text(
+        return (
             "server:\n"
             "  host: 127.0.0.1\n"
             "  port: 0\n"
@@ -119,6 +120,9 @@ class Daemon:
             "    connection:\n"
             "      hive.metastore.uris: embedded\n"
         )
+
+    def start(self) -> None:
+        self.config_path.write_text(self.config())
         cmd = [sys.executable, "-m", "catalogd.cli", "serve", "--config", str(self.config_path)]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -378,6 +382,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.iterations < 1 or args.warmup < 0:
         parser.error("--iterations must be at least 1 and --warmup at least 0")
     return report(lambda: run(args.iterations, args.warmup, args.mixed), args.output)
+
+
+def tear_down(daemon: Daemon, spark: Any = None, closers: tuple[Any, ...] = ()) -> None:
+    """Stop Spark, close connections, stop the daemon; a failure of one step does not skip the next."""
+    steps: list[tuple[str, Callable[[], Any]]] = []
+    if spark is not None:
+        steps.append(("stopping Spark", spark.stop))
+    steps += [("closing a connection", c.close) for c in closers if c is not None]
+    for what, step in steps:
+        try:
+            step()
+        except Exception as e:  # a failed step must not keep the daemon running
+            print(f"{what} failed: {e}", file=sys.stderr)
+    daemon.stop()
 
 
 def report(measure: Callable[[], dict[str, Any]], output: Path | None,

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 # The sibling benchmark (benchmarks/ is on sys.path when this file is run as a script).
-from catalog_ops import CATALOG, DATABASE, Daemon, DirectHms, percentile, report
+from catalog_ops import CATALOG, DATABASE, Daemon, DirectHms, percentile, report, tear_down
 from pyspark.errors import PySparkException
 
 from catalogd.client import CatalogClient
@@ -340,18 +340,7 @@ def run(rows_list: list[int], repeat: int, commit_iterations: int) -> dict[str, 
                 "commit": commit,
             }
         finally:
-            if spark is not None:
-                try:
-                    spark.stop()
-                except Exception as e:  # a failed stop must not keep the daemon running
-                    print(f"stopping Spark failed: {e}", file=sys.stderr)
-            for closer in (client, direct):
-                if closer is not None:
-                    try:
-                        closer.close()
-                    except Exception as e:
-                        print(f"closing a connection failed: {e}", file=sys.stderr)
-            daemon.stop()
+            tear_down(daemon, spark, (client, direct))
 
 
 def row_counts(text: str) -> list[int]:

@@ -52,7 +52,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 # The sibling benchmark (benchmarks/ is on sys.path when this file is run as a script).
-from catalog_ops import CATALOG, DATABASE, Daemon, _die_with_parent, percentile, report
+from catalog_ops import CATALOG, DATABASE, Daemon, percentile, report, tear_down
 from pyspark.errors import PySparkException
 
 from catalogd.client import CatalogClient
@@ -98,21 +97,10 @@ def dt_query(days: int) -> str:
 class DynamicDaemon(Daemon):
     """``Daemon`` with the dynamic-tables and spark sections in its config."""
 
-    def start(self) -> None:
+    def config(self) -> str:
         spark_conf = "".join(f"      {key}: {json.dumps(value)}\n" for key, value in SPARK_CONF.items())
-        self.config_path.write_text(
-            "server:\n"
-            "  host: 127.0.0.1\n"
-            "  port: 0\n"
-            "  http-port: 0\n"
-            f"  data-dir: {json.dumps(str(self.data_dir))}\n"
-            "  log-level: info\n"
-            "catalogs:\n"
-            f"  - name: {CATALOG}\n"
-            "    type: hive\n"
-            "    default: true\n"
-            "    connection:\n"
-            "      hive.metastore.uris: embedded\n"
+        # The default catalog is the one catalog; info logs show each refresh in catalogd.log.
+        return super().config().replace("log-level: warning", "log-level: info") + (
             "dynamic-tables:\n"
             "  freshness-threshold: 30 min\n"
             "  time-zone: UTC\n"
@@ -122,13 +110,6 @@ class DynamicDaemon(Daemon):
             '  master: "local[2]"\n'
             "  conf:\n" + spark_conf
         )
-        cmd = [sys.executable, "-m", "catalogd.cli", "serve", "--config", str(self.config_path)]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
-            )
-        self._wait_ready()
 
     def rest(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
@@ -470,17 +451,7 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                 "total_s": round(time.monotonic() - begun, 1),
             }
         finally:
-            if spark is not None:
-                try:
-                    spark.stop()
-                except Exception as e:  # a failed stop must not keep the daemon running
-                    print(f"stopping Spark failed: {e}", file=sys.stderr)
-            if client is not None:
-                try:
-                    client.close()
-                except Exception as e:
-                    print(f"closing a connection failed: {e}", file=sys.stderr)
-            daemon.stop()
+            tear_down(daemon, spark, (client,))
 
 
 def day_counts(text: str) -> list[int]:
