@@ -901,13 +901,25 @@ def stage_abort(ctx: Context, stage_id: str, writer_stopped: bool) -> None:
 
 # ---------------------------------------------------------------- entry point
 
+def _json_first(args: list[str]) -> list[str]:
+    """``--json`` works after the command too (``catalogd dt describe X --json``): moved to the front.
+
+    Only before a ``--``, after which every word is an argument.
+    """
+    end = args.index("--") if "--" in args else len(args)
+    if "--json" not in args[:end]:
+        return list(args)
+    return ["--json", *(a for a in args[:end] if a != "--json"), *args[end:]]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; errors become one ``error: <kind>: <message>`` line."""
     # thrift logs a failed connect itself, which without a handler lands on
     # stderr next to our own error line; `serve` still gets it via the root logger.
     logging.getLogger("thrift").addHandler(logging.NullHandler())
     try:
-        result = cli.main(args=argv, prog_name="catalogd", standalone_mode=False)
+        result = cli.main(args=_json_first(sys.argv[1:] if argv is None else argv), prog_name="catalogd",
+                          standalone_mode=False)
     except click.exceptions.Exit as e:
         return e.exit_code
     except click.exceptions.Abort:

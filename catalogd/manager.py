@@ -355,15 +355,19 @@ class CatalogManager:
 
     # ------------------------------------------------------------ views
 
-    def expand_query(self, catalog: BaseCatalog, database: str, query: str) -> ExpandedView:
-        """Validate a view's or dynamic table's query against the catalog and expand it."""
+    def expand_query(self, catalog: BaseCatalog, database: str, query: str, kind: str = "view") -> ExpandedView:
+        """Validate a view's or dynamic table's query against the catalog and expand it.
+
+        Args:
+            kind: what the query defines ("view", "dynamic table"), for the error messages.
+        """
         from catalogd.views import expand_view
 
         def resolve(db: str, table: str) -> list[Column]:
             found = catalog.get_table(db, table)
             return [*found.columns, *found.partition_keys]
 
-        return expand_view(query, database, catalog.name, resolve)
+        return expand_view(query, database, catalog.name, resolve, kind)
 
     def list_views(self, path: NamespacePath) -> list[str]:
         catalog, db = self._namespace(path)

@@ -60,7 +60,7 @@ def _spark_type(node: object, derived: str, base_tables: set[str]) -> str:
     return derived
 
 
-def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> ExpandedView:
+def expand_view(query: str, database: str, catalog: str, resolve: Resolver, kind: str = "view") -> ExpandedView:
     """Validate ``query`` and expand it.
 
     Args:
@@ -69,6 +69,7 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> E
         catalog: the view's catalog: a three-part name must name it (a view cannot
             read another catalog's metastore).
         resolve: looks up a table's columns; raises NotFoundError for a missing one.
+        kind: what the query defines ("view", "dynamic table"), for the messages.
 
     Raises:
         InvalidArgumentError: not one query, a parse error, a missing table or column.
@@ -82,13 +83,13 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> E
 
     text = (query or "").strip().rstrip(";").strip()
     if not text:
-        raise InvalidArgumentError("a view needs a query")
+        raise InvalidArgumentError(f"a {kind} needs a query")
     try:
         parsed = sqlglot.parse(text, read="spark")
     except SqlglotError as e:
-        raise InvalidArgumentError(f"cannot parse the view's query: {e}") from e
+        raise InvalidArgumentError(f"cannot parse the {kind}'s query: {e}") from e
     if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
-        raise InvalidArgumentError("a view's query must be one SELECT (WITH ..., UNION and VALUES are fine)")
+        raise InvalidArgumentError(f"a {kind}'s query must be one SELECT (WITH ..., UNION and VALUES are fine)")
     tree = parsed[0]
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     mapping: dict[str, dict[str, dict[str, str]]] = {}
@@ -97,7 +98,7 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> E
             continue
         if table.catalog and table.catalog.lower() != catalog:
             raise InvalidArgumentError(
-                f"the view reads {table.sql('spark')}: a view can only read tables of its own catalog {catalog!r}"
+                f"the {kind} reads {table.sql('spark')}: a {kind} can only read tables of its own catalog {catalog!r}"
             )
         db = (table.db or database).lower()
         name = table.name.lower()
@@ -105,7 +106,7 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> E
             try:
                 columns = resolve(db, name)
             except NotFoundError as e:
-                raise InvalidArgumentError(f"the view reads {catalog}.{db}.{name}, which does not exist") from e
+                raise InvalidArgumentError(f"the {kind} reads {catalog}.{db}.{name}, which does not exist") from e
             mapping.setdefault(db, {})[name] = {c.name.lower(): c.type for c in columns}
         # Spark resolves the view inside this catalog's metastore: no catalog part.
         table.set("catalog", None)
@@ -116,7 +117,7 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> E
                             quote_identifiers=True, identify=True)
         typed = annotate_types(qualified, schema=schema, dialect="spark")
     except (OptimizeError, SqlglotError) as e:
-        raise InvalidArgumentError(f"the view's query does not match the tables it reads: {e}") from e
+        raise InvalidArgumentError(f"the {kind}'s query does not match the tables it reads: {e}") from e
     base_tables: set[str] = set()
     if isinstance(typed, exp.Select):
         sources = [typed.args["from_"].this] if typed.args.get("from_") else []
@@ -127,7 +128,7 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver) -> E
     for select in typed.selects:
         name = select.alias_or_name.lower()
         if name in seen:
-            raise InvalidArgumentError(f"the view has two columns named {name!r}: give one an alias")
+            raise InvalidArgumentError(f"the {kind} has two columns named {name!r}: give one an alias")
         seen.add(name)
         derived = "string"
         if select.type is not None and not select.type.is_type(exp.DataType.Type.UNKNOWN):

@@ -120,7 +120,9 @@ def _serve(conf: dict[str, str], out: IO[str]) -> None:
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            spark.catalog.clearCache()
+            # Tables may have changed since the last query (re-created, new columns): the
+            # session's cached relations would give their old schema.
+            spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
             schema = spark.sql(request["query"]).schema
             answer: dict[str, Any] = {"columns": [{"name": c.name, "type": c.type, "comment": c.comment}
                                                   for c in hive_columns(schema)]}

@@ -103,11 +103,29 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
 
 
 def _fingerprint(spark: Any, sources: list[str]) -> str:
+    """The source tables' files with their sizes and modification times: a file rewritten
+    under the same name (Hive's ``000000_0`` after an INSERT OVERWRITE) changes it too.
+    One listing per directory, not one call per file."""
+    jvm = spark.sparkContext._jvm
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     digest = hashlib.sha256()
     for name in sorted(sources):
         spark.catalog.refreshTable(name)
-        for path in sorted(spark.table(name).inputFiles()):
+        files = sorted(spark.table(name).inputFiles())
+        for path in files:
             digest.update(path.encode() + b"\n")
+        for directory in sorted({f.rsplit("/", 1)[0] for f in files}):
+            hpath = jvm.org.apache.hadoop.fs.Path(directory)
+            try:
+                listing = hpath.getFileSystem(hadoop_conf).listStatus(hpath)
+            except Exception:  # gone since the listing: the next trigger sees the new set
+                digest.update(f"? {directory}\n".encode())
+                continue
+            entries = sorted((st.getPath().getName(), st.getLen(), st.getModificationTime())
+                             for st in listing if st.isFile())
+            for entry in entries:
+                if not entry[0].startswith(("_", ".")):
+                    digest.update(f"{directory}/{entry[0]} {entry[1]} {entry[2]}\n".encode())
         digest.update(b"--\n")
     return digest.hexdigest()
 

@@ -72,6 +72,10 @@ _MAX_JOBS = 1000
 #: A streaming job that reports nothing for this long (or 10 triggers) is restarted.
 _STALE_AFTER = 600.0
 _INITIALIZE = "initialize"
+#: The error of a run the daemon's stop (or death) cut off; the tests look for it.
+_STOPPED = "the daemon stopped during the run"
+#: Phases of a continuous job's status file while it refreshes (no status update meanwhile).
+_REFRESH_PHASES = ("refreshing", "planning", "writing", "committing")
 
 
 #: Spark settings a refresh request may give (resources and SQL tuning). Anything that
@@ -315,11 +319,16 @@ class DynamicTables:
             raise InvalidArgumentError(f"{full}: options starting with 'catalogd.' are reserved: {reserved}")
         if catalog.table_exists(database, name):
             if ignore_if_exists:
-                return self.get(ObjectPath(catalog.name, database, name))
+                try:
+                    return self.get(ObjectPath(catalog.name, database, name))
+                except TableNotFoundError as e:
+                    raise TableAlreadyExistsError(f"{full} exists and is not a dynamic table") from e
             raise TableAlreadyExistsError(f"{full} already exists")
+        # Refreshes need spark-submit: find out before anything is created.
+        runner.spark_submit_path()
         freshness = parse_freshness(spec.freshness)
         mode = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold, spec.refresh_mode)
-        expanded = self.manager.expand_query(catalog, database, spec.query)
+        expanded = self.manager.expand_query(catalog, database, spec.query, kind="dynamic table")
         columns = self._analyzer(catalog).analyze(expanded.qualified)
         keys = [k.lower() for k in spec.partitioned_by]
         by_name = {c.name: c for c in columns}
@@ -352,8 +361,16 @@ class DynamicTables:
         entry = _Entry(catalog.name, database, name, freshness, mode, RefreshState.INITIALIZING, formatters)
         with self._lock:
             self._entries[entry.full_name] = entry
+        try:
+            self._activate(entry, initial=initialize == "on_create")
+        except Exception:
+            # A table that cannot be driven is not left behind half made.
+            logger.error("dynamic table %s could not start its refresh job: dropping it again", full)
+            self.forget(catalog.name, database, name, only=entry)
+            with contextlib.suppress(CatalogError):
+                catalog.drop_table(database, name, True, True)
+            raise
         logger.info("dynamic table %s created: freshness %s, %s refresh", full, freshness, mode.value)
-        self._activate(entry, initial=initialize == "on_create")
         return self.get(ObjectPath(catalog.name, database, name))
 
     def _activate(self, entry: _Entry, initial: bool = False, catch_up: datetime.datetime | None = None) -> None:
@@ -390,7 +407,7 @@ class DynamicTables:
         stale = [r for r in runs if not r.status.finished]
         for run in stale:
             run.status, run.ended = RunStatus.FAILED, run.ended or now
-            run.error = run.error or "the daemon stopped during the run"
+            run.error = run.error or _STOPPED
         if stale:
             self._update(entry, store.history_params(runs), (store.HISTORY + ".",))
         if dt.declared_mode is None:
@@ -409,14 +426,18 @@ class DynamicTables:
         if entry.state is RefreshState.SUSPENDED:
             self._set_handler(entry)
             return
+        # The initial refresh the previous daemon never ran, or that it was cut off in, runs now.
+        cut_off = bool(runs) and runs[0].trigger == "initial" and (runs[0].error or "").startswith("the daemon stopped")
+        initial = (dt.options.get(_INITIALIZE, "on_create").lower().replace("-", "_") == "on_create"
+                   and (entry.state is RefreshState.INITIALIZING or cut_off))
         catch_up = None
-        if entry.mode is RefreshMode.FULL:
+        if entry.mode is RefreshMode.FULL and not initial:
             last_fire = previous_fire_time(freshness, datetime.datetime.now(self.tz))
             last_done = store.float_param(params, store.LAST_SCHEDULED)
             created = store.float_param(params, store.CREATED) or now
             if last_fire.timestamp() > max(last_done or 0.0, created):
                 catch_up = last_fire
-        self._activate(entry, catch_up=catch_up)
+        self._activate(entry, initial=initial, catch_up=catch_up)
 
     # ------------------------------------------------------------ read
 
@@ -774,6 +795,8 @@ class DynamicTables:
             with self._slots:
                 if self._stopping.is_set():
                     raise CatalogError("the daemon stopped before the run started")
+                if self._entry(entry.full_name) is not entry:
+                    raise CatalogError("the dynamic table was dropped before the run started")
                 self._execute(entry, run, conf)
         except TableNotFoundError as e:
             run.status, run.error = RunStatus.FAILED, e.message
@@ -869,6 +892,8 @@ class DynamicTables:
             run.status = RunStatus.FAILED
             run.error = result.get("error") or (
                 f"the job exited with code {proc.returncode} and no result: {runner.log_tail(work_dir)}")
+            if self._stopping.is_set():
+                run.error = f"{_STOPPED}; {run.error}"
             if timed_out:
                 run.error = (f"stopped after dynamic-tables.refresh-timeout "
                              f"({self.config.dynamic_tables.refresh_timeout}); {run.error}")
@@ -961,6 +986,9 @@ class DynamicTables:
                 if now - stream.started > _HEALTHY_AFTER:
                     stream.failures = 0
                 stale = max(10 * self._trigger_seconds(entry.freshness), _STALE_AFTER)
+                if status.get("phase") in _REFRESH_PHASES:
+                    # One refresh may take long: it gets what a batch run gets.
+                    stale = max(stale, self.config.dynamic_tables.refresh_timeout.total_seconds())
                 if now - float(status.get("updated") or stream.started) > stale:
                     # Alive but no trigger for that long: hung (a lost executor, a stuck
                     # listing). Stopped here, restarted below on the next pass.

@@ -91,8 +91,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._rest(refresh)
 
     def _body(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _MAX_BODY:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError as e:
+            raise InvalidArgumentError(f"Content-Length is not a number: {self.headers.get('Content-Length')!r}") from e
+        if length < 0 or length > _MAX_BODY:
             raise InvalidArgumentError(f"request body over {_MAX_BODY} bytes")
         try:
             body = json.loads(self.rfile.read(length) or b"{}")

@@ -10,6 +10,7 @@ loaded its dynamic tables at start, before any existed.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -23,7 +24,8 @@ from typing import Any
 import pytest
 
 from catalogd.client import CatalogClient
-from catalogd.errors import InvalidArgumentError, TableNotFoundError, UnsupportedError
+from catalogd.dynamic.store import is_dynamic as store_is_dynamic
+from catalogd.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError, UnsupportedError
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .conftest import CliResult
@@ -390,7 +392,7 @@ def test_bad_definitions_create_nothing(dtd: DtDaemon, dc: CatalogClient, dt_db:
     good = f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds"
     cases = [
         (f"SELECT nope FROM {dt_db}.orders", "1 day", {}, [], "nope"),
-        (f"SELECT * FROM {dt_db}.missing", "1 day", {}, [], "missing"),
+        (f"SELECT * FROM {dt_db}.missing", "1 day", {}, [], "the dynamic table reads .*missing"),
         (good, "1 day", {"partition.fields.x.date-formatter": "yyyy"}, ["ds"], "not a partition column"),
         (good, "1 day", {"partition.fields.ds.date-formatter": "EEE"}, ["ds"], "E"),
         (good, "1 day", {}, ["zz"], "zz"),
@@ -413,6 +415,10 @@ def test_bad_definitions_create_nothing(dtd: DtDaemon, dc: CatalogClient, dt_db:
     assert bad_sql.code == 1 and "FRESHNESS" in bad_sql.stderr
     with pytest.raises(TableNotFoundError):
         dc.get_dynamic_table(f"main.{dt_db}.orders")  # a table, not a dynamic table
+    # IF NOT EXISTS does not pass over an ordinary table of that name.
+    with pytest.raises(TableAlreadyExistsError, match="not a dynamic table"):
+        dc.sql(f"CREATE DYNAMIC TABLE IF NOT EXISTS main.{dt_db}.orders FRESHNESS = INTERVAL '1' DAY AS {good}")
+    assert not store_is_dynamic(dc.get_table(f"main.{dt_db}.orders").properties)
     with pytest.raises(InvalidArgumentError, match="catalogd's own"):
         dc.alter_table(f"main.{dt_db}.orders", set_properties={"catalogd.dt.freshness": "1 SECOND"})
     with pytest.raises(UnsupportedError):
@@ -442,6 +448,13 @@ def test_rest_errors_and_openapi(dtd: DtDaemon, dt_db: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(request, timeout=10)
     assert e.value.code == 400
+    connection = http.client.HTTPConnection("127.0.0.1", dtd.http_port, timeout=10)
+    connection.putrequest("POST", "/v3/dynamic-tables/refresh")
+    connection.putheader("Content-Length", "lots")
+    connection.endheaders()
+    answer = connection.getresponse()
+    assert answer.status == 400 and "Content-Length" in json.loads(answer.read())["error"]["message"]
+    connection.close()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -486,11 +499,36 @@ def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
     assert not _group_alive(restarted)
 
 
+def test_an_initial_refresh_cut_off_by_sigkill_runs_again_at_the_next_start(
+        dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str, orders: str) -> None:
+    name = f"main.{dt_db}.first_day"
+    dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day")
+    wait_for("the initial run to start", lambda: any(
+        r.trigger == "initial" and r.status is RunStatus.RUNNING for r in dc.dynamic_table_history(name)), 60.0)
+
+    assert dtd.daemon is not None
+    dtd.daemon.proc.kill()
+    dtd.daemon.proc.wait()
+    dtd.daemon = None
+    assert rows(spark, f"{dt_db}.first_day") == []
+
+    dtd.start()
+    with CatalogClient(dtd.address, timeout=120.0) as c:
+        done = wait_for("the initial run again", lambda: [r for r in c.dynamic_table_history(name)
+                                                          if r.trigger == "initial" and r.status.finished
+                                                          and r.error is None], JOB_TIMEOUT, every=1)
+        assert done[0].status is RunStatus.SUCCEEDED, done
+        cut = [r for r in c.dynamic_table_history(name) if r.error == "the daemon stopped during the run"]
+        assert len(cut) == 1 and cut[0].trigger == "initial" and cut[0].status is RunStatus.FAILED
+        assert [r[0] for r in rows(spark, f"{dt_db}.first_day")] == ["2024-02-29", "2024-03-01", "2024-03-02"]
+        c.drop_dynamic_table(name)
+
+
 def test_alter_changes_schedule_and_mode(dtd: DtDaemon, dc: CatalogClient, dt_db: str, orders: str) -> None:
     name = f"main.{dt_db}.altered"
     dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day",
                             options={"initialize": "on_schedule"})
-    hourly = json.loads(cli(dtd, "--json", "dt", "alter", name, "--freshness", "2 hours").stdout)
+    hourly = json.loads(cli(dtd, "dt", "alter", name, "--freshness", "2 hours", "--json").stdout)
     assert (hourly["freshness"], hourly["refresh_mode"], hourly["schedule"]) == ("2 HOUR", "FULL", "0 0 0/2 * * ? *")
     assert hourly["declared_mode"] is None
     # 2 hours >= the 30 min threshold stays FULL; declaring CONTINUOUS starts a streaming job.
