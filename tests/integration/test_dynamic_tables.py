@@ -426,6 +426,20 @@ def test_bad_definitions_create_nothing(dtd: DtDaemon, dc: CatalogClient, dt_db:
     assert not dc.table_exists(name)
 
 
+def test_a_recreated_source_is_analysed_afresh(dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str) -> None:
+    source = f"{dt_db}.src"
+    spark.sql(f"CREATE TABLE {source} (a BIGINT) USING parquet")
+    on_schedule = {"initialize": "on_schedule"}
+    first = dc.create_dynamic_table(f"main.{dt_db}.first", f"SELECT a FROM {source}", "1 day", options=on_schedule)
+    assert [c.name for c in first.columns] == ["a"]
+    # The analyzer's warm session saw the old table; the new column must be found.
+    spark.sql(f"DROP TABLE {source}")
+    spark.sql(f"CREATE TABLE {source} (a BIGINT, b STRING) USING parquet")
+    second = dc.create_dynamic_table(f"main.{dt_db}.second", f"SELECT a, b FROM {source}", "1 day",
+                                     options=on_schedule)
+    assert [(c.name, c.type) for c in second.columns] == [("a", "bigint"), ("b", "string")]
+
+
 def test_rest_errors_and_openapi(dtd: DtDaemon, dt_db: str) -> None:
     status, doc = rest(dtd, "GET", "/v3/openapi.json")
     assert status == 200 and doc["openapi"].startswith("3.")
