@@ -435,7 +435,8 @@ class DynamicTables:
             last_fire = previous_fire_time(freshness, datetime.datetime.now(self.tz))
             last_done = store.float_param(params, store.LAST_SCHEDULED)
             created = store.float_param(params, store.CREATED) or now
-            if last_fire.timestamp() > max(last_done or 0.0, created):
+            resumed = store.float_param(params, store.RESUMED)
+            if last_fire.timestamp() > max(last_done or 0.0, created, resumed or 0.0):
                 catch_up = last_fire
         self._activate(entry, initial=initial, catch_up=catch_up)
 
@@ -541,6 +542,7 @@ class DynamicTables:
             elif action == "RESUME":
                 if entry.state is RefreshState.SUSPENDED:
                     logger.info("dynamic table %s resumed", full)
+                    self._update(entry, {store.RESUMED: str(_now())})
                     self._activate(entry)
             elif action:
                 raise InvalidArgumentError(f"unknown action {change.action!r}: use SUSPEND or RESUME")

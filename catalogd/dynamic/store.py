@@ -25,6 +25,8 @@ CREATED = PREFIX + "created"
 DATA_TIME = PREFIX + "data-time"
 #: The schedule time of the last scheduled run that ended: a restart catches up after it.
 LAST_SCHEDULED = PREFIX + "last-scheduled"
+#: When the table was last resumed: fires missed while it was suspended are not caught up.
+RESUMED = PREFIX + "resumed"
 QUERY = PREFIX + "query"
 EXPANDED = PREFIX + "expanded-query"
 SOURCES = PREFIX + "sources"

@@ -69,6 +69,13 @@ class DtDaemon:
         self.daemon = None
         return code
 
+    def kill(self) -> None:
+        """SIGKILL: no shutdown of any kind."""
+        assert self.daemon is not None
+        self.daemon.proc.kill()
+        self.daemon.proc.wait()
+        self.daemon = None
+
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
@@ -493,10 +500,7 @@ def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
     wait_for("the first micro-batch", lambda: rows(spark, table) == [(4,)], JOB_TIMEOUT, every=1)
     pid = wait_for("the job's pid", lambda: dc.get_dynamic_table(name).job_detail.get("pid"), 60.0)
 
-    assert dtd.daemon is not None
-    dtd.daemon.proc.kill()
-    dtd.daemon.proc.wait()
-    dtd.daemon = None
+    dtd.kill()
     # Two streaming jobs on one table after the restart would be wrong: the old one dies with the daemon.
     wait_for("the orphaned job to die", lambda: not _group_alive(pid), 30.0)
 
@@ -520,10 +524,7 @@ def test_an_initial_refresh_cut_off_by_sigkill_runs_again_at_the_next_start(
     wait_for("the initial run to start", lambda: any(
         r.trigger == "initial" and r.status is RunStatus.RUNNING for r in dc.dynamic_table_history(name)), 60.0)
 
-    assert dtd.daemon is not None
-    dtd.daemon.proc.kill()
-    dtd.daemon.proc.wait()
-    dtd.daemon = None
+    dtd.kill()
     assert rows(spark, f"{dt_db}.first_day") == []
 
     dtd.start()
