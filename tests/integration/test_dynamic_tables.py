@@ -13,9 +13,11 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -513,6 +515,16 @@ def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
         history = c.dynamic_table_history(name)
         killed = [r for r in history if r.error == "the daemon stopped during the run"]
         assert len(killed) == 1 and killed[0].status is RunStatus.FAILED
+
+        # A file rewritten in place (same name, other rows: an outside tool) is a change too.
+        victim = urllib.parse.urlparse(sorted(spark.table(source).inputFiles())[0]).path
+        before = spark.read.parquet(f"file://{victim}").count()
+        scratch = Path(victim).parent.parent / f"_rewrite_{dt_db}"
+        spark.range(100, 105).coalesce(1).write.parquet(f"file://{scratch}")
+        os.replace(next(scratch.glob("part-*.parquet")), victim)
+        Path(victim).with_name(f".{Path(victim).name}.crc").unlink(missing_ok=True)  # Hadoop's checksum
+        shutil.rmtree(scratch)
+        wait_for("the rewritten file", lambda: rows(spark, table) == [(7 - before + 5,)], JOB_TIMEOUT, every=1)
         c.drop_dynamic_table(name)
     assert not _group_alive(restarted)
 
