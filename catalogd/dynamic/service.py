@@ -39,6 +39,7 @@ from catalogd.dynamic.statements import AlterAction, CreateDynamicTable, DropDyn
 from catalogd.errors import (
     CatalogError,
     InvalidArgumentError,
+    MetastoreUnavailableError,
     NotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -72,6 +73,8 @@ _MAX_JOBS = 1000
 #: A streaming job that reports nothing for this long (or 10 triggers) is restarted.
 _STALE_AFTER = 600.0
 _INITIALIZE = "initialize"
+#: How often catalogs or tables that failed to load are tried again, seconds.
+_SYNC_EVERY = 60.0
 #: The error of a run the daemon's stop (or death) cut off; the tests look for it.
 _STOPPED = "the daemon stopped during the run"
 #: Phases of a continuous job's status file while it refreshes (no status update meanwhile).
@@ -175,6 +178,12 @@ class DynamicTables:
         #: The table each run thread refreshes, and each running batch job's process.
         self._run_tables: dict[threading.Thread, str] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        #: The catalog object each catalog's dynamic tables were loaded from (a live reload
+        #: that replaces or removes it is seen by ``sync``), and tables to try again.
+        self._loaded: dict[str, object] = {}
+        self._retry: set[tuple[str, str, str]] = set()
+        self._synced = 0.0
+        self._sync_lock = threading.Lock()
         manager.table_hooks.append(self._table_hook)
 
     # ------------------------------------------------------------ lifecycle
@@ -184,26 +193,88 @@ class DynamicTables:
         if not self.config.dynamic_tables.enabled:
             logger.info("dynamic tables are disabled on this daemon (dynamic-tables.enabled: false)")
             return
-        now = _now()
-        for name, catalog in self.manager.catalogs().items():
-            try:
-                found = catalog.tables_with_parameter(store.FRESHNESS)
-            except UnsupportedError:
-                continue
-            except CatalogError as e:
-                logger.error("cannot load the dynamic tables of catalog %s: %s", name, e)
-                continue
-            for database, table, params in found:
-                try:
-                    self._restore(name, database, table, params, now)
-                except Exception as e:  # one bad table must not keep the daemon from starting
-                    logger.error("cannot restore dynamic table %s.%s.%s (it is not refreshed): %s: %s",
-                                 name, database, table, type(e).__name__, e)
+        self.sync()
         for target, label in ((self._schedule_loop, "dt-scheduler"), (self._supervise_loop, "dt-supervisor")):
             thread = threading.Thread(target=target, name=label, daemon=True)
             thread.start()
             self._threads.append(thread)
         logger.info("dynamic tables: %d loaded", len(self._entries))
+
+    def sync(self) -> None:
+        """Drive the dynamic tables of every hive catalog: at start, after a live reload
+        (added catalogs are loaded; removed or replaced ones are let go, their jobs
+        stopped), and every minute for catalogs or tables whose metastore failed before."""
+        if not self.config.dynamic_tables.enabled or self._stopping.is_set():
+            return
+        with self._sync_lock:
+            self._sync()
+
+    def _sync(self) -> None:
+        self._synced = time.monotonic()
+        catalogs = self.manager.catalogs()
+        for name, loaded in list(self._loaded.items()):
+            if catalogs.get(name) is not loaded:
+                self._release_catalog(name)
+        now = _now()
+        for name, catalog in catalogs.items():
+            if name in self._loaded:
+                continue
+            try:
+                found = catalog.tables_with_parameter(store.FRESHNESS)
+            except UnsupportedError:
+                self._loaded[name] = catalog
+                continue
+            except CatalogError as e:
+                logger.error("cannot load the dynamic tables of catalog %s (trying again in a minute): %s", name, e)
+                continue
+            self._loaded[name] = catalog
+            for database, table, params in found:
+                self._try_restore(name, database, table, params, now)
+        for name, database, table in sorted(self._retry):
+            self._retry.discard((name, database, table))
+            if name not in self._loaded or self._entry(f"{name}.{database}.{table}") is not None:
+                continue
+            try:
+                params = dict(self.manager.catalog(name).get_table(database, table).properties)
+            except NotFoundError:
+                continue
+            except CatalogError:
+                self._retry.add((name, database, table))
+                continue
+            if store.is_dynamic(params):
+                self._try_restore(name, database, table, params, now)
+
+    def _try_restore(self, catalog: str, database: str, table: str, params: dict[str, str], now: float) -> None:
+        try:
+            self._restore(catalog, database, table, params, now)
+        except MetastoreUnavailableError as e:
+            logger.error("cannot restore dynamic table %s.%s.%s yet (trying again in a minute): %s",
+                         catalog, database, table, e)
+            self._forget_entry(f"{catalog}.{database}.{table}")
+            self._retry.add((catalog, database, table))
+        except Exception as e:  # one bad table must not keep the daemon from starting
+            logger.error("cannot restore dynamic table %s.%s.%s (it is not refreshed): %s: %s",
+                         catalog, database, table, type(e).__name__, e)
+
+    def _forget_entry(self, full_name: str) -> None:
+        with self._lock:
+            self._entries.pop(full_name, None)
+
+    def _release_catalog(self, name: str) -> None:
+        """Stop driving a catalog's tables (removed or replaced by a reload); their
+        checkpoints stay for when the catalog comes back."""
+        del self._loaded[name]
+        with self._lock:
+            released = [e for e in self._entries.values() if e.catalog == name]
+            for entry in released:
+                del self._entries[entry.full_name]
+        for entry in released:
+            with entry.lock:
+                entry.next_fire = None
+                self._stop_stream(entry, f"catalog {name} changed in the configuration")
+        if released:
+            logger.info("catalog %s was removed or replaced: %d dynamic table(s) no longer driven from it",
+                        name, len(released))
 
     def stop(self) -> None:
         """Stop the scheduler and every job (continuous jobs resume on the next start)."""
@@ -916,6 +987,8 @@ class DynamicTables:
     def _schedule_loop(self) -> None:
         while not self._stopping.is_set():
             try:
+                if time.monotonic() - self._synced > _SYNC_EVERY:
+                    self.sync()
                 wait = self._schedule_pass()
             except Exception:  # the scheduler must outlive any one bad table
                 logger.exception("dynamic-table scheduler pass failed")

@@ -120,6 +120,9 @@ class Daemon:
         new = load_config(source)
         result = self.manager.reload(new)
         self.config = self.manager.config
+        # New catalogs get their dynamic tables driven; removed ones let go. Only once the
+        # reload is through: a catalog's tables move with it.
+        self.dynamic.sync()
         self._write_state()
         return result
 

@@ -24,10 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from catalogd.client import CatalogClient
 from catalogd.dynamic.store import is_dynamic as store_is_dynamic
-from catalogd.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError, UnsupportedError
+from catalogd.errors import (
+    CatalogNotFoundError,
+    InvalidArgumentError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .conftest import CliResult
@@ -36,6 +43,9 @@ from .helpers import CATALOGD, Daemon, clean_env, free_port, start_daemon, write
 pytestmark = pytest.mark.integration
 
 JOB_TIMEOUT = 240.0
+#: Small Spark jobs: two daemons' jobs and the session's Spark share 2 cores.
+SPARK = {"master": "local[1]", "conf": {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "512m",
+                                        "spark.sql.session.timeZone": "UTC"}}
 
 
 class DtDaemon:
@@ -57,9 +67,7 @@ class DtDaemon:
                        "connection": {"hive.metastore.uris": self.metastore}},
                       {"name": "scratch", "type": "memory"}],
             extra={"dynamic-tables": {"freshness-threshold": threshold},
-                   "spark": {"master": "local[1]",
-                             "conf": {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "512m",
-                                      "spark.sql.session.timeZone": "UTC"}},
+                   "spark": SPARK,
                    "staging": {"replaced-data-retention": "0s"}},
         )
         self.daemon = start_daemon(config, self.root / "data", self.root / f"dtd-{self.starts}.log")
@@ -549,6 +557,39 @@ def test_an_initial_refresh_cut_off_by_sigkill_runs_again_at_the_next_start(
         assert len(cut) == 1 and cut[0].trigger == "initial" and cut[0].status is RunStatus.FAILED
         assert [r[0] for r in rows(spark, f"{dt_db}.first_day")] == ["2024-02-29", "2024-03-01", "2024-03-02"]
         c.drop_dynamic_table(name)
+
+
+def test_a_live_reload_adds_and_removes_the_catalogs_whose_tables_it_drives(
+        dtd: DtDaemon, dc: CatalogClient, dt_db: str, orders: str, daemon_factory: Callable[..., Daemon],
+        run_cli: Callable[..., CliResult]) -> None:
+    name = f"main.{dt_db}.reloaded"
+    dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day",
+                            options={"initialize": "on_schedule"})
+    dc.suspend_dynamic_table(name)  # `dtd` keeps still; the other daemon refreshes it by hand
+    other = daemon_factory(name="dt-reload", catalogs=[{"name": "scratch", "type": "memory", "default": True}],
+                           extra={"spark": SPARK})
+    main = {"name": "main", "type": "hive", "connection": {"hive.metastore.uris": dtd.metastore}}
+
+    def reload(catalogs: list[dict[str, Any]]) -> None:
+        config = yaml.safe_load(other.config_path.read_text())
+        config["catalogs"] = catalogs
+        other.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        done = run_cli("config", "reload", server=other.address)
+        assert done.code == 0, done.stderr
+
+    with CatalogClient(other.address, timeout=120.0) as c:
+        reload([{"name": "scratch", "type": "memory", "default": True}, main])
+        # Driven at once, not at the next start: its state came from HMS, a refresh runs here.
+        assert c.get_dynamic_table(name).state is RefreshState.SUSPENDED
+        done = c.wait_refresh_job(c.refresh_dynamic_tables(name).id, timeout=JOB_TIMEOUT)
+        assert done.status is RunStatus.SUCCEEDED, done
+        assert done.runs[0].trigger == "manual"
+
+        reload([{"name": "scratch", "type": "memory", "default": True}])
+        with pytest.raises(CatalogNotFoundError):
+            c.refresh_dynamic_tables(name)
+        assert "no longer driven from it" in other.log_path.read_text()
+    assert [r.status for r in dc.dynamic_table_history(name)] == [RunStatus.SUCCEEDED]
 
 
 def test_alter_changes_schedule_and_mode(dtd: DtDaemon, dc: CatalogClient, dt_db: str, orders: str) -> None:
