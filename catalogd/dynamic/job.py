@@ -104,28 +104,40 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
 
 def _fingerprint(spark: Any, sources: list[str]) -> str:
     """The source tables' files with their sizes and modification times: a file rewritten
-    under the same name (Hive's ``000000_0`` after an INSERT OVERWRITE) changes it too.
-    One listing per directory, not one call per file."""
+    under the same name (an outside tool, Hive's ``000000_0`` after an INSERT OVERWRITE)
+    changes it too. One listing per directory, not one call per file; an input that is a
+    directory (a Hive table Spark reads through its serde) is listed whole."""
     jvm = spark.sparkContext._jvm
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     digest = hashlib.sha256()
     for name in sorted(sources):
         spark.catalog.refreshTable(name)
         files = sorted(spark.table(name).inputFiles())
-        for path in files:
-            digest.update(path.encode() + b"\n")
-        for directory in sorted({f.rsplit("/", 1)[0] for f in files}):
-            hpath = jvm.org.apache.hadoop.fs.Path(directory)
+        inputs: dict[str, tuple[Any, set[str]]] = {}
+        for uri in files:
+            digest.update(uri.encode() + b"\n")
+            # From the URI, so that escaped characters (a space in a partition value) stay as they are.
+            path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))
+            parent = path.getParent()
+            inputs.setdefault(parent.toString(), (parent, set()))[1].add(path.getName())
+        for key in sorted(inputs):
+            parent, names = inputs[key]
             try:
-                listing = hpath.getFileSystem(hadoop_conf).listStatus(hpath)
-            except Exception:  # gone since the listing: the next trigger sees the new set
-                digest.update(f"? {directory}\n".encode())
-                continue
-            entries = sorted((st.getPath().getName(), st.getLen(), st.getModificationTime())
-                             for st in listing if st.isFile())
-            for entry in entries:
-                if not entry[0].startswith(("_", ".")):
-                    digest.update(f"{directory}/{entry[0]} {entry[1]} {entry[2]}\n".encode())
+                fs = parent.getFileSystem(hadoop_conf)
+                for status in fs.listStatus(parent):
+                    entry = status.getPath().getName()
+                    if entry.startswith(("_", ".")):
+                        continue
+                    if status.isFile():
+                        digest.update(f"{key}/{entry} {status.getLen()} {status.getModificationTime()}\n".encode())
+                    elif entry in names:
+                        files_in = fs.listFiles(status.getPath(), True)
+                        while files_in.hasNext():
+                            inner = files_in.next()
+                            digest.update(f"{inner.getPath().toString()} {inner.getLen()} "
+                                          f"{inner.getModificationTime()}\n".encode())
+            except Exception as e:  # gone since the listing: the next trigger sees the new set
+                digest.update(f"? {key} {type(e).__name__}\n".encode())
         digest.update(b"--\n")
     return digest.hexdigest()
 

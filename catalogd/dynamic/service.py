@@ -182,7 +182,6 @@ class DynamicTables:
         #: that replaces or removes it is seen by ``sync``), and tables to try again.
         self._loaded: dict[str, object] = {}
         self._retry: set[tuple[str, str, str]] = set()
-        self._synced = 0.0
         self._sync_lock = threading.Lock()
         manager.table_hooks.append(self._table_hook)
 
@@ -194,7 +193,8 @@ class DynamicTables:
             logger.info("dynamic tables are disabled on this daemon (dynamic-tables.enabled: false)")
             return
         self.sync()
-        for target, label in ((self._schedule_loop, "dt-scheduler"), (self._supervise_loop, "dt-supervisor")):
+        for target, label in ((self._schedule_loop, "dt-scheduler"), (self._supervise_loop, "dt-supervisor"),
+                              (self._sync_loop, "dt-sync")):
             thread = threading.Thread(target=target, name=label, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -207,10 +207,16 @@ class DynamicTables:
         if not self.config.dynamic_tables.enabled or self._stopping.is_set():
             return
         with self._sync_lock:
-            self._sync()
+            try:
+                self._sync()
+            except Exception:  # the next pass tries again; a reload must not fail on it
+                logger.exception("loading dynamic tables failed (trying again in a minute)")
+
+    def _sync_loop(self) -> None:
+        while not self._stopping.wait(_SYNC_EVERY):
+            self.sync()
 
     def _sync(self) -> None:
-        self._synced = time.monotonic()
         catalogs = self.manager.catalogs()
         for name, loaded in list(self._loaded.items()):
             if catalogs.get(name) is not loaded:
@@ -250,15 +256,10 @@ class DynamicTables:
         except MetastoreUnavailableError as e:
             logger.error("cannot restore dynamic table %s.%s.%s yet (trying again in a minute): %s",
                          catalog, database, table, e)
-            self._forget_entry(f"{catalog}.{database}.{table}")
             self._retry.add((catalog, database, table))
         except Exception as e:  # one bad table must not keep the daemon from starting
             logger.error("cannot restore dynamic table %s.%s.%s (it is not refreshed): %s: %s",
                          catalog, database, table, type(e).__name__, e)
-
-    def _forget_entry(self, full_name: str) -> None:
-        with self._lock:
-            self._entries.pop(full_name, None)
 
     def _release_catalog(self, name: str) -> None:
         """Stop driving a catalog's tables (removed or replaced by a reload); their
@@ -268,10 +269,11 @@ class DynamicTables:
             released = [e for e in self._entries.values() if e.catalog == name]
             for entry in released:
                 del self._entries[entry.full_name]
+            analyzer = self._analyzers.pop(name, None)
+        if analyzer is not None:
+            analyzer.close()  # it reads the old catalog's metastore
         for entry in released:
-            with entry.lock:
-                entry.next_fire = None
-                self._stop_stream(entry, f"catalog {name} changed in the configuration")
+            self._let_go(entry, f"catalog {name} changed in the configuration")
         if released:
             logger.info("catalog %s was removed or replaced: %d dynamic table(s) no longer driven from it",
                         name, len(released))
@@ -438,8 +440,12 @@ class DynamicTables:
             # A table that cannot be driven is not left behind half made.
             logger.error("dynamic table %s could not start its refresh job: dropping it again", full)
             self.forget(catalog.name, database, name, only=entry)
-            with contextlib.suppress(CatalogError):
+            try:
                 catalog.drop_table(database, name, True, True)
+            except CatalogError as e:
+                logger.error("dynamic table %s could not be dropped either (%s): it is restored later", full, e)
+                with self._sync_lock:
+                    self._retry.add((catalog.name, database, name))
             raise
         logger.info("dynamic table %s created: freshness %s, %s refresh", full, freshness, mode.value)
         return self.get(ObjectPath(catalog.name, database, name))
@@ -472,7 +478,20 @@ class DynamicTables:
                        parse_formatters(dt.options, keys))
         entry.data_time = store.float_param(params, store.DATA_TIME)
         with self._lock:
+            if entry.full_name in self._entries:
+                return  # created (or restored) meanwhile: that entry drives it
             self._entries[entry.full_name] = entry
+        try:
+            self._restore_entry(entry, dt, params, now)
+        except BaseException:
+            with self._lock:
+                if self._entries.get(entry.full_name) is entry:
+                    del self._entries[entry.full_name]
+            self._let_go(entry, "its restore failed")
+            raise
+
+    def _restore_entry(self, entry: _Entry, dt: DynamicTable, params: dict[str, str], now: float) -> None:
+        freshness = entry.freshness
         # Runs the previous daemon left unfinished did not finish.
         runs = store.history(params)
         stale = [r for r in runs if not r.status.finished]
@@ -498,7 +517,7 @@ class DynamicTables:
             self._set_handler(entry)
             return
         # The initial refresh the previous daemon never ran, or that it was cut off in, runs now.
-        cut_off = bool(runs) and runs[0].trigger == "initial" and (runs[0].error or "").startswith("the daemon stopped")
+        cut_off = not runs or (runs[0].trigger == "initial" and (runs[0].error or "").startswith("the daemon stopped"))
         initial = (dt.options.get(_INITIALIZE, "on_create").lower().replace("-", "_") == "on_create"
                    and (entry.state is RefreshState.INITIALIZING or cut_off))
         catch_up = None
@@ -702,20 +721,26 @@ class DynamicTables:
             if entry is None or (only is not None and entry is not only):
                 return None
             del self._entries[full]
+        self._let_go(entry, "dropped")
+        shutil.rmtree(self._table_dir(entry), ignore_errors=True)
+        return entry
+
+    def _let_go(self, entry: _Entry, why: str) -> None:
+        """Stop everything of an entry already out of ``_entries``: its schedule, its
+        streaming job (never restarted: the state is SUSPENDED in memory) and its batch runs."""
+        with self._lock:
             procs = [p for run_id, p in self._procs.items() if self._runs.get(run_id, None) is not None
-                     and self._runs[run_id].table == full]
-            threads = [t for t, table in self._run_tables.items() if table == full]
+                     and self._runs[run_id].table == entry.full_name]
+            threads = [t for t, table in self._run_tables.items() if table == entry.full_name]
         with entry.lock:
             entry.state = RefreshState.SUSPENDED
             entry.next_fire = None
-            self._stop_stream(entry, "dropped")
+            self._stop_stream(entry, why)
         for proc in procs:
             runner.stop(proc)
         for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(60)
-        shutil.rmtree(self._table_dir(entry), ignore_errors=True)
-        return entry
 
     # ------------------------------------------------------------ refresh
 
@@ -906,7 +931,8 @@ class DynamicTables:
                 # A run the shutdown cut short is caught up at the next start.
                 extra[store.LAST_SCHEDULED] = str(schedule_time.timestamp())
             try:
-                self._record(entry, run, extra)
+                if self._entry(entry.full_name) is entry:
+                    self._record(entry, run, extra)
             except Exception:
                 logger.exception("recording run %s of %s failed", run.id, entry.full_name)
             level = logging.INFO if run.status is RunStatus.SUCCEEDED else logging.WARNING
@@ -987,8 +1013,6 @@ class DynamicTables:
     def _schedule_loop(self) -> None:
         while not self._stopping.is_set():
             try:
-                if time.monotonic() - self._synced > _SYNC_EVERY:
-                    self.sync()
                 wait = self._schedule_pass()
             except Exception:  # the scheduler must outlive any one bad table
                 logger.exception("dynamic-table scheduler pass failed")
@@ -1040,6 +1064,8 @@ class DynamicTables:
 
     def _supervise(self, entry: _Entry) -> None:
         with entry.lock:
+            if self._entry(entry.full_name) is not entry:
+                return  # dropped or let go while this pass waited for the lock
             stream = entry.stream
             if entry.mode is not RefreshMode.CONTINUOUS or entry.state is not RefreshState.RUNNING or stream is None:
                 return

@@ -95,7 +95,9 @@ class _Handler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError as e:
             raise InvalidArgumentError(f"Content-Length is not a number: {self.headers.get('Content-Length')!r}") from e
-        if length < 0 or length > _MAX_BODY:
+        if length < 0:
+            raise InvalidArgumentError(f"Content-Length is negative: {length}")
+        if length > _MAX_BODY:
             raise InvalidArgumentError(f"request body over {_MAX_BODY} bytes")
         try:
             body = json.loads(self.rfile.read(length) or b"{}")

@@ -585,10 +585,16 @@ def test_a_live_reload_adds_and_removes_the_catalogs_whose_tables_it_drives(
         assert done.status is RunStatus.SUCCEEDED, done
         assert done.runs[0].trigger == "manual"
 
+        # Replaced (another default database): let go, then driven from the new catalog.
+        reload([{"name": "scratch", "type": "memory", "default": True}, {**main, "default-database": dt_db}])
+        assert other.log_path.read_text().count("no longer driven from it") == 1
+        assert c.resume_dynamic_table(name).state is RefreshState.RUNNING  # only a driven table resumes
+        assert c.suspend_dynamic_table(name).state is RefreshState.SUSPENDED
+
         reload([{"name": "scratch", "type": "memory", "default": True}])
         with pytest.raises(CatalogNotFoundError):
             c.refresh_dynamic_tables(name)
-        assert "no longer driven from it" in other.log_path.read_text()
+        assert other.log_path.read_text().count("no longer driven from it") == 2
     assert [r.status for r in dc.dynamic_table_history(name)] == [RunStatus.SUCCEEDED]
 
 
