@@ -340,17 +340,24 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     assert cli(dtd, "sql", f"DROP DYNAMIC TABLE IF EXISTS {name}").code == 0
 
 
+def _counted_source(dc: CatalogClient, spark: Any, dt_db: str, source: str, storage: str,
+                    n: int) -> tuple[str, str, str]:
+    """A source of ``n`` ids and a CONTINUOUS (10 s) dynamic table counting them, after its
+    first micro-batch: (source, dynamic table name, its Spark name)."""
+    spark.sql(f"CREATE TABLE {dt_db}.{source} (id BIGINT) {storage}")
+    spark.sql(f"INSERT INTO {dt_db}.{source} SELECT id FROM range({n})")
+    name = f"main.{dt_db}.{source}_count"
+    dc.create_dynamic_table(name, f"SELECT count(*) AS n FROM {dt_db}.{source}", "10 seconds")
+    table = f"{dt_db}.{source}_count"
+    wait_for("the first micro-batch", lambda: rows(spark, table) == [(n,)], JOB_TIMEOUT, every=1)
+    return f"{dt_db}.{source}", name, table
+
+
 def test_a_continuous_table_over_a_hive_text_table_sees_its_appends(
         dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str) -> None:
     # Spark reads a Hive serde table as its directory (inputFiles is the table location):
     # the change detection has to look inside it.
-    source = f"{dt_db}.lines"
-    spark.sql(f"CREATE TABLE {source} (id BIGINT) STORED AS TEXTFILE")
-    spark.sql(f"INSERT INTO {source} SELECT id FROM range(3)")
-    name = f"main.{dt_db}.line_count"
-    dc.create_dynamic_table(name, f"SELECT count(*) AS n FROM {source}", "10 seconds")
-    table = f"{dt_db}.line_count"
-    wait_for("the first micro-batch", lambda: rows(spark, table) == [(3,)], JOB_TIMEOUT, every=1)
+    source, name, table = _counted_source(dc, spark, dt_db, "lines", "STORED AS TEXTFILE", 3)
     spark.sql(f"INSERT INTO {source} SELECT id FROM range(4)")
     wait_for("the append", lambda: rows(spark, table) == [(7,)], 60.0, every=1)
     dc.drop_dynamic_table(name)
@@ -517,13 +524,7 @@ def _group_alive(pgid: int) -> bool:
 
 def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
         dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str) -> None:
-    source = f"{dt_db}.clicks"
-    spark.sql(f"CREATE TABLE {source} (id BIGINT) USING parquet")
-    spark.sql(f"INSERT INTO {source} SELECT id FROM range(4)")
-    name = f"main.{dt_db}.click_count"
-    dc.create_dynamic_table(name, f"SELECT count(*) AS n FROM {source}", "10 seconds")
-    table = f"{dt_db}.click_count"
-    wait_for("the first micro-batch", lambda: rows(spark, table) == [(4,)], JOB_TIMEOUT, every=1)
+    source, name, table = _counted_source(dc, spark, dt_db, "clicks", "USING parquet", 4)
     pid = wait_for("the job's pid", lambda: dc.get_dynamic_table(name).job_detail.get("pid"), 60.0)
 
     dtd.kill()
