@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import uuid
 
 import pytest
@@ -16,3 +17,11 @@ def unique(prefix: str) -> str:
 def unique_name():
     """``unique_name("db")`` -> ``"db_3f9c0a1b2d"``."""
     return unique
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A local port nothing listens on (bound for a moment, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -75,8 +75,9 @@ _STALE_AFTER = 600.0
 _INITIALIZE = "initialize"
 #: How often catalogs or tables that failed to load are tried again, seconds.
 _SYNC_EVERY = 60.0
-#: The error of a run the daemon's stop (or death) cut off; the tests look for it.
-_STOPPED = "the daemon stopped during the run"
+#: How the error of a run the daemon's stop (or death) cut off begins; the tests look for it.
+_CUT_OFF = "the daemon stopped"
+_STOPPED = f"{_CUT_OFF} during the run"
 #: Phases of a continuous job's status file while it refreshes (no status update meanwhile).
 _REFRESH_PHASES = ("refreshing", "planning", "writing", "committing")
 
@@ -94,6 +95,11 @@ _JOB_SETTINGS_REFUSED = ("spark.sql.catalog", "spark.sql.extensions", "spark.sql
 
 def _job_setting_allowed(key: str) -> bool:
     return key.startswith(JOB_SETTINGS) and not key.startswith(_JOB_SETTINGS_REFUSED)
+
+
+def _initialize(options: dict[str, str]) -> str:
+    """The ``initialize`` option, normalised (``on_create`` when not given)."""
+    return options.get(_INITIALIZE, "on_create").lower().replace("-", "_")
 
 
 def _now() -> float:
@@ -415,7 +421,7 @@ class DynamicTables:
         if formatters and mode is RefreshMode.CONTINUOUS:
             raise InvalidArgumentError(f"{full}: partition.fields.*.date-formatter needs the FULL refresh mode "
                                        f"(freshness {freshness} gives CONTINUOUS)")
-        initialize = spec.options.get(_INITIALIZE, "on_create").lower().replace("-", "_")
+        initialize = _initialize(spec.options)
         if initialize not in ("on_create", "on_schedule"):
             raise InvalidArgumentError(f"{full}: option initialize is {initialize!r}: use on_create or on_schedule")
         dt = DynamicTable(
@@ -517,9 +523,8 @@ class DynamicTables:
             self._set_handler(entry)
             return
         # The initial refresh the previous daemon never ran, or that it was cut off in, runs now.
-        cut_off = not runs or (runs[0].trigger == "initial" and (runs[0].error or "").startswith("the daemon stopped"))
-        initial = (dt.options.get(_INITIALIZE, "on_create").lower().replace("-", "_") == "on_create"
-                   and (entry.state is RefreshState.INITIALIZING or cut_off))
+        cut_off = not runs or (runs[0].trigger == "initial" and (runs[0].error or "").startswith(_CUT_OFF))
+        initial = _initialize(dt.options) == "on_create" and (entry.state is RefreshState.INITIALIZING or cut_off)
         catch_up = None
         if entry.mode is RefreshMode.FULL and not initial:
             last_fire = previous_fire_time(freshness, datetime.datetime.now(self.tz))
@@ -892,7 +897,7 @@ class DynamicTables:
         try:
             with self._slots:
                 if self._stopping.is_set():
-                    raise CatalogError("the daemon stopped before the run started")
+                    raise CatalogError(f"{_CUT_OFF} before the run started")
                 if self._entry(entry.full_name) is not entry:
                     raise CatalogError("the dynamic table was dropped before the run started")
                 self._execute(entry, run, conf)

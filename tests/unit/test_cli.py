@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from catalogd.cli import _json_first, main
@@ -17,16 +15,11 @@ def test_json_moves_to_the_front_from_anywhere_before_a_double_dash() -> None:
     assert _json_first(["dt", "--json", "list", "--json", "--", "x"]) == ["--json", "dt", "list", "--", "x"]
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("args", [["dt", "list", "main.db", "--json"], ["dt", "describe", "main.db.t", "--json"],
                                   ["dt", "history", "main.db.t", "--limit", "3", "--json"]])
-def test_a_trailing_json_is_no_usage_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["--server", f"127.0.0.1:{_closed_port()}", *args])
+def test_a_trailing_json_is_no_usage_error(args: list[str], closed_port: int,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--server", f"127.0.0.1:{closed_port}", *args])
     err = capsys.readouterr().err
     # Parsed fine: the command got as far as the (absent) daemon.
     assert code == 1, err
