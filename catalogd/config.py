@@ -337,6 +337,9 @@ class ServerConfig(_Model):
     log_level: Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(_lower)] = Field(
         default="info", alias="log-level"
     )
+    #: How long a shutdown waits for each thing it stops (requests, refresh runs, streaming jobs,
+    #: the metastore) before it forces it.
+    shutdown_grace: NonNegativeDuration = Field(default=datetime.timedelta(seconds=10), alias="shutdown-grace")
 
     @field_validator("host")
     @classmethod
