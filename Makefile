@@ -5,14 +5,23 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 CONFIG ?= conf/catalogd.yaml
 
-.PHONY: run test unit integration lint idl install java clean bench
+.PHONY: run test unit integration lint idl install java clean bench lock
 
-$(STAMP): pyproject.toml
+# uv installs the pinned set in requirements.lock (made by `make lock`) in seconds; pip only
+# bootstraps uv itself.
+$(STAMP): pyproject.toml requirements.lock
 	@command -v java >/dev/null 2>&1 || $(MAKE) --no-print-directory java
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/uv || $(BIN)/python -m pip install -qq --disable-pip-version-check uv
+	@echo "installing catalogd and its pinned dependencies into $(VENV)"
+	@$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
+	@$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	@touch $(STAMP)
+
+# Re-pin the dependencies after a change to pyproject.toml.
+lock: $(STAMP)
+	test -x $(BIN)/uv || $(BIN)/python -m pip install -qq --disable-pip-version-check uv
+	$(BIN)/uv pip compile -q --universal --python-version 3.11 pyproject.toml --extra test -o requirements.lock
 
 install: $(STAMP)
 
