@@ -156,6 +156,7 @@ class InternalError(CatalogError):
 #: Every concrete error class by (kind, object_type); used to rebuild errors
 #: that crossed the wire.
 ERRORS_BY_KIND: dict[tuple[str, str | None], type[CatalogError]] = {}
+_cls: type[CatalogError]
 for _cls in (
     NotFoundError,
     CatalogNotFoundError,

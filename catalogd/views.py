@@ -104,14 +104,15 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver, kind
         name = table.name.lower()
         if name not in mapping.get(db, {}):
             try:
-                columns = resolve(db, name)
+                read_columns = resolve(db, name)
             except NotFoundError as e:
                 raise InvalidArgumentError(f"the {kind} reads {catalog}.{db}.{name}, which does not exist") from e
-            mapping.setdefault(db, {})[name] = {c.name.lower(): c.type for c in columns}
+            mapping.setdefault(db, {})[name] = {c.name.lower(): c.type for c in read_columns}
         # Spark resolves the view inside this catalog's metastore: no catalog part.
         table.set("catalog", None)
         table.set("db", exp.to_identifier(db))
-    schema = MappingSchema(mapping, dialect="spark")
+    schema_tables: dict[str, object] = dict(mapping)  # MappingSchema's nested dict is typed loosely
+    schema = MappingSchema(schema_tables, dialect="spark")
     try:
         qualified = qualify(tree, schema=schema, dialect="spark", db=database, validate_qualify_columns=True,
                             quote_identifiers=True, identify=True)

@@ -21,7 +21,14 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from catalogd.errors import CatalogError, ConflictError, InvalidArgumentError, StageNotFoundError, UnsupportedError
+from catalogd.errors import (
+    CatalogError,
+    ConflictError,
+    InternalError,
+    InvalidArgumentError,
+    StageNotFoundError,
+    UnsupportedError,
+)
 from catalogd.model import CatalogInfo, Column, Stage, StagePurpose, StageState, TableFormat
 
 if TYPE_CHECKING:
@@ -286,7 +293,8 @@ def _job_group(spark: SparkSession | None, group: str, description: str) -> Iter
         yield
     finally:
         for key, value in zip(_JOB_GROUP_KEYS, before, strict=True):
-            sc.setLocalProperty(key, value)
+            # None unsets a property that was not set before (documented, though the stub says str).
+            sc.setLocalProperty(key, value)  # type: ignore[arg-type]
 
 
 def _with_partitions_last(df: DataFrame, partition_by: list[str]) -> DataFrame:
@@ -313,8 +321,11 @@ def _dynamic_partitions(spark: SparkSession) -> Iterator[None]:
 
 
 def _write(spark: SparkSession, df: DataFrame, staged: StagedTable) -> None:
+    name = staged.name
+    if name is None:  # callers write only into an active stage; this would be a bug of theirs
+        raise InternalError(f"stage {staged.stage_id} is {staged.stage.state}: there is nothing to write into")
     with _dynamic_partitions(spark):
-        df.write.insertInto(staged.name, overwrite=True)
+        df.write.insertInto(name, overwrite=True)
 
 
 def atomic_ctas(

@@ -1,4 +1,4 @@
-"""Tests for catalogd.config: durations, defaults, environment expansion and every kind of problem."""
+"""Tests for catalogd.config.models and .problems: defaults, key rules and every kind of problem."""
 
 from __future__ import annotations
 
@@ -8,17 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from catalogd.config import (
-    CatalogConfig,
-    Config,
-    ServerConfig,
-    default_config_path,
-    format_duration,
-    load_config,
-    parse_config,
-    parse_duration,
-    redact,
-)
+from catalogd.config import ServerConfig, parse_config
 from catalogd.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,81 +30,6 @@ def problems_of(text: str) -> list[str]:
 
 def td(**kwargs: float) -> datetime.timedelta:
     return datetime.timedelta(**kwargs)
-
-
-# --------------------------------------------------------------------------- durations
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("20s", td(seconds=20)),
-        ("20 s", td(seconds=20)),
-        ("5 min", td(minutes=5)),
-        ("5m", td(minutes=5)),
-        ("1 h", td(hours=1)),
-        ("1h", td(hours=1)),
-        ("2 hours", td(hours=2)),
-        ("1 day", td(days=1)),
-        ("1d", td(days=1)),
-        ("3 days", td(days=3)),
-        ("500ms", td(milliseconds=500)),
-        ("90 seconds", td(seconds=90)),
-        ("10 minutes", td(minutes=10)),
-        ("1.5h", td(minutes=90)),
-        ("  7 MIN ", td(minutes=7)),
-        ("0s", td()),
-        ("45", td(seconds=45)),
-        (45, td(seconds=45)),
-        (2.5, td(seconds=2.5)),
-        (0, td()),
-    ],
-)
-def test_parse_duration_accepts(text: str | int | float, expected: datetime.timedelta) -> None:
-    assert parse_duration(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["", "   ", "soon", "5 parsecs", "1h30m", "s", "5 s s", "1e3s", ".5s", "5,0s"],
-)
-def test_parse_duration_rejects_garbage_naming_the_accepted_forms(text: str) -> None:
-    with pytest.raises(ValueError) as info:
-        parse_duration(text)
-    message = str(info.value)
-    assert repr(text) in message
-    assert "20s" in message and "5 min" in message and "1 day" in message
-
-
-@pytest.mark.parametrize("value", ["-5s", " -1 h", "-3", -1, -0.5])
-def test_parse_duration_rejects_negatives(value: str | int | float) -> None:
-    with pytest.raises(ValueError, match="negative"):
-        parse_duration(value)
-
-
-@pytest.mark.parametrize("value", [True, None, float("nan"), float("inf"), [5]])
-def test_parse_duration_rejects_non_durations(value: object) -> None:
-    with pytest.raises(ValueError):
-        parse_duration(value)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (td(minutes=30), "30 min"),
-        (td(seconds=20), "20s"),
-        (td(hours=1), "1 h"),
-        (td(days=1), "1 day"),
-        (td(days=2), "2 days"),
-        (td(minutes=90), "90 min"),
-        (td(milliseconds=500), "500ms"),
-        (td(microseconds=1500), "0.0015s"),
-        (td(), "0s"),
-    ],
-)
-def test_format_duration(value: datetime.timedelta, text: str) -> None:
-    assert format_duration(value) == text
-    assert parse_duration(text) == value
 
 
 # --------------------------------------------------------------------------- defaults
@@ -220,82 +135,15 @@ def test_json_dump_reads_back_as_the_same_config() -> None:
     assert parse_config(yaml.safe_dump(dumped)) == config
 
 
-# --------------------------------------------------------------------------- default files
-
-
-def test_packaged_default_is_identical_to_conf_file() -> None:
-    packaged = REPO / "catalogd" / "default.yaml"
-    assert packaged.read_bytes() == (REPO / "conf" / "catalogd.yaml").read_bytes()
-
-
-def test_packaged_default_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CATALOGD_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path)
-    path = default_config_path()
-    assert path == REPO / "catalogd" / "default.yaml"
-    config = load_config(path)
-    assert config.source == str(path)
-    assert config.model_dump() == load_config(REPO / "conf" / "catalogd.yaml").model_dump()
-    assert [c.name for c in config.catalogs] == ["main", "scratch"]
-    main, scratch = config.catalogs
-    assert config.default_catalog is main
-    assert main.type == "hive" and main.is_embedded and main.default_database == "default"
-    assert scratch.type == "memory" and not scratch.default and scratch.connection == {}
-    assert (config.server.port, config.server.http_port) == (9190, 9191)
-    assert config.server.data_dir == Path("~/.catalogd").expanduser()
-    assert config.dynamic_tables.freshness_threshold == td(minutes=30)
-    assert config.spark.master == "local[2]"
-    assert (config.staging.lease, config.staging.janitor_interval) == (td(seconds=60), td(seconds=10))
-
-
-def test_default_config_path_prefers_env_then_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("CATALOGD_CONFIG", raising=False)
-    (tmp_path / "conf").mkdir()
-    (tmp_path / "conf" / "catalogd.yaml").write_text(ONE_MEMORY)
-    assert default_config_path().resolve() == (tmp_path / "conf" / "catalogd.yaml").resolve()
-    monkeypatch.setenv("CATALOGD_CONFIG", str(tmp_path / "elsewhere.yaml"))
-    assert default_config_path() == tmp_path / "elsewhere.yaml"
-
-
-# --------------------------------------------------------------------------- environment
-
-
-def test_env_variables_are_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CATALOGD_TEST_PORT", "9300")
-    monkeypatch.setenv("CATALOGD_TEST_NAME", "from_env")
-    monkeypatch.delenv("CATALOGD_TEST_UNSET", raising=False)
+def test_staging_and_atomic_writes_keys() -> None:
     config = parse_config(
-        """
-server:
-  port: ${CATALOGD_TEST_PORT}
-  host: ${CATALOGD_TEST_UNSET:-0.0.0.0}
-catalogs:
-  - name: ${CATALOGD_TEST_NAME:-ignored}
-    type: memory
-"""
+        "staging: {lease: 20s, janitor-interval: 2s, replaced-data-retention: 0s}\n"
+        "catalogs:\n  - name: s\n    type: memory\n    atomic-writes: false\n"
     )
-    assert config.server.port == 9300
-    assert config.server.host == "0.0.0.0"
-    assert config.catalogs[0].name == "from_env"
-
-
-def test_unset_env_variable_without_default_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CATALOGD_TEST_UNSET", raising=False)
-    problems = problems_of("\ncatalogs:\n  - name: ${CATALOGD_TEST_UNSET}\n    type: memory\n")
-    assert len(problems) == 1
-    assert problems[0].startswith(f"{SRC}: line 3: ")
-    assert "'CATALOGD_TEST_UNSET' is not set" in problems[0]
-
-
-def test_literal_dollar_brace_and_comments(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CATALOGD_TEST_UNSET", raising=False)
-    config = parse_config(
-        "# mentions ${CATALOGD_TEST_UNSET} in a comment\n"
-        + ONE_MEMORY
-        + 'spark:\n  conf:\n    spark.x: "$${HOME}"\n'
-    )
-    assert config.spark.conf == {"spark.x": "${HOME}"}
+    assert config.staging.lease == td(seconds=20)
+    assert config.staging.janitor_interval == td(seconds=2)
+    assert config.staging.replaced_data_retention == td(seconds=0)
+    assert config.catalogs[0].atomic_writes is False
 
 
 # --------------------------------------------------------------------------- problems
@@ -473,52 +321,6 @@ def test_metastore_port_only_for_embedded() -> None:
     assert len(problems) == 1 and problems[0].startswith(f"{SRC}: catalogs[0].metastore-port: ")
 
 
-def test_malformed_yaml_reports_line_and_column() -> None:
-    problems = problems_of("server:\n  port: 9190\n  host: [unclosed\ncatalogs: []\n")
-    assert len(problems) == 1
-    assert problems[0].startswith(f"{SRC}: line 4, column ")
-    assert "invalid YAML" in problems[0]
-
-
-def test_duplicate_yaml_key() -> None:
-    problems = problems_of("server:\n  port: 1\n  port: 2\n" + ONE_MEMORY)
-    assert problems == [f"{SRC}: line 3: duplicate key 'port' (already given on line 2)"]
-
-
-@pytest.mark.parametrize("text", ["", "\n\n", "# nothing but a comment\n", "---\n"])
-def test_empty_file(text: str) -> None:
-    problems = problems_of(text)
-    assert len(problems) == 1
-    assert problems[0].startswith(f"{SRC}: the configuration is empty")
-
-
-def test_top_level_must_be_a_mapping() -> None:
-    assert problems_of("- a\n- b\n") == [
-        f"{SRC}: expected a mapping of sections at the top level, got a list"
-    ]
-
-
-def test_missing_file(tmp_path: Path) -> None:
-    missing = tmp_path / "nope.yaml"
-    with pytest.raises(ConfigError) as info:
-        load_config(missing)
-    assert str(missing) in str(info.value)
-    assert info.value.problems == [str(info.value)]
-
-
-def test_directory_instead_of_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="directory"):
-        load_config(tmp_path)
-
-
-def test_load_config_names_the_file_in_problems(tmp_path: Path) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text("catalogs:\n  - {name: a, type: memory, read-only: maybe}\n")
-    with pytest.raises(ConfigError) as info:
-        load_config(path)
-    assert info.value.problems == [f"{path}: catalogs[0].read-only: expected a boolean, got 'maybe'"]
-
-
 def test_several_problems_are_reported_at_once() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(
@@ -555,69 +357,3 @@ def test_single_problem_message_has_no_count() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config("catalogs: []\n", source=SRC)
     assert str(info.value) == f"{SRC}: catalogs: at least one catalog is required"
-
-
-# --------------------------------------------------------------------------- redaction
-
-
-def test_redact() -> None:
-    original = {
-        "hive.metastore.password": "p1",
-        "Some.SECRET.key": "s1",
-        "auth.Token": "t1",
-        "aws.credentials.provider": "c1",
-        "hive.metastore.username": "alice",
-    }
-    assert redact(original) == {
-        "hive.metastore.password": "***",
-        "Some.SECRET.key": "***",
-        "auth.Token": "***",
-        "aws.credentials.provider": "***",
-        "hive.metastore.username": "alice",
-    }
-    assert original["hive.metastore.password"] == "p1"
-
-
-def test_secrets_never_appear_in_repr_or_str() -> None:
-    config = parse_config(
-        """
-catalogs:
-  - name: main
-    type: hive
-    connection:
-      hive.metastore.uris: thrift://h:9083
-      hive.metastore.username: alice
-      hive.metastore.password: hunter2-secret-value
-spark:
-  conf:
-    spark.hadoop.fs.s3a.secret.key: s3-secret-value
-"""
-    )
-    main = config.default_catalog
-    assert main.connection["hive.metastore.password"] == "hunter2-secret-value"
-    for text in (repr(config), str(config), repr(main), str(main), repr(config.spark), str(config.catalogs)):
-        assert "hunter2-secret-value" not in text
-        assert "s3-secret-value" not in text
-    assert "alice" in repr(main)
-    assert "***" in repr(main)
-
-
-def test_programmatic_catalog_repr_is_redacted() -> None:
-    catalog = CatalogConfig(
-        name="m",
-        type="hive",
-        connection={"hive.metastore.uris": "embedded", "hive.metastore.password": "pw123"},
-    )
-    assert "pw123" not in repr(catalog)
-    assert "pw123" not in repr(Config(catalogs=[catalog]))
-
-
-def test_staging_and_atomic_writes_keys() -> None:
-    config = parse_config(
-        "staging: {lease: 20s, janitor-interval: 2s, replaced-data-retention: 0s}\n"
-        "catalogs:\n  - name: s\n    type: memory\n    atomic-writes: false\n"
-    )
-    assert config.staging.lease == td(seconds=20)
-    assert config.staging.janitor_interval == td(seconds=2)
-    assert config.staging.replaced_data_retention == td(seconds=0)
-    assert config.catalogs[0].atomic_writes is False

@@ -1,0 +1,145 @@
+"""Reading a configuration file: YAML text in, a validated :class:`~catalogd.config.models.Config` out."""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from catalogd.config.env import expand_env
+from catalogd.config.models import Config, raw_catalog_problems
+from catalogd.config.problems import convert_errors, describe, known_keys, problem, raise_problems, unknown_key
+from catalogd.errors import ConfigError
+
+__all__ = ["default_config_path", "load_config", "parse_config"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Loader(yaml.SafeLoader):
+    """A safe YAML loader that notes keys given twice in one mapping."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[int, int, str]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            try:
+                key = self.construct_object(key_node, deep=True)
+                hash(key)
+            except (yaml.YAMLError, TypeError):
+                continue
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                self.duplicates.append((line, seen[key], str(key)))
+            else:
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str, source: str) -> tuple[object, list[str]]:
+    """The parsed document and the problems found (a syntax error leaves the document None)."""
+    loader = _Loader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        what = ": ".join(part for part in (exc.context, exc.problem) if part)
+        return None, [f"{source}: {where}invalid YAML: {what}"]
+    except yaml.YAMLError as exc:
+        return None, [f"{source}: invalid YAML: {exc}"]
+    finally:
+        loader.dispose()
+    problems = [
+        f"{source}: line {line}: duplicate key '{key}' (already given on line {first})"
+        for line, first, key in loader.duplicates
+    ]
+    if data is None:
+        problems.append(f"{source}: the configuration is empty: expected at least a 'catalogs' section")
+    elif not isinstance(data, dict):
+        problems.append(f"{source}: expected a mapping of sections at the top level, got {describe(data)}")
+    return data, problems
+
+
+def parse_config(text: str, source: str = "<string>") -> Config:
+    """Validate the text of a configuration file.
+
+    Raises:
+        ConfigError: with every problem found, each as ``<source>: <key path>: <problem>``.
+    """
+    expanded, problems = expand_env(text, source)
+    if problems:
+        raise_problems(problems)
+    data, problems = _load_yaml(expanded, source)
+    if not isinstance(data, dict):
+        raise_problems(problems)
+    fields = {key: value for key, value in data.items() if key != "source"}
+    late: list[str] = []
+    if "source" in data:  # a field of Config, but one only the loader sets
+        late.append(problem(source, (), unknown_key("source", known_keys(Config))))
+    try:
+        config = Config.model_validate({**fields, "source": source})
+    except ValidationError as exc:
+        problems.extend(convert_errors(exc, source, Config))
+        for message in raw_catalog_problems(fields.get("catalogs")):
+            line = problem(source, ("catalogs",), message)
+            if line not in problems:
+                problems.append(line)
+        raise_problems(problems + late)
+    if problems or late:
+        raise_problems(problems + late)
+    logger.debug(
+        "configuration from %s: %d catalog(s), default %r",
+        source,
+        len(config.catalogs),
+        config.default_catalog.name,
+    )
+    return config
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a configuration file.
+
+    Raises:
+        ConfigError: the file cannot be read, or its content is not a valid configuration.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such configuration file", problems=None) from None
+    except IsADirectoryError:
+        raise ConfigError(f"{source}: is a directory, not a configuration file", problems=None) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not a UTF-8 text file ({exc.reason})", problems=None) from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}", problems=None) from None
+    logger.debug("loading configuration from %s", source)
+    return parse_config(text, source=source)
+
+
+def default_config_path() -> Path:
+    """The configuration file to use when none is given.
+
+    ``$CATALOGD_CONFIG`` when set, else ``conf/catalogd.yaml`` below the current
+    directory when it exists, else the default packaged with catalogd.
+    """
+    from_env = os.environ.get("CATALOGD_CONFIG")
+    if from_env:
+        return Path(from_env).expanduser()
+    local = Path.cwd() / "conf" / "catalogd.yaml"
+    if local.is_file():
+        return local
+    # Package data of the top-level package (pyproject: package-data catalogd = ["default.yaml"]);
+    # catalogd is installed as plain files, never zipped, so the resource is a real path.
+    return Path(str(importlib.resources.files("catalogd").joinpath("default.yaml")))

@@ -1,0 +1,397 @@
+"""The configuration file as pydantic models: one class per section, each with the rules for its keys.
+
+Keys are spelled with dashes as in YAML, while the Python attributes use underscores
+(both spellings are accepted on input). A rule that finds several things wrong raises
+them together (:func:`~catalogd.config.problems.problems_error`), each at its own key.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from catalogd.config.durations import Duration, NonNegativeDuration, parse_duration, positive_duration
+from catalogd.config.fields import Port, PositiveInt, identifier, lower, none_as_empty, string_map
+from catalogd.config.problems import Loc, problems_error, suggest
+from catalogd.config.redaction import redact
+
+__all__ = [
+    "CatalogConfig",
+    "Config",
+    "DynamicTablesConfig",
+    "ServerConfig",
+    "SparkConfig",
+    "StagingConfig",
+    "raw_catalog_problems",
+]
+
+logger = logging.getLogger(__name__)
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, hide_input_in_errors=True)
+
+
+class ServerConfig(_Model):
+    """Where the daemon listens and keeps its state."""
+
+    host: str = "127.0.0.1"
+    port: Port = 9190
+    http_port: Port = Field(default=9191, alias="http-port")
+    data_dir: Path = Field(default=Path("~/.catalogd"), alias="data-dir", validate_default=True)
+    max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
+    #: The largest number of Thrift connections served at the same time.
+    workers: PositiveInt = 32
+    log_level: Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(lower)] = Field(
+        default="info", alias="log-level"
+    )
+    #: How long a shutdown waits for each thing it stops (requests, refresh runs, streaming jobs,
+    #: the metastore) before it forces it.
+    shutdown_grace: NonNegativeDuration = Field(default=datetime.timedelta(seconds=10), alias="shutdown-grace")
+
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _check_data_dir(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute_data_dir(cls, value: Path) -> Path:
+        try:
+            value = value.expanduser()
+        except RuntimeError as exc:
+            raise ValueError(f"cannot expand '~' in {str(value)!r}: {exc}") from None
+        return value if value.is_absolute() else Path.cwd() / value
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> ServerConfig:
+        if self.port != 0 and self.port == self.http_port:
+            raise ValueError(f"port and http-port are both {self.port}: use two different ports")
+        return self
+
+
+_URIS_KEY = "hive.metastore.uris"
+_CONNECT_TIMEOUT_KEY = "hive.metastore.connect.timeout"
+_SOCKET_TIMEOUT_KEY = "hive.metastore.client.socket.timeout"
+_KNOWN_CONNECTION_KEYS = (
+    _URIS_KEY,
+    "hive.metastore.username",
+    _CONNECT_TIMEOUT_KEY,
+    _SOCKET_TIMEOUT_KEY,
+)
+_DURATION_KEYS = {
+    _CONNECT_TIMEOUT_KEY: datetime.timedelta(seconds=5),
+    _SOCKET_TIMEOUT_KEY: datetime.timedelta(seconds=60),
+}
+_EMBEDDED = "embedded"
+_URIS_FORMS = "'embedded' or a comma-separated list such as 'thrift://h1:9083,thrift://h2:9083'"
+
+
+def _uri_problems(value: str) -> list[str]:
+    """What is wrong with a ``hive.metastore.uris`` value (nothing when it is valid)."""
+    if value.strip().lower() == _EMBEDDED:
+        return []
+    if not value.strip():
+        return [f"empty value: expected {_URIS_FORMS}"]
+    problems: list[str] = []
+    for position, part in enumerate(value.split(",")):
+        uri = part.strip()
+        if not uri:
+            problems.append(f"empty URI at position {position + 1}: expected {_URIS_FORMS}")
+            continue
+        if uri.lower() == _EMBEDDED:
+            problems.append("'embedded' cannot be combined with thrift:// URIs")
+            continue
+        split = urlsplit(uri)
+        try:
+            port = split.port
+        except ValueError:
+            problems.append(f"invalid URI {uri!r}: the port must be a number between 1 and 65535")
+            continue
+        if split.scheme.lower() != "thrift" or not split.netloc:
+            problems.append(f"invalid URI {uri!r}: expected thrift://host:port ({_URIS_FORMS})")
+        elif not split.hostname:
+            problems.append(f"invalid URI {uri!r}: the host is missing")
+        elif port is None or port == 0:
+            problems.append(
+                f"invalid URI {uri!r}: the port is missing (the metastore usually listens on 9083)"
+            )
+        elif split.path not in ("", "/") or split.query or split.fragment:
+            problems.append(f"invalid URI {uri!r}: expected thrift://host:port with nothing after the port")
+    return problems
+
+
+class CatalogConfig(_Model):
+    """One catalog: a Hive Metastore (remote or embedded) or an in-memory catalog."""
+
+    name: str
+    type: Annotated[Literal["hive", "memory"], BeforeValidator(lower)]
+    default: bool = False
+    default_database: str = Field(default="default", alias="default-database")
+    connection: dict[str, str] = Field(default_factory=dict)
+    warehouse: str | None = None
+    read_only: bool = Field(default=False, alias="read-only")
+    #: Whether ``catalogd.spark`` writes through stages (Flink's ``table.ctas.atomicity-enabled``);
+    #: when false its helpers fall back to Spark's plain, non-atomic writes.
+    atomic_writes: bool = Field(default=True, alias="atomic-writes")
+    #: The port an embedded metastore listens on (0 picks a free port); only for ``embedded``.
+    metastore_port: Port = Field(default=0, alias="metastore-port")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        return identifier(value, "catalog name")
+
+    @field_validator("default_database")
+    @classmethod
+    def _check_default_database(cls, value: str) -> str:
+        return identifier(value, "database name")
+
+    @field_validator("connection", mode="before")
+    @classmethod
+    def _check_connection(cls, value: object) -> dict[str, str]:
+        result, problems = string_map(value, "'hive.*' settings")
+        for key, item in result.items():
+            if not key.startswith("hive."):
+                problems.append(
+                    (
+                        (key,),
+                        f"unknown connection key {key!r}: connection keys start with 'hive.'"
+                        + suggest(key, _KNOWN_CONNECTION_KEYS),
+                    )
+                )
+            elif key == _URIS_KEY:
+                problems.extend(((key,), problem) for problem in _uri_problems(item))
+            elif key in _DURATION_KEYS:
+                try:
+                    positive_duration(parse_duration(item))
+                except ValueError as exc:
+                    problems.append(((key,), str(exc)))
+            elif key not in _KNOWN_CONNECTION_KEYS:
+                close = difflib.get_close_matches(key, _KNOWN_CONNECTION_KEYS, n=1, cutoff=0.9)
+                if close:
+                    logger.warning("connection key %r is passed on as is; did you mean %r?", key, close[0])
+        if problems:
+            raise problems_error(problems)
+        return result
+
+    @model_validator(mode="after")
+    def _check_type_rules(self) -> CatalogConfig:
+        problems: list[tuple[Loc, str]] = []
+        if self.type == "memory":
+            if self.connection:
+                problems.append((("connection",), "a memory catalog takes no connection settings"))
+            if self.warehouse is not None:
+                problems.append((("warehouse",), "a memory catalog has no warehouse"))
+        elif _URIS_KEY not in self.connection:
+            close = difflib.get_close_matches(_URIS_KEY, list(self.connection), n=1, cutoff=0.8)
+            hint = f" (is {close[0]!r} a misspelling?)" if close else ""
+            problems.append((("connection",), f"a hive catalog needs {_URIS_KEY!r}: {_URIS_FORMS}{hint}"))
+        if self.metastore_port and not self.is_embedded:
+            problems.append(
+                (("metastore-port",), f"only used by an embedded metastore ({_URIS_KEY}: embedded)")
+            )
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @property
+    def is_embedded(self) -> bool:
+        """Whether catalogd runs the metastore itself (``hive.metastore.uris: embedded``)."""
+        uris = self.connection.get(_URIS_KEY, "")
+        return self.type == "hive" and uris.strip().lower() == _EMBEDDED
+
+    @property
+    def uris(self) -> list[str]:
+        """The ``thrift://host:port`` metastore URIs, in order; empty for embedded and memory catalogs."""
+        if self.type != "hive" or self.is_embedded:
+            return []
+        return [part.strip() for part in self.connection.get(_URIS_KEY, "").split(",") if part.strip()]
+
+    @property
+    def connect_timeout(self) -> datetime.timedelta:
+        """``hive.metastore.connect.timeout`` (default 5s)."""
+        return self._duration_setting(_CONNECT_TIMEOUT_KEY)
+
+    @property
+    def socket_timeout(self) -> datetime.timedelta:
+        """``hive.metastore.client.socket.timeout`` (default 60s)."""
+        return self._duration_setting(_SOCKET_TIMEOUT_KEY)
+
+    def _duration_setting(self, key: str) -> datetime.timedelta:
+        text = self.connection.get(key)
+        return _DURATION_KEYS[key] if text is None else parse_duration(text)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, (redact(value) if name == "connection" else value)
+
+
+class DynamicTablesConfig(_Model):
+    """Dynamic (derived) tables."""
+
+    #: A freshness below this gets the CONTINUOUS refresh mode, else FULL (unless a
+    #: table asks for a mode). A changed threshold re-derives the modes on restart.
+    freshness_threshold: Duration = Field(default=datetime.timedelta(minutes=30), alias="freshness-threshold")
+    #: Run the schedules and jobs of dynamic tables on this daemon. Turn it off on all
+    #: but one daemon sharing a metastore (each would run every refresh).
+    enabled: bool = True
+    #: The zone of cron fire times and of schedule times given without an offset.
+    time_zone: str = Field(default="UTC", alias="time-zone")
+    #: Batch refresh jobs running at once; more wait (PENDING).
+    max_concurrent_refreshes: PositiveInt = Field(default=2, alias="max-concurrent-refreshes")
+    #: Runs kept in each table's history.
+    history_size: PositiveInt = Field(default=50, alias="history-size")
+    #: A batch refresh running longer is stopped and recorded FAILED.
+    refresh_timeout: Duration = Field(default=datetime.timedelta(hours=2), alias="refresh-timeout")
+
+    @field_validator("time_zone")
+    @classmethod
+    def _check_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name like UTC or Europe/Berlin)") from None
+        return value
+
+
+class SparkConfig(_Model):
+    """The Spark session catalogd uses to run jobs."""
+
+    master: str = "local[2]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _check_conf(cls, value: object) -> dict[str, str]:
+        result, problems = string_map(value, "Spark settings")
+        if problems:
+            raise problems_error(problems)
+        return result
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, (redact(value) if name == "conf" else value)
+
+
+class StagingConfig(_Model):
+    """Stages (staging tables) handed out to writers: atomic writes."""
+
+    #: How long a stage stays open without a heartbeat; a writer may ask for another length.
+    lease: Duration = datetime.timedelta(seconds=60)
+    #: How often the janitor aborts stages whose lease lapsed and finishes interrupted commits.
+    janitor_interval: Duration = Field(default=datetime.timedelta(seconds=10), alias="janitor-interval")
+    #: How long the files a REPLACE or partition overwrite replaced are kept, so that
+    #: queries planned before the commit can finish reading them (0s: delete at once).
+    replaced_data_retention: NonNegativeDuration = Field(
+        default=datetime.timedelta(seconds=30), alias="replaced-data-retention"
+    )
+
+
+def _catalog_set_problems(names: Sequence[str | None], defaults: Sequence[bool | None]) -> list[str]:
+    """Problems with the catalogs as a whole; a ``None`` name or default is one that is invalid."""
+    problems: list[str] = []
+    first_seen: dict[str, int] = {}
+    for index, name in enumerate(names):
+        if name is None:
+            continue
+        if name in first_seen:
+            problems.append(
+                f"two catalogs named {name!r} (catalogs[{first_seen[name]}] and catalogs[{index}])"
+            )
+        else:
+            first_seen[name] = index
+    marked = [f"catalogs[{index}]" for index, flag in enumerate(defaults) if flag is True]
+    if len(marked) >= 2:
+        listed = ", ".join(marked[:-1]) + " and " + marked[-1]
+        both = "both" if len(marked) == 2 else "all"
+        problems.append(f"{listed} are {both} marked 'default: true': mark only one")
+    elif not marked and len(defaults) > 1 and None not in defaults:
+        problems.append("no default catalog: mark one with 'default: true'")
+    return problems
+
+
+class Config(_Model):
+    """The whole configuration file."""
+
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    catalogs: list[CatalogConfig]
+    dynamic_tables: DynamicTablesConfig = Field(default_factory=DynamicTablesConfig, alias="dynamic-tables")
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    staging: StagingConfig = Field(default_factory=StagingConfig)
+    #: The file the configuration came from (set by the loader, never read from the YAML).
+    source: str = Field(default="<string>", exclude=True)
+
+    @field_validator("server", "dynamic_tables", "spark", "staging", mode="before")
+    @classmethod
+    def _empty_sections(cls, value: object) -> object:
+        return none_as_empty(value)
+
+    @field_validator("catalogs", mode="before")
+    @classmethod
+    def _catalogs_none(cls, value: object) -> object:
+        return [] if value is None else value
+
+    @field_validator("catalogs")
+    @classmethod
+    def _check_catalogs(cls, value: list[CatalogConfig]) -> list[CatalogConfig]:
+        if not value:
+            raise ValueError("at least one catalog is required")
+        problems = _catalog_set_problems([c.name for c in value], [c.default for c in value])
+        if problems:
+            raise problems_error([((), problem) for problem in problems])
+        if len(value) == 1 and not value[0].default:
+            value = [value[0].model_copy(update={"default": True})]
+        return value
+
+    @property
+    def default_catalog(self) -> CatalogConfig:
+        """The catalog used when a name leaves its catalog out."""
+        return next((c for c in self.catalogs if c.default), self.catalogs[0])
+
+    def catalog(self, name: str) -> CatalogConfig | None:
+        """The catalog called ``name`` (case-insensitive), or None."""
+        wanted = name.strip().lower()
+        return next((c for c in self.catalogs if c.name == wanted), None)
+
+
+def raw_catalog_problems(catalogs: object) -> list[str]:
+    """The catalog-set rules applied to raw YAML, for when validation stopped before they ran."""
+    if not isinstance(catalogs, list) or not catalogs:
+        return []
+    names: list[str | None] = []
+    defaults: list[bool | None] = []
+    for item in catalogs:
+        item = item if isinstance(item, dict) else {}
+        name = item.get("name")
+        try:
+            names.append(identifier(name, "catalog name") if isinstance(name, str) else None)
+        except ValueError:
+            names.append(None)
+        flag = item.get("default", False)
+        defaults.append(flag if isinstance(flag, bool) else None)
+    return _catalog_set_problems(names, defaults)
