@@ -301,7 +301,8 @@ def test_openapi_lists_every_status_with_its_own_description(client: TestClient)
     doc = client.get("/v3/openapi.json").json()
     operations = [(path, method, op) for path, item in doc["paths"].items() for method, op in item.items()]
     assert {(path, method) for path, method, _ in operations} == {
-        ("/healthz", "get"), ("/readyz", "get"), ("/metrics", "get"), (REFRESH, "post"), (f"{REFRESH}/{{jobId}}", "get")}
+        ("/healthz", "get"), ("/readyz", "get"), ("/metrics", "get"), (REFRESH, "post"),
+        (f"{REFRESH}/{{jobId}}", "get")}
     ids = [op["operationId"] for _, _, op in operations]
     assert len(set(ids)) == len(ids) == len(operations)
     for _, _, op in operations:
