@@ -106,7 +106,11 @@ _JOB_ERRORS: dict[int | str, dict[str, Any]] = {
 
 class _App(FastAPI):
     def openapi(self) -> dict[str, Any]:
-        """The generated document, with the request model (read by hand, see ``_refresh``) and no 422s."""
+        """The generated document, plus the refresh request's model, minus FastAPI's 422s.
+
+        The refresh endpoint reads its body itself (JSON whatever the Content-Type, the first bad
+        field named as it always was, deep nesting a 400), so FastAPI does not see the model.
+        """
         if self.openapi_schema:
             return self.openapi_schema
         doc = get_openapi(title=self.title, version=self.version, description=self.description,
