@@ -23,9 +23,10 @@ from catalogd.errors import CatalogError, ConflictError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
 from catalogd.model import ReloadResult
-from catalogd.server.handler import CatalogHandler, Metrics
+from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
+from catalogd.server.metrics import Metrics
 from catalogd.server.thrift_server import ThriftServer
 
 logger = logging.getLogger(__name__)
@@ -68,7 +69,8 @@ class Daemon:
                                        server.max_frame_size, server.workers)
             try:
                 self.thrift.bind()
-                self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic)
+                self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
+                                       shutdown_grace=server.shutdown_grace.total_seconds())
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after

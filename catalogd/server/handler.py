@@ -12,15 +12,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
-
 from catalogd import __version__, wire
 from catalogd.errors import CatalogError, InvalidArgumentError
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager
 from catalogd.names import split_name
+from catalogd.server.metrics import Metrics
 
 if TYPE_CHECKING:
     from catalogd.dynamic.service import DynamicTables
@@ -28,45 +25,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class Metrics:
-    """Prometheus metrics of one daemon (its own registry, so tests can run several)."""
-
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        self.requests = Counter(
-            "catalogd_rpc_requests", "Thrift RPCs served, by RPC and outcome (ok or the error kind)",
-            ["rpc", "outcome"], registry=self.registry,
-        )
-        self.latency = Histogram(
-            "catalogd_rpc_duration_seconds", "Time to serve one Thrift RPC", ["rpc"], registry=self.registry,
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-        )
-
-
-    def watch_dynamic_tables(self, lags: Callable[[], list[tuple[str, float | None, bool | None]]]) -> None:
-        """Export each dynamic table's freshness lag (read at every scrape)."""
-        self.registry.register(_LagCollector(lags))
-
-
-class _LagCollector(Collector):
-    def __init__(self, lags: Callable[[], list[tuple[str, float | None, bool | None]]]) -> None:
-        self.lags = lags
-
-    def collect(self) -> Any:
-        lag = GaugeMetricFamily("catalogd_dynamic_table_freshness_lag_seconds",
-                                "Seconds since a dynamic table's data was current (absent: never refreshed)",
-                                labels=["table"])
-        within = GaugeMetricFamily("catalogd_dynamic_table_within_target",
-                                   "1 when a dynamic table's lag is within its freshness target, else 0",
-                                   labels=["table"])
-        for table, seconds, ok in self.lags():
-            if seconds is not None:
-                lag.add_metric([table], seconds)
-            within.add_metric([table], 1.0 if ok else 0.0)
-        yield lag
-        yield within
 
 
 def _rpc(func: F) -> F:

@@ -1,169 +1,229 @@
-"""The HTTP side of the daemon: /healthz, /readyz, /metrics (Prometheus) and the REST API
-for workflow schedulers (FLIP-435's gateway): refresh dynamic tables, look up a job.
+"""Serves the HTTP app with uvicorn on a thread of its own: bind, start, graceful stop, slow clients cut.
 
-    POST /v3/dynamic-tables/refresh          {"tables": [...], "scheduleTime": "...", "configuration": {...}}
-    GET  /v3/dynamic-tables/refresh/{jobId}
-    GET  /v3/openapi.json
+uvicorn times out an idle kept-alive connection but not a request that is still arriving
+(it has no header-read timeout), so the protocol here gives every request a deadline: from
+the connection (or the first byte of the next request) to the end of its body. A client
+that misses it gets a 408 and is closed, quietly: a slow client is not a bug to log.
+Signals stay with the daemon; this server only listens to ``stop``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import math
+import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from catalogd.errors import CatalogError, InvalidArgumentError, UnsupportedError
-from catalogd.manager import CatalogManager
-from catalogd.model import RefreshJob
-from catalogd.server.handler import Metrics
-from catalogd.server.openapi import OPENAPI
-
-if TYPE_CHECKING:
-    from catalogd.dynamic.service import DynamicTables
+from catalogd.errors import InternalError
+from catalogd.server.http_app import Pinger, RefreshService, create_app
+from catalogd.server.http_models import Error
+from catalogd.server.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
+#: Seconds a client has to send a whole request (headers and body), from connecting or from its first byte.
+REQUEST_TIMEOUT = 10.0
+#: Seconds an idle kept-alive connection stays open.
+KEEP_ALIVE = 5
+#: Connections the kernel queues before they are accepted.
+BACKLOG = 2048
+#: Seconds to wait for the server's thread to start serving.
+START_TIMEOUT = 30.0
 
-class _Handler(BaseHTTPRequestHandler):
-    server: HttpServer
 
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("http %s - %s", self.address_string(), format % args)
+class _Connection(h11.Connection):
+    """h11's connection, remembering why it refused a request (uvicorn only logs that it did)."""
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    last_error: h11.RemoteProtocolError | None = None
 
-    def _json(self, status: int, payload: Any) -> None:
-        self._send(status, json.dumps(payload, indent=2).encode() + b"\n", "application/json")
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as e:
+            self.last_error = e
+            raise
 
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == "/healthz":
-            self._json(200, {"status": "ok"})
-        elif path == "/readyz":
-            problems = self.server.manager.ping()
-            ready = all(p is None for p in problems.values())
-            catalogs = {name: "ok" if p is None else p for name, p in problems.items()}
-            self._json(200 if ready else 503, {"status": "ready" if ready else "not ready", "catalogs": catalogs})
-        elif path == "/metrics":
-            self._send(200, generate_latest(self.server.metrics.registry), CONTENT_TYPE_LATEST)
-        elif path in ("/v3/openapi.json", "/openapi.json"):
-            self._json(200, OPENAPI)
-        elif path.startswith(_REFRESH + "/"):
-            job_id = path[len(_REFRESH) + 1:]
-            self._rest(lambda dynamic: _job_json(dynamic.get_job(job_id)))
-        else:
-            self._not_found(path)
 
-    def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path != _REFRESH:
-            self._not_found(path)
+class DeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for receiving each request, and JSON 400/408 answers."""
+
+    request_timeout: ClassVar[float] = REQUEST_TIMEOUT
+    conn: _Connection
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn = _Connection(h11.SERVER)
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        # A new connection owes a request (uvicorn's keep-alive timer starts only after a response).
+        self._deadline = self.loop.call_later(self.request_timeout, self._too_slow)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def _watch(self) -> None:
+        """Arm the deadline while a request is arriving; disarm it once the request is in (or gone)."""
+        if self.transport.is_closing():
+            self._disarm()
             return
+        state = self.conn.their_state
+        waiting = state is h11.IDLE and (bool(self.conn.trailing_data[0]) or self.timeout_keep_alive_task is None)
+        if state is h11.SEND_BODY or waiting:
+            if self._deadline is None:
+                self._deadline = self.loop.call_later(self.request_timeout, self._too_slow)
+        else:
+            self._disarm()
 
-        def refresh(dynamic: DynamicTables) -> dict[str, Any]:
-            body = self._body()
-            tables = body.get("tables")
-            if not isinstance(tables, list) or not tables or not all(isinstance(x, str) for x in tables):
-                raise InvalidArgumentError('"tables" must be a non-empty list of dynamic table names')
-            schedule = body.get("scheduleTime")
-            configuration = body.get("configuration") or {}
-            partition = body.get("partition") or None
-            if schedule is not None and not isinstance(schedule, str):
-                raise InvalidArgumentError('"scheduleTime" must be a string like "2024-03-02 00:00:00"')
-            for key, value in (("configuration", configuration), ("partition", partition or {})):
-                if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-                    raise InvalidArgumentError(f'"{key}" must be an object of strings')
-            unknown = sorted(set(body) - {"tables", "scheduleTime", "configuration", "partition"})
-            if unknown:
-                raise InvalidArgumentError(f"unknown field(s) {unknown}: use tables, scheduleTime, configuration, "
-                                           "partition")
-            return _job_json(dynamic.refresh(tables, schedule, partition, configuration, trigger="api"))
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
 
-        self._rest(refresh)
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        logger.debug("HTTP client %s sent no whole request within %gs: closed", self.client, self.request_timeout)
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete or not cycle.response_started:
+            self._answer(408, "request-timeout", f"the request did not arrive within {self.request_timeout:g}s")
+        if cycle is not None and not cycle.response_complete:
+            # The app may be waiting for the rest of the body: it gets a disconnect, and what it
+            # answers goes nowhere.
+            cycle.disconnected = True
+            cycle.message_event.set()
+        self.transport.close()
 
-    def _body(self) -> dict[str, Any]:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError as e:
-            raise InvalidArgumentError(f"Content-Length is not a number: {self.headers.get('Content-Length')!r}") from e
-        if length < 0:
-            raise InvalidArgumentError(f"Content-Length is negative: {length}")
-        if length > _MAX_BODY:
-            raise InvalidArgumentError(f"request body over {_MAX_BODY} bytes")
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError as e:
-            raise InvalidArgumentError(f"the body is not JSON: {e}") from e
-        if not isinstance(body, dict):
-            raise InvalidArgumentError("the body must be a JSON object")
-        return body
+    def send_400_response(self, msg: str) -> None:
+        error = self.conn.last_error
+        self._answer(400, "invalid-argument", f"malformed HTTP request: {error or msg}")
+        self.transport.close()
 
-    def _rest(self, call: Any) -> None:
-        """Run a REST call; a catalogd error becomes {"error": {"kind", "message"}} with its HTTP status."""
-        try:
-            dynamic = self.server.dynamic
-            if dynamic is None:
-                raise UnsupportedError("dynamic tables are not served here")
-            self._json(200, call(dynamic))
-        except CatalogError as e:
-            self._json(_STATUS.get(e.kind, 500), {"error": {"kind": e.kind, "message": e.message}})
-        except Exception as e:  # the client gets a 500, the log the details
-            logger.exception("REST %s %s", self.command, self.path)
-            self._json(500, {"error": {"kind": "internal", "message": f"{type(e).__name__}: {e}"}})
-
-    def _not_found(self, path: str) -> None:
-        self._json(404, {"error": {"kind": "not-found", "message": f"no such endpoint {path}"},
-                         "endpoints": ["/healthz", "/readyz", "/metrics", "/v3/openapi.json",
-                                       f"POST {_REFRESH}", f"GET {_REFRESH}/{{jobId}}"]})
+    def _answer(self, status: int, kind: str, message: str) -> None:
+        """Write a whole error response past h11 (the request is broken or incomplete) and close after it."""
+        body = json.dumps(Error.of(kind, message).model_dump(), indent=2).encode() + b"\n"
+        reason = {400: "Bad Request", 408: "Request Timeout"}[status]
+        head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+        self.transport.write(head.encode() + body)
 
 
-_REFRESH = "/v3/dynamic-tables/refresh"
-_MAX_BODY = 1 << 20
-_STATUS = {"invalid-argument": 400, "usage": 400, "not-found": 404, "already-exists": 409, "conflict": 409,
-           "permission-denied": 403, "unsupported": 501, "metastore-unavailable": 503}
+def _protocol(request_timeout: float) -> type[DeadlineProtocol]:
+    return type("DeadlineProtocol", (DeadlineProtocol,), {"request_timeout": request_timeout})
 
 
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(p.title() for p in rest)
+def _loop_problem(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    exc = context.get("exception")
+    if isinstance(exc, OSError):
+        # Out of file descriptors at accept, a reset socket: a condition, not a bug (asyncio retries).
+        logger.warning("HTTP server: %s: %s", context.get("message"), exc)
+        return
+    loop.default_exception_handler(context)
 
 
-def _job_json(job: RefreshJob) -> dict[str, Any]:
-    return {
-        "jobId": job.id, "status": job.status.value, "error": job.error, "clusterInfo": job.cluster_info,
-        "runs": [{_camel(k): v for k, v in run.to_json().items()} for run in job.runs],
-    }
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server without its signal handlers (the daemon owns signals), telling when it serves."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.serving = threading.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        asyncio.get_running_loop().set_exception_handler(_loop_problem)
+        await super().startup(sockets)
+        if self.started:
+            self.serving.set()
 
 
-class HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
+def _bind(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
-    def __init__(self, host: str, port: int, manager: CatalogManager, metrics: Metrics,
-                 dynamic: DynamicTables | None = None) -> None:
-        super().__init__((host, port), _Handler)
-        self.manager = manager
-        self.metrics = metrics
-        self.dynamic = dynamic
+
+class HttpServer:
+    """The daemon's HTTP port: the app of ``http_app`` served by uvicorn on its own thread and event loop."""
+
+    def __init__(self, host: str, port: int, manager: Pinger, metrics: Metrics,
+                 dynamic: RefreshService | None = None, *, shutdown_grace: float = 10.0,
+                 request_timeout: float = REQUEST_TIMEOUT, keep_alive: int = KEEP_ALIVE) -> None:
+        """Bind the port (so that a port in use fails here, before anything runs).
+
+        Raises:
+            OSError: the address cannot be bound.
+        """
+        self.app = create_app(manager, metrics, dynamic)
+        self.shutdown_grace = shutdown_grace
+        self._socket = _bind(host, port)
+        self._port = int(self._socket.getsockname()[1])
+        config = uvicorn.Config(
+            self.app, http=_protocol(request_timeout), loop="asyncio", lifespan="off", ws="none",
+            log_config=None, log_level="warning", access_log=False, proxy_headers=False,
+            timeout_keep_alive=keep_alive, backlog=BACKLOG,
+            # uvicorn counts whole seconds.
+            timeout_graceful_shutdown=math.ceil(shutdown_grace),
+        )
+        self._server = _Uvicorn(config)
         self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
-        return int(self.server_address[1])
+        return self._port
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.25},
+        """Serve on a thread; return once the server accepts connections.
+
+        Raises:
+            InternalError: the server did not start (the reason is in the log).
+        """
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name="http", daemon=True)
         self._thread.start()
+        waited = 0.0
+        while not self._server.serving.wait(0.1):
+            waited += 0.1
+            if not self._thread.is_alive() or waited >= START_TIMEOUT:
+                self.stop()
+                raise InternalError(f"the HTTP server on port {self.port} did not start (see the log)")
 
     def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
+        """Stop accepting, let requests in flight finish within the shutdown grace, then close."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            # uvicorn waits the grace, then cancels what is left; a little more for that.
+            self._thread.join(self.shutdown_grace + 5.0)
+            if self._thread.is_alive():
+                logger.warning("the HTTP server did not stop within %gs; leaving it", self.shutdown_grace + 5.0)
+        self._socket.close()

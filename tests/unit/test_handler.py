@@ -16,7 +16,8 @@ from catalogd.config import parse_config
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager
 from catalogd.model import Column, Table
-from catalogd.server.handler import CatalogHandler, Metrics
+from catalogd.server.handler import CatalogHandler
+from catalogd.server.metrics import Metrics
 
 HANDLER_LOGGER = "catalogd.server.handler"
 

@@ -1,0 +1,283 @@
+"""The daemon's HTTP API as a FastAPI app: health, readiness, metrics and the REST API of dynamic tables.
+
+    GET  /healthz                            the process is up
+    GET  /readyz                             every catalog's metastore answers (else 503)
+    GET  /metrics                            Prometheus
+    POST /v3/dynamic-tables/refresh          {"tables": [...], "scheduleTime": "...", "configuration": {...}}
+    GET  /v3/dynamic-tables/refresh/{jobId}
+    GET  /v3/openapi.json                    generated from the models in ``http_models``
+
+Errors are ``{"error": {"kind", "message"}}`` with the status of the catalogd error kind.
+Calls that take locks or talk to a metastore run in the threadpool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from fastapi import FastAPI, Path, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from catalogd import __version__, model
+from catalogd.errors import CatalogError, InvalidArgumentError, UnsupportedError
+from catalogd.server.http_models import Error, Health, Readiness, RefreshJob, RefreshRequest
+from catalogd.server.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+REFRESH = "/v3/dynamic-tables/refresh"
+OPENAPI = "/v3/openapi.json"
+#: The largest request body read (a refresh request is a few hundred bytes).
+MAX_BODY = 1 << 20
+#: HTTP status of each catalogd error kind; others are 500.
+STATUS = {"invalid-argument": 400, "usage": 400, "not-found": 404, "already-exists": 409, "conflict": 409,
+          "permission-denied": 403, "unsupported": 501, "metastore-unavailable": 503}
+ENDPOINTS = ["/healthz", "/readyz", "/metrics", OPENAPI, f"POST {REFRESH}", f"GET {REFRESH}/{{jobId}}"]
+
+
+class Pinger(Protocol):
+    """What /readyz needs of the CatalogManager."""
+
+    def ping(self) -> dict[str, str | None]: ...
+
+
+class RefreshService(Protocol):
+    """What the REST API needs of the dynamic-table service."""
+
+    def refresh(self, tables: list[str], schedule_time: str | None = None, partition: dict[str, str] | None = None,
+                configuration: dict[str, str] | None = None, trigger: str = "manual") -> model.RefreshJob: ...
+
+    def get_job(self, job_id: str) -> model.RefreshJob: ...
+
+
+class PrettyJSON(JSONResponse):
+    """JSON as the daemon always wrote it: indented, one trailing newline (``grep '"status": "..."'`` works)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, indent=2).encode() + b"\n"
+
+
+def _json(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> PrettyJSON:
+    if hasattr(payload, "model_dump"):
+        payload = payload.model_dump(mode="json", by_alias=True)
+    return PrettyJSON(payload, status_code=status, headers=headers)
+
+
+def _error(status: int, kind: str, message: str, headers: Mapping[str, str] | None = None) -> PrettyJSON:
+    return _json(status, Error.of(kind, message), headers)
+
+
+def error_response(e: CatalogError) -> PrettyJSON:
+    """A catalogd error as its REST answer."""
+    return _error(STATUS.get(e.kind, 500), e.kind, e.message)
+
+
+def _doc(description: str) -> dict[str, Any]:
+    return {"model": Error, "description": description}
+
+
+_INTERNAL = _doc("a bug in the daemon (details in its log)")
+_NOT_SERVED = _doc("dynamic tables are not served by this daemon")
+_REFRESH_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _doc("bad request: not JSON, an unknown field, a bad time, partition, table name or setting"),
+    403: _doc("the table's catalog is read-only"),
+    404: _doc("no such catalog, database or dynamic table"),
+    409: _doc("the request conflicts with the table's state"),
+    500: _INTERNAL,
+    501: _doc("the table is not driven by this daemon, or dynamic tables are not served here"),
+    503: _doc("the metastore is unavailable"),
+}
+_JOB_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: _doc("no such job (this daemon keeps the last ones; older runs are in `catalogd dt history`)"),
+    500: _INTERNAL,
+    501: _NOT_SERVED,
+}
+
+
+class _App(FastAPI):
+    def openapi(self) -> dict[str, Any]:
+        """The generated document, plus the refresh request's model, minus FastAPI's 422s.
+
+        The refresh endpoint reads its body itself (JSON whatever the Content-Type, the first bad
+        field named as it always was, deep nesting a 400), so FastAPI does not see the model.
+        """
+        if self.openapi_schema:
+            return self.openapi_schema
+        doc = get_openapi(title=self.title, version=self.version, description=self.description,
+                          routes=self.routes)
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        schemas["RefreshRequest"] = RefreshRequest.model_json_schema(
+            by_alias=True, ref_template="#/components/schemas/{model}")
+        # No request is validated by FastAPI (a str path parameter cannot fail), so no 422 is ever sent.
+        for item in doc.get("paths", {}).values():
+            for operation in item.values():
+                operation.get("responses", {}).pop("422", None)
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        self.openapi_schema = doc
+        return doc
+
+
+def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None = None) -> FastAPI:
+    """The HTTP API of one daemon."""
+    app = _App(title="catalogd REST API", version=__version__,
+               description="Refresh dynamic tables from workflow schedulers (FLIP-435's gateway API); "
+                           "health, readiness and metrics of the daemon.",
+               openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False,
+               default_response_class=PrettyJSON)
+
+    async def rest(call: Callable[[RefreshService], Awaitable[model.RefreshJob]]) -> PrettyJSON:
+        try:
+            if dynamic is None:
+                raise UnsupportedError("dynamic tables are not served here")
+            return _json(200, RefreshJob.of(await call(dynamic)))
+        except CatalogError as e:
+            return error_response(e)
+
+    @app.get("/healthz", operation_id="health", response_model=Health, tags=["daemon"],
+             summary="The process is up",
+             response_description="the process is up")
+    async def healthz() -> PrettyJSON:
+        # async: answered on the event loop even when every worker thread is busy.
+        return _json(200, Health(status="ok"))
+
+    @app.get("/readyz", operation_id="readiness", response_model=Readiness, tags=["daemon"],
+             summary="Every catalog's metastore answers",
+             response_description="every catalog's metastore answers",
+             responses={503: {"model": Readiness, "description": "a catalog's metastore does not answer"}})
+    def readyz() -> PrettyJSON:
+        problems = manager.ping()
+        ready = all(p is None for p in problems.values())
+        catalogs = {name: "ok" if p is None else p for name, p in problems.items()}
+        return _json(200 if ready else 503, Readiness(status="ready" if ready else "not ready", catalogs=catalogs))
+
+    @app.get("/metrics", operation_id="metrics", tags=["daemon"], summary="Prometheus metrics",
+             response_class=Response,
+             responses={200: {"description": "the Prometheus text format",
+                              "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}})
+    def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get(OPENAPI, include_in_schema=False)
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi() -> PrettyJSON:
+        return _json(200, app.openapi())
+
+    @app.post(REFRESH, operation_id="refreshDynamicTables", response_model=RefreshJob, tags=["dynamic tables"],
+              summary="Refresh dynamic tables now", response_description="the job: its runs, started or joined",
+              description="Starts one refresh per table; a refresh already running for the same table and "
+                          "partition is joined, not repeated. Works while a table is suspended. With "
+                          "scheduleTime, a table with partition.fields.<col>.date-formatter refreshes only "
+                          "the partition format(scheduleTime - freshness).",
+              responses=_REFRESH_ERRORS,
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                  "schema": {"$ref": "#/components/schemas/RefreshRequest"}}}}})
+    async def refresh(request: Request) -> Response:
+        async def call(service: RefreshService) -> model.RefreshJob:
+            body = RefreshRequest.parse(_decode(await _read_body(request)))
+            return await run_in_threadpool(service.refresh, body.tables, body.schedule_time,
+                                           body.partition or None, body.configuration or {}, trigger="api")
+
+        try:
+            return await rest(call)
+        except ClientDisconnect:
+            # The client left (or was cut for being slow) mid-body: nobody to answer.
+            return Response(status_code=400)
+
+    @app.get(REFRESH + "/{jobId:path}", operation_id="getRefreshJob", response_model=RefreshJob,
+             tags=["dynamic tables"], summary="A refresh job's status", responses=_JOB_ERRORS,
+             response_description="the job with its current status")
+    async def job(job_id: str = Path(alias="jobId", description="the jobId a refresh answered")) -> Response:
+        return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, e: HTTPException) -> Response:
+        if e.status_code == 404:
+            return _json(404, {**Error.of("not-found", f"no such endpoint {request.url.path}").model_dump(),
+                               "endpoints": ENDPOINTS})
+        if e.status_code == 405:
+            allowed = (e.headers or {}).get("Allow", "")
+            return _error(405, "method-not-allowed",
+                          f"{request.method} is not allowed on {request.url.path}: use {allowed}", e.headers)
+        return _error(e.status_code, "invalid-argument" if e.status_code < 500 else "internal", str(e.detail),
+                      e.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, e: RequestValidationError) -> Response:
+        return error_response(InvalidArgumentError(f"bad request: {e.errors()}"))
+
+    app.add_middleware(_Bugs)
+    return app
+
+
+class _Bugs:
+    """A bug answers 500 ``{"error": {"kind": "internal"}}`` and is logged once, here.
+
+    Not an ``exception_handler(Exception)``: Starlette re-raises after that one, and the server
+    would log the traceback a second time.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as e:
+            # The client gets a 500, the log the details.
+            logger.error("HTTP %s %s", scope.get("method"), scope.get("path"), exc_info=e)
+            if not started:
+                await _error(500, "internal", f"{type(e).__name__}: {e}")(scope, receive, send)
+
+
+async def _read_body(request: Request) -> bytes:
+    """The body, refused before reading when it is too large or its length is not a number."""
+    header = request.headers.get("content-length")
+    if header is not None:
+        # The HTTP parser has already refused a length that is not a non-negative number.
+        try:
+            length = int(header)
+        except ValueError as e:
+            raise InvalidArgumentError(f"Content-Length is not a number: {header!r}") from e
+        if length < 0:
+            raise InvalidArgumentError(f"Content-Length is negative: {length}")
+        if length > MAX_BODY:
+            raise InvalidArgumentError(f"request body over {MAX_BODY} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise InvalidArgumentError(f"request body over {MAX_BODY} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _decode(raw: bytes) -> object:
+    """The JSON in a body (an empty body is ``{}``), whatever its Content-Type says (curl -d sends a form's)."""
+    try:
+        return json.loads(raw or b"{}")
+    except RecursionError:
+        raise InvalidArgumentError("the body is not JSON this server reads: it is nested too deeply") from None
+    except ValueError as e:
+        raise InvalidArgumentError(f"the body is not JSON: {e}") from e

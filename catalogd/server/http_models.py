@@ -1,0 +1,136 @@
+"""The HTTP API's JSON shapes as pydantic models: camelCase on the wire, catalogd.model inside.
+
+The OpenAPI document is generated from these, so the enums come from ``catalogd.model``
+and a field added here shows in the document by itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from catalogd import model
+from catalogd.errors import InvalidArgumentError
+from catalogd.model import TRIGGERS, RunStatus
+
+#: The request fields in the order they are checked (the first bad one is reported).
+REQUEST_FIELDS = ("tables", "scheduleTime", "configuration", "partition")
+
+_FIELD_PROBLEMS = {
+    "tables": '"tables" must be a non-empty list of dynamic table names',
+    "scheduleTime": '"scheduleTime" must be a string like "2024-03-02 00:00:00"',
+    "configuration": '"configuration" must be an object of strings',
+    "partition": '"partition" must be an object of strings',
+}
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True)
+
+
+class RefreshRequest(_Camel):
+    """``POST /v3/dynamic-tables/refresh``: which tables, for which time or partition, with which settings."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="RefreshRequest",
+                              validate_by_name=False, validate_by_alias=True, alias_generator=to_camel)
+
+    tables: list[str] = Field(min_length=1, examples=[["main.sales.daily"]],
+                              description="dynamic table names (catalog.database.table)")
+    schedule_time: str | None = Field(default=None, examples=["2024-03-02 00:00:00"],
+                                      description="dynamic-tables.time-zone unless it has an offset; with "
+                                                  "partition.fields.<col>.date-formatter it picks the partition "
+                                                  "format(scheduleTime - freshness)")
+    configuration: dict[str, str] | None = Field(default=None, description="extra Spark settings for the job "
+                                                 "(resources and SQL tuning only)")
+    partition: dict[str, str] | None = Field(default=None, examples=[{"ds": "2024-03-01"}],
+                                             description="refresh exactly this partition")
+
+    @classmethod
+    def parse(cls, body: object) -> RefreshRequest:
+        """Validate a decoded JSON body.
+
+        Raises:
+            InvalidArgumentError: not an object, a bad field (the first, in REQUEST_FIELDS order) or
+                unknown fields.
+        """
+        if not isinstance(body, dict):
+            raise InvalidArgumentError("the body must be a JSON object")
+        # An empty or null configuration or partition means none (as it always has).
+        body = {k: (None if k in ("configuration", "partition") and not v else v) for k, v in body.items()}
+        try:
+            return cls.model_validate(body)
+        except ValidationError as e:
+            errors = e.errors()
+        bad = {str(err["loc"][0]) for err in errors if err["loc"] and err["type"] != "extra_forbidden"}
+        for name in REQUEST_FIELDS:
+            if name in bad:
+                raise InvalidArgumentError(_FIELD_PROBLEMS[name]) from None
+        unknown = sorted(str(err["loc"][0]) for err in errors if err["type"] == "extra_forbidden")
+        raise InvalidArgumentError(f"unknown field(s) {unknown}: use {', '.join(REQUEST_FIELDS)}") from None
+
+
+class RefreshRun(_Camel):
+    """One refresh of one dynamic table (or one lifetime of a continuous job): a ``model.RefreshRun``."""
+
+    id: str
+    table: str = Field(examples=["main.sales.daily"])
+    trigger: str = Field(json_schema_extra={"enum": list(TRIGGERS)})
+    status: RunStatus
+    schedule_time: str | None = Field(default=None, examples=["2024-03-02 00:00:00+00:00"])
+    partition: dict[str, str] = Field(default_factory=dict, examples=[{"ds": "2024-03-01"}])
+    submitted: float | None = Field(default=None, description="seconds since the epoch")
+    started: float | None = None
+    ended: float | None = None
+    error: str | None = None
+    rows: int | None = Field(default=None, description="rows written")
+    application_id: str | None = Field(default=None, description="the Spark application")
+    input_files: int | None = Field(default=None, description="files read after partition pruning")
+    source_partitions: list[str] = Field(default_factory=list)
+    phase: str | None = Field(default=None, description="starting, planning, writing, committing")
+    fired: float | None = Field(default=None, description="the scheduler's fire time")
+
+    @classmethod
+    def of(cls, run: model.RefreshRun) -> RefreshRun:
+        return cls.model_validate(dataclasses.asdict(run))
+
+
+class RefreshJob(_Camel):
+    """A refresh request, the runs it started or joined: a ``model.RefreshJob``."""
+
+    job_id: str
+    status: RunStatus = Field(description="SUCCEEDED when every run did; FAILED when all ended and one failed")
+    error: str | None = None
+    cluster_info: dict[str, str] = Field(examples=[{"master": "local[2]", "deployMode": "client"}])
+    runs: list[RefreshRun]
+
+    @classmethod
+    def of(cls, job: model.RefreshJob) -> RefreshJob:
+        return cls(job_id=job.id, status=job.status, error=job.error, cluster_info=job.cluster_info,
+                   runs=[RefreshRun.of(r) for r in job.runs])
+
+
+class ErrorDetail(BaseModel):
+    kind: str = Field(examples=["invalid-argument"], description="the catalogd error kind")
+    message: str
+
+
+class Error(BaseModel):
+    """Every error answer: ``{"error": {"kind", "message"}}``."""
+
+    error: ErrorDetail
+
+    @classmethod
+    def of(cls, kind: str, message: str) -> Error:
+        return cls(error=ErrorDetail(kind=kind, message=message))
+
+
+class Health(BaseModel):
+    status: str = Field(examples=["ok"])
+
+
+class Readiness(BaseModel):
+    status: str = Field(examples=["ready"], description='"ready" or "not ready"')
+    catalogs: dict[str, str] = Field(description='per catalog "ok" or the problem',
+                                     examples=[{"main": "ok"}])
