@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import catalogd.cli
-from catalogd.cli import output, results
+from catalogd.cli import json_form, output, results, text_form
 from catalogd.cli.failures import ConfigRejected, RefreshFailed
 from catalogd.errors import TableNotFoundError
 from catalogd.model import Column, RefreshJob, RefreshRun, RunStatus, Table, TableKind
@@ -25,8 +25,8 @@ def _views() -> list[type]:
 
 @pytest.mark.parametrize("cls", _views(), ids=lambda c: c.__name__)
 def test_every_result_view_has_a_json_and_a_text_form(cls: type) -> None:
-    assert output.to_json.dispatch(cls) is not output.to_json.dispatch(object)
-    assert output.show_text.dispatch(cls) is not output.show_text.dispatch(object)
+    assert json_form.to_json.dispatch(cls) is not json_form.to_json.dispatch(object)
+    assert text_form.show_text.dispatch(cls) is not text_form.show_text.dispatch(object)
 
 
 def test_a_result_without_a_form_is_a_bug_not_silence() -> None:
