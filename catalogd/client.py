@@ -557,10 +557,7 @@ class CatalogClient:
         """
         names = [tables] if isinstance(tables, str) else list(tables)
         spec = parse_partition_spec(partition) if isinstance(partition, str) else dict(partition or {})
-        from catalogd.gen.catalogd_thrift import ttypes
-
-        request = ttypes.RefreshRequest(tables=names, scheduleTime=schedule_time, partition=spec,
-                                        configuration=dict(configuration or {}), trigger="manual")
+        request = wire.refresh_request_to_thrift(names, schedule_time, spec, dict(configuration or {}), "manual")
         return wire.refresh_job_from_thrift(self._call(lambda c: c.refreshDynamicTables(request), idempotent=False))
 
     def get_refresh_job(self, job_id: str) -> RefreshJob:

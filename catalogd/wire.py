@@ -6,6 +6,7 @@ Shared by the server and the client, so both sides translate the same way.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from catalogd import errors
 from catalogd.gen.catalogd_thrift import ttypes as t
@@ -353,6 +354,13 @@ def refresh_run_from_thrift(run: t.RefreshRun) -> RefreshRun:
     )
 
 
+def refresh_request_to_thrift(tables: list[str], schedule_time: str | None, partition: dict[str, str],
+                              configuration: dict[str, str], trigger: str) -> t.RefreshRequest:
+    """A request to refresh ``tables`` now (trigger ``manual`` or ``api``)."""
+    return t.RefreshRequest(tables=list(tables), scheduleTime=schedule_time, partition=dict(partition),
+                            configuration=dict(configuration), trigger=trigger)
+
+
 def refresh_job_to_thrift(job: RefreshJob) -> t.RefreshJob:
     return t.RefreshJob(jobId=job.id, status=_enum_to_thrift(t.RunStatus, job.status),
                         runs=[refresh_run_to_thrift(r) for r in job.runs], clusterInfo=dict(job.cluster_info),
@@ -451,7 +459,7 @@ def error_to_thrift(error: errors.CatalogError) -> Exception:
         return t.NotFound(message=message, objectType=error.object_type)
     if isinstance(error, errors.AlreadyExistsError):
         return t.AlreadyExists(message=message, objectType=error.object_type)
-    simple: dict[type[errors.CatalogError], type[Exception]] = {
+    simple: dict[type[errors.CatalogError], Callable[..., Exception]] = {
         errors.DatabaseNotEmptyError: t.NotEmpty,
         errors.InvalidArgumentError: t.InvalidArgument,
         errors.UnsupportedError: t.Unsupported,
@@ -478,7 +486,7 @@ _FROM_THRIFT: dict[type[Exception], type[errors.CatalogError]] = {
 }
 
 #: Every IDL exception, for ``except`` clauses in the client.
-THRIFT_ERRORS = (t.NotFound, t.AlreadyExists, *_FROM_THRIFT)
+THRIFT_ERRORS: tuple[type[Exception], ...] = (t.NotFound, t.AlreadyExists, *_FROM_THRIFT)
 
 
 def error_from_thrift(exc: Exception) -> errors.CatalogError:

@@ -303,3 +303,14 @@ def test_an_error_inside_an_rpc_result_round_trips() -> None:
     back = wire.error_from_thrift(result.notFound)  # type: ignore[attr-defined]
     assert type(back) is errors.TableNotFoundError
     assert back.message == "table main.db.t does not exist"
+
+
+def test_a_refresh_request_crosses_the_wire_whole() -> None:
+    partition, configuration = {"ds": "2024-03-01"}, {"spark.executor.memory": "2g"}
+    request = wire.refresh_request_to_thrift(["main.db.dt"], "2024-03-02 00:00:00", partition, configuration, "manual")
+    back = over_the_wire(request)
+    assert isinstance(back, t.RefreshRequest)
+    assert (back.tables, back.scheduleTime, back.partition, back.configuration, back.trigger) == (
+        ["main.db.dt"], "2024-03-02 00:00:00", partition, configuration, "manual")
+    # The caller's dicts are copied, not shared with the request.
+    assert request.partition is not partition and request.configuration is not configuration

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalogd.cli import _json_first, main
+from catalogd.cli.app import _json_first, main
 
 
 def test_json_moves_to_the_front_from_anywhere_before_a_double_dash() -> None:

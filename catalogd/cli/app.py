@@ -1,0 +1,81 @@
+"""The ``catalogd`` command: root group, global options, and ``main`` (errors -> one line and an exit code).
+
+Command groups live one per module beside this one (serve, config, catalog + spark-conf, db,
+table + partitions, view, function, stage, sql + dt); each command returns a result that
+``catalogd.cli.output`` prints, as text or, with ``--json``, as JSON. Errors print one line
+``error: <kind>: <message>`` on stderr and exit 1 (the operation failed) or 2 (usage or
+configuration error).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from catalogd import __version__
+from catalogd.cli import catalogs, configuration, databases, dynamic_tables, functions, serve, stages, tables, views
+from catalogd.cli.context import Context
+from catalogd.cli.output import emit, print_error
+from catalogd.cli.results import Failed
+from catalogd.errors import EXIT_USAGE, CatalogError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--server", metavar="HOST:PORT", default=None,
+              help="catalogd daemon address [default: $CATALOGD_SERVER or localhost:9190]")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.version_option(__version__, prog_name="catalogd")
+@click.pass_context
+def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
+    """catalogd: a catalog daemon for Spark on Hive Metastores."""
+    ctx.obj = Context(server)
+
+
+@cli.result_callback()
+def _print_result(result: object, server: str | None, as_json: bool) -> None:
+    if isinstance(result, Failed):
+        emit(result.shown, as_json)
+        raise result.error
+    emit(result, as_json)
+
+
+for _command in (serve.serve, configuration.config, catalogs.catalog, catalogs.spark_conf, databases.db,
+                 tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt):
+    cli.add_command(_command)
+
+
+def _json_first(args: list[str]) -> list[str]:
+    """``--json`` works after the command too (``catalogd dt describe X --json``): moved to the front.
+
+    Only before a ``--``, after which every word is an argument.
+    """
+    end = args.index("--") if "--" in args else len(args)
+    if "--json" not in args[:end]:
+        return list(args)
+    return ["--json", *(a for a in args[:end] if a != "--json"), *args[end:]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; errors become one ``error: <kind>: <message>`` line."""
+    # thrift logs a failed connect itself, which without a handler lands on
+    # stderr next to our own error line; `serve` still gets it via the root logger.
+    logging.getLogger("thrift").addHandler(logging.NullHandler())
+    try:
+        result = cli.main(args=_json_first(sys.argv[1:] if argv is None else argv), prog_name="catalogd",
+                          standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        return 1
+    except click.UsageError as e:
+        click.echo(f"error: usage: {e.format_message()}", err=True)
+        return EXIT_USAGE
+    except CatalogError as e:
+        print_error(e)
+        return e.exit_code
+    except BrokenPipeError:
+        return 1
+    return result if isinstance(result, int) else 0

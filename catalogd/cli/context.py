@@ -1,0 +1,30 @@
+"""What every command is handed: the daemon's address and, made on first use, a client of it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from catalogd.client import CatalogClient
+
+
+class Context:
+    """The root group's options that commands need (``--json`` is for the output layer, not for them)."""
+
+    def __init__(self, server: str | None) -> None:
+        self.server = server
+        self._client: CatalogClient | None = None
+
+    @property
+    def client(self) -> CatalogClient:
+        if self._client is None:
+            # Imported here: `serve` and `config check` never talk to a daemon.
+            from catalogd.client import CatalogClient
+
+            self._client = CatalogClient(self.server)
+        return self._client
+
+
+pass_ctx = click.make_pass_decorator(Context)

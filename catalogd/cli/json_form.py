@@ -1,0 +1,257 @@
+"""The JSON form of each CLI result: these field names and their order are an interface.
+
+The README's "Output" paragraph documents them; scripts read them. ``to_json`` turns a result
+(a model object or a ``catalogd.cli.results`` view) into plain lists and dicts.
+"""
+
+from __future__ import annotations
+
+import datetime
+from functools import singledispatch
+from typing import Any
+
+from catalogd.cli.results import (
+    Catalogs,
+    Done,
+    DynamicTables,
+    Names,
+    PartitionDropped,
+    Partitions,
+    Runs,
+    SparkSettings,
+    StageAborted,
+    StageCommitted,
+    Stages,
+    View,
+)
+from catalogd.model import (
+    CatalogInfo,
+    Column,
+    Database,
+    DynamicTable,
+    Function,
+    Partition,
+    RefreshJob,
+    RefreshRun,
+    ReloadResult,
+    Stage,
+    StatementResult,
+    Statistics,
+    Table,
+)
+
+
+def iso_millis(ms: int | None) -> str | None:
+    """Milliseconds since the epoch as ISO 8601 UTC, ``2026-11-22T18:44:45.120Z``."""
+    if ms is None:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@singledispatch
+def to_json(result: object) -> Any:
+    """The JSON value of a result."""
+    raise TypeError(f"no JSON form for {type(result).__name__}")
+
+
+def _columns_json(columns: list[Column]) -> list[dict[str, Any]]:
+    return [{"name": c.name, "type": c.type, "comment": c.comment} for c in columns]
+
+
+@to_json.register
+def _names_json(result: Names) -> list[str]:
+    return result.names
+
+
+@to_json.register
+def _catalogs_json(result: Catalogs) -> list[str]:
+    return [c.name for c in result.catalogs]
+
+
+@to_json.register
+def catalog_json(info: CatalogInfo) -> dict[str, Any]:
+    # read_only comes last: the order this object has always had.
+    return {"name": info.name, "type": info.type, "default": info.default, "default_database": info.default_database,
+            "metastore": info.metastore, "warehouse": info.warehouse, "atomic_writes": info.atomic_writes,
+            "read_only": info.read_only}
+
+
+@to_json.register
+def _spark_settings_json(result: SparkSettings) -> dict[str, str]:
+    return result.settings
+
+
+@to_json.register
+def _done_json(result: Done) -> dict[str, str]:
+    return {result.action: result.name, "to": result.to} if result.to is not None else {result.action: result.name}
+
+
+@to_json.register
+def _reload_json(result: ReloadResult) -> dict[str, Any]:
+    return {"source": result.source, "added": result.added, "removed": result.removed, "changed": result.changed,
+            "unchanged": result.unchanged, "restart_needed": result.restart_needed}
+
+
+@to_json.register
+def _database_json(db: Database) -> dict[str, Any]:
+    return {"catalog": db.catalog, "name": db.name, "comment": db.comment, "location": db.location,
+            "properties": db.properties, "owner": db.owner}
+
+
+def _statistics_json(stats: Statistics) -> dict[str, int | None]:
+    return {"row_count": stats.row_count, "total_size": stats.total_size, "file_count": stats.file_count}
+
+
+@to_json.register
+def _table_json(table: Table) -> dict[str, Any]:
+    return {
+        "catalog": table.catalog,
+        "database": table.database,
+        "name": table.name,
+        "kind": table.kind.value,
+        "columns": _columns_json(table.columns),
+        "partition_keys": _columns_json(table.partition_keys),
+        "format": table.format.value if table.format else None,
+        "location": table.location,
+        "properties": table.properties,
+        "comment": table.comment,
+        "owner": table.owner,
+        "created": table.created,
+        "statistics": _statistics_json(table.statistics),
+    }
+
+
+@to_json.register
+def _partition_json(partition: Partition) -> dict[str, Any]:
+    return {
+        "name": partition.name,
+        "values": partition.spec,
+        "location": partition.location,
+        "properties": partition.properties,
+        "created": partition.created,
+        "statistics": _statistics_json(partition.statistics),
+    }
+
+
+@to_json.register
+def _partitions_json(result: Partitions) -> list[dict[str, Any]]:
+    return [_partition_json(p) for p in result.partitions]
+
+
+@to_json.register
+def _partition_dropped_json(result: PartitionDropped) -> dict[str, str]:
+    return {"dropped": result.name, "table": result.table}
+
+
+@to_json.register
+def _view_json(result: View) -> dict[str, Any]:
+    view = result.view
+    return {
+        "catalog": view.catalog,
+        "database": view.database,
+        "name": view.name,
+        "columns": _columns_json(view.columns),
+        "query": view.view_text,
+        "expanded_query": view.view_expanded_text,
+        "comment": view.comment,
+        "properties": view.properties,
+        "owner": view.owner,
+        "created": view.created,
+    }
+
+
+@to_json.register
+def _function_json(function: Function) -> dict[str, Any]:
+    return {
+        "catalog": function.catalog,
+        "database": function.database,
+        "name": function.name,
+        "class_name": function.class_name,
+        "language": function.language.value,
+        "resources": [{"type": r.type, "uri": r.uri} for r in function.resources],
+        "owner": function.owner,
+        "created": function.created,
+    }
+
+
+@to_json.register
+def stage_json(stage: Stage) -> dict[str, Any]:
+    return {
+        "id": stage.id,
+        "target": stage.target_name,
+        "purpose": stage.purpose.value,
+        "state": stage.state.value,
+        "owner": stage.owner,
+        "created": iso_millis(stage.created),
+        "lease_deadline": iso_millis(stage.lease_deadline),
+        "staging_table": f"{stage.database}.{stage.staging_table}" if stage.staging_table else None,
+        "message": stage.message,
+    }
+
+
+@to_json.register
+def _stages_json(result: Stages) -> list[dict[str, Any]]:
+    return [stage_json(s) for s in result.stages]
+
+
+@to_json.register
+def _stage_committed_json(result: StageCommitted) -> dict[str, Any]:
+    return stage_json(result.stage)
+
+
+@to_json.register
+def _stage_aborted_json(result: StageAborted) -> dict[str, Any]:
+    return stage_json(result.stage)
+
+
+@to_json.register
+def _run_json(run: RefreshRun) -> dict[str, object]:
+    return run.to_json()
+
+
+@to_json.register
+def _runs_json(result: Runs) -> list[dict[str, object]]:
+    return [r.to_json() for r in result.runs]
+
+
+@to_json.register
+def _job_json(job: RefreshJob) -> dict[str, Any]:
+    return {"job_id": job.id, "status": job.status.value, "error": job.error, "cluster_info": job.cluster_info,
+            "runs": [r.to_json() for r in job.runs]}
+
+
+@to_json.register
+def _dynamic_table_json(dt: DynamicTable) -> dict[str, Any]:
+    return {
+        "catalog": dt.catalog,
+        "database": dt.database,
+        "name": dt.name,
+        "query": dt.query,
+        "expanded_query": dt.expanded_query,
+        "freshness": dt.freshness,
+        "declared_mode": dt.declared_mode.value if dt.declared_mode else None,
+        "refresh_mode": dt.refresh_mode.value,
+        "state": dt.state.value,
+        "job_detail": dt.job_detail,
+        "columns": _columns_json(dt.columns),
+        "partition_keys": _columns_json(dt.partition_keys),
+        "options": dt.options,
+        "comment": dt.comment,
+        "schedule": dt.schedule,
+        "created": dt.created,
+        "last_refresh": dt.last_refresh.to_json() if dt.last_refresh else None,
+        "freshness_lag": dt.freshness_lag,
+        "within_target": dt.within_target,
+    }
+
+
+@to_json.register
+def _dynamic_tables_json(result: DynamicTables) -> list[dict[str, Any]]:
+    return [_dynamic_table_json(d) for d in result.tables]
+
+
+@to_json.register
+def _statement_json(result: StatementResult) -> dict[str, Any]:
+    return {"kind": result.kind, "message": result.message,
+            "table": _dynamic_table_json(result.table) if result.table else None,
+            "job": _job_json(result.job) if result.job else None}
