@@ -33,7 +33,7 @@ def wait_until(probe: Callable[[], T], timeout: float, what: str = "condition", 
             error = None
             if last:
                 return last  # type: ignore[return-value]
-        except Exception as exc:  # noqa: BLE001 - "not yet", reported on timeout
+        except Exception as exc:  # "not yet", reported on timeout
             error = exc
         if time.monotonic() >= deadline:
             detail = f"; last error: {error!r}" if error is not None else f"; last value: {last!r}"
