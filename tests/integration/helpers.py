@@ -8,21 +8,31 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
+import pytest
 import yaml
+from polling import wait_until
 
 #: The real console script of this venv (not a `python -m` stand-in).
 CATALOGD = Path(sys.executable).parent / "catalogd"
 READY_TIMEOUT = 180.0
-STOP_TIMEOUT = 30.0
+#: SIGTERM to exit: the shutdown grace (10s by default) and a metastore JVM's stop, on a busy machine.
+STOP_TIMEOUT = 60.0
+
+T = TypeVar("T")
+
+
+class NotReady(Exception):
+    """The daemon answered, but not yet ready (polled again)."""
 
 
 def free_port() -> int:
@@ -93,25 +103,25 @@ class Daemon:
         return tail(self.log_path, lines)
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        last = "no answer"
-        while time.monotonic() < deadline:
+        """Wait until ``/readyz`` answers 200; fail at once, with the log, if the daemon exits."""
+
+        def ready_or_exited() -> str:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"catalogd exited with code {self.proc.returncode} before it was ready; "
-                    f"log {self.log_path}:\n{self.log()}"
-                )
-            try:
-                status, body = http_get(f"{self.http}/readyz", timeout=2.0)
-                if status == 200:
-                    return
-                last = f"{status} {body.strip()}"
-            except OSError as e:
-                last = str(e)
-            time.sleep(0.25)
-        raise RuntimeError(
-            f"catalogd not ready within {timeout:.0f}s (last /readyz: {last}); log {self.log_path}:\n{self.log()}"
-        )
+                return "exited"
+            status, body = http_get(f"{self.http}/readyz", timeout=2.0)
+            if status != 200:
+                raise NotReady(f"/readyz answered {status} {body.strip()}")
+            return "ready"
+
+        try:
+            outcome = wait_until(ready_or_exited, timeout, what=f"catalogd to be ready at {self.http}", every=0.25)
+        except AssertionError as e:
+            raise RuntimeError(f"{e}; log {self.log_path}:\n{self.log()}") from None
+        if outcome == "exited":
+            raise RuntimeError(
+                f"catalogd exited with code {self.proc.returncode} before it was ready; "
+                f"log {self.log_path}:\n{self.log()}"
+            )
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> int:
         """SIGTERM and wait; SIGKILL if it does not go. Returns the exit code."""
@@ -200,12 +210,29 @@ def parent_pid(pid: int) -> int | None:
 
 
 def wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not process_alive(pid):
-            return True
-        time.sleep(0.1)
-    return not process_alive(pid)
+    """Whether ``pid`` is gone within ``timeout`` seconds."""
+    try:
+        wait_until(lambda: not process_alive(pid), timeout, what=f"pid {pid} to end", every=0.1)
+    except AssertionError:
+        return False
+    return True
+
+
+def answer_within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()``'s result, or its exception; fails the test if it has not answered within ``seconds``.
+
+    For proving that something gives up in time (a timeout, a cancelled job) with a deadline
+    instead of a measured duration. A call that overruns is left running on its thread. The
+    failure is pytest's own (not an ``Exception``), so ``pytest.raises`` around this never takes it
+    for the error it expects.
+    """
+    pool = ThreadPoolExecutor(1, thread_name_prefix="answer-within")
+    try:
+        return pool.submit(call).result(timeout=seconds)
+    except FutureTimeout:
+        pytest.fail(f"no answer within {seconds:.0f}s")
+    finally:
+        pool.shutdown(wait=False)
 
 
 # ---------------------------------------------------------------- files and wire

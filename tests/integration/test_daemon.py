@@ -6,7 +6,6 @@ import json
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -14,6 +13,7 @@ from catalogd.client import CatalogClient
 
 from .helpers import (
     CATALOGD,
+    STOP_TIMEOUT,
     clean_env,
     free_port,
     http_get,
@@ -86,7 +86,7 @@ def test_second_daemon_on_same_data_dir_is_refused(daemon, client, tmp_path):
                           data_dir=daemon.data_dir, catalogs=[{"name": "scratch", "type": "memory"}])
     try:
         done = subprocess.run([str(CATALOGD), "serve", "--config", str(config)], capture_output=True, text=True,
-                              timeout=20, env=clean_env())
+                              timeout=60, env=clean_env())
     except subprocess.TimeoutExpired:
         pytest.fail("a second daemon started on a data dir in use")
     assert done.returncode != 0
@@ -130,13 +130,10 @@ def test_sigterm_stops_daemon_and_metastore(daemon_factory):
     with CatalogClient(d.address) as c:
         c.create_database("main.before_sigterm")
 
-    started = time.monotonic()
     d.proc.send_signal(signal.SIGTERM)
-    code = d.proc.wait(30)
-    took = time.monotonic() - started
+    code = d.proc.wait(STOP_TIMEOUT)  # the deadline for a prompt stop (TimeoutExpired past it)
     log = tail(d.log_path, 60)
     assert code == 0, log
-    assert took < 30
     assert not process_alive(hms), f"metastore pid {hms} outlived the daemon"
     assert metastore_pids(d.data_dir) == []
     assert "received SIGTERM" in log and "stopped" in log
@@ -152,7 +149,7 @@ def test_sigkill_takes_metastore_down_and_restart_keeps_data(daemon_factory):
 
     first.proc.send_signal(signal.SIGKILL)
     first.proc.wait(10)
-    assert wait_gone(hms, 15), f"metastore pid {hms} outlived a SIGKILLed daemon (no PDEATHSIG?)"
+    assert wait_gone(hms, 60), f"metastore pid {hms} outlived a SIGKILLed daemon (no PDEATHSIG?)"
 
     # Same config, so the same ports and data dir: nothing may be left holding them.
     second = daemon_factory(same_as=first)
@@ -171,4 +168,4 @@ def test_sigkill_takes_metastore_down_and_restart_keeps_data(daemon_factory):
 def test_sigint_also_stops_cleanly(daemon_factory):
     d = daemon_factory(catalogs=[{"name": "scratch", "type": "memory"}], name="sigint")
     d.proc.send_signal(signal.SIGINT)
-    assert d.proc.wait(30) == 0, tail(d.log_path)
+    assert d.proc.wait(STOP_TIMEOUT) == 0, tail(d.log_path)

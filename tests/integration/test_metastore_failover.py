@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,13 @@ from catalogd.errors import MetastoreUnavailableError
 from catalogd.metastore.embedded import EmbeddedMetastore, free_port
 from catalogd.model import Database
 
+from .helpers import answer_within
+
 pytestmark = pytest.mark.integration
+
+#: The configured 1s timeouts, a retry and a busy machine fit; the defaults (5s connect, 60s
+#: socket) and a hang do not.
+GIVES_UP_WITHIN = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +55,8 @@ def test_dead_first_uri_fails_over_to_the_next(metastore: EmbeddedMetastore) -> 
 def test_all_uris_down_is_metastore_unavailable_naming_each(tmp_path: Path) -> None:
     ports = [free_port(), free_port()]
     catalog = HiveCatalog("down", uris=[("127.0.0.1", p) for p in ports], connect_timeout=1)
-    start = time.monotonic()
     with pytest.raises(MetastoreUnavailableError) as info:
-        catalog.open()
-    assert time.monotonic() - start < 10
+        answer_within(GIVES_UP_WITHIN, catalog.open)
     for port in ports:
         assert f"127.0.0.1:{port}" in str(info.value)
 
@@ -62,10 +65,8 @@ def test_unanswering_metastore_times_out(metastore: EmbeddedMetastore) -> None:
     sock, port = _silent_port()
     try:
         catalog = HiveCatalog("slow", uris=[("127.0.0.1", port)], connect_timeout=1, socket_timeout=1)
-        start = time.monotonic()
         with pytest.raises(MetastoreUnavailableError):
-            catalog.open()
-        assert time.monotonic() - start < 10
+            answer_within(GIVES_UP_WITHIN, catalog.open)
     finally:
         sock.close()
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
+from polling import wait_until
 
 from catalogd.client import CatalogClient
 from catalogd.errors import DatabaseNotFoundError, TableNotFoundError
@@ -37,20 +37,19 @@ def _docker_or_skip() -> None:
 def _wait_for_metastore(host: str, port: int, container) -> None:
     from catalogd.metastore.client import MetastoreClient
 
-    deadline = time.monotonic() + READY_TIMEOUT
-    last: Exception | None = None
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         client = MetastoreClient([(host, port)], connect_timeout=2, socket_timeout=10)
         try:
             client.call("get_all_databases")
-            return
-        except Exception as e:  # not up yet
-            last = e
+            return True
         finally:
             client.close()
-        time.sleep(1)
-    logs = b"".join(part or b"" for part in container.get_logs()).decode(errors="replace")[-3000:]
-    raise RuntimeError(f"{IMAGE} metastore not answering on {host}:{port} after {READY_TIMEOUT:.0f}s: {last}\n{logs}")
+
+    try:
+        wait_until(answers, READY_TIMEOUT, what=f"the {IMAGE} metastore on {host}:{port}", every=1.0)
+    except AssertionError as e:
+        logs = b"".join(part or b"" for part in container.get_logs()).decode(errors="replace")[-3000:]
+        raise RuntimeError(f"{e}\n{logs}") from None
 
 
 @pytest.fixture(scope="module")

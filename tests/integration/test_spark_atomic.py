@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from polling import wait_until
 
 from catalogd import spark as cspark
 from catalogd.errors import InvalidArgumentError, TableAlreadyExistsError
@@ -116,7 +117,9 @@ def test_heartbeats_keep_a_slow_job_alive(spark, client, main_db):
     import time
 
     with cspark.staged_table(f"{main_db}.slow", "id bigint", lease=1.5, client=client) as staged:
-        time.sleep(4)  # longer than the lease: only heartbeats keep the stage open
+        # A fixed wait on purpose: it proves the stage does not lapse although it outlives its lease
+        # several times (only heartbeats keep it open).
+        time.sleep(4)
         spark.createDataFrame([(1,)], "id bigint").write.insertInto(staged.name)
     assert staged.result.state is StageState.COMMITTED
 
@@ -205,6 +208,8 @@ def test_replace_while_a_reader_counts(spark, client, main_db):
     thread = threading.Thread(target=reader)
     thread.start()
     try:
+        # The reader is at work before the first replace, however slowly a busy machine starts it.
+        wait_until(lambda: seen or errors, 120, what="the reader's first count")
         for i in range(4):
             size = 2000 if i % 2 == 0 else 1000
             cspark.atomic_ctas(spark, target, f"SELECT id FROM range({size})", mode="replace", client=client)
