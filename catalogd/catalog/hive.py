@@ -548,9 +548,13 @@ class HiveCatalog(BaseCatalog):
 
     def list_partitions(self, database: str, table: str, filter: str | None = None) -> list[Partition]:
         tbl = self._partitioned(database, table)
-        with self._client(f"table {self.name}.{database}.{table}", TableNotFoundError) as c:
+        what = f"table {self.name}.{database}.{table}"
+        with self._client(what, TableNotFoundError) as c:
             if filter and filter.strip():
-                parts = c.get_partitions_by_filter(database, table, filter.strip(), -1)
+                try:
+                    parts = c.get_partitions_by_filter(database, table, filter.strip(), -1)
+                except hms.MetaException as e:
+                    raise InvalidArgumentError(f"{what}: bad partition filter {filter!r}: {e.message}") from e
             else:
                 parts = c.get_partitions(database, table, -1)
         return sorted((codec.to_partition(tbl, p) for p in parts), key=lambda p: p.values)

@@ -62,12 +62,10 @@ class HiveClient:
 
     Args:
         pool: runs the RPCs (``MetastoreClient``, or a fake in unit tests).
-        catalog: the catalog's name, for messages.
     """
 
-    def __init__(self, pool: RpcPool, catalog: str) -> None:
+    def __init__(self, pool: RpcPool) -> None:
         self._pool = pool
-        self._catalog = catalog
 
     def close(self) -> None:
         self._pool.close()
@@ -139,13 +137,8 @@ class HiveClient:
 
     def get_partitions_by_filter(self, database: str, table: str, filter: str,
                                  max_parts: int = -1) -> list[hms.Partition]:
-        """Raises InvalidArgumentError for a filter HMS cannot parse (it answers with a MetaException)."""
-        try:
-            return list(self._read("get_partitions_by_filter", database, table, filter, max_parts))
-        except hms.MetaException as e:
-            raise InvalidArgumentError(
-                f"table {self._catalog}.{database}.{table}: bad partition filter {filter!r}: {e.message}"
-            ) from e
+        """A filter HMS cannot parse is answered with a MetaException."""
+        return list(self._read("get_partitions_by_filter", database, table, filter, max_parts))
 
     def get_partition(self, database: str, table: str, values: list[str]) -> hms.Partition:
         return self._read("get_partition", database, table, values)
@@ -262,7 +255,7 @@ class HiveSession:
             self.embedded.start()
             self._uris = parse_uris(self.embedded.uri)
         self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username)
-        self._api = HiveClient(self.pool, self.name)
+        self._api = HiveClient(self.pool)
         # The port may open before HMS serves requests; wait for a real answer.
         deadline = time.monotonic() + timeout
         while True:

@@ -60,7 +60,7 @@ class FakeMetastore:
 def hive_catalog(answers: dict[str, Any] | None = None) -> tuple[HiveCatalog, FakeMetastore]:
     catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
     fake = FakeMetastore(answers)
-    catalog.session.attach(HiveClient(fake, catalog.name))
+    catalog.session.attach(HiveClient(fake))
     return catalog, fake
 
 
