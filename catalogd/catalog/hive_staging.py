@@ -31,18 +31,22 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager, contextmanager
+from enum import StrEnum
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
-from catalogd.catalog.base import STAGE_TABLE_PREFIX, is_stage_table
+from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, is_stage_table
+from catalogd.catalog.hive_client import HiveClient, HiveSession
 from catalogd.catalog.types import parse_type
 from catalogd.errors import (
+    AlreadyExistsError,
     CatalogError,
     ConflictError,
     DatabaseNotFoundError,
     InvalidArgumentError,
+    NotFoundError,
     StageNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -50,12 +54,9 @@ from catalogd.errors import (
 from catalogd.faults import fault_point
 from catalogd.model import Column, Stage, StagePurpose, StageRequest, StageState, Table, TableFormat, TableKind
 
-if TYPE_CHECKING:
-    from catalogd.catalog.hive import HiveCatalog
-
 logger = logging.getLogger(__name__)
 
-PARAM = "catalogd.stage."
+PARAM = codec.STAGE_PREFIX
 ID = PARAM + "id"
 TARGET = PARAM + "target"
 PURPOSE = PARAM + "purpose"
@@ -73,21 +74,41 @@ REPLACED = PARAM + "replaced"
 DELETE_AFTER = PARAM + "delete-after"
 #: Why a stage was aborted (kept while its tombstone waits for late writes).
 REASON = PARAM + "reason"
-#: On a committed target: the id of the stage that wrote it ...
-LAST_COMMIT = "catalogd.last-commit"
-#: ... and the last few, ``id=PURPOSE`` comma-separated, newest first: a commit retried
-#: after a lost reply is recognised even when another stage committed since.
-RECENT_COMMITS = "catalogd.recent-commits"
+#: The last commits a target remembers (``RECENT_COMMITS``): a commit retried after a
+#: lost reply is recognised even when another stage committed since.
+LAST_COMMIT, RECENT_COMMITS = codec.LAST_COMMIT, codec.RECENT_COMMITS
 _RECENT = 10
 #: Target parameters that survive a REPLACE (see _kept).
-KEPT_ON_REPLACE = ("catalogd.dt.",)
-
-#: Stored states; ABORTED is a tombstone: a stage whose lease lapsed keeps its table
-#: (and so its directory) a while, so files a still-running writer adds are deleted too.
-OPEN, COMMITTING, RETIRING, ABORTED = "OPEN", "COMMITTING", "RETIRING", "ABORTED"
+KEPT_ON_REPLACE = (codec.DYNAMIC_PREFIX,)
 _PARAM_CHUNK = 3000
 _KEY_LENGTH = 16
 _FINISHED_CACHE = 4096
+
+
+class StoredState(StrEnum):
+    """A stage's state as its staging table stores it (``catalogd.stage.state``, see the module docstring).
+
+    OPEN, COMMITTING and ABORTED are the ``StageState`` of the same name; RETIRING is
+    reported as COMMITTED. ABORTED is a tombstone: a stage whose lease lapsed keeps its
+    table (and so its directory) a while, so files a still-running writer adds are deleted too.
+    """
+
+    OPEN = StageState.OPEN.value
+    COMMITTING = StageState.COMMITTING.value
+    RETIRING = "RETIRING"
+    ABORTED = StageState.ABORTED.value
+
+    @classmethod
+    def of(cls, params: dict[str, str] | None) -> StoredState | None:
+        """The state in a staging table's parameters: none stored is OPEN, one unknown is None."""
+        try:
+            return cls((params or {}).get(STATE, cls.OPEN.value))
+        except ValueError:
+            return None
+
+    @property
+    def public(self) -> StageState:
+        return StageState.COMMITTED if self is StoredState.RETIRING else StageState(self.value)
 
 
 def new_key() -> str:
@@ -118,10 +139,6 @@ def _kept(params: dict[str, str] | None) -> dict[str, str]:
     """The target's parameters a REPLACE keeps: catalogd's own definition of the table
     (a dynamic table's query, freshness and history), not the writer's properties."""
     return {k: v for k, v in (params or {}).items() if k.startswith(KEPT_ON_REPLACE)}
-
-
-def _same_columns(a: list[hms.FieldSchema] | None, b: list[hms.FieldSchema] | None) -> bool:
-    return [(f.name.lower(), f.type.lower()) for f in a or []] == [(f.name.lower(), f.type.lower()) for f in b or []]
 
 
 def _chunks(text: str) -> dict[str, str]:
@@ -157,28 +174,24 @@ def _committed_by(params: dict[str, str] | None, stage_id: str) -> StagePurpose 
     return None
 
 
-def _partition_name(keys: list[hms.FieldSchema], values: list[str]) -> str:
-    return "/".join(f"{k.name}={v}" for k, v in zip(keys, values, strict=True))
-
-
 class HiveStager:
     """The stage operations of one hive catalog (see the module docstring).
 
     Args:
-        catalog: the catalog whose metastore holds the stages.
+        session: the HMS session of the catalog whose metastore holds the stages.
         lease: the default lease, seconds.
         retention: how long replaced data is kept, seconds.
         committer: who commits (host and data dir): a restarted daemon is the same
             committer, so it finishes its own interrupted commits at once; others wait a lease.
     """
 
-    def __init__(self, catalog: HiveCatalog, lease: float, retention: float, committer: str | None = None) -> None:
-        self.catalog = catalog
+    def __init__(self, session: HiveSession, lease: float, retention: float, committer: str | None = None) -> None:
+        self.session = session
+        self.name = session.name
         self.lease = lease
         self.retention = retention
         self.committer = committer or f"{socket.gethostname()}:{id(self)}"
         self._guard = threading.Lock()
-        self._target_locks: dict[tuple[str, str], threading.Lock] = {}
         #: Stages this process ended, newest last: answers get/commit without a scan.
         self._finished: OrderedDict[str, Stage] = OrderedDict()
         #: Targets of the stages this process began (a hint: saves a metastore read per commit).
@@ -186,23 +199,18 @@ class HiveStager:
 
     # ------------------------------------------------------------ plumbing
 
-    def _call(self, method: str, *args: object, idempotent: bool = True) -> object:
-        return self.catalog._call(method, *args, idempotent=idempotent)
+    def _client(
+        self,
+        what: str,
+        not_found: type[NotFoundError] = TableNotFoundError,
+        exists: type[AlreadyExistsError] = TableAlreadyExistsError,
+    ) -> AbstractContextManager[HiveClient]:
+        """The typed HMS client for a block; HMS errors leave it as catalogd errors naming ``what``."""
+        return self.session.client(what, not_found, exists)
 
-    def _translate(self, what: str, not_found: type = TableNotFoundError, exists: type = TableAlreadyExistsError):
-        return self.catalog._translate(what, not_found, exists)
-
-    @contextmanager
-    def target_lock(self, database: str, target: str) -> Iterator[None]:
-        """Commits and aborts on one target run one at a time in this daemon.
-
-        HMS 2.3 checks that a rename's destination is free and then moves the files
-        in separate steps: two renames onto one name at once could both pass the check.
-        """
-        with self._guard:
-            lock = self._target_locks.setdefault((database, target), threading.Lock())
-        with lock:
-            yield
+    def target_lock(self, database: str, target: str) -> AbstractContextManager[None]:
+        """Commits and aborts on one target run one at a time in this daemon (shared with the catalog)."""
+        return self.session.target_lock(database, target)
 
     @contextmanager
     def _locked(self, database: str, key: str) -> Iterator[hms.Table | None]:
@@ -223,32 +231,32 @@ class HiveStager:
             yield self._get_raw(database, key)
 
     def _stage_id(self, database: str, key: str) -> str:
-        return f"{self.catalog.name}.{database}.{key}"
+        return f"{self.name}.{database}.{key}"
 
     def _what(self, database: str, key: str) -> str:
         return f"stage {self._stage_id(database, key)}"
 
     def _get_raw(self, database: str, key: str) -> hms.Table | None:
         try:
-            with self._translate(self._what(database, key)):
-                return self._call("get_table", database, STAGE_TABLE_PREFIX + key)
+            with self._client(self._what(database, key)) as c:
+                return c.get_table(database, STAGE_TABLE_PREFIX + key)
         except TableNotFoundError:
             return None
 
     def _target_raw(self, database: str, name: str) -> hms.Table | None:
         try:
-            with self._translate(f"table {self.catalog.name}.{database}.{name}"):
-                return self._call("get_table", database, name)
+            with self._client(f"table {self.name}.{database}.{name}") as c:
+                return c.get_table(database, name)
         except TableNotFoundError:
             return None
 
     def _alter(self, database: str, name: str, tbl: hms.Table, what: str) -> None:
-        with self._translate(what):
-            self._call("alter_table", database, name, tbl, idempotent=False)
+        with self._client(what) as c:
+            c.alter_table(database, name, tbl)
 
     def _partitions(self, database: str, name: str) -> list[hms.Partition]:
-        with self._translate(f"table {self.catalog.name}.{database}.{name}"):
-            return list(self._call("get_partitions", database, name, -1))
+        with self._client(f"table {self.name}.{database}.{name}") as c:
+            return c.get_partitions(database, name, -1)
 
     def _remember(self, stage: Stage) -> Stage:
         with self._guard:
@@ -261,20 +269,18 @@ class HiveStager:
     def _to_stage(self, tbl: hms.Table, database: str) -> Stage:
         params = tbl.parameters or {}
         key = tbl.tableName[len(STAGE_TABLE_PREFIX):]
-        stored = params.get(STATE, OPEN)
-        state = {OPEN: StageState.OPEN, COMMITTING: StageState.COMMITTING, ABORTED: StageState.ABORTED}.get(
-            stored, StageState.COMMITTED
-        )
-        table = self.catalog._to_table(tbl)
+        stored = StoredState.of(params)
+        state = stored.public if stored is not None else StageState.COMMITTED
+        table = codec.to_table(self.name, tbl)
         message = None
-        if stored == RETIRING:
+        if stored is StoredState.RETIRING:
             message = f"committed; the replaced data is deleted after {_iso(_int(params.get(DELETE_AFTER)))}"
-        elif stored == ABORTED:
+        elif stored is StoredState.ABORTED:
             message = (f"aborted: {params.get(REASON) or 'lease lapsed'}; its files are deleted after "
                        f"{_iso(_int(params.get(DELETE_AFTER)))}")
         return Stage(
             id=self._stage_id(database, key),
-            catalog=self.catalog.name,
+            catalog=self.name,
             database=database,
             target=params.get(TARGET, ""),
             purpose=StagePurpose.parse(params.get(PURPOSE, "CREATE")),
@@ -293,7 +299,7 @@ class HiveStager:
     def _ended(self, database: str, key: str, target: str, purpose: StagePurpose, state: StageState,
                message: str) -> Stage:
         return self._remember(Stage(
-            id=self._stage_id(database, key), catalog=self.catalog.name, database=database, target=target,
+            id=self._stage_id(database, key), catalog=self.name, database=database, target=target,
             purpose=purpose, state=state, message=message,
         ))
 
@@ -304,31 +310,30 @@ class HiveStager:
             known = self._finished.get(stage_id)
         if known is not None:
             return known
-        with self._translate(f"database {self.catalog.name}.{database}", DatabaseNotFoundError):
-            names = [n for n in self._call("get_all_tables", database) if not is_stage_table(n)]
+        with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+            names = [n for n in c.get_all_tables(database) if not is_stage_table(n)]
             for start in range(0, len(names), 100):
-                for tbl in self._call("get_table_objects_by_name", database, names[start:start + 100]):
+                for tbl in c.get_table_objects_by_name(database, names[start:start + 100]):
                     purpose = _committed_by(tbl.parameters, stage_id)
                     if purpose is not None:
                         return self._ended(database, key, tbl.tableName, purpose, StageState.COMMITTED,
-                                           f"committed into {self.catalog.name}.{database}.{tbl.tableName}")
+                                           f"committed into {self.name}.{database}.{tbl.tableName}")
         return None
 
     # ------------------------------------------------------------ begin
 
     def begin(self, request: StageRequest) -> Stage:
-        catalog = self.catalog
         database, target = request.database, request.target
-        what = f"table {catalog.name}.{database}.{target}"
+        what = f"table {self.name}.{database}.{target}"
         if is_stage_table(target):
             raise InvalidArgumentError(f"{what}: a staging table cannot be the target of a stage")
-        with self._translate(f"database {catalog.name}.{database}", DatabaseNotFoundError):
-            self._call("get_database", database)
+        with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+            c.get_database(database)
         existing = self._target_raw(database, target)
         key = new_key()
         purpose = request.purpose
-        if existing is not None and existing.tableType in ("VIRTUAL_VIEW", "EXTERNAL_TABLE"):
-            kind = "a view" if existing.tableType == "VIRTUAL_VIEW" else "an external table"
+        if existing is not None and existing.tableType in (codec.VIRTUAL_VIEW, codec.EXTERNAL_TABLE):
+            kind = "a view" if existing.tableType == codec.VIRTUAL_VIEW else "an external table"
             if purpose is not StagePurpose.CREATE_IF_NOT_EXISTS:
                 raise InvalidArgumentError(f"{what} is {kind}: stages write managed tables only")
         if purpose is StagePurpose.CREATE and existing is not None:
@@ -346,7 +351,7 @@ class HiveStager:
         if purpose is StagePurpose.OVERWRITE_PARTITIONS:
             if existing is None:
                 raise TableNotFoundError(f"{what} does not exist: a partition overwrite needs an existing table")
-            current = catalog._to_table(existing)
+            current = codec.to_table(self.name, existing)
             if not current.partition_keys:
                 raise InvalidArgumentError(f"{what} is not partitioned: overwrite it with REPLACE")
             columns, partition_keys = self._same_schema(what, current, columns, partition_keys)
@@ -365,21 +370,21 @@ class HiveStager:
             ID: self._stage_id(database, key),
             TARGET: target,
             PURPOSE: purpose.value,
-            STATE: OPEN,
+            STATE: StoredState.OPEN.value,
             OWNER: request.owner or "",
             CREATED: str(now),
             DEADLINE: str(now + int(lease * 1000)),
             LEASE: str(int(lease * 1000)),
         })
         table = Table(
-            name=STAGE_TABLE_PREFIX + key, database=database, catalog=catalog.name, columns=columns,
+            name=STAGE_TABLE_PREFIX + key, database=database, catalog=self.name, columns=columns,
             partition_keys=partition_keys, format=fmt, location=location, kind=TableKind.MANAGED,
             comment=comment, properties=properties,
         )
         if not columns:
             raise InvalidArgumentError(f"{what}: a stage needs at least one column")
-        catalog.check_new_table(Table(**{**table.__dict__, "name": target}))
-        catalog._create(table)
+        BaseCatalog.check_new_table(Table(**{**table.__dict__, "name": target}))
+        self.session.create_table(table)
         tbl = self._get_raw(database, key)
         if tbl is None:  # pragma: no cover - HMS just created it
             raise StageNotFoundError(f"{self._what(database, key)} vanished right after it was created")
@@ -424,14 +429,14 @@ class HiveStager:
     def _raw_stages(self, databases: list[str] | None = None) -> list[tuple[str, hms.Table]]:
         """Every staging table (of ``databases``, default all), with its database."""
         found: list[tuple[str, hms.Table]] = []
-        with self._translate("list stages", DatabaseNotFoundError):
-            for database in databases if databases is not None else self._call("get_all_databases"):
-                names = [n for n in self._call("get_all_tables", database) if is_stage_table(n)]
+        with self._client("list stages", DatabaseNotFoundError) as c:
+            for database in databases if databases is not None else c.get_all_databases():
+                names = [n for n in c.get_all_tables(database) if is_stage_table(n)]
                 if names:
-                    found.extend((database, t) for t in self._call("get_table_objects_by_name", database, names))
+                    found.extend((database, t) for t in c.get_table_objects_by_name(database, names))
         return found
 
-    def list(self) -> list[Stage]:
+    def list_stages(self) -> list[Stage]:
         stages = [self._to_stage(tbl, database) for database, tbl in self._raw_stages()]
         return sorted(stages, key=lambda s: (s.created or 0, s.id))
 
@@ -447,10 +452,10 @@ class HiveStager:
         with self._locked(database, key) as tbl:
             if tbl is not None:
                 params = dict(tbl.parameters or {})
-                state = params.get(STATE, OPEN)
-                if state == ABORTED:
+                state = StoredState.of(params)
+                if state is StoredState.ABORTED:
                     raise ConflictError(f"{self._what(database, key)} was {self._to_stage(tbl, database).message}")
-                if state != OPEN:
+                if state is not StoredState.OPEN:
                     return self._to_stage(tbl, database)
                 now = _now_ms()
                 deadline = _int(params.get(DEADLINE)) or 0
@@ -475,12 +480,12 @@ class HiveStager:
         with self._locked(database, key) as tbl:
             if tbl is not None:
                 params = tbl.parameters or {}
-                state = params.get(STATE, OPEN)
-                if state not in (OPEN, ABORTED):
+                state = StoredState.of(params)
+                if state not in (StoredState.OPEN, StoredState.ABORTED):
                     raise ConflictError(
                         f"{self._what(database, key)} is committed (or committing); it cannot be aborted"
                     )
-                if state == ABORTED:
+                if state is StoredState.ABORTED:
                     if tombstone:
                         return self._to_stage(tbl, database)
                     # Its writer says it stopped: nothing more can arrive, drop the tombstone now.
@@ -501,7 +506,7 @@ class HiveStager:
             # Two of the writer's leases: a catalogd.spark writer notices the loss at its next
             # heartbeat (a third of a lease) and cancels its job well within that.
             grace = 2 * (_int(params.get(LEASE)) or int(self.lease * 1000))
-            params.update({STATE: ABORTED, REASON: reason, DELETE_AFTER: str(_now_ms() + grace)})
+            params.update({STATE: StoredState.ABORTED.value, REASON: reason, DELETE_AFTER: str(_now_ms() + grace)})
             tbl.parameters = params
             self._alter(database, tbl.tableName, tbl, self._what(database, stage.id.rsplit(".", 1)[1]))
         else:
@@ -513,10 +518,8 @@ class HiveStager:
     def _drop_stage(self, database: str, tbl: hms.Table) -> None:
         """Drop the staging table with its files (and its partitions' files)."""
         try:
-            with self._translate(f"staging table {database}.{tbl.tableName}"):
-                context = hms.EnvironmentContext({"ifPurge": "TRUE"})
-                self._call("drop_table_with_environment_context", database, tbl.tableName, True, context,
-                           idempotent=False)
+            with self._client(f"staging table {database}.{tbl.tableName}") as c:
+                c.drop_table_with_environment_context(database, tbl.tableName, True, codec.purge_context(True))
         except TableNotFoundError:
             pass
 
@@ -539,13 +542,13 @@ class HiveStager:
 
     def _commit_locked(self, database: str, key: str, tbl: hms.Table) -> Stage:
         params = dict(tbl.parameters or {})
-        state = params.get(STATE, OPEN)
+        state = StoredState.of(params)
         stage = self._to_stage(tbl, database)
-        if state == RETIRING:
+        if state is StoredState.RETIRING:
             return stage
-        if state == ABORTED:
+        if state is StoredState.ABORTED:
             raise ConflictError(f"{stage.id} was {stage.message}; nothing was committed")
-        if state == OPEN:
+        if state is StoredState.OPEN:
             deadline = _int(params.get(DEADLINE)) or 0
             if deadline < _now_ms():
                 self._abort_locked(database, tbl, f"its lease lapsed at {_iso(deadline)}")
@@ -555,12 +558,12 @@ class HiveStager:
             # No look first: the rename itself fails when the target exists.
             return self._commit_create(database, key, tbl, stage, None)
         existing = self._target_raw(database, target)
-        if stage.purpose is StagePurpose.REPLACE and existing is None and state == OPEN:
+        if stage.purpose is StagePurpose.REPLACE and existing is None and state is StoredState.OPEN:
             return self._commit_create(database, key, tbl, stage, existing)
-        if state == OPEN:
+        if state is StoredState.OPEN:
             if existing is None:
                 self._abort_locked(database, tbl, "the target table was dropped while the stage was open")
-                raise TableNotFoundError(f"table {self.catalog.name}.{database}.{target} was dropped meanwhile; "
+                raise TableNotFoundError(f"table {self.name}.{database}.{target} was dropped meanwhile; "
                                          "the stage was aborted")
             tbl = self._mark_committing(database, tbl, existing, stage.purpose)
             fault_point("commit.marked")
@@ -569,19 +572,18 @@ class HiveStager:
     def _commit_create(self, database: str, key: str, tbl: hms.Table, stage: Stage,
                        existing: hms.Table | None) -> Stage:
         target = stage.target
-        what = f"table {self.catalog.name}.{database}.{target}"
+        what = f"table {self.name}.{database}.{target}"
         if existing is not None:
             return self._lost_race(database, tbl, stage, what)
         new = copy.deepcopy(tbl)
         new.tableName = target
         new.parameters = {**_user_params(tbl.parameters), **_commit_tags(stage, None)}
-        serde = new.sd.serdeInfo
-        if serde and serde.parameters and "path" in serde.parameters:
+        if codec.spark_path(new) is not None:
             # Spark reads a data source table where `path` says; HMS moves the files to
             # <database dir>/<target> in this very call.
-            with self._translate(f"database {self.catalog.name}.{database}", DatabaseNotFoundError):
-                db_location = self._call("get_database", database).locationUri
-            serde.parameters = {**serde.parameters, "path": f"{db_location.rstrip('/')}/{target.lower()}"}
+            with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+                db_location = c.get_database(database).locationUri
+            codec.set_spark_path(new, f"{db_location.rstrip('/')}/{target.lower()}")
         fault_point("commit.before-rename")
         try:
             self._alter(database, tbl.tableName, new, what)
@@ -608,13 +610,14 @@ class HiveStager:
         params = dict(tbl.parameters or {})
         replaced: dict[str, str] = {}
         if existing.partitionKeys:
-            staged = {_partition_name(tbl.partitionKeys, p.values) for p in self._partitions(database, tbl.tableName)}
+            staged = {codec.partition_name(tbl.partitionKeys, p.values)
+                      for p in self._partitions(database, tbl.tableName)}
             for part in self._partitions(database, existing.tableName):
-                name = _partition_name(existing.partitionKeys, part.values)
+                name = codec.partition_name(existing.partitionKeys, part.values)
                 if purpose is StagePurpose.REPLACE or name in staged:
                     replaced[name] = part.sd.location
         params.update({
-            STATE: COMMITTING,
+            STATE: StoredState.COMMITTING.value,
             COMMITTER: self.committer,
             COMMIT_STARTED: str(_now_ms()),
             OLD_LOCATION: existing.sd.location or "",
@@ -627,7 +630,7 @@ class HiveStager:
     def _finish_commit(self, database: str, key: str, tbl: hms.Table, stage: Stage) -> Stage:
         """Roll a COMMITTING stage forward; every step is safe to repeat."""
         target = stage.target
-        what = f"table {self.catalog.name}.{database}.{target}"
+        what = f"table {self.name}.{database}.{target}"
         existing = self._target_raw(database, target)
         if stage.purpose is StagePurpose.REPLACE:
             if existing is None or (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
@@ -662,8 +665,8 @@ class HiveStager:
         new.parameters = {**_user_params(tbl.parameters),
                           **_kept(existing.parameters if existing is not None else None),
                           **_commit_tags(stage, existing.parameters if existing is not None else None)}
-        new.tableType = "MANAGED_TABLE"
-        if existing is not None and _same_columns(existing.partitionKeys, tbl.partitionKeys):
+        new.tableType = codec.MANAGED_TABLE
+        if existing is not None and codec.same_columns(existing.partitionKeys, tbl.partitionKeys):
             new.owner = existing.owner or new.owner
             new.createTime = existing.createTime
             try:
@@ -675,20 +678,21 @@ class HiveStager:
         # Partition keys differ (HMS cannot change them) or HMS refused the change: the
         # weaker path. Readers see no table for the moment between the two calls.
         if existing is not None:
-            with self._translate(what):
-                self._call("drop_table", database, stage.target, False, idempotent=False)
+            with self._client(what) as c:
+                c.drop_table(database, stage.target, False)
         fault_point("commit.dropped")
-        with self._translate(what):
-            self._call("create_table", new, idempotent=False)
+        with self._client(what) as c:
+            c.create_table(new)
 
     def _sync_partitions(self, database: str, tbl: hms.Table, target: str, drop_others: bool) -> None:
         """Make the target's partitions for the staged values point at the staged files."""
         if not tbl.partitionKeys:
             return
-        what = f"table {self.catalog.name}.{database}.{target}"
+        what = f"table {self.name}.{database}.{target}"
         staged = self._partitions(database, tbl.tableName)
         current = {tuple(p.values): p for p in self._partitions(database, target)}
-        changed, added = [], []
+        changed: list[hms.Partition] = []
+        added: list[hms.Partition] = []
         for part in staged:
             values = tuple(part.values)
             have = current.get(values)
@@ -700,16 +704,16 @@ class HiveStager:
                 sd=copy.deepcopy(part.sd), parameters=dict(part.parameters or {}),
             )
             (changed if have is not None else added).append(new)
-        with self._translate(what):
+        with self._client(what) as c:
             if changed:
-                self._call("alter_partitions", database, target, changed, idempotent=False)
+                c.alter_partitions(database, target, changed)
             if added:
-                self._call("add_partitions", added, idempotent=False)
+                c.add_partitions(added)
             if drop_others:
                 keep = {tuple(p.values) for p in staged}
                 for values in [v for v in current if v not in keep]:
                     # Metadata only: the files go with the old table directory.
-                    self._call("drop_partition", database, target, list(values), False, idempotent=False)
+                    c.drop_partition(database, target, list(values), False)
 
     def _retire(self, database: str, tbl: hms.Table, stage: Stage) -> None:
         """Committed: the staging table now stands for the replaced data until it is purged."""
@@ -719,35 +723,35 @@ class HiveStager:
             location = params.get(OLD_LOCATION) or f"{tbl.sd.location}/.retired"
         else:
             location = f"{tbl.sd.location.rstrip('/')}/.retired"
-        params.update({STATE: RETIRING, DELETE_AFTER: str(_now_ms() + int(self.retention * 1000))})
+        params.update({STATE: StoredState.RETIRING.value, DELETE_AFTER: str(_now_ms() + int(self.retention * 1000))})
         tbl.parameters = params
         tbl.sd.location = location
-        if tbl.sd.serdeInfo and tbl.sd.serdeInfo.parameters and "path" in tbl.sd.serdeInfo.parameters:
-            tbl.sd.serdeInfo.parameters = {**tbl.sd.serdeInfo.parameters, "path": location}
+        if codec.spark_path(tbl) is not None:
+            codec.set_spark_path(tbl, location)
         self._alter(database, tbl.tableName, tbl, f"staging table {database}.{tbl.tableName}")
 
     def _purge(self, database: str, key: str) -> None:
         """Delete a retired stage: its partitions are re-pointed at the replaced files first."""
         tbl = self._get_raw(database, key)
-        if tbl is None or (tbl.parameters or {}).get(STATE) != RETIRING:
+        if tbl is None or StoredState.of(tbl.parameters) is not StoredState.RETIRING:
             return
         params = tbl.parameters or {}
         if tbl.partitionKeys:
             replaced = _read_replaced(params)
             partitions = self._partitions(database, tbl.tableName)
             repoint = []
-            with self._translate(f"staging table {database}.{tbl.tableName}"):
+            with self._client(f"staging table {database}.{tbl.tableName}") as c:
                 for part in partitions:
-                    old = replaced.get(_partition_name(tbl.partitionKeys, part.values))
+                    old = replaced.get(codec.partition_name(tbl.partitionKeys, part.values))
                     if PURPOSE in params and params[PURPOSE] == StagePurpose.OVERWRITE_PARTITIONS.value and old:
                         if part.sd.location != old:
                             part.sd.location = old
                             repoint.append(part)
                     else:
                         # The target owns these files now (REPLACE: the old ones go with the old directory).
-                        self._call("drop_partition", database, tbl.tableName, part.values, False, idempotent=False)
+                        c.drop_partition(database, tbl.tableName, part.values, False)
                 if repoint:
-                    self._call("alter_partitions", database, tbl.tableName, repoint, idempotent=False)
+                    c.alter_partitions(database, tbl.tableName, repoint)
         self._drop_stage(database, tbl)
         logger.info("stage %s: replaced data deleted", self._stage_id(database, key))
 
@@ -760,7 +764,7 @@ class HiveStager:
         try:
             for _, tbl in self._raw_stages([database]):
                 params = tbl.parameters or {}
-                if params.get(TARGET) == target and params.get(STATE) == RETIRING:
+                if params.get(TARGET) == target and StoredState.of(params) is StoredState.RETIRING:
                     with self.target_lock(database, target):
                         self._purge(database, tbl.tableName[len(STAGE_TABLE_PREFIX):])
         except CatalogError as e:
@@ -790,23 +794,23 @@ class HiveStager:
     def _due(self, tbl: hms.Table, startup: bool) -> bool:
         """Whether the janitor must act on this staging table now."""
         params = tbl.parameters or {}
-        state, now = params.get(STATE, OPEN), _now_ms()
-        if state == OPEN:
+        state, now = StoredState.of(params), _now_ms()
+        if state is StoredState.OPEN:
             return (_int(params.get(DEADLINE)) or 0) < now
-        if state in (ABORTED, RETIRING):
+        if state in (StoredState.ABORTED, StoredState.RETIRING):
             return (_int(params.get(DELETE_AFTER)) or 0) <= now
-        return state == COMMITTING and self._may_recover(params, now, startup)
+        return state is StoredState.COMMITTING and self._may_recover(params, now, startup)
 
     def _clean(self, database: str, key: str, tbl: hms.Table) -> None:
         """What the janitor does to a stage that is due (under its target's lock)."""
-        state = (tbl.parameters or {}).get(STATE, OPEN)
+        state = StoredState.of(tbl.parameters)
         stage_id = self._stage_id(database, key)
-        if state == OPEN:
+        if state is StoredState.OPEN:
             self._abort_locked(database, tbl, "its lease lapsed", tombstone=True)
-        elif state == ABORTED:
+        elif state is StoredState.ABORTED:
             self._drop_stage(database, tbl)
             logger.info("stage %s: files of the aborted stage deleted", stage_id)
-        elif state == COMMITTING:
+        elif state is StoredState.COMMITTING:
             logger.warning("stage %s: finishing a commit that was interrupted", stage_id)
             self._finish_commit(database, key, tbl, self._to_stage(tbl, database))
         else:

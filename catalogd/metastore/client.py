@@ -1,6 +1,6 @@
 """A small pool of HMS Thrift connections with timeouts and failover.
 
-Only ``catalogd.catalog.hive`` uses this: the HMS Thrift types it hands out
+Only the HMS session (``catalogd.catalog.hive_client``) uses this: the HMS Thrift types it hands out
 never travel further up.
 """
 

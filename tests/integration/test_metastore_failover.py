@@ -47,7 +47,8 @@ def test_dead_first_uri_fails_over_to_the_next(metastore: EmbeddedMetastore) -> 
         assert "failover_db" in catalog.list_databases()
         # The URI that answered is remembered and tried first from now on.
         assert catalog.info().metastore.startswith(f"thrift://127.0.0.1:{dead},")
-        assert catalog._client is not None and catalog._client.uris[catalog._client._preferred][1] == metastore.port
+        pool = catalog.session.pool
+        assert pool is not None and pool.uris[pool._preferred][1] == metastore.port
     finally:
         catalog.close()
 

@@ -1,8 +1,8 @@
 """How HiveCatalog turns Hive Metastore exceptions into catalogd errors.
 
-The one place a fake stands in for HMS: ``_client`` is replaced by an object
-with the ``call(method, *args, idempotent=...)`` of MetastoreClient that raises
-the real HMS exception classes. Everything else about HMS is tested against a
+The one place a fake stands in for HMS: the catalog's typed client runs its calls
+on an object with the ``call(method, *args, idempotent=...)`` of MetastoreClient
+that raises the real HMS exception classes. Everything else about HMS is tested against a
 real metastore in tests/integration.
 """
 
@@ -17,6 +17,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog.hive import HiveCatalog
+from catalogd.catalog.hive_client import HiveClient
 from catalogd.errors import (
     CatalogError,
     DatabaseAlreadyExistsError,
@@ -59,7 +60,7 @@ class FakeMetastore:
 def hive_catalog(answers: dict[str, Any] | None = None) -> tuple[HiveCatalog, FakeMetastore]:
     catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
     fake = FakeMetastore(answers)
-    catalog._client = fake  # type: ignore[assignment]
+    catalog.session.attach(HiveClient(fake))
     return catalog, fake
 
 

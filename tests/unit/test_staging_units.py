@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from catalogd import wire
-from catalogd.catalog.hive_staging import _chunks, _partition_name, _read_replaced, check_key, new_key
+from catalogd.catalog.hive_codec import partition_name
+from catalogd.catalog.hive_staging import _chunks, _read_replaced, check_key, new_key
 from catalogd.errors import InvalidArgumentError
 from catalogd.faults import ENV, POINTS, fault_point
 from catalogd.manager import parse_stage_id
@@ -65,7 +66,7 @@ def test_partition_names():
         def __init__(self, name: str) -> None:
             self.name = name
 
-    assert _partition_name([Key("ds"), Key("h")], ["2024-01-01", "3"]) == "ds=2024-01-01/h=3"
+    assert partition_name([Key("ds"), Key("h")], ["2024-01-01", "3"]) == "ds=2024-01-01/h=3"
 
 
 def test_fault_points_are_inert_without_the_variable(monkeypatch):

@@ -1,0 +1,348 @@
+"""The hive catalog and its stager on an in-memory HMS client (tests/unit/fake_hms.py).
+
+What HMS itself does is tested against a real metastore in tests/integration; these
+check catalogd's side: what it sends, what it makes of the answers, which stages it
+hides, and which catalogd error each HMS exception becomes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+from fake_hms import WAREHOUSE, FakeHms
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.base import STAGE_TABLE_PREFIX
+from catalogd.catalog.hive import HiveCatalog
+from catalogd.catalog.hive_client import HiveClient, HiveSession
+from catalogd.catalog.hive_staging import DEADLINE, STATE, HiveStager, StoredState
+from catalogd.errors import (
+    DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    FunctionNotFoundError,
+    InvalidArgumentError,
+    MetastoreUnavailableError,
+    PartitionAlreadyExistsError,
+    PartitionNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from catalogd.model import (
+    Column,
+    Database,
+    DatabaseUpdate,
+    Function,
+    FunctionLanguage,
+    Resource,
+    StagePurpose,
+    StageRequest,
+    StageState,
+    Table,
+    TableFormat,
+    TableKind,
+    TableUpdate,
+)
+
+
+def _stager(session: HiveSession) -> HiveStager:
+    return HiveStager(session, lease=60, retention=30, committer="test")
+
+
+@pytest.fixture
+def fake() -> FakeHms:
+    return FakeHms()
+
+
+@pytest.fixture
+def catalog(fake: FakeHms) -> HiveCatalog:
+    cat = HiveCatalog("main", uris=[("127.0.0.1", 9083)], stages=_stager)
+    cat.session.attach(fake)  # type: ignore[arg-type]
+    return cat
+
+
+@pytest.fixture
+def sales(catalog: HiveCatalog) -> HiveCatalog:
+    catalog.create_database(Database("sales", comment="sales data", properties={"team": "s"}))
+    return catalog
+
+
+def table(name: str = "orders", **kwargs: object) -> Table:
+    kwargs.setdefault("columns", [Column("id", "bigint"), Column("amount", "decimal(10,2)", "EUR")])
+    return Table(name=name, database="sales", **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_fake_answers_every_call_of_the_typed_client() -> None:
+    """The fake keeps up with HiveClient: same methods, same parameters."""
+    for name, method in inspect.getmembers(HiveClient, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        assert hasattr(FakeHms, name), name
+        expected = list(inspect.signature(method).parameters)
+        assert list(inspect.signature(getattr(FakeHms, name)).parameters) == expected, name
+
+
+# --------------------------------------------------------------------------- databases
+
+
+def test_create_get_list_alter_drop_databases(catalog: HiveCatalog) -> None:
+    catalog.create_database(Database("sales", comment="c", properties={"a": "1"}))
+    assert catalog.list_databases() == ["default", "sales"]
+    db = catalog.get_database("sales")
+    assert (db.name, db.catalog, db.comment, db.location, db.properties) == (
+        "sales", "main", "c", f"{WAREHOUSE}/sales.db", {"a": "1"})
+    catalog.alter_database("sales", DatabaseUpdate(set_properties={"b": "2"}, unset_properties=["a"]))
+    assert catalog.get_database("sales").properties == {"b": "2"}
+    catalog.drop_database("sales")
+    assert catalog.list_databases() == ["default"]
+
+
+def test_database_errors(catalog: HiveCatalog, fake: FakeHms) -> None:
+    catalog.create_database(Database("sales"))
+    with pytest.raises(DatabaseAlreadyExistsError, match=re.escape("database main.sales already exists")) as exists:
+        catalog.create_database(Database("sales"))
+    assert isinstance(exists.value.__cause__, hms.AlreadyExistsException)
+    catalog.create_database(Database("sales"), ignore_if_exists=True)
+    with pytest.raises(DatabaseNotFoundError, match=re.escape("database main.hr does not exist")) as missing:
+        catalog.get_database("hr")
+    assert isinstance(missing.value.__cause__, hms.NoSuchObjectException)
+    catalog.drop_database("hr", ignore_if_not_exists=True)
+    with pytest.raises(InvalidArgumentError, match="the default database cannot be dropped"):
+        catalog.drop_database("default", cascade=True)
+    with pytest.raises(UnsupportedError, match="cannot rename a database"):
+        catalog.rename_database("sales", "revenue")
+
+
+def test_a_database_with_tables_is_dropped_only_with_cascade(sales: HiveCatalog, fake: FakeHms) -> None:
+    sales.create_table(table())
+    with pytest.raises(DatabaseNotEmptyError, match="drop it with cascade"):
+        sales.drop_database("sales")
+    assert "sales" in fake.databases
+    sales.drop_database("sales", cascade=True)
+    assert "sales" not in fake.databases and not fake.tables
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def test_create_get_list_drop_tables(sales: HiveCatalog, fake: FakeHms) -> None:
+    created = sales.create_table(table(comment="orders", properties={"k": "v"},
+                                       partition_keys=[Column("ds", "string")]))
+    assert (created.catalog, created.kind, created.format) == ("main", TableKind.MANAGED, TableFormat.PARQUET)
+    assert created.columns == [Column("id", "bigint"), Column("amount", "decimal(10,2)", "EUR")]
+    assert created.partition_keys == [Column("ds", "string")]
+    assert (created.comment, created.properties) == ("orders", {"k": "v"})
+    assert created.location == f"{WAREHOUSE}/sales.db/orders"
+    assert fake.tables[("sales", "orders")].tableType == codec.MANAGED_TABLE
+    assert sales.get_table("sales", "orders") == created
+    assert sales.list_tables("sales") == ["orders"]
+    sales.drop_table("sales", "orders")
+    assert sales.list_tables("sales") == []
+
+
+def test_table_errors(sales: HiveCatalog) -> None:
+    sales.create_table(table())
+    with pytest.raises(TableAlreadyExistsError, match=re.escape("table main.sales.orders already exists")) as exists:
+        sales.create_table(table())
+    assert isinstance(exists.value.__cause__, hms.AlreadyExistsException)
+    assert sales.create_table(table(), ignore_if_exists=True).name == "orders"
+    with pytest.raises(TableNotFoundError, match=re.escape("table main.sales.nope does not exist")) as missing:
+        sales.get_table("sales", "nope")
+    assert isinstance(missing.value.__cause__, hms.NoSuchObjectException)
+    with pytest.raises(TableNotFoundError):
+        sales.drop_table("sales", "nope")
+    sales.drop_table("sales", "nope", ignore_if_not_exists=True)
+    with pytest.raises(DatabaseNotFoundError, match=re.escape("database main.hr does not exist")):
+        sales.create_table(Table(name="t", database="hr", columns=[Column("id", "int")]))
+    with pytest.raises(DatabaseNotFoundError):
+        sales.list_tables("hr")
+
+
+def test_external_and_data_source_tables(sales: HiveCatalog, fake: FakeHms) -> None:
+    external = sales.create_table(table("ext", kind=TableKind.EXTERNAL, location="file:/data/ext"))
+    assert (external.kind, external.location) == (TableKind.EXTERNAL, "file:/data/ext")
+    assert fake.tables[("sales", "ext")].tableType == codec.EXTERNAL_TABLE
+    assert "EXTERNAL" not in external.properties
+    # CSV is a Spark data source table: Spark reads the files where `path` says, which
+    # must follow the location HMS chose, also through a rename.
+    csv = sales.create_table(table("raw", format=TableFormat.CSV))
+    assert csv.format is TableFormat.CSV
+    assert codec.spark_path(fake.tables[("sales", "raw")]) == f"{WAREHOUSE}/sales.db/raw"
+    sales.rename_table("sales", "raw", "raw2")
+    assert codec.spark_path(fake.tables[("sales", "raw2")]) == f"{WAREHOUSE}/sales.db/raw2"
+    assert sales.list_tables("sales") == ["ext", "raw2"]
+
+
+def test_alter_table(sales: HiveCatalog) -> None:
+    sales.create_table(table())
+    altered = sales.alter_table("sales", "orders", TableUpdate(
+        comment="new", add_columns=[Column("Note", "string")], set_properties={"a": "1"}))
+    assert altered.comment == "new" and altered.properties == {"a": "1"}
+    assert altered.columns[-1] == Column("note", "string")
+    with pytest.raises(InvalidArgumentError, match="already exists"):
+        sales.alter_table("sales", "orders", TableUpdate(add_columns=[Column("id", "int")]))
+    with pytest.raises(InvalidArgumentError, match="catalogd's own"):
+        sales.alter_table("sales", "orders", TableUpdate(set_properties={"catalogd.dt.query": "x"}))
+
+
+def test_views_are_listed_apart_from_tables(sales: HiveCatalog, fake: FakeHms) -> None:
+    sales.create_table(table())
+    view = Table(name="big", database="sales", kind=TableKind.VIEW, columns=[Column("id", "bigint")], format=None,
+                 view_text="SELECT id FROM orders", view_expanded_text="SELECT `id` FROM `main`.`sales`.`orders`")
+    created = sales.create_view(view)
+    assert created.kind is TableKind.VIEW and created.view_text == "SELECT id FROM orders"
+    assert fake.tables[("sales", "big")].tableType == codec.VIRTUAL_VIEW
+    assert sales.list_views("sales") == ["big"]
+    assert sales.list_tables("sales") == ["orders"]
+
+
+def test_functions(sales: HiveCatalog, fake: FakeHms) -> None:
+    fn = Function(name="clean", database="sales", class_name="mylib.text:clean", language=FunctionLanguage.PYTHON,
+                  resources=[Resource("file", "file:/udfs/mylib.py")])
+    created = sales.create_function(fn)
+    assert (created.language, created.class_name, created.resources) == (
+        FunctionLanguage.PYTHON, "mylib.text:clean", [Resource("file", "file:/udfs/mylib.py")])
+    # HMS knows JVM functions only: the Python one is kept under a prefix.
+    assert fake.functions[("sales", "clean")].className == "python:mylib.text:clean"
+    assert sales.list_functions("sales") == ["clean"]
+    sales.drop_function("sales", "clean")
+    with pytest.raises(FunctionNotFoundError, match=re.escape("function main.sales.clean does not exist")):
+        sales.get_function("sales", "clean")
+
+
+def test_partitions(sales: HiveCatalog) -> None:
+    sales.create_table(table(partition_keys=[Column("ds", "string")]))
+    added = sales.add_partition("sales", "orders", {"ds": "2024-03-01"})
+    assert added.values == ["2024-03-01"] and added.location == f"{WAREHOUSE}/sales.db/orders/ds=2024-03-01"
+    sales.add_partition("sales", "orders", {"ds": "2024-03-02"})
+    with pytest.raises(PartitionAlreadyExistsError):
+        sales.add_partition("sales", "orders", {"ds": "2024-03-02"})
+    assert [p.values for p in sales.list_partitions("sales", "orders")] == [["2024-03-01"], ["2024-03-02"]]
+    assert [p.values for p in sales.list_partitions("sales", "orders", "ds = '2024-03-02'")] == [["2024-03-02"]]
+    bad_filter = re.escape("table main.sales.orders: bad partition filter 'ds'")
+    with pytest.raises(InvalidArgumentError, match=bad_filter) as bad:
+        sales.list_partitions("sales", "orders", "ds")
+    assert isinstance(bad.value.__cause__, hms.MetaException)
+    sales.drop_partition("sales", "orders", {"ds": "2024-03-01"})
+    with pytest.raises(PartitionNotFoundError, match=re.escape("partition ds=2024-03-01 of table main.sales.orders")):
+        sales.get_partition("sales", "orders", {"ds": "2024-03-01"})
+    with pytest.raises(InvalidArgumentError, match="names every partition key"):
+        sales.get_partition("sales", "orders", {"hr": "1"})
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def request(purpose: StagePurpose = StagePurpose.CREATE, target: str = "daily") -> StageRequest:
+    return StageRequest(catalog="main", database="sales", target=target, purpose=purpose,
+                        columns=[Column("id", "bigint")], properties={"p": "1"})
+
+
+def key_of(stage_id: str) -> str:
+    return stage_id.rsplit(".", 1)[1]
+
+
+def test_a_stage_is_hidden_until_its_commit_creates_the_target(sales: HiveCatalog, fake: FakeHms) -> None:
+    stage = sales.begin_stage(request())
+    assert stage.state is StageState.OPEN and stage.staging_table == STAGE_TABLE_PREFIX + key_of(stage.id)
+    # An ordinary HMS table that Spark writes into by name, but no list shows it.
+    assert ("sales", stage.staging_table) in fake.tables
+    assert sales.list_tables("sales") == []
+    assert [(s.id, s.state) for s in sales.list_stages()] == [(stage.id, StageState.OPEN)]
+
+    committed = sales.commit_stage("sales", key_of(stage.id))
+    assert committed.state is StageState.COMMITTED
+    assert sales.list_tables("sales") == ["daily"] and sales.list_stages() == []
+    target = sales.get_table("sales", "daily")
+    assert target.properties["p"] == "1" and not any(k.startswith(codec.STAGE_PREFIX) for k in target.properties)
+    # Idempotent: the commit retried after a lost reply answers the same.
+    assert sales.commit_stage("sales", key_of(stage.id)).state is StageState.COMMITTED
+    assert sales.get_stage("sales", key_of(stage.id)).state is StageState.COMMITTED
+
+
+def test_a_create_stage_loses_to_a_target_that_appeared(sales: HiveCatalog) -> None:
+    stage = sales.begin_stage(request())
+    sales.create_table(table("daily"))
+    with pytest.raises(TableAlreadyExistsError, match="the stage was aborted"):
+        sales.commit_stage("sales", key_of(stage.id))
+    assert sales.list_stages() == []
+    with pytest.raises(TableAlreadyExistsError):
+        sales.begin_stage(request())
+    skipped = sales.begin_stage(request(StagePurpose.CREATE_IF_NOT_EXISTS))
+    assert skipped.state is StageState.ABORTED
+
+
+def test_replace_keeps_the_replaced_data_until_the_target_is_dropped(sales: HiveCatalog, fake: FakeHms) -> None:
+    old = sales.create_table(table("daily"))
+    stage = sales.begin_stage(request(StagePurpose.REPLACE))
+    assert sales.commit_stage("sales", key_of(stage.id)).state is StageState.COMMITTED
+    assert sales.get_table("sales", "daily").location == stage.location
+    # The staging table now stands for the replaced files (readers planned before the commit).
+    [retired] = sales.list_stages()
+    assert retired.state is StageState.COMMITTED and retired.location == old.location
+    assert fake.tables[("sales", retired.staging_table)].parameters[STATE] == StoredState.RETIRING
+    # Dropping the target deletes them too (through the stager the catalog was given).
+    sales.drop_table("sales", "daily")
+    assert sales.list_stages() == []
+
+
+def test_abort_keeps_a_tombstone_unless_the_writer_stopped(sales: HiveCatalog) -> None:
+    first = sales.begin_stage(request())
+    aborted = sales.abort_stage("sales", key_of(first.id))
+    assert aborted.state is StageState.ABORTED and aborted.message == "aborted on request"
+    assert [s.state for s in sales.list_stages()] == [StageState.ABORTED]
+    assert sales.abort_stage("sales", key_of(first.id), writer_stopped=True).state is StageState.ABORTED
+    assert sales.list_stages() == []
+    second = sales.begin_stage(request())
+    assert sales.abort_stage("sales", key_of(second.id), writer_stopped=True).message == "aborted by its writer"
+    assert sales.list_stages() == []
+
+
+def test_the_janitor_aborts_a_stage_whose_lease_lapsed(sales: HiveCatalog, fake: FakeHms) -> None:
+    stage = sales.begin_stage(request())
+    assert sales.janitor_pass() == 0
+    fake.tables[("sales", stage.staging_table)].parameters[DEADLINE] = "0"
+    assert sales.janitor_pass() == 1
+    [tombstone] = sales.list_stages()
+    assert tombstone.state is StageState.ABORTED and "its lease lapsed" in (tombstone.message or "")
+
+
+def test_reserved_stage_properties_are_refused(sales: HiveCatalog) -> None:
+    bad = request()
+    bad.properties = {"catalogd.stage.state": "COMMITTED"}
+    with pytest.raises(InvalidArgumentError, match="reserved for catalogd"):
+        sales.begin_stage(bad)
+
+
+def test_a_catalog_without_a_stager_refuses_stages(fake: FakeHms) -> None:
+    plain = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
+    plain.session.attach(fake)  # type: ignore[arg-type]
+    with pytest.raises(UnsupportedError, match="cannot stage writes"):
+        plain.begin_stage(request())
+    assert plain.janitor_pass() == 0
+
+
+def test_stored_stage_states() -> None:
+    assert StoredState.of({}) is StoredState.OPEN
+    assert StoredState.of({STATE: "RETIRING"}) is StoredState.RETIRING
+    assert StoredState.of({STATE: "SOMETHING_NEWER"}) is None
+    assert [s.public for s in StoredState] == [
+        StageState.OPEN, StageState.COMMITTING, StageState.COMMITTED, StageState.ABORTED]
+
+
+# --------------------------------------------------------------------------- session
+
+
+def test_open_and_close_with_an_attached_client(fake: FakeHms) -> None:
+    catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
+    with pytest.raises(MetastoreUnavailableError, match="catalog main is not open"):
+        catalog.ping()
+    catalog.session.attach(fake)  # type: ignore[arg-type]
+    catalog.ping()
+    assert catalog.info().metastore == "thrift://127.0.0.1:9083"
+    catalog.close()
+    assert fake.closed
