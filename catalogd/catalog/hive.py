@@ -130,7 +130,8 @@ class HiveCatalog(BaseCatalog):
         uris: list[tuple[str, int]] = []
         if conf.is_embedded:
             embedded = EmbeddedMetastore(
-                conf.name, config.server.data_dir, conf.metastore_port, conf.warehouse, hive_conf
+                conf.name, config.server.data_dir, conf.metastore_port, conf.warehouse, hive_conf,
+                stop_grace=config.server.shutdown_grace.total_seconds(),
             )
         else:
             uris = parse_uris(conf.uris)

@@ -96,8 +96,10 @@ class EmbeddedMetastore:
         warehouse: str | None = None,
         hive_conf: dict[str, str] | None = None,
         heap: str = "1g",
+        stop_grace: float = 20.0,
     ) -> None:
         self.name = name
+        self.stop_grace = stop_grace
         self.home = Path(data_dir) / "catalogs" / name
         self.log_path = Path(data_dir) / "logs" / f"metastore-{name}.log"
         self.requested_port = port
@@ -211,8 +213,10 @@ class EmbeddedMetastore:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
-    def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout`` seconds; safe to call twice."""
+    def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds (default: the stop grace); safe to call twice."""
+        if timeout is None:
+            timeout = self.stop_grace
         proc = self._process
         if proc is None or proc.poll() is not None:
             return

@@ -130,10 +130,12 @@ class Daemon:
 
     def shutdown(self) -> None:
         logger.info("shutting down")
-        self.janitor.stop()
+        # One grace period (server.shutdown-grace) for everything that is waited for.
+        grace = self.config.server.shutdown_grace.total_seconds()
+        self.janitor.stop(grace)
         self.dynamic.stop()
         if self.thrift is not None:
-            self.thrift.shutdown()
+            self.thrift.shutdown(grace)
         if self.http is not None:
             self.http.stop()
         self.manager.close()

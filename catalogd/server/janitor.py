@@ -38,8 +38,9 @@ class Janitor:
         while not self._stop.wait(self.interval):
             self.run_once()
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 30.0) -> None:
+        """Stop the loop; a pass in progress gets ``grace`` seconds to end."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=grace)
             self._thread = None

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     from catalogd.client import CatalogClient
 
 
+_FILTER_HOOK = "org.apache.hadoop.hive.ql.security.authorization.plugin.AuthorizationMetaStoreFilterHook"
+
+
 def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
     """The ``spark.*`` settings for a hive catalog.
 
@@ -22,6 +25,12 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
     settings = {
         "spark.sql.catalogImplementation": "hive",
         "spark.hadoop.hive.metastore.uris": info.metastore,
+        # Hive 2.3's SessionState switches the filter hook to this value on the first call
+        # that asks for the user name; the client sees a changed metastore setting and closes
+        # the connection a call in progress still holds (HIVE-24404), which logs a "lost
+        # connection" stack trace on every session's first partition listing. Starting with
+        # the value it would switch to leaves nothing to change.
+        "spark.hadoop.hive.metastore.filter.hook": _FILTER_HOOK,
     }
     if info.warehouse:
         settings["spark.sql.warehouse.dir"] = info.warehouse
