@@ -14,7 +14,7 @@ from catalogd.dynamic.registry import Entry, Registry
 from catalogd.dynamic.scheduler import MAX_WAIT, Scheduler
 from catalogd.model import RefreshMode, RefreshState
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 NOON = datetime.datetime(2024, 3, 2, 12, 0, 0, tzinfo=UTC)
 
 
@@ -33,11 +33,14 @@ def _full(name: str, next_fire: datetime.datetime | None, freshness: str = "1 ho
     return made
 
 
-def _scheduler(*entries: Entry, clock: Clock, fire: object = None) -> tuple[Scheduler, list[tuple[str, datetime.datetime]]]:
+Fired = list[tuple[str, datetime.datetime]]
+
+
+def _scheduler(*entries: Entry, clock: Clock, fire: object = None) -> tuple[Scheduler, Fired]:
     registry = Registry()
     for e in entries:
         registry.put(e)
-    fired: list[tuple[str, datetime.datetime]] = []
+    fired: Fired = []
 
     def record(e: Entry, when: datetime.datetime) -> None:
         fired.append((e.name, when))
