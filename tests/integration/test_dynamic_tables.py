@@ -130,7 +130,7 @@ def dt_db(dc: CatalogClient, unique_name: Callable[[str], str]) -> Iterator[str]
     dc.drop_database(f"main.{name}", if_exists=True, cascade=True)
 
 
-def cli(dtd: DtDaemon, *args: str, timeout: float = 60.0) -> CliResult:
+def cli(dtd: DtDaemon, *args: str, timeout: float = 180.0) -> CliResult:
     import subprocess
 
     done = subprocess.run([str(CATALOGD), "--server", dtd.address, *args], capture_output=True, text=True,
