@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.freshness import next_fire_time, previous_fire_time
-from catalogd.dynamic.jobs import JobFactory
+from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry, Stream
 from catalogd.dynamic.scheduler import Scheduler

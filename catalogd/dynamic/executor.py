@@ -17,7 +17,7 @@ from concurrent.futures import wait as wait_futures
 from catalogd.config import Config
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
-from catalogd.dynamic.jobs import JobFactory
+from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry

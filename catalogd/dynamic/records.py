@@ -9,7 +9,7 @@ from typing import Any
 from catalogd.config import Config
 from catalogd.dynamic import store
 from catalogd.dynamic.freshness import cron_expression
-from catalogd.dynamic.jobs import JobFactory, trigger_seconds
+from catalogd.dynamic.jobspec import JobFactory, trigger_seconds
 from catalogd.dynamic.registry import Entry, Stream
 from catalogd.errors import TableNotFoundError
 from catalogd.manager import CatalogManager

@@ -3,7 +3,7 @@ together, runs their threads, and is the one object the server calls.
 
     registry   the driven tables in memory (Entry, Stream)
     runs       live runs and refresh jobs by id
-    jobs       job specs, Spark settings, work dirs
+    jobspec    job specs, Spark settings, work dirs
     records    handler and history in HMS parameters
     executor   batch runs on a bounded pool
     scheduler  FULL tables' cron fires
@@ -27,7 +27,7 @@ from catalogd.dynamic import dispatch
 from catalogd.dynamic.analyzer import Analyzers
 from catalogd.dynamic.driver import Driver
 from catalogd.dynamic.executor import RunExecutor
-from catalogd.dynamic.jobs import JobFactory
+from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.loader import Loader
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry
@@ -133,35 +133,46 @@ class DynamicTables:
     # ------------------------------------------------------------ operations
 
     def create(self, spec: DynamicTableSpec, ignore_if_exists: bool = False) -> DynamicTable:
+        """See ``TableOperations.create``."""
         return self._tables.create(spec, ignore_if_exists)
 
     def get(self, path: ObjectPath) -> DynamicTable:
+        """See ``TableOperations.get``."""
         return self._tables.get(path)
 
     def list_tables(self, catalog: str | None = None, database: str | None = None) -> list[DynamicTable]:
+        """Every dynamic table of a catalog (or one database of it), sorted by name."""
         return self._tables.list_tables(catalog, database)
 
     def history(self, path: ObjectPath, limit: int = 20) -> list[RefreshRun]:
+        """The recorded runs, newest first (running ones with their live phase)."""
         return self._tables.history(path, limit)
 
     def lags(self) -> list[tuple[str, float | None, bool | None]]:
+        """(table, lag seconds, within target) for /metrics, from memory (no HMS call)."""
         return self._tables.lags()
 
     def alter(self, path: ObjectPath, change: DynamicTableChange) -> DynamicTable:
+        """See ``TableOperations.alter``."""
         return self._tables.alter(path, change)
 
     def drop(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
+        """See ``TableOperations.drop``."""
         self._tables.drop(path, ignore_if_not_exists)
 
     def refresh(self, tables: list[str], schedule_time: str | None = None, partition: dict[str, str] | None = None,
                 configuration: dict[str, str] | None = None, trigger: str = "manual") -> RefreshJob:
+        """See ``TableOperations.refresh``."""
         return self._tables.refresh(tables, schedule_time, partition, configuration, trigger)
 
     def get_job(self, job_id: str) -> RefreshJob:
+        """See ``RunIndex.get_job``."""
         return self._runs.get_job(job_id)
 
     def forget(self, catalog: str, database: str, name: str, only: Entry | None = None) -> Entry | None:
+        """See ``Driver.forget``."""
         return self._driver.forget(catalog, database, name, only)
 
     def execute(self, statement: str) -> StatementResult:
+        """Run a CREATE / ALTER / DROP DYNAMIC TABLE statement (see ``dispatch.execute``)."""
         return dispatch.execute(self._tables, statement)

@@ -15,7 +15,7 @@ from typing import Any
 
 from catalogd.config import Config
 from catalogd.dynamic import runner as spark_runner
-from catalogd.dynamic.jobs import JobFactory, trigger_seconds
+from catalogd.dynamic.jobspec import JobFactory, trigger_seconds
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry, Stream
 from catalogd.dynamic.runner import JobRunner, Process

@@ -16,7 +16,7 @@ from catalogd.dynamic.analyzer import Analyzers
 from catalogd.dynamic.driver import Driver, initialize_option
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.freshness import Freshness, cron_expression, derive_mode, parse_freshness
-from catalogd.dynamic.jobs import JobFactory
+from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.loader import Loader
 from catalogd.dynamic.partitions import parse_formatters, parse_schedule_time
 from catalogd.dynamic.records import Records
