@@ -89,7 +89,8 @@ def test_stopping_a_table_stops_its_job_and_its_queued_run_never_starts(tmp_path
     assert rig.status(waiting.id) is RunStatus.FAILED
     assert rig.executor.runs.get_job(waiting.id).runs[0].error == "the dynamic table was dropped before the run started"
     rig.executor.stop_table("main.db.a")
-    assert rig.runner.stopped == [proc]
+    # Stopped by stop_table, and maybe also by the run itself (it sees its table let go).
+    assert rig.runner.stopped and all(p is proc for p in rig.runner.stopped)
     assert rig.status(first.id) is RunStatus.FAILED
     assert len(rig.runner.launched) == 1
     # A table let go records nothing more.
