@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO, Any
 
 from catalogd.errors import InternalError, InvalidArgumentError
@@ -101,6 +102,35 @@ class Analyzer:
     def close(self) -> None:
         with self._lock:
             self.close_locked()
+
+
+class Analyzers:
+    """One ``Analyzer`` per catalog, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_catalog: dict[str, Analyzer] = {}
+
+    def get(self, catalog: str, spark_conf: Callable[[], dict[str, str]]) -> Analyzer:
+        """The catalog's analyzer; a new one gets ``spark_conf()``."""
+        with self._lock:
+            analyzer = self._by_catalog.get(catalog)
+            if analyzer is None:
+                analyzer = self._by_catalog[catalog] = Analyzer(spark_conf())
+            return analyzer
+
+    def release(self, catalog: str) -> None:
+        """Close a catalog's analyzer (the catalog was removed or replaced)."""
+        with self._lock:
+            analyzer = self._by_catalog.pop(catalog, None)
+        if analyzer is not None:
+            analyzer.close()
+
+    def close(self) -> None:
+        with self._lock:
+            analyzers = list(self._by_catalog.values())
+        for analyzer in analyzers:
+            analyzer.close()
 
 
 # ---------------------------------------------------------------- the helper process

@@ -1,4 +1,4 @@
-"""Launching refresh jobs with ``spark-submit`` and stopping them."""
+"""Launching refresh jobs with ``spark-submit``, stopping them, reading what they report."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from catalogd.errors import InternalError
 
@@ -20,6 +21,36 @@ logger = logging.getLogger(__name__)
 
 JOB_SCRIPT = Path(__file__).with_name("job.py")
 _PR_SET_PDEATHSIG = 1
+#: How long a SIGKILLed job may take to go (after the grace its SIGTERM had).
+KILL_WAIT = 10.0
+
+
+class Process(Protocol):
+    """What the daemon needs of a job's process (``subprocess.Popen``; a fake in tests)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | Any: ...
+
+    def poll(self) -> int | None: ...
+
+
+class JobRunner(Protocol):
+    """What the service needs to run jobs: this module (or a fake in tests)."""
+
+    def spark_submit_path(self) -> Path: ...
+
+    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path) -> Process: ...
+
+    def stop(self, proc: Process, grace: float) -> None: ...
+
+    def stop_all(self, procs: Iterable[Process], grace: float) -> None: ...
+
+    def read_json(self, path: Path) -> dict[str, Any]: ...
+
+    def log_tail(self, work_dir: Path, lines: int = 5) -> str: ...
 
 
 def spark_submit_path() -> Path:
@@ -88,21 +119,29 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
 
 
-def stop(proc: subprocess.Popen[bytes], grace: float = 20.0) -> None:
+def stop(proc: Process, grace: float) -> None:
     """SIGTERM the job's process group, SIGKILL it after ``grace`` seconds."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
+    stop_all([proc], grace)
+
+
+def stop_all(procs: Iterable[Process], grace: float) -> None:
+    """Stop several jobs at once: SIGTERM every process group, SIGKILL those still there
+    after ``grace`` seconds (so N jobs take one grace, not N)."""
+    going = [p for p in procs if p.poll() is None]
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
+        for proc in going:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                return
+        while True:
+            going = [p for p in going if p.poll() is None]
+            if not going or time.monotonic() >= deadline:
+                break
             time.sleep(0.1)
-    logger.warning("job process %d did not stop", proc.pid)
+        if not going:
+            return
+    for proc in going:
+        logger.warning("job process %d did not stop", proc.pid)
 
 
 def log_tail(work_dir: Path, lines: int = 5) -> str:

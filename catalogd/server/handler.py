@@ -316,7 +316,7 @@ class CatalogHandler:
 
     @_rpc
     def listDynamicTables(self, catalog: str, database: str) -> list[t.DynamicTable]:
-        found = self._dynamic().list(_name(catalog, "catalog") if catalog else None,
+        found = self._dynamic().list_tables(_name(catalog, "catalog") if catalog else None,
                                      _name(database, "database") if database else None)
         return [wire.dynamic_table_to_thrift(dt) for dt in found]
 

@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 
 from catalogd.dynamic import runner
 
@@ -43,6 +44,26 @@ def test_stop_ends_the_whole_process_group(fake_spark_home: Path, tmp_path: Path
     script.write_text("#!/bin/sh\ntrap '' TERM\nsleep 60 &\nwait\n")
     proc = runner.launch("local[1]", {}, {"mode": "batch"}, tmp_path / "run")
     runner.stop(proc, grace=0.5)
-    assert proc.poll() is not None
+    wait_until(lambda: proc.poll() is not None, 60.0, "the job to end")
+    # The child is killed too; on a busy machine it may take a moment to be reaped.
+    wait_until(lambda: not _group_exists(proc.pid), 60.0, "the job's process group to be gone")
     with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)
+
+
+def test_stop_all_stops_several_jobs_within_one_grace(fake_spark_home: Path, tmp_path: Path) -> None:
+    script = fake_spark_home / "bin" / "spark-submit"
+    script.write_text("#!/bin/sh\ntrap '' TERM\nsleep 60 &\nwait\n")
+    procs = [runner.launch("local[1]", {}, {"mode": "batch"}, tmp_path / f"run{n}") for n in range(3)]
+    runner.stop_all(procs, grace=0.5)
+    wait_until(lambda: all(p.poll() is not None for p in procs), 60.0, "the jobs to end")
+    for proc in procs:
+        wait_until(lambda p=proc: not _group_exists(p.pid), 60.0, "the jobs' process groups to be gone")
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

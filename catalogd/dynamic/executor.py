@@ -1,0 +1,261 @@
+"""Batch refresh runs: a bounded pool (``dynamic-tables.max-concurrent-refreshes``) runs
+each as a ``spark-submit`` job, watches it, and records how it ended."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+
+from catalogd.config import Config
+from catalogd.dynamic import runner as spark_runner
+from catalogd.dynamic import store
+from catalogd.dynamic.jobspec import JobFactory
+from catalogd.dynamic.partitions import partition_value
+from catalogd.dynamic.records import Records
+from catalogd.dynamic.registry import Entry, Registry
+from catalogd.dynamic.runner import KILL_WAIT, JobRunner, Process
+from catalogd.dynamic.runs import CUT_OFF, STOPPED, RunIndex, RunKey, run_key
+from catalogd.errors import CatalogError, InvalidArgumentError, TableNotFoundError
+from catalogd.manager import CatalogManager
+from catalogd.model import RefreshJob, RefreshRun, RunStatus
+
+logger = logging.getLogger(__name__)
+
+#: Work dirs (spec, status, log) of finished runs kept for a look after the fact.
+_KEEP_RUN_DIRS = 50
+
+
+class RunExecutor:
+    """Submits batch runs to a pool of ``max-concurrent-refreshes`` threads; more wait PENDING.
+
+    Args:
+        stopping: set when the daemon stops: runs going stop their jobs, runs not started fail.
+        table_gone: called (on a thread of its own) with an entry whose table a run found
+            dropped outside catalogd.
+        runner: launches and stops jobs (``catalogd.dynamic.runner``; a fake in tests).
+        clock: epoch seconds.
+    """
+
+    def __init__(self, manager: CatalogManager, config: Config, registry: Registry, runs: RunIndex,
+                 records: Records, jobs: JobFactory, stopping: threading.Event,
+                 table_gone: Callable[[Entry], None], runner: JobRunner = spark_runner,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.manager = manager
+        self.config = config
+        self.registry = registry
+        self.runs = runs
+        self.records = records
+        self.jobs = jobs
+        self.runner = runner
+        self.clock = clock
+        self._stopping = stopping
+        self._table_gone = table_gone
+        self._grace = config.server.shutdown_grace.total_seconds()
+        self._pool = ThreadPoolExecutor(max_workers=config.dynamic_tables.max_concurrent_refreshes,
+                                        thread_name_prefix="dt-run")
+        self._lock = threading.Lock()
+        #: Each run's future until it ends, and each running batch job's process.
+        self._futures: dict[str, Future[None]] = {}
+        self._procs: dict[str, Process] = {}
+
+    # ------------------------------------------------------------ submit
+
+    def submit(self, entries: list[Entry], trigger: str, schedule_time: datetime.datetime | None = None,
+               partition: dict[str, str] | None = None, conf: dict[str, str] | None = None,
+               fired: float | None = None) -> RefreshJob:
+        """One run per table (joining a run already going for the same partition); the job.
+
+        Raises:
+            InvalidArgumentError: a partition the table does not have; nothing started.
+        """
+        plans = [(entry, self._partition_for(entry, schedule_time, partition)) for entry in entries]
+        job = RefreshJob(id=secrets.token_hex(8), status=RunStatus.PENDING,
+                         cluster_info={"master": self.config.spark.master, "deployMode": "client",
+                                       "submitter": str(self.runner.spark_submit_path())})
+        for entry, spec in plans:
+            key = run_key(entry.full_name, spec)
+            new = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger=trigger,
+                             status=RunStatus.PENDING, partition=spec, submitted=self.clock(), fired=fired,
+                             schedule_time=schedule_time.isoformat(sep=" ") if schedule_time else None)
+            run = self.runs.start(key, new)
+            job.runs.append(run)
+            if run is not new:
+                continue
+            with self._lock:
+                try:
+                    self._futures[run.id] = self._pool.submit(self._run, entry, run, key, dict(conf or {}),
+                                                              schedule_time)
+                    submitted = True
+                except RuntimeError:  # the pool is shut down: the daemon is stopping
+                    submitted = False
+            if not submitted:
+                self._cut_off(run, key, f"{CUT_OFF} before the run started")
+        self.runs.add_job(job)
+        return self.runs.get_job(job.id)
+
+    def _partition_for(self, entry: Entry, schedule_time: datetime.datetime | None,
+                       partition: dict[str, str] | None) -> dict[str, str]:
+        if partition:
+            catalog = self.manager.catalog(entry.catalog)
+            keys = [k.name for k in catalog.get_table(entry.database, entry.name).partition_keys]
+            spec = {k.lower(): v for k, v in partition.items()}
+            unknown = [k for k in spec if k not in keys]
+            if unknown:
+                raise InvalidArgumentError(f"{entry.full_name} has no partition column(s) {unknown} "
+                                           f"(partition columns: {keys})")
+            return spec
+        if schedule_time is not None and entry.formatters:
+            return {col: partition_value(schedule_time, entry.freshness, pattern)
+                    for col, pattern in entry.formatters.items()}
+        return {}
+
+    def _cut_off(self, run: RefreshRun, key: RunKey, error: str) -> None:
+        """A run that never started: FAILED in memory (nothing of it is in HMS yet)."""
+        run.status, run.error, run.ended, run.phase = RunStatus.FAILED, error, self.clock(), None
+        self.runs.release(key, run.id)
+
+    # ------------------------------------------------------------ one run
+
+    def _run(self, entry: Entry, run: RefreshRun, key: RunKey, conf: dict[str, str],
+             schedule_time: datetime.datetime | None) -> None:
+        try:
+            if self._stopping.is_set():
+                raise CatalogError(f"{CUT_OFF} before the run started")
+            if not self.registry.is_live(entry):
+                raise CatalogError("the dynamic table was dropped before the run started")
+            self._execute(entry, run, conf)
+        except TableNotFoundError as e:
+            run.status, run.error = RunStatus.FAILED, e.message
+            if self.registry.is_live(entry):
+                logger.warning("dynamic table %s was dropped outside catalogd: its schedule stops", entry.full_name)
+                # Not on this thread: letting the table go waits for this run to end.
+                threading.Thread(target=self._table_gone, args=(entry,), daemon=True).start()
+        except CatalogError as e:
+            run.status, run.error = RunStatus.FAILED, e.message
+        except Exception as e:
+            logger.exception("refresh run %s of %s failed", run.id, entry.full_name)
+            run.status, run.error = RunStatus.FAILED, f"{type(e).__name__}: {e}"
+        finally:
+            self._finish(entry, run, key, schedule_time)
+
+    def _finish(self, entry: Entry, run: RefreshRun, key: RunKey, schedule_time: datetime.datetime | None) -> None:
+        run.ended = run.ended or self.clock()
+        run.phase = None
+        self.runs.release(key, run.id)
+        with self._lock:
+            self._procs.pop(run.id, None)
+            self._futures.pop(run.id, None)
+        extra: dict[str, str] = {}
+        if run.status is RunStatus.SUCCEEDED:
+            # Data as of: the run's start; a formatter partition's run, its schedule time. A
+            # hand-picked partition says nothing about the rest of the table.
+            data_time: float | None = run.started or run.ended
+            if run.partition:
+                data_time = schedule_time.timestamp() if schedule_time is not None else None
+            if data_time is not None:
+                entry.data_time = max(entry.data_time or 0.0, data_time)
+                extra[store.DATA_TIME] = str(entry.data_time)
+            entry.last_duration = (run.ended or 0.0) - (run.started or 0.0)
+        if run.trigger in ("schedule", "catch-up") and schedule_time is not None and not self._stopping.is_set():
+            # A run the shutdown cut short is caught up at the next start.
+            extra[store.LAST_SCHEDULED] = str(schedule_time.timestamp())
+        try:
+            if self.registry.is_live(entry):
+                self.records.record(entry, run, extra)
+        except Exception:
+            logger.exception("recording run %s of %s failed", run.id, entry.full_name)
+        level = logging.INFO if run.status is RunStatus.SUCCEEDED else logging.WARNING
+        logger.log(level, "refresh %s of %s (%s%s): %s%s", run.id, entry.full_name, run.trigger,
+                   f", partition {run.partition}" if run.partition else "", run.status.value,
+                   f": {run.error}" if run.error else f", {run.rows} rows")
+
+    def _execute(self, entry: Entry, run: RefreshRun, conf: dict[str, str]) -> None:
+        work_dir = self.jobs.runs_dir() / run.id
+        spec = self.jobs.spec(entry, work_dir, "batch", run.partition, run.id)
+        catalog = self.manager.catalog(entry.catalog)
+        started = self.clock()
+        run.status, run.started, run.phase = RunStatus.RUNNING, started, "starting"
+        self.records.record(entry, run)
+        # Launched from this pool thread, which waits for the job: the job's parent-death
+        # signal follows the thread that started it.
+        proc = self.runner.launch(self.config.spark.master, self.jobs.spark_conf(catalog, conf), spec, work_dir)
+        with self._lock:
+            self._procs[run.id] = proc
+        timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
+        timed_out = False
+        while proc.poll() is None:
+            if self._stopping.wait(0.5) or not self.registry.is_live(entry):
+                self.runner.stop(proc, self._grace)
+                break
+            if self.clock() - started > timeout:
+                timed_out = True
+                self.runner.stop(proc, self._grace)
+                break
+            status = self.runner.read_json(work_dir / "status.json")
+            run.phase = status.get("phase", run.phase)
+            run.application_id = status.get("application_id", run.application_id)
+        (work_dir / "spark.properties").unlink(missing_ok=True)  # may hold secrets
+        result = self.runner.read_json(work_dir / "result.json")
+        run.ended = result.get("ended") or self.clock()
+        run.application_id = result.get("application_id", run.application_id)
+        if result.get("ok"):
+            run.status = RunStatus.SUCCEEDED
+            run.rows = result.get("rows")
+            run.input_files = result.get("input_files")
+            run.source_partitions = result.get("source_partitions") or []
+        else:
+            run.status = RunStatus.FAILED
+            run.error = result.get("error") or (
+                f"the job exited with code {proc.returncode} and no result: {self.runner.log_tail(work_dir)}")
+            if self._stopping.is_set():
+                run.error = f"{STOPPED}; {run.error}"
+            if timed_out:
+                run.error = (f"stopped after dynamic-tables.refresh-timeout "
+                             f"({self.config.dynamic_tables.refresh_timeout}); {run.error}")
+        self._prune_run_dirs()
+
+    def _prune_run_dirs(self) -> None:
+        """Keep the work dirs (spec, status, log) of the last finished runs."""
+        going = self.runs.unfinished_ids()
+        with contextlib.suppress(OSError):
+            done = [d for d in self.jobs.runs_dir().iterdir() if d.name not in going and (d / "result.json").exists()]
+            for old in sorted(done, key=lambda p: p.stat().st_mtime)[:-_KEEP_RUN_DIRS]:
+                shutil.rmtree(old, ignore_errors=True)
+
+    # ------------------------------------------------------------ stopping
+
+    def stop_table(self, table: str) -> None:
+        """Stop the batch runs of a table let go: their jobs are stopped, runs not started
+        never start; returns when they have ended (or the shutdown grace is over)."""
+        with self._lock:
+            mine = {run_id for run_id in (*self._procs, *self._futures) if self.runs.table_of(run_id) == table}
+            procs = [self._procs[run_id] for run_id in mine if run_id in self._procs]
+            futures = {run_id: self._futures[run_id] for run_id in mine if run_id in self._futures}
+        for run_id, future in list(futures.items()):
+            run = self.runs.get(run_id)
+            if run is not None and future.cancel():  # still waiting for a slot: it never starts
+                del futures[run_id]
+                with self._lock:
+                    self._futures.pop(run_id, None)
+                self._cut_off(run, run_key(run.table, run.partition or {}),
+                              "the dynamic table was dropped before the run started")
+        self.runner.stop_all(procs, self._grace)
+        wait_futures(futures.values(), timeout=self._grace + KILL_WAIT)
+
+    def shutdown(self) -> None:
+        """After ``stopping`` is set: wait for the runs to stop their jobs and record how
+        they ended (at most the shutdown grace, and the time a SIGKILL takes)."""
+        with self._lock:
+            self._pool.shutdown(wait=False)
+            futures = list(self._futures.values())
+        _, not_done = wait_futures(futures, timeout=self._grace + KILL_WAIT)
+        if not_done:
+            logger.warning("%d refresh run(s) did not end within the shutdown grace", len(not_done))

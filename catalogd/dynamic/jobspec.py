@@ -1,0 +1,71 @@
+"""What a refresh job is given: its spec (table, query, files to report in), its Spark
+settings, and where its files live under the daemon's data dir."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from catalogd.catalog.base import Catalog
+from catalogd.config import Config
+from catalogd.dynamic import store
+from catalogd.dynamic.freshness import Freshness
+from catalogd.dynamic.registry import Entry
+from catalogd.manager import CatalogManager
+from catalogd.spark.conf import spark_conf_for
+
+
+def trigger_seconds(freshness: Freshness) -> int:
+    """A streaming job's trigger: half the freshness, so a change waits at most one trigger, then one refresh."""
+    return max(1, freshness.seconds // 2)
+
+
+class JobFactory:
+    """Builds the spec and the Spark settings of batch and streaming jobs.
+
+    Args:
+        manager: the daemon's catalogs (a job reads its table's expanded query there).
+        config: the daemon's configuration (``spark``).
+        address: the daemon's Thrift ``host:port`` (jobs commit through it); called when
+            a job starts, after the server is bound.
+        work_dir: the dynamic tables' directory in the data dir.
+    """
+
+    def __init__(self, manager: CatalogManager, config: Config, address: Callable[[], str], work_dir: Path) -> None:
+        self.manager = manager
+        self.config = config
+        self.address = address
+        self.work_dir = work_dir
+
+    def spark_conf(self, catalog: Catalog, extra: dict[str, str] | None = None) -> dict[str, str]:
+        # The catalog's metastore settings win over spark.conf; a request's configuration over both.
+        return {"spark.ui.enabled": "false", **self.config.spark.conf, **spark_conf_for(catalog.info()),
+                **(extra or {})}
+
+    def table_dir(self, entry: Entry) -> Path:
+        """The table's own directory: the streaming job's work dir and checkpoint."""
+        return self.work_dir / entry.catalog / entry.database / entry.name
+
+    def checkpoint(self, entry: Entry) -> Path:
+        return self.table_dir(entry) / "checkpoint"
+
+    def runs_dir(self) -> Path:
+        return self.work_dir / "runs"
+
+    def spec(self, entry: Entry, work_dir: Path, mode: str, partition: dict[str, str] | None = None,
+             run_id: str | None = None) -> dict[str, Any]:
+        """The job's ``spec.json`` (``mode`` is ``batch`` or ``continuous``)."""
+        catalog = self.manager.catalog(entry.catalog)
+        params = catalog.get_table(entry.database, entry.name).properties
+        spec: dict[str, Any] = {
+            "mode": mode, "daemon": self.address(), "table": entry.full_name,
+            "query": store.unchunk(params, store.EXPANDED), "partition": partition or None,
+            "status_file": str(work_dir / "status.json"), "result_file": str(work_dir / "result.json"),
+            "app_name": f"catalogd {mode} refresh of {entry.full_name}" + (f" ({run_id})" if run_id else ""),
+        }
+        if mode == "continuous":
+            spec["trigger_seconds"] = trigger_seconds(entry.freshness)
+            spec["checkpoint"] = str(self.checkpoint(entry))
+            spec["sources"] = store.sources(params)
+        return spec

@@ -1,0 +1,197 @@
+"""Which tables this daemon drives, kept in step with HMS: load each catalog's dynamic
+tables (at start, after a live reload, and again for those that failed), restore them
+(re-derive modes, catch up missed runs) and let go of removed or replaced catalogs."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from catalogd.config import Config
+from catalogd.dynamic import store
+from catalogd.dynamic.analyzer import Analyzers
+from catalogd.dynamic.driver import Driver, initialize_option
+from catalogd.dynamic.freshness import derive_mode, parse_freshness, previous_fire_time
+from catalogd.dynamic.partitions import parse_formatters
+from catalogd.dynamic.records import Records
+from catalogd.dynamic.registry import Entry, Registry
+from catalogd.dynamic.runs import CUT_OFF, STOPPED
+from catalogd.errors import (
+    CatalogError,
+    InvalidArgumentError,
+    MetastoreUnavailableError,
+    NotFoundError,
+    UnsupportedError,
+)
+from catalogd.manager import CatalogManager
+from catalogd.model import DynamicTable, RefreshMode, RefreshState, RunStatus
+
+logger = logging.getLogger(__name__)
+
+#: How often catalogs or tables that failed to load are tried again, seconds.
+SYNC_EVERY = 60.0
+
+
+class Loader:
+    """Loads, restores and releases the driven tables of each catalog.
+
+    Args:
+        clock: the current time in the daemon's time zone.
+    """
+
+    def __init__(self, manager: CatalogManager, config: Config, registry: Registry, records: Records,
+                 driver: Driver, analyzers: Analyzers, stopping: threading.Event,
+                 clock: Callable[[], datetime.datetime]) -> None:
+        self.manager = manager
+        self.config = config
+        self.registry = registry
+        self.records = records
+        self.driver = driver
+        self.analyzers = analyzers
+        self.clock = clock
+        self._stopping = stopping
+        #: The catalog object each catalog's dynamic tables were loaded from (a live reload
+        #: that replaces or removes it is seen by ``sync``), and tables to try again.
+        self._loaded: dict[str, object] = {}
+        self._retry: set[tuple[str, str, str]] = set()
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        """The sync thread: tries again every minute what failed."""
+        while not self._stopping.wait(SYNC_EVERY):
+            self.sync()
+
+    def sync(self) -> None:
+        """Drive the dynamic tables of every hive catalog: at start, after a live reload
+        (added catalogs are loaded; removed or replaced ones are let go, their jobs
+        stopped), and every minute for catalogs or tables whose metastore failed before."""
+        if not self.config.dynamic_tables.enabled or self._stopping.is_set():
+            return
+        with self._lock:
+            try:
+                self._sync()
+            except Exception:  # the next pass tries again; a reload must not fail on it
+                logger.exception("loading dynamic tables failed (trying again in a minute)")
+
+    def retry_later(self, catalog: str, database: str, table: str) -> None:
+        """Restore this table at the next pass (its create could not be undone)."""
+        with self._lock:
+            self._retry.add((catalog, database, table))
+
+    def _sync(self) -> None:
+        catalogs = self.manager.catalogs()
+        for name, loaded in list(self._loaded.items()):
+            if catalogs.get(name) is not loaded:
+                self._release_catalog(name)
+        now = time.time()
+        for name, catalog in catalogs.items():
+            if name in self._loaded:
+                continue
+            try:
+                found = catalog.tables_with_parameter(store.FRESHNESS)
+            except UnsupportedError:
+                self._loaded[name] = catalog
+                continue
+            except CatalogError as e:
+                logger.error("cannot load the dynamic tables of catalog %s (trying again in a minute): %s", name, e)
+                continue
+            self._loaded[name] = catalog
+            for database, table, params in found:
+                self._try_restore(name, database, table, params, now)
+        for name, database, table in sorted(self._retry):
+            self._retry.discard((name, database, table))
+            if name not in self._loaded or self.registry.get(f"{name}.{database}.{table}") is not None:
+                continue
+            try:
+                params = dict(self.manager.catalog(name).get_table(database, table).properties)
+            except NotFoundError:
+                continue
+            except CatalogError:
+                self._retry.add((name, database, table))
+                continue
+            if store.is_dynamic(params):
+                self._try_restore(name, database, table, params, now)
+
+    def _try_restore(self, catalog: str, database: str, table: str, params: dict[str, str], now: float) -> None:
+        try:
+            self.restore(catalog, database, table, params, now)
+        except MetastoreUnavailableError as e:
+            logger.error("cannot restore dynamic table %s.%s.%s yet (trying again in a minute): %s",
+                         catalog, database, table, e)
+            self._retry.add((catalog, database, table))
+        except Exception as e:  # one bad table must not keep the daemon from starting
+            logger.error("cannot restore dynamic table %s.%s.%s (it is not refreshed): %s: %s",
+                         catalog, database, table, type(e).__name__, e)
+
+    def _release_catalog(self, name: str) -> None:
+        """Stop driving a catalog's tables (removed or replaced by a reload); their
+        checkpoints stay for when the catalog comes back."""
+        del self._loaded[name]
+        released = self.registry.remove_where(lambda e: e.catalog == name)
+        self.analyzers.release(name)  # it reads the old catalog's metastore
+        for entry in released:
+            self.driver.let_go(entry, f"catalog {name} changed in the configuration")
+        if released:
+            logger.info("catalog %s was removed or replaced: %d dynamic table(s) no longer driven from it",
+                        name, len(released))
+
+    def restore(self, catalog_name: str, database: str, name: str, params: dict[str, str], now: float) -> None:
+        """Drive a table found in HMS (unless an entry drives it already); on a failure none is left."""
+        catalog = self.manager.catalog(catalog_name)
+        dt = store.decode(catalog_name, database, name, params)
+        freshness = parse_freshness(dt.freshness)
+        keys = [k.name for k in catalog.get_table(database, name).partition_keys]
+        entry = Entry(catalog_name, database, name, freshness, dt.refresh_mode, dt.state,
+                      parse_formatters(dt.options, keys))
+        entry.data_time = store.float_param(params, store.DATA_TIME)
+        if not self.registry.add(entry):
+            return  # created (or restored) meanwhile: that entry drives it
+        try:
+            self._restore_entry(entry, dt, params, now)
+        except BaseException:
+            self.registry.remove(entry.full_name, only=entry)
+            self.driver.let_go(entry, "its restore failed")
+            raise
+
+    def _restore_entry(self, entry: Entry, dt: DynamicTable, params: dict[str, str], now: float) -> None:
+        freshness = entry.freshness
+        # Runs the previous daemon left unfinished did not finish.
+        runs = store.history(params)
+        stale = [r for r in runs if not r.status.finished]
+        for run in stale:
+            run.status, run.ended = RunStatus.FAILED, run.ended or now
+            run.error = run.error or STOPPED
+        if stale:
+            self.records.update(entry, store.history_params(runs), (store.HISTORY + ".",))
+        if dt.declared_mode is None:
+            try:
+                wanted = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold)
+            except InvalidArgumentError as e:
+                wanted = entry.mode
+                logger.warning("dynamic table %s keeps its %s refresh: %s", entry.full_name, entry.mode.value, e)
+            if wanted is RefreshMode.CONTINUOUS and entry.formatters:
+                logger.warning("dynamic table %s keeps its FULL refresh: it has partition date formatters",
+                               entry.full_name)
+            elif wanted is not entry.mode:
+                logger.info("dynamic table %s: the freshness threshold changed, %s refresh becomes %s",
+                            entry.full_name, entry.mode.value, wanted.value)
+                entry.mode = wanted
+        if entry.state is RefreshState.SUSPENDED:
+            self.records.set_handler(entry)
+            return
+        # The initial refresh the previous daemon never ran, or that it was cut off in, runs now.
+        cut_off = not runs or (runs[0].trigger == "initial" and (runs[0].error or "").startswith(CUT_OFF))
+        initial = initialize_option(dt.options) == "on_create" and (entry.state is RefreshState.INITIALIZING
+                                                                     or cut_off)
+        catch_up = None
+        if entry.mode is RefreshMode.FULL and not initial:
+            last_fire = previous_fire_time(freshness, self.clock())
+            last_done = store.float_param(params, store.LAST_SCHEDULED)
+            created = store.float_param(params, store.CREATED) or now
+            resumed = store.float_param(params, store.RESUMED)
+            if last_fire.timestamp() > max(last_done or 0.0, created, resumed or 0.0):
+                catch_up = last_fire
+        self.driver.activate(entry, initial=initial, catch_up=catch_up)

@@ -1,0 +1,412 @@
+"""The dynamic-table operations the server offers: create, get, list, history, lags,
+alter (suspend, resume, freshness, mode), drop and refresh now."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import time
+from zoneinfo import ZoneInfo
+
+from catalogd.catalog.base import BaseCatalog
+from catalogd.config import Config
+from catalogd.dynamic import runner, store
+from catalogd.dynamic.analyzer import Analyzers
+from catalogd.dynamic.driver import Driver, initialize_option
+from catalogd.dynamic.executor import RunExecutor
+from catalogd.dynamic.freshness import Freshness, cron_expression, derive_mode, parse_freshness
+from catalogd.dynamic.jobspec import JobFactory
+from catalogd.dynamic.loader import Loader
+from catalogd.dynamic.partitions import parse_formatters, parse_schedule_time
+from catalogd.dynamic.records import Records
+from catalogd.dynamic.registry import Entry, Registry
+from catalogd.dynamic.runs import RunIndex
+from catalogd.dynamic.supervisor import Detached
+from catalogd.errors import (
+    CatalogError,
+    InvalidArgumentError,
+    NotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from catalogd.manager import CatalogManager
+from catalogd.model import (
+    DynamicTable,
+    DynamicTableChange,
+    DynamicTableSpec,
+    RefreshJob,
+    RefreshMode,
+    RefreshRun,
+    RefreshState,
+    Table,
+    TableFormat,
+    TableKind,
+)
+from catalogd.names import ObjectPath, parse_object
+
+logger = logging.getLogger(__name__)
+
+#: Spark settings a refresh request may give (resources and SQL tuning). Anything that
+#: loads code or points the job elsewhere (spark.jars, extensions, extraJavaOptions, the
+#: metastore) belongs in the daemon's own config: the REST port has no authentication.
+JOB_SETTINGS = ("spark.executor.", "spark.driver.memory", "spark.driver.cores", "spark.cores.max",
+                "spark.default.parallelism", "spark.dynamicAllocation.", "spark.memory.", "spark.task.cpus",
+                "spark.sql.")
+_JOB_SETTINGS_REFUSED = ("spark.sql.catalog", "spark.sql.extensions", "spark.sql.warehouse.dir",
+                         "spark.sql.hive.metastore", "spark.executor.extraJavaOptions",
+                         "spark.executor.extraClassPath", "spark.executor.extraLibraryPath")
+
+
+def job_setting_allowed(key: str) -> bool:
+    return key.startswith(JOB_SETTINGS) and not key.startswith(_JOB_SETTINGS_REFUSED)
+
+
+class TableOperations:
+    """Each operation checks its input, changes HMS, then what drives the table."""
+
+    def __init__(self, manager: CatalogManager, config: Config, registry: Registry, runs: RunIndex,
+                 records: Records, jobs: JobFactory, executor: RunExecutor, driver: Driver, loader: Loader,
+                 analyzers: Analyzers) -> None:
+        self.manager = manager
+        self.config = config
+        self.registry = registry
+        self.runs = runs
+        self.records = records
+        self.jobs = jobs
+        self.executor = executor
+        self.driver = driver
+        self.loader = loader
+        self.analyzers = analyzers
+        self.tz = ZoneInfo(config.dynamic_tables.time_zone)
+
+    # ------------------------------------------------------------ helpers
+
+    def catalog(self, name: str | None) -> BaseCatalog:
+        """A hive catalog by name (the default when None).
+
+        Raises:
+            UnsupportedError: the catalog is not a hive catalog.
+        """
+        catalog = self.manager.catalog(name or None)
+        if catalog.info().type != "hive":
+            raise UnsupportedError(f"catalog {catalog.name!r} is a {catalog.info().type} catalog: "
+                                   "dynamic tables need a hive catalog (Spark refreshes them)")
+        return catalog
+
+    def resolve(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
+        """The (hive) catalog, database and name a path means."""
+        catalog, database, name = self.manager.resolve_object(path)
+        self.catalog(catalog.name)
+        return catalog, database, name
+
+    def _check_enabled(self) -> None:
+        if not self.config.dynamic_tables.enabled:
+            raise UnsupportedError("this daemon runs no dynamic tables (dynamic-tables.enabled is false): "
+                                   "use the daemon that drives them")
+
+    @staticmethod
+    def _params(catalog: BaseCatalog, database: str, name: str) -> tuple[Table, dict[str, str]]:
+        table = catalog.get_table(database, name)
+        params = dict(table.properties)
+        if not store.is_dynamic(params):
+            raise TableNotFoundError(f"{catalog.name}.{database}.{name} is a table, not a dynamic table")
+        return table, params
+
+    # ------------------------------------------------------------ create
+
+    def create(self, spec: DynamicTableSpec, ignore_if_exists: bool = False) -> DynamicTable:
+        """Validate the query, derive the schema and mode, create the table, start its job.
+
+        Raises:
+            InvalidArgumentError: bad query, freshness, mode, partition or option; nothing created.
+            TableAlreadyExistsError: the name is taken (unless ignore_if_exists).
+        """
+        catalog, database, name = self.resolve(ObjectPath(spec.catalog, spec.database, spec.name))
+        self.manager.check_writable(catalog)
+        self._check_enabled()
+        full = f"{catalog.name}.{database}.{name}"
+        reserved = sorted(k for k in spec.options if k.lower().startswith("catalogd."))
+        if reserved:
+            raise InvalidArgumentError(f"{full}: options starting with 'catalogd.' are reserved: {reserved}")
+        if catalog.table_exists(database, name):
+            if ignore_if_exists:
+                try:
+                    return self.get(ObjectPath(catalog.name, database, name))
+                except TableNotFoundError as e:
+                    raise TableAlreadyExistsError(f"{full} exists and is not a dynamic table") from e
+            raise TableAlreadyExistsError(f"{full} already exists")
+        # Refreshes need spark-submit: find out before anything is created.
+        runner.spark_submit_path()
+        freshness = parse_freshness(spec.freshness)
+        mode = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold, spec.refresh_mode)
+        expanded = self.manager.expand_query(catalog, database, spec.query, kind="dynamic table")
+        analyzer = self.analyzers.get(catalog.name, lambda: self.jobs.spark_conf(catalog))
+        columns = analyzer.analyze(expanded.qualified)
+        keys = [k.lower() for k in spec.partitioned_by]
+        by_name = {c.name: c for c in columns}
+        missing = [k for k in keys if k not in by_name]
+        if missing:
+            raise InvalidArgumentError(f"{full}: partition column(s) {missing} are not among the query's columns "
+                                       f"{list(by_name)}")
+        if len(set(keys)) != len(keys):
+            raise InvalidArgumentError(f"{full}: a partition column is listed twice: {keys}")
+        formatters = parse_formatters(spec.options, keys)
+        if formatters and mode is RefreshMode.CONTINUOUS:
+            raise InvalidArgumentError(f"{full}: partition.fields.*.date-formatter needs the FULL refresh mode "
+                                       f"(freshness {freshness} gives CONTINUOUS)")
+        initialize = initialize_option(spec.options)
+        if initialize not in ("on_create", "on_schedule"):
+            raise InvalidArgumentError(f"{full}: option initialize is {initialize!r}: use on_create or on_schedule")
+        dt = DynamicTable(
+            catalog=catalog.name, database=database, name=name, query=expanded.original,
+            freshness=str(freshness), expanded_query=expanded.qualified, declared_mode=spec.refresh_mode,
+            refresh_mode=mode, state=RefreshState.INITIALIZING,
+            columns=[c for c in columns if c.name not in keys], partition_keys=[by_name[k] for k in keys],
+            options=dict(spec.options), comment=spec.comment,
+        )
+        created = time.time()
+        table = Table(name=name, database=database, catalog=catalog.name, columns=dt.columns,
+                      partition_keys=dt.partition_keys, format=TableFormat.PARQUET, kind=TableKind.MANAGED,
+                      comment=spec.comment,
+                      properties={**spec.options, **store.definition_params(dt, expanded.tables, created)})
+        catalog.create_table(table)
+        entry = Entry(catalog.name, database, name, freshness, mode, RefreshState.INITIALIZING, formatters)
+        self.registry.put(entry)
+        try:
+            self.driver.activate(entry, initial=initialize == "on_create")
+        except Exception:
+            # A table that cannot be driven is not left behind half made.
+            logger.error("dynamic table %s could not start its refresh job: dropping it again", full)
+            self.driver.forget(catalog.name, database, name, only=entry)
+            try:
+                catalog.drop_table(database, name, True, True)
+            except CatalogError as e:
+                logger.error("dynamic table %s could not be dropped either (%s): it is restored later", full, e)
+                self.loader.retry_later(catalog.name, database, name)
+            raise
+        logger.info("dynamic table %s created: freshness %s, %s refresh", full, freshness, mode.value)
+        return self.get(ObjectPath(catalog.name, database, name))
+
+    # ------------------------------------------------------------ read
+
+    def get(self, path: ObjectPath) -> DynamicTable:
+        """The definition, the handler, the last refresh and the current lag.
+
+        Raises:
+            TableNotFoundError: no such dynamic table.
+        """
+        catalog, database, name = self.resolve(path)
+        table, params = self._params(catalog, database, name)
+        dt = store.decode(catalog.name, database, name, params, table.columns, table.partition_keys,
+                          table.comment, table.created)
+        entry = self.registry.get(dt.full_name)
+        freshness = parse_freshness(dt.freshness)
+        if dt.refresh_mode is RefreshMode.FULL:
+            with contextlib.suppress(InvalidArgumentError):
+                dt.schedule = cron_expression(freshness)
+        live = self.runs.live(dt.full_name)
+        runs = [live.get(r.id, r) for r in store.history(params)]
+        dt.last_refresh = runs[0] if runs else None
+        if entry is not None:
+            # The live view (next fire, the streaming job's pid) over what HMS last got.
+            dt.job_detail = {**dt.job_detail, **self.records.detail(entry)}
+        lag, within = self._lag(entry, params, freshness)
+        dt.freshness_lag, dt.within_target = lag, within
+        return dt
+
+    def _lag(self, entry: Entry | None, params: dict[str, str] | None,
+             freshness: Freshness) -> tuple[float | None, bool | None]:
+        data_time = entry.data_time if entry is not None else None
+        if data_time is None and params is not None:
+            data_time = store.float_param(params, store.DATA_TIME)
+        if entry is not None and entry.mode is RefreshMode.CONTINUOUS and entry.stream is not None \
+                and entry.stream.work_dir is not None:
+            fresh = runner.read_json(entry.stream.work_dir / "status.json").get("fresh_as_of")
+            if fresh is not None:
+                data_time = max(data_time or 0.0, float(fresh))
+        if data_time is None:
+            return None, None
+        lag = max(0.0, time.time() - data_time)
+        allowance = entry.last_duration if entry is not None and entry.mode is RefreshMode.FULL else 0.0
+        return round(lag, 3), lag <= freshness.seconds + allowance
+
+    def list_tables(self, catalog: str | None = None, database: str | None = None) -> list[DynamicTable]:
+        """Every dynamic table of a catalog (or one database of it), sorted by name."""
+        cat = self.catalog(catalog)
+        found = []
+        for db, name, _ in cat.tables_with_parameter(store.FRESHNESS):
+            if database and db != database:
+                continue
+            with contextlib.suppress(NotFoundError):
+                found.append(self.get(ObjectPath(cat.name, db, name)))
+        return sorted(found, key=lambda d: (d.database, d.name))
+
+    def history(self, path: ObjectPath, limit: int = 20) -> list[RefreshRun]:
+        """The recorded runs, newest first (running ones with their live phase)."""
+        catalog, database, name = self.resolve(path)
+        _, params = self._params(catalog, database, name)
+        live = self.runs.live(f"{catalog.name}.{database}.{name}")
+        runs = [live.get(r.id, r) for r in store.history(params)]
+        return runs[:limit] if limit > 0 else runs
+
+    def lags(self) -> list[tuple[str, float | None, bool | None]]:
+        """(table, lag seconds, within target) for /metrics, from memory (no HMS call)."""
+        return [(e.full_name, *self._lag(e, None, e.freshness)) for e in self.registry.entries()]
+
+    # ------------------------------------------------------------ alter / drop
+
+    def alter(self, path: ObjectPath, change: DynamicTableChange) -> DynamicTable:
+        """SUSPEND, RESUME, SET FRESHNESS or SET REFRESH_MODE.
+
+        Raises:
+            TableNotFoundError: no such dynamic table.
+            InvalidArgumentError: a freshness or mode that does not work; nothing changed.
+        """
+        catalog, database, name = self.resolve(path)
+        self.manager.check_writable(catalog)
+        self._params(catalog, database, name)
+        full = f"{catalog.name}.{database}.{name}"
+        entry = self.registry.get(full)
+        if entry is None:
+            raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false, "
+                                   "or it was made by another daemon since this one started)")
+        action = (change.action or "").upper()
+        # The streaming job is taken off under the lock and stopped after it (a stop can take long).
+        detached: Detached | None = None
+        why = ""
+        try:
+            with entry.lock:
+                _, params = self._params(catalog, database, name)
+                if action == "SUSPEND":
+                    if entry.state is not RefreshState.SUSPENDED:
+                        entry.state = RefreshState.SUSPENDED
+                        entry.next_fire = None
+                        detached, why = self.driver.supervisor.detach(entry), "suspended"
+                        self.records.set_handler(entry)
+                        logger.info("dynamic table %s suspended", full)
+                elif action == "RESUME":
+                    if entry.state is RefreshState.SUSPENDED:
+                        logger.info("dynamic table %s resumed", full)
+                        self.records.update(entry, {store.RESUMED: str(time.time())})
+                        self.driver.activate(entry)
+                elif action:
+                    raise InvalidArgumentError(f"unknown action {change.action!r}: use SUSPEND or RESUME")
+                elif change.freshness is not None or change.refresh_mode is not None:
+                    detached, why = self._change_schedule(entry, change, params)
+                else:
+                    raise InvalidArgumentError("nothing to change: give a freshness, a refresh mode, SUSPEND or "
+                                               "RESUME")
+        finally:
+            self.driver.supervisor.finish([detached], why)
+        return self.get(ObjectPath(catalog.name, database, name))
+
+    def _change_schedule(self, entry: Entry, change: DynamicTableChange,
+                         params: dict[str, str]) -> tuple[Detached | None, str]:
+        """A new freshness or mode (under ``entry.lock``); the streaming job to stop, and why."""
+        full = entry.full_name
+        freshness = parse_freshness(change.freshness) if change.freshness is not None else entry.freshness
+        declared = change.refresh_mode
+        if declared is None and change.freshness is not None:
+            old = params.get(store.DECLARED_MODE) or None
+            declared = RefreshMode(old) if old else None
+        mode = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold, declared)
+        if entry.formatters and mode is RefreshMode.CONTINUOUS:
+            raise InvalidArgumentError(f"{full} has partition date formatters: it needs the FULL refresh mode")
+        set_params = {store.FRESHNESS: str(freshness)}
+        if change.refresh_mode is not None:
+            set_params[store.DECLARED_MODE] = change.refresh_mode.value
+        self.records.update(entry, set_params)
+        old_mode, old_freshness = entry.mode, entry.freshness
+        entry.freshness, entry.mode = freshness, mode
+        detached, why = None, ""
+        if old_mode is not mode or (mode is RefreshMode.CONTINUOUS and freshness != old_freshness):
+            # The streaming job's trigger comes from the freshness: a new one needs a new job.
+            detached, why = self.driver.supervisor.detach(entry), f"{mode.value} refresh, freshness {freshness}"
+            entry.stream = None
+            entry.next_fire = None
+        if entry.state is RefreshState.SUSPENDED:
+            self.records.set_handler(entry)
+        else:
+            self.driver.activate(entry)
+        logger.info("dynamic table %s: freshness %s, %s refresh", full, freshness, mode.value)
+        return detached, why
+
+    def drop(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
+        """Stop the schedule and the job, then drop the table and its files.
+
+        Raises:
+            TableNotFoundError: no such dynamic table (unless ignore_if_not_exists).
+        """
+        catalog, database, name = self.resolve(path)
+        self.manager.check_writable(catalog)
+        full = f"{catalog.name}.{database}.{name}"
+        try:
+            self._params(catalog, database, name)
+        except TableNotFoundError:
+            if ignore_if_not_exists and not catalog.table_exists(database, name):
+                return
+            raise
+        forgotten = self.driver.forget(catalog.name, database, name)
+        try:
+            catalog.drop_table(database, name, False, True)
+        except CatalogError:
+            if forgotten is not None:
+                # Still there: drive it again rather than leave it unrefreshed.
+                self.loader.restore(catalog.name, database, name, self._params(catalog, database, name)[1],
+                                    time.time())
+            raise
+        logger.info("dynamic table %s dropped", full)
+
+    def table_hook(self, op: str, catalog: str, database: str, name: str) -> None:
+        """Called by the catalog manager before a table is dropped or renamed, or a database dropped."""
+        if op == "drop-database":
+            doomed = [e for e in self.registry.entries() if (e.catalog, e.database) == (catalog, database)]
+            for entry in doomed:
+                self.driver.forget(entry.catalog, entry.database, entry.name)
+            return
+        if self.registry.get(f"{catalog}.{database}.{name}") is None:
+            return
+        if op == "rename":
+            raise UnsupportedError(f"{catalog}.{database}.{name} is a dynamic table: it cannot be renamed "
+                                   "(its jobs and history are kept under its name); drop and re-create it")
+        self.driver.forget(catalog, database, name)
+
+    # ------------------------------------------------------------ refresh
+
+    def refresh(self, tables: list[str], schedule_time: str | None = None, partition: dict[str, str] | None = None,
+                configuration: dict[str, str] | None = None, trigger: str = "manual") -> RefreshJob:
+        """Refresh now (works while suspended); joins a run already going for the same partition.
+
+        Args:
+            tables: dynamic table names (``cat.db.dt``; shorter forms use the defaults).
+            schedule_time: the run's logical time; with date formatters it picks the partition.
+            partition: refresh exactly this partition (instead of the schedule time's).
+            configuration: extra Spark settings for the job.
+
+        Raises:
+            InvalidArgumentError: bad names, time or partition; nothing started.
+            TableNotFoundError: a table is not a dynamic table.
+        """
+        if not tables:
+            raise InvalidArgumentError("name at least one dynamic table to refresh")
+        when: datetime.datetime | None = parse_schedule_time(schedule_time, self.tz) if schedule_time else None
+        conf = dict(configuration or {})
+        refused = sorted(k for k in conf if not job_setting_allowed(k))
+        if refused:
+            raise InvalidArgumentError(
+                f"configuration {refused} may not be set per request: allowed are {', '.join(JOB_SETTINGS)} "
+                "(except the catalog's own settings); put others in the daemon's spark.conf")
+        entries = []
+        for text in tables:
+            path = parse_object(text)
+            catalog, database, name = self.resolve(path)
+            self.manager.check_writable(catalog)
+            self._params(catalog, database, name)
+            entry = self.registry.get(f"{catalog.name}.{database}.{name}")
+            if entry is None:
+                raise UnsupportedError(f"{catalog.name}.{database}.{name} is not driven by this daemon "
+                                       "(dynamic-tables.enabled is false?)")
+            entries.append(entry)
+        return self.executor.submit(entries, trigger=trigger, schedule_time=when, partition=partition, conf=conf)
