@@ -47,6 +47,7 @@ integration: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check catalogd tests benchmarks examples
+	$(BIN)/mypy
 
 # Regenerate the Thrift code from idl/ (Debian: apt-get install thrift-compiler).
 idl:
