@@ -1,7 +1,9 @@
-"""Tests for catalogd.server.thrift_server: the threaded framed Thrift server, run in-process on a free port.
+"""Tests for catalogd.server.thrift_server: the selector + worker-pool Thrift server, run in-process on a free port.
 
 The server runs the real generated ``CatalogService.Processor`` over a stub handler, so what is
-tested is the server itself: framing, its frame-size limit, its connection slots and its shutdown.
+tested is the server itself: framing, its limits (frame size, workers, connections, idle and
+frame deadlines, buffered bytes), bad and vanishing clients, and its shutdown. Faults are real:
+real sockets that stay idle, trickle bytes, send garbage or go away.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import socket
 import struct
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from polling import holds_for, wait_until
@@ -24,6 +27,8 @@ from catalogd.server.thrift_server import ThriftServer
 SERVER_LOGGER = "catalogd.server.thrift_server"
 #: How long a test waits for something that should happen at once (a busy machine may be slow).
 DEADLINE = 30.0
+#: ``listDatabases("big")`` answers this many names: a reply of several MiB, more than socket buffers hold.
+BIG_REPLY_NAMES = 400_000
 
 
 class StubHandler:
@@ -42,6 +47,8 @@ class StubHandler:
         return "pong"
 
     def listDatabases(self, catalog: str) -> list[str]:  # the generated interface names it so
+        if catalog == "big":
+            return [f"database_{i:08d}" for i in range(BIG_REPLY_NAMES)]
         if catalog == "slow":
             self.entered.set()
             self.release.wait(120)
@@ -55,13 +62,13 @@ Start = Callable[..., ThriftServer]
 
 @pytest.fixture
 def serve() -> Iterator[Start]:
-    """``serve(handler, max_frame_size=..., max_connections=...)``: a started server on a free port."""
+    """``serve(handler, max_frame_size=..., workers=..., **limits)``: a started server on a free port."""
     started: list[tuple[ThriftServer, StubHandler]] = []
 
     def start(handler: StubHandler | None = None, max_frame_size: int = 1 << 20,
-              max_connections: int = 8) -> ThriftServer:
+              workers: int = 8, **limits: Any) -> ThriftServer:
         handler = handler or StubHandler()
-        server = ThriftServer(CatalogService.Processor(handler), "127.0.0.1", 0, max_frame_size, max_connections)
+        server = ThriftServer(CatalogService.Processor(handler), "127.0.0.1", 0, max_frame_size, workers, **limits)
         server.start()
         started.append((server, handler))
         return server
@@ -135,7 +142,7 @@ def test_calls_are_answered_on_one_connection(serve: Start) -> None:
 def test_several_clients_are_served_at_once(serve: Start) -> None:
     parties = 4
     handler = StubHandler(parties)
-    server = serve(handler, max_connections=parties)
+    server = serve(handler, workers=parties)
 
     def call() -> list[str]:
         with connect(server) as client:
@@ -146,28 +153,34 @@ def test_several_clients_are_served_at_once(serve: Start) -> None:
     assert [outcome for _, outcome in calls] == [{"value": ["together"]}] * parties
 
 
-def test_connections_beyond_the_limit_wait_for_a_free_slot(serve: Start) -> None:
-    server = serve(max_connections=1)
-    with connect(server) as first:
+def test_an_idle_connection_holds_no_worker(serve: Start) -> None:
+    server = serve(workers=1)
+    with connect(server) as first, connect(server) as second:
+        assert first.ping() == "pong"
+        # The first client stays connected, idle, holding the only worker in a thread-per-connection server.
+        assert second.ping() == "pong"
         assert first.ping() == "pong"
 
-        def second_call() -> str:
-            with connect(server) as second:
-                return second.ping()
 
-        thread, outcome = in_thread(second_call)
-        # The only slot is taken: the second client waits in the backlog, unanswered.
-        holds_for(lambda: thread.is_alive(), 1.0, "the second client waiting")
-    # The first client has gone: its slot serves the second.
-    wait_until(lambda: not thread.is_alive(), DEADLINE, "the second client to be answered")
-    assert outcome == {"value": "pong"}
+def test_calls_beyond_the_pool_wait_for_a_worker(serve: Start) -> None:
+    handler = StubHandler()
+    server = serve(handler, workers=1)
+    with connect(server) as busy, connect(server) as waiting:
+        call, answer = in_thread(lambda: busy.listDatabases("slow"))
+        wait_until(handler.entered.is_set, DEADLINE, "the slow call to take the only worker")
+        second, outcome = in_thread(waiting.ping)
+        holds_for(second.is_alive, 1.0, "the second call waiting for the worker")
+        handler.release.set()
+        wait_until(lambda: not call.is_alive() and not second.is_alive(), DEADLINE, "both calls")
+        assert answer == {"value": ["slow"]}
+        assert outcome == {"value": "pong"}
 
 
 # ---------------------------------------------------------------- bad and broken clients
 
 
 def test_an_oversize_frame_closes_that_connection_only(serve: Start, caplog: pytest.LogCaptureFixture) -> None:
-    server = serve(max_frame_size=4096, max_connections=1)
+    server = serve(max_frame_size=4096, workers=1)
     with connect(server) as client:
         assert client.listDatabases("x" * 3000) == ["x" * 3000]  # a frame under the limit
     caplog.set_level(logging.WARNING, logger=SERVER_LOGGER)
@@ -178,7 +191,7 @@ def test_an_oversize_frame_closes_that_connection_only(serve: Start, caplog: pyt
     with raw_socket(server) as sock:
         sock.sendall(struct.pack("!i", 1 << 30))
         assert closed_by_server(sock)
-    # The server goes on, and the refused connections gave their slot back (there is one).
+    # The server goes on, and its only worker is free.
     with connect(server) as client:
         assert client.ping() == "pong"
 
@@ -191,10 +204,10 @@ def test_an_oversize_frame_closes_that_connection_only(serve: Start, caplog: pyt
 def test_a_client_gone_mid_frame_does_not_break_the_server(serve: Start, caplog: pytest.LogCaptureFixture,
                                                            sent: bytes) -> None:
     caplog.set_level(logging.DEBUG, logger=SERVER_LOGGER)
-    server = serve(max_connections=1)
+    server = serve(workers=1)
     with raw_socket(server) as sock:
         sock.sendall(sent)
-    # Its slot comes back (there is one) and the server answers the next client.
+    # Its only worker is free and the server answers the next client.
     with connect(server) as client:
         assert client.ping() == "pong"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
