@@ -26,6 +26,7 @@ clients are sequential, and so one client can never hold more than one worker.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import logging
 import queue
@@ -87,7 +88,7 @@ class _RateLimited:
 class _Connection:
     """One client connection, owned by the selector thread (workers only see its frame)."""
 
-    __slots__ = ("sock", "peer", "state", "header", "body", "length", "since", "reply", "sent", "held")
+    __slots__ = ("body", "header", "held", "length", "peer", "reply", "sent", "since", "sock", "state")
 
     def __init__(self, sock: socket.socket, peer: str, now: float) -> None:
         self.sock = sock
@@ -249,10 +250,9 @@ class ThriftServer:
                 "partial_frames": len(self._partial)}
 
     def _wake(self) -> None:
-        try:
+        # A full pipe already wakes the selector; a closed one means it has stopped.
+        with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
-        except (BlockingIOError, OSError):
-            pass  # a full pipe already wakes the selector; a closed one means it has stopped
 
     # ------------------------------------------------------------ the selector thread
 
@@ -313,10 +313,8 @@ class ThriftServer:
         """Close the listener and every connection that has no call running (once)."""
         if self._listener is not None:
             if not self._listener_paused_until:
-                try:
+                with contextlib.suppress(KeyError, ValueError):
                     self._selector.unregister(self._listener)
-                except (KeyError, ValueError):
-                    pass
             self._listener.close()
             self._listener = None
         self._listener_closed.set()
@@ -350,10 +348,8 @@ class ThriftServer:
                 _close_quietly(sock)
                 continue
             sock.setblocking(False)
-            try:
+            with contextlib.suppress(OSError):  # not TCP, or gone already: only a latency nicety
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass  # not TCP (or already gone): only a latency nicety
             conn = _Connection(sock, peer, now)
             self._conns[sock.fileno()] = conn
             self._selector.register(sock, selectors.EVENT_READ, conn)
@@ -383,10 +379,7 @@ class ThriftServer:
     # ------------------------------------------------------------ reading a frame
 
     def _read(self, conn: _Connection) -> None:
-        if conn.length < 0:
-            want = _HEADER.size - len(conn.header)
-        else:
-            want = min(_CHUNK, conn.length - len(conn.body))
+        want = _HEADER.size - len(conn.header) if conn.length < 0 else min(_CHUNK, conn.length - len(conn.body))
         try:
             chunk = conn.sock.recv(want)
         except (BlockingIOError, InterruptedError):
@@ -569,10 +562,9 @@ class ThriftServer:
         was_busy = conn.state == _WRITING
         running = conn.state == _RUNNING
         if conn.state in (_READING, _WRITING):
-            try:
+            # Not registered: a reply not yet waiting for the socket to drain, or just sent.
+            with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(conn.sock)
-            except (KeyError, ValueError):
-                pass  # a reply not yet waiting for the socket to drain
         self._idle.pop(conn, None)
         self._partial.pop(conn, None)
         self._writing.pop(conn, None)
@@ -595,7 +587,5 @@ def _peer(address: Any) -> str:
 
 
 def _close_quietly(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.close()
-    except OSError:
-        pass
