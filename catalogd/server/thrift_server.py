@@ -78,8 +78,8 @@ class _RateLimited:
             self._suppressed += 1
             return
         if self._suppressed:
-            message += " (and %d more like it in the last %.0fs)"
-            args = (*args, self._suppressed, self.interval)
+            message += " (and %d more like it since the last such line)"
+            args = (*args, self._suppressed)
         self._suppressed = 0
         self._next = now + self.interval
         logger.warning(message, *args)
