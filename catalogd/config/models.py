@@ -53,8 +53,16 @@ class ServerConfig(_Model):
     http_port: Port = Field(default=9191, alias="http-port")
     data_dir: Path = Field(default=Path("~/.catalogd"), alias="data-dir", validate_default=True)
     max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
-    #: The largest number of Thrift connections served at the same time.
+    #: Thrift calls run at the same time (the worker pool); connections are not limited by it.
     workers: PositiveInt = 32
+    #: Thrift connections open at once; at the cap a new one closes the connection idle the longest.
+    max_connections: PositiveInt = Field(default=1000, alias="max-connections")
+    #: A Thrift connection with no frame arriving and no call running is closed after this long.
+    idle_timeout: Duration = Field(default=datetime.timedelta(minutes=5), alias="idle-timeout")
+    #: A Thrift frame must arrive whole (and a reply be taken) within this long of its first byte.
+    frame_timeout: Duration = Field(default=datetime.timedelta(seconds=30), alias="frame-timeout")
+    #: Request bytes all Thrift connections may hold in memory together (partial frames and calls running).
+    max_buffered_bytes: PositiveInt = Field(default=64 * 1024 * 1024, alias="max-buffered-bytes")
     log_level: Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(lower)] = Field(
         default="info", alias="log-level"
     )
@@ -89,6 +97,13 @@ class ServerConfig(_Model):
     def _distinct_ports(self) -> ServerConfig:
         if self.port != 0 and self.port == self.http_port:
             raise ValueError(f"port and http-port are both {self.port}: use two different ports")
+        return self
+
+    @model_validator(mode="after")
+    def _buffer_holds_a_frame(self) -> ServerConfig:
+        if self.max_buffered_bytes < self.max_frame_size:
+            raise ValueError(f"max-buffered-bytes ({self.max_buffered_bytes}) is smaller than max-frame-size "
+                             f"({self.max_frame_size}): a largest frame could never arrive; raise it")
         return self
 
 

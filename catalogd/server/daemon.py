@@ -66,7 +66,11 @@ class Daemon:
             self.janitor.start()
             handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic)
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
-                                       server.max_frame_size, server.workers)
+                                       server.max_frame_size, server.workers,
+                                       max_connections=server.max_connections,
+                                       idle_timeout=server.idle_timeout.total_seconds(),
+                                       frame_timeout=server.frame_timeout.total_seconds(),
+                                       max_buffered_bytes=server.max_buffered_bytes)
             try:
                 self.thrift.bind()
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
