@@ -23,7 +23,7 @@ class MetastoreSupervisor:
     Args:
         metastore: started already (the first start's failure is the caller's to report).
         on_restart: called after each restart (the pool drops its connections to the dead process).
-        backoff: seconds before the first restart attempt; doubled after each failed one.
+        backoff: seconds between the first failed restart and the next; doubled after each failure.
         max_backoff: the longest wait between attempts.
         start_timeout: how long one restart may take.
     """
@@ -78,25 +78,20 @@ class MetastoreSupervisor:
             self._restart()
 
     def _restart(self) -> None:
-        delay = self._backoff
+        # The first attempt at once (a crash is usually a one-off); then 1s, 2s, 4s ... up to max_backoff.
+        delay = 0.0
         attempt = 0
         while not self._stopping.wait(delay):
             attempt += 1
+            delay = self._backoff if attempt == 1 else min(delay * 2, self._max_backoff)
             try:
                 self.metastore.start(self._start_timeout)
-            except CatalogError as e:
+            except Exception as e:
                 if self._stopping.is_set():
                     return
+                reason = e.message if isinstance(e, CatalogError) else repr(e)
                 logger.error("restart %d of the embedded metastore of catalog %s failed: %s; next try in %.0fs",
-                             attempt, self.metastore.name, e.message, delay)
-                delay = min(delay * 2, self._max_backoff)
-                continue
-            except Exception:
-                if self._stopping.is_set():
-                    return
-                logger.exception("restart %d of the embedded metastore of catalog %s failed", attempt,
-                                 self.metastore.name)
-                delay = min(delay * 2, self._max_backoff)
+                             attempt, self.metastore.name, reason, delay)
                 continue
             self.restarts += 1
             if self._on_restart is not None:
