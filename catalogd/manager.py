@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -485,13 +486,31 @@ class CatalogManager:
                 logger.warning("janitor: catalog %s: %s", name, e)
         return acted
 
-    def ping(self) -> dict[str, str | None]:
-        """Check every catalog; maps catalog name to None (fine) or the problem."""
-        result: dict[str, str | None] = {}
-        for name, catalog in self.catalogs().items():
+    def ping(self, timeout: float = 1.5) -> dict[str, str | None]:
+        """Check every catalog at once; maps catalog name to None (fine) or the problem.
+
+        Answers within about ``timeout`` seconds whatever the metastores do: a catalog
+        that has not answered by then is reported as not answering.
+        """
+        catalogs = self.catalogs()
+        lock = threading.Lock()
+        result: dict[str, str | None] = {name: f"no answer within {timeout:g}s" for name in catalogs}
+
+        def check(name: str, catalog: Catalog) -> None:
             try:
-                catalog.ping()
-                result[name] = None
+                catalog.ping(timeout)
+                problem = None
             except Exception as e:
-                result[name] = str(e)
-        return result
+                problem = str(e)
+            with lock:
+                result[name] = problem
+
+        threads = [threading.Thread(target=check, args=item, name=f"ping-{item[0]}", daemon=True)
+                   for item in catalogs.items()]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + timeout + 0.2
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0))
+        with lock:
+            return dict(result)

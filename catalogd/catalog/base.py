@@ -57,8 +57,8 @@ class Catalog(abc.ABC):
         """Describe this catalog (type, metastore address, warehouse)."""
 
     @abc.abstractmethod
-    def ping(self) -> None:
-        """Check that the backing store answers.
+    def ping(self, timeout: float | None = None) -> None:
+        """Check that the backing store answers (within ``timeout`` seconds, when given).
 
         Raises:
             MetastoreUnavailableError: it does not.

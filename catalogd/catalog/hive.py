@@ -110,9 +110,11 @@ class HiveCatalog(BaseCatalog):
         socket_timeout: float = 60.0,
         default_database: str = "default",
         stages: StagesFactory | None = None,
+        max_concurrent_calls: int | None = None,
     ) -> None:
         super().__init__(name)
-        self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout)
+        self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout,
+                                   max_concurrent_calls)
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
@@ -145,6 +147,7 @@ class HiveCatalog(BaseCatalog):
             socket_timeout=conf.socket_timeout.total_seconds(),
             default_database=conf.default_database,
             stages=stages,
+            max_concurrent_calls=conf.max_concurrent_calls,
         )
 
     # ------------------------------------------------------------ lifecycle
@@ -174,8 +177,8 @@ class HiveCatalog(BaseCatalog):
     def embedded(self) -> EmbeddedMetastore | None:
         return self.session.embedded
 
-    def ping(self) -> None:
-        self.session.ping()
+    def ping(self, timeout: float | None = None) -> None:
+        self.session.ping(timeout)
 
     # ------------------------------------------------------------ plumbing
 

@@ -8,9 +8,10 @@ naming ``what``, in pyiceberg's style::
     with session.client(f"table {name}", TableNotFoundError) as c:
         tbl = c.get_table(database, table)
 
-The session also owns the metastore's lifecycle (an embedded one too) and the
-per-target locks that the catalog and its stager share. HMS Thrift types stop at
-the ``catalogd.catalog.hive*`` modules; the pool, retries and failover are in
+The session also owns the metastore's lifecycle (an embedded one is supervised:
+restarted when it dies, calls failing at once meanwhile) and the per-target locks
+that the catalog and its stager share. HMS Thrift types stop at the
+``catalogd.catalog.hive*`` modules; the pool, retries and failover are in
 ``catalogd.metastore.client``.
 """
 
@@ -41,6 +42,7 @@ from catalogd.errors import (
 )
 from catalogd.metastore.client import MetastoreClient, parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.metastore.supervisor import MetastoreSupervisor
 from catalogd.model import Table
 
 logger = logging.getLogger(__name__)
@@ -222,6 +224,8 @@ class HiveSession:
         uris: remote metastore addresses; empty when ``embedded`` is given.
         embedded: a metastore this session starts and stops itself.
         username: given to HMS (``set_ugi``) and made the owner of new objects.
+        max_concurrent_calls: metastore calls in flight at once; more fail at once with
+            metastore-unavailable (a hung metastore holds no more of the daemon's threads).
     """
 
     def __init__(
@@ -232,6 +236,7 @@ class HiveSession:
         username: str | None = None,
         connect_timeout: float = 5.0,
         socket_timeout: float = 60.0,
+        max_concurrent_calls: int | None = None,
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
@@ -241,6 +246,9 @@ class HiveSession:
         self._uris = list(uris or [])
         self._connect_timeout = connect_timeout
         self._socket_timeout = socket_timeout
+        self._max_concurrent_calls = max_concurrent_calls
+        #: Restarts the embedded metastore when it dies (None for a remote one).
+        self.supervisor: MetastoreSupervisor | None = None
         #: The connection pool, once open.
         self.pool: MetastoreClient | None = None
         self._api: HiveClient | None = None
@@ -254,24 +262,30 @@ class HiveSession:
         if self.embedded is not None:
             self.embedded.start()
             self._uris = parse_uris(self.embedded.uri)
-        self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username)
+        self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username,
+                                    max_in_flight=self._max_concurrent_calls, name=f"catalog {self.name}")
         self._api = HiveClient(self.pool)
         # The port may open before HMS serves requests; wait for a real answer.
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.ping()
-                return
+                self._ping_pool()
+                break
             except MetastoreUnavailableError:
                 if self.embedded is None or time.monotonic() > deadline:
                     self.close()
                     raise
                 time.sleep(0.3)
+        if self.embedded is not None:
+            self.supervisor = MetastoreSupervisor(self.embedded, on_restart=self.pool.reset)
+            self.supervisor.start()
 
     def close(self) -> None:
         if self._api is not None:
             self._api.close()
-        if self.embedded is not None:
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        elif self.embedded is not None:
             self.embedded.stop()
 
     def attach(self, api: HiveClient) -> None:
@@ -285,9 +299,30 @@ class HiveSession:
             return self.pool.uri_string
         return ",".join(f"thrift://{h}:{p}" for h, p in self._uris)
 
-    def ping(self) -> None:
+    def ping(self, timeout: float | None = None) -> None:
+        """Check that the metastore answers; with ``timeout``, give up after that many seconds
+        (on a connection of its own: a hung metastore never holds a health check longer).
+
+        Raises:
+            MetastoreUnavailableError: it does not answer (or is being restarted).
+        """
+        if timeout is None or self.pool is None:
+            self._ping_pool()
+            return
+        self._check_up()
+        try:
+            self.pool.probe(timeout)
+        except MetastoreUnavailableError as e:
+            raise MetastoreUnavailableError(f"catalog {self.name}: {e.message}") from None
+
+    def _ping_pool(self) -> None:
         with self.client("ping") as c:
             c.get_all_databases()
+
+    def _check_up(self) -> None:
+        problem = self.supervisor.problem if self.supervisor is not None else None
+        if problem is not None:
+            raise MetastoreUnavailableError(problem)
 
     # ------------------------------------------------------------ calls
 
@@ -302,6 +337,8 @@ class HiveSession:
         with translate(what, not_found, exists):
             if self._api is None:
                 raise MetastoreUnavailableError(f"catalog {self.name} is not open")
+            # A metastore being restarted fails the call now, not after a connect timeout.
+            self._check_up()
             yield self._api
 
     @contextmanager

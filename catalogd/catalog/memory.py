@@ -51,7 +51,7 @@ class MemoryCatalog(BaseCatalog):
     def info(self) -> CatalogInfo:
         return CatalogInfo(name=self.name, type="memory")
 
-    def ping(self) -> None:
+    def ping(self, timeout: float | None = None) -> None:
         return None
 
     def _tables_of(self, database: str) -> dict[str, Table]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.resources
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ from catalogd.errors import ConfigError
 __all__ = ["default_config_path", "load_config", "parse_config"]
 
 logger = logging.getLogger(__name__)
+
+#: The largest configuration file read (a config with a thousand catalogs is far smaller).
+MAX_CONFIG_SIZE = 1 << 20
 
 
 class _Loader(yaml.SafeLoader):
@@ -111,21 +115,64 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate a configuration file.
 
     Raises:
-        ConfigError: the file cannot be read, or its content is not a valid configuration.
+        ConfigError: the file cannot be read, is not a regular file (a FIFO, a device, a
+            directory) or is larger than ``MAX_CONFIG_SIZE``, or its content is not a valid
+            configuration.
     """
     source = str(path)
+    data = _read_config_file(source)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not a UTF-8 text file ({exc.reason})", problems=None) from None
+    logger.debug("loading configuration from %s", source)
+    return parse_config(text, source=source)
+
+
+def _read_config_file(source: str) -> bytes:
+    """The bytes of a regular file of at most MAX_CONFIG_SIZE bytes; anything else refused at once."""
+    try:
+        # Non-blocking, so that opening a FIFO with no writer returns instead of waiting for one.
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ConfigError(f"{source}: no such configuration file", problems=None) from None
     except IsADirectoryError:
         raise ConfigError(f"{source}: is a directory, not a configuration file", problems=None) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{source}: not a UTF-8 text file ({exc.reason})", problems=None) from None
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}", problems=None) from None
-    logger.debug("loading configuration from %s", source)
-    return parse_config(text, source=source)
+    info = os.fstat(fd)
+    problem = None
+    if stat.S_ISDIR(info.st_mode):
+        problem = "is a directory, not a configuration file"
+    elif not stat.S_ISREG(info.st_mode):
+        problem = f"is a {_file_kind(info.st_mode)}, not a regular file: give a configuration file"
+    elif info.st_size > MAX_CONFIG_SIZE:
+        problem = f"is {info.st_size} bytes; a configuration file may have at most {MAX_CONFIG_SIZE}"
+    if problem is not None:
+        os.close(fd)
+        raise ConfigError(f"{source}: {problem}", problems=None)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as f:
+        try:
+            # One byte more than allowed: a file that grew since fstat is caught too.
+            data = f.read(MAX_CONFIG_SIZE + 1)
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}", problems=None) from None
+    if len(data) > MAX_CONFIG_SIZE:
+        raise ConfigError(f"{source}: a configuration file may have at most {MAX_CONFIG_SIZE} bytes", problems=None)
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
 
 
 def default_config_path() -> Path:

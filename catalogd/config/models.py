@@ -173,6 +173,9 @@ class CatalogConfig(_Model):
     atomic_writes: bool = Field(default=True, alias="atomic-writes")
     #: The port an embedded metastore listens on (0 picks a free port); only for ``embedded``.
     metastore_port: Port = Field(default=0, alias="metastore-port")
+    #: Metastore calls of this catalog in flight at once; more fail at once with metastore-unavailable,
+    #: so that a hung metastore never takes every thread of the daemon (only for hive catalogs).
+    max_concurrent_calls: PositiveInt = Field(default=16, alias="max-concurrent-calls")
 
     @field_validator("name")
     @classmethod

@@ -91,7 +91,11 @@ def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Pa
     Must be called from a thread that lives as long as the job (the parent-death
     signal follows the thread that started the process).
     """
-    work_dir.mkdir(parents=True, exist_ok=True)
+    # The job's Spark settings may hold secrets: its directory is only ours (0700) from its creation.
+    work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if work_dir.stat().st_mode & 0o077:
+        raise OSError(f"{work_dir} is open to other users (mode {work_dir.stat().st_mode & 0o777:o}); "
+                      "it would hold the job's secrets")
     spec_path = work_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2))
     # Settings go in a file only we can read, not on the command line, where any

@@ -11,6 +11,7 @@ import queue
 import select
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -86,6 +87,10 @@ class MetastoreClient:
         socket_timeout: seconds to wait for one reply.
         username: passed to HMS with ``set_ugi`` so new objects get an owner.
         pool_size: idle connections kept for reuse.
+        max_in_flight: calls running at once; one more fails at once with
+            MetastoreUnavailableError, so that a hung metastore holds at most this many
+            of the daemon's threads (None: no limit).
+        name: what error messages call this metastore (e.g. ``catalog main``).
     """
 
     def __init__(
@@ -95,10 +100,15 @@ class MetastoreClient:
         socket_timeout: float = 60.0,
         username: str | None = None,
         pool_size: int = 8,
+        max_in_flight: int | None = None,
+        name: str | None = None,
     ) -> None:
         if not uris:
             raise InvalidArgumentError("no metastore URI given")
         self.uris = list(uris)
+        self.name = name
+        self.max_in_flight = max_in_flight
+        self._slots = threading.BoundedSemaphore(max_in_flight) if max_in_flight else None
         self.connect_timeout = connect_timeout
         self.socket_timeout = socket_timeout
         self.username = username
@@ -179,6 +189,18 @@ class MetastoreClient:
         for idempotent calls; otherwise it becomes MetastoreUnavailableError,
         since the call may or may not have taken effect.
         """
+        if self._slots is not None and not self._slots.acquire(blocking=False):
+            raise MetastoreUnavailableError(
+                f"metastore of {self.name or self.uri_string}: too many calls in flight "
+                f"({self.max_in_flight}); it answers slowly or not at all"
+            )
+        try:
+            return self._call(method, args, idempotent)
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def _call(self, method: str, args: tuple[Any, ...], idempotent: bool) -> Any:
         attempts = 2 if idempotent else 1
         for attempt in range(attempts):
             try:
@@ -192,6 +214,42 @@ class MetastoreClient:
                     continue
                 raise MetastoreUnavailableError(f"metastore call {method} failed: {e}") from e
         raise AssertionError("unreachable")
+
+    def probe(self, timeout: float) -> None:
+        """One cheap call on a fresh connection that gives up after ``timeout`` seconds in all
+        (health checks: never waits for the pool, an in-flight slot or the socket timeout).
+
+        Raises:
+            MetastoreUnavailableError: no URI answered in time.
+        """
+        deadline = time.monotonic() + timeout
+        errors = []
+        with self._lock:
+            start = self._preferred
+        for i in range(len(self.uris)):
+            host, port = self.uris[(start + i) % len(self.uris)]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                errors.append(f"thrift://{host}:{port}: not tried within {timeout:g}s")
+                continue
+            try:
+                conn = _Connection(host, port, left, left)
+            except TRANSPORT_ERRORS as e:
+                errors.append(f"thrift://{host}:{port}: {e}")
+                continue
+            try:
+                conn.socket.setTimeout(max(deadline - time.monotonic(), 0.001) * 1000)
+                conn.client.get_all_databases()
+                return
+            except (TException, *TRANSPORT_ERRORS) as e:
+                errors.append(f"thrift://{host}:{port}: no answer within {timeout:g}s ({e})")
+            finally:
+                conn.close()
+        raise MetastoreUnavailableError("metastore does not answer: " + "; ".join(errors))
+
+    def reset(self) -> None:
+        """Drop the idle connections (the metastore behind them was restarted)."""
+        self._drain()
 
     def _drain(self) -> None:
         while True:

@@ -1,20 +1,28 @@
-"""A real Hive Metastore 2.3 in a child process, from the jars in the pyspark wheel.
+"""A real Hive Metastore 2.3 in a child process, from the jars in the pyspark wheel, listening on loopback only.
 
 The metastore keeps its Derby database, warehouse and config under
 ``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/``.
+
+HMS 2.3 has no bind-host setting: ``HiveMetaStore.main`` listens on every
+interface. So the JVM is started with py4j's gateway (pyspark ships both) and
+driven through it to do what ``HiveMetaStore.startMetaStore`` does for a plain
+(no SASL, no SSL) metastore, except that its server socket is bound to
+127.0.0.1. The gateway (authenticated, on loopback) is shut down once the
+metastore serves, so nothing but the metastore's own port stays open.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import logging
 import os
+import select
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import escape
 
 from catalogd.errors import ConflictError, MetastoreUnavailableError
@@ -22,11 +30,14 @@ from catalogd.errors import ConflictError, MetastoreUnavailableError
 logger = logging.getLogger(__name__)
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
-_PR_SET_PDEATHSIG = 1
+#: On the JVM's command line so that ``ps`` (and the tests) tell a metastore from other JVMs.
+ROLE_MARKER = f"-Dcatalogd.role=embedded:{MAIN_CLASS}"
+_GATEWAY_CLASS = "py4j.GatewayServer"
+_HMS = "org.apache.hadoop.hive.metastore."
 
 
 def pyspark_jars_dir() -> Path:
-    """The ``jars/`` folder of the installed pyspark wheel (HMS 2.3 and Derby are in it)."""
+    """The ``jars/`` folder of the installed pyspark wheel (HMS 2.3, Derby and py4j are in it)."""
     try:
         import pyspark
     except ImportError as e:  # pragma: no cover - pyspark is a hard dependency
@@ -65,14 +76,39 @@ def port_answers(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _die_with_parent() -> None:
-    # The metastore must not outlive a daemon killed with SIGKILL: it would keep
-    # Derby's files locked and the port taken.
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
+def port_free(host: str, port: int) -> bool:
+    """Whether ``port`` can be listened on at ``host`` now (bound with SO_REUSEADDR, as servers do)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file that may hold secrets: mode 0600 from its creation, replaced in one rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def private_dir(path: Path) -> Path:
+    """A directory only this user can enter (0700), for files that hold secrets.
+
+    A new one is created with the mode; one left by an older catalogd with a looser mode is tightened.
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.stat().st_mode & 0o077:
+        logger.warning("tightening %s to mode 0700: it holds secrets", path)
+        path.chmod(0o700)
+    return path
 
 
 class EmbeddedMetastore:
@@ -81,7 +117,7 @@ class EmbeddedMetastore:
     Args:
         name: the catalog's name (used for paths and log file names).
         data_dir: the daemon's data dir.
-        port: the port to listen on; 0 picks a free one.
+        port: the port to listen on; 0 picks a free one (kept across restarts).
         warehouse: warehouse URI; default ``file://<data-dir>/catalogs/<name>/warehouse``.
         hive_conf: extra ``hive.*`` settings for hive-site.xml.
     """
@@ -137,6 +173,9 @@ class EmbeddedMetastore:
     def start(self, timeout: float = 180.0) -> None:
         """Start the metastore and wait until it answers on its port.
 
+        A restart keeps the port chosen by the first start, so clients (Spark sessions
+        too) keep their settings.
+
         Raises:
             MetastoreUnavailableError: Java is missing, or the process died or
                 did not answer within ``timeout`` (the log's tail is in the message).
@@ -144,14 +183,14 @@ class EmbeddedMetastore:
         """
         java = find_java()
         jars = pyspark_jars_dir()
-        conf_dir = self.home / "conf"
-        conf_dir.mkdir(parents=True, exist_ok=True)
+        # hive-site.xml may hold the metastore database's password.
+        conf_dir = private_dir(self.home / "conf")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        (conf_dir / "hive-site.xml").write_text(self.hive_site())
+        write_private(conf_dir / "hive-site.xml", self.hive_site())
         if self.warehouse.startswith("file:"):
             Path(self.warehouse.removeprefix("file://").removeprefix("file:")).mkdir(parents=True, exist_ok=True)
-        self.port = self.requested_port or free_port(self.host)
-        if port_answers(self.host, self.port):
+        self.port = self.port or self.requested_port or free_port(self.host)
+        if port_answers(self.host, self.port) or not port_free(self.host, self.port):
             raise ConflictError(
                 f"port {self.port} for the embedded metastore of catalog {self.name!r} is already in use; "
                 "set metastore-port to a free port or 0"
@@ -161,43 +200,113 @@ class EmbeddedMetastore:
             f"-Xmx{self.heap}",
             f"-Dderby.system.home={self.home}",
             "-Djava.net.preferIPv4Stack=true",
+            ROLE_MARKER,
             "-cp",
             f"{conf_dir}:{jars}/*",
-            MAIN_CLASS,
-            "-p",
-            str(self.port),
+            _GATEWAY_CLASS,
+            # The JVM exits when its stdin closes: when this daemon dies, even by SIGKILL.
+            "--die-on-broken-pipe",
+            "--enable-auth",
+            "0",
         ]
         logger.info(
-            "starting embedded metastore for catalog %s on port %d (log: %s)", self.name, self.port, self.log_path
+            "starting embedded metastore for catalog %s on %s:%d (log: %s)", self.name, self.host, self.port,
+            self.log_path,
         )
+        deadline = time.monotonic() + timeout
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
-            self._process = subprocess.Popen(
+            process = subprocess.Popen(
                 cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
                 cwd=self.home,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()
-        deadline = time.monotonic() + timeout
+        self._process = process
+        try:
+            self._serve(process, deadline)
+        except BaseException:
+            self.stop(timeout=5.0)
+            raise
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise MetastoreUnavailableError(
-                    f"embedded metastore of catalog {self.name!r} exited with code {self._process.returncode}; "
-                    f"last log lines ({self.log_path}):\n{self.log_tail()}"
-                )
+            if process.poll() is not None:
+                raise self._died(process)
             if port_answers(self.host, self.port):
-                logger.info("embedded metastore for catalog %s is up at %s", self.name, self.uri)
+                logger.info("embedded metastore for catalog %s is up at %s (pid %d)", self.name, self.uri,
+                            process.pid)
                 return
             time.sleep(0.2)
         self.stop()
         raise MetastoreUnavailableError(
             f"embedded metastore of catalog {self.name!r} did not answer within {timeout:.0f}s; see {self.log_path}"
         )
+
+    def _died(self, process: subprocess.Popen[bytes]) -> MetastoreUnavailableError:
+        return MetastoreUnavailableError(
+            f"embedded metastore of catalog {self.name!r} exited with code {process.poll()}; "
+            f"last log lines ({self.log_path}):\n{self.log_tail()}"
+        )
+
+    def _gateway_line(self, process: subprocess.Popen[bytes], deadline: float) -> str:
+        """One line the gateway prints on start (its port, then its token); never waits past ``deadline``."""
+        assert process.stdout is not None
+        line = b""
+        fd = process.stdout.fileno()
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise MetastoreUnavailableError(f"embedded metastore of catalog {self.name!r}: the JVM did not start")
+            readable, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if readable:
+                chunk = os.read(fd, 1)
+                if not chunk:
+                    raise self._died(process)
+                line += chunk
+        return line.decode().strip()
+
+    def _serve(self, process: subprocess.Popen[bytes], deadline: float) -> None:
+        """Drive the fresh JVM through its gateway to serve HMS on ``host:port``, then close the gateway."""
+        from py4j.java_gateway import GatewayParameters, JavaGateway
+        from py4j.protocol import Py4JError, Py4JJavaError
+
+        gateway_port = int(self._gateway_line(process, deadline))
+        token = self._gateway_line(process, deadline)
+        gateway = JavaGateway(gateway_parameters=GatewayParameters(
+            port=gateway_port, auth_token=token, auto_convert=False, read_timeout=max(deadline - time.monotonic(), 1),
+        ))
+        try:
+            jvm = gateway.jvm
+            # The gateway printed on stdout; from now on the JVM's output goes to the log, like stderr.
+            jvm.java.lang.System.setOut(jvm.java.lang.System.err)
+            assert process.stdout is not None
+            process.stdout.close()
+            _start_thrift_server(gateway, self.host, self.port)
+        except Py4JJavaError as e:
+            cause = str(e.java_exception.toString()) if e.java_exception is not None else str(e)
+            if "Could not create ServerSocket" in cause or "BindException" in cause:
+                raise ConflictError(
+                    f"port {self.port} for the embedded metastore of catalog {self.name!r} is already in use; "
+                    "set metastore-port to a free port or 0"
+                ) from None
+            raise MetastoreUnavailableError(
+                f"embedded metastore of catalog {self.name!r} failed to start: {cause}; "
+                f"last log lines ({self.log_path}):\n{self.log_tail()}"
+            ) from None
+        except Py4JError as e:
+            if process.poll() is not None:
+                raise self._died(process) from None
+            raise MetastoreUnavailableError(
+                f"embedded metastore of catalog {self.name!r} failed to start: {e}; see {self.log_path}"
+            ) from None
+        finally:
+            with contextlib.suppress(Exception):
+                gateway.shutdown()
+            with contextlib.suppress(Exception):
+                gateway.close()
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -213,21 +322,95 @@ class EmbeddedMetastore:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    def wait_exit(self, timeout: float) -> int | None:
+        """The exit code once the current process has ended (reaping it), or None if it still runs after
+        ``timeout`` seconds or was never started."""
+        proc = self._process
+        if proc is None:
+            time.sleep(timeout)
+            return None
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def stop(self, timeout: float | None = None) -> None:
         """SIGTERM, then SIGKILL after ``timeout`` seconds (default: the stop grace); safe to call twice."""
         if timeout is None:
             timeout = self.stop_grace
         proc = self._process
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
-        logger.info("stopping embedded metastore for catalog %s (pid %d)", self.name, proc.pid)
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            logger.warning("embedded metastore pid %d ignored SIGTERM; killing it", proc.pid)
-            proc.kill()
-            proc.wait()
+        if proc.poll() is None:
+            logger.info("stopping embedded metastore for catalog %s (pid %d)", self.name, proc.pid)
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                logger.warning("embedded metastore pid %d ignored SIGTERM; killing it", proc.pid)
+                proc.kill()
+                proc.wait()
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        if proc.stdout is not None and not proc.stdout.closed:
+            with contextlib.suppress(OSError):
+                proc.stdout.close()
 
 
+def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
+    """``HiveMetaStore.main`` + ``startMetaStore`` (HMS 2.3.10, no SASL, no SSL), with the server socket on ``host``.
 
+    The server runs in a Java thread (a ``java.beans.EventHandler`` is the Runnable: no Java
+    class of our own is needed, so a JRE is enough).
+    """
+    jvm = gateway.jvm
+    java_class = jvm.java.lang.Class.forName
+    hive_conf_class = jvm.org.apache.hadoop.hive.conf.HiveConf
+    hive_conf_class.setLoadMetastoreConfig(True)
+    conf = hive_conf_class(java_class(_HMS + "HiveMetaStore$HMSHandler"))
+    jvm.org.apache.hadoop.hive.common.LogUtils.initHiveLog4j()
+    conf_vars = hive_conf_class.ConfVars
+    for setting, wanted in (("METASTORE_USE_THRIFT_SASL", False), ("HIVE_METASTORE_USE_SSL", False),
+                            ("METASTORE_USE_THRIFT_FRAMED_TRANSPORT", False),
+                            ("METASTORE_USE_THRIFT_COMPACT_PROTOCOL", False)):
+        if bool(conf.getBoolVar(getattr(conf_vars, setting))) != wanted:
+            raise MetastoreUnavailableError(
+                f"the embedded metastore does not support {getattr(conf_vars, setting).varname}="
+                f"{str(not wanted).lower()}"
+            )
+    # What startMetaStore sets first: HMS then logs each client's address.
+    remote = java_class(_HMS + "HiveMetaStore").getDeclaredField("isMetaStoreRemote")
+    remote.setAccessible(True)
+    remote.setBoolean(None, True)
+    max_message = conf.getLongVar(conf_vars.METASTORESERVERMAXMESSAGESIZE)
+    min_threads = conf.getIntVar(conf_vars.METASTORESERVERMINTHREADS)
+    max_threads = conf.getIntVar(conf_vars.METASTORESERVERMAXTHREADS)
+    binary = getattr(jvm.org.apache.thrift.protocol, "TBinaryProtocol$Factory")
+    base_handler = getattr(jvm.org.apache.hadoop.hive.metastore, "HiveMetaStore$HMSHandler")(
+        "new db based metaserver", conf, False)
+    handler = jvm.org.apache.hadoop.hive.metastore.HiveMetaStore.newRetryingHMSHandler(base_handler, conf)
+    if conf.getBoolVar(conf_vars.METASTORE_EXECUTE_SET_UGI):
+        transport_factory = getattr(jvm.org.apache.hadoop.hive.thrift, "TUGIContainingTransport$Factory")()
+        processor = jvm.org.apache.hadoop.hive.metastore.TUGIBasedProcessor(handler)
+    else:
+        transport_factory = jvm.org.apache.thrift.transport.TTransportFactory()
+        processor = jvm.org.apache.hadoop.hive.metastore.TSetIpAddressProcessor(handler)
+    server_socket = jvm.org.apache.thrift.transport.TServerSocket(jvm.java.net.InetSocketAddress(host, port))
+    if conf.getBoolVar(conf_vars.METASTORE_TCP_KEEP_ALIVE):
+        server_socket = jvm.org.apache.hadoop.hive.metastore.TServerSocketKeepAlive(server_socket)
+    args = getattr(jvm.org.apache.thrift.server, "TThreadPoolServer$Args")(server_socket)
+    args.processor(processor).transportFactory(transport_factory).protocolFactory(binary()).inputProtocolFactory(
+        binary(True, True, max_message, max_message)).minWorkerThreads(min_threads).maxWorkerThreads(max_threads)
+    server = jvm.org.apache.thrift.server.TThreadPoolServer(args)
+    # startMetaStore's event handler (an anonymous class): it frees a connection's RawStore when it closes.
+    events_class = java_class(_HMS + "HiveMetaStore$3")
+    if java_class("org.apache.thrift.server.TServerEventHandler").isAssignableFrom(events_class):
+        events = events_class.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0))
+        events.setAccessible(True)
+        server.setServerEventHandler(events.newInstance(gateway.new_array(jvm.java.lang.Object, 0)))
+    else:  # another HMS build: connections keep their RawStore until the thread is reused
+        logger.warning("HMS event handler not found; the embedded metastore runs without it")
+    serve = jvm.java.beans.EventHandler.create(java_class("java.lang.Runnable"), server, "serve")
+    thread = jvm.java.lang.Thread(serve, "metastore-thrift-server")
+    thread.start()

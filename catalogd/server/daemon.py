@@ -19,9 +19,10 @@ from catalogd import __version__
 from catalogd.config import Config, load_config
 from catalogd.datadir import DataDirLock
 from catalogd.dynamic.service import DynamicTables
-from catalogd.errors import CatalogError, ConflictError
+from catalogd.errors import CatalogError, ConfigError, ConflictError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
+from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import ReloadResult
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
@@ -34,6 +35,23 @@ logger = logging.getLogger(__name__)
 EXIT_OK = 0
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RELOAD_SIGNAL = signal.SIGHUP
+
+
+def check_ports(config: Config) -> None:
+    """Fail if a port the daemon is configured to listen on is taken (the Thrift and HTTP ports,
+    the fixed ports of embedded metastores); 0 means any free port and is not checked.
+
+    Raises:
+        ConfigError: naming each port in use and the key that sets it.
+    """
+    server = config.server
+    wanted = [(server.host, server.port, "server.port"), (server.host, server.http_port, "server.http-port")]
+    wanted += [(EmbeddedMetastore.host, c.metastore_port, f"catalogs[{c.name}].metastore-port")
+               for c in config.catalogs if c.is_embedded]
+    problems = [f"{config.source}: {key}: port {port} on {host} is already in use (is another daemon running?)"
+                for host, port, key in wanted if port and not port_free(host, port)]
+    if problems:
+        raise ConfigError("; ".join(problems))
 
 
 class Daemon:
@@ -60,6 +78,8 @@ class Daemon:
         server = self.config.server
         self.lock.acquire()
         try:
+            # Before any metastore starts (which takes many seconds): a port in use is a config error now.
+            check_ports(self.config)
             self.manager.open()
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime
+import os
 from pathlib import Path
 
 import pytest
 
 from catalogd.config import default_config_path, load_config, parse_config
+from catalogd.config.loading import MAX_CONFIG_SIZE
 from catalogd.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,3 +118,33 @@ def test_load_config_names_the_file_in_problems(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert info.value.problems == [f"{path}: catalogs[0].read-only: expected a boolean, got 'maybe'"]
+
+
+def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    """Opening a FIFO for reading waits for a writer: the loader must not even try to read it."""
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"named pipe \(FIFO\), not a regular file"):
+        load_config(fifo)
+
+
+def test_a_device_is_refused() -> None:
+    with pytest.raises(ConfigError, match="/dev/zero: is a character device, not a regular file"):
+        load_config("/dev/zero")
+
+
+def test_a_huge_file_is_refused_before_reading(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.yaml"
+    with huge.open("wb") as f:
+        f.truncate(50 * 1024 * 1024)  # sparse: costs no disk
+    with pytest.raises(ConfigError, match=f"is {50 * 1024 * 1024} bytes; a configuration file may have at most "
+                                          f"{MAX_CONFIG_SIZE}"):
+        load_config(huge)
+
+
+def test_a_file_at_the_size_cap_is_read(tmp_path: Path) -> None:
+    text = "catalogs:\n  - {name: a, type: memory}\n"
+    path = tmp_path / "padded.yaml"
+    path.write_text(text + "#" * (MAX_CONFIG_SIZE - len(text) - 1) + "\n")
+    assert path.stat().st_size == MAX_CONFIG_SIZE
+    assert load_config(path).catalogs[0].name == "a"

@@ -33,9 +33,19 @@ def test_settings_go_to_a_private_file_not_the_command_line(fake_spark_home: Pat
     assert "s3cr3t" not in " ".join(args)
     props = Path(args[args.index("--properties-file") + 1])
     assert stat.S_IMODE(os.stat(props).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(props.parent).st_mode) == 0o700, "the file that holds secrets is in a private dir"
     assert props.read_text().splitlines() == ["spark.hadoop.fs.s3a.secret.key s3cr3t", "spark.app.weird a\\\\b\\nc"]
     assert args[:2] == ["--master", "local[1]"]
     assert args[-2:] == [str(runner.JOB_SCRIPT), str(tmp_path / "run" / "spec.json")]
+
+
+def test_a_run_dir_open_to_others_is_refused(fake_spark_home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "run"
+    work.mkdir(mode=0o755)
+    work.chmod(0o755)
+    with pytest.raises(OSError, match="open to other users"):
+        runner.launch("local[1]", {"spark.secret": "x"}, {"mode": "batch"}, work)
+    assert not (work / "spark.properties").exists()
 
 
 def test_stop_ends_the_whole_process_group(fake_spark_home: Path, tmp_path: Path) -> None:

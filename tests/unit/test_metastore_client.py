@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from polling import wait_until
 
 from catalogd.errors import InvalidArgumentError, MetastoreUnavailableError
 from catalogd.metastore.client import MetastoreClient, parse_uris
@@ -217,4 +218,98 @@ def test_failover_skips_an_unreachable_uri(hang_up_server: HangUpServer) -> None
     # It got through to the second URI (which then hung up), not stuck at the first.
     assert hang_up_server.accepted == 2
     assert "failed" in str(info.value)
+    client.close()
+
+
+# --------------------------------------------------------------------------- a metastore that hangs
+
+
+class SilentServer:
+    """Accepts connections and keeps them open without ever answering (a SIGSTOPped metastore)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.connections: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections.append(conn)
+
+    def close(self) -> None:
+        # shutdown() wakes the accept(); close() alone does not on Linux.
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self._thread.join(timeout=5)
+        for conn in self.connections:
+            conn.close()
+
+
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+def test_calls_beyond_the_in_flight_cap_fail_at_once(silent_server: SilentServer) -> None:
+    client = MetastoreClient([("127.0.0.1", silent_server.port)], connect_timeout=5, socket_timeout=60,
+                             max_in_flight=2, name="catalog slow")
+    errors: list[BaseException] = []
+
+    def hung_call() -> None:
+        try:
+            client.call("get_all_databases")
+        except BaseException as e:
+            errors.append(e)
+
+    hung = [threading.Thread(target=hung_call, daemon=True) for _ in range(2)]
+    for thread in hung:
+        thread.start()
+    wait_until(lambda: len(silent_server.connections) == 2, 10, "both calls to be waiting on the metastore")
+    # The third is refused without touching the network (the server would make it wait 60s).
+    with pytest.raises(MetastoreUnavailableError, match=r"catalog slow: too many calls in flight \(2\)"):
+        client.call("get_all_databases")
+    assert len(silent_server.connections) == 2
+    client.close()
+    for conn in silent_server.connections:
+        conn.shutdown(socket.SHUT_RDWR)  # the hung calls fail now and give their slots back
+    for thread in hung:
+        thread.join(10)
+    assert len(errors) == 2 and all(isinstance(e, MetastoreUnavailableError) for e in errors)
+
+
+def test_a_slot_is_given_back_after_each_call(hang_up_server: HangUpServer) -> None:
+    client = MetastoreClient([("127.0.0.1", hang_up_server.port)], connect_timeout=2, socket_timeout=2,
+                             max_in_flight=1)
+    for _ in range(3):
+        with pytest.raises(MetastoreUnavailableError, match="failed"):
+            client.call("get_all_databases")
+    client.close()
+
+
+def test_a_probe_gives_up_at_its_own_deadline(silent_server: SilentServer) -> None:
+    """The pool's 60s socket timeout does not apply to a health probe."""
+    client = MetastoreClient([("127.0.0.1", silent_server.port)], connect_timeout=5, socket_timeout=60,
+                             max_in_flight=1)
+    outcome: list[BaseException] = []
+
+    def probe() -> None:
+        try:
+            client.probe(0.5)
+        except BaseException as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    wait_until(lambda: outcome, 15, "the probe to give up (a 60s wait would time out here)")
+    assert isinstance(outcome[0], MetastoreUnavailableError)
+    assert "no answer within 0.5s" in str(outcome[0])
     client.close()
