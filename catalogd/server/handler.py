@@ -312,7 +312,9 @@ class CatalogHandler:
 
     @_rpc
     def getDynamicTable(self, path: t.ObjectPath) -> t.DynamicTable:
-        return wire.dynamic_table_to_thrift(self._dynamic().get(_object(path)))
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            return wire.dynamic_table_to_thrift(self._dynamic().get(p))
 
     @_rpc
     def listDynamicTables(self, catalog: str, database: str) -> list[t.DynamicTable]:
@@ -322,12 +324,15 @@ class CatalogHandler:
 
     @_rpc
     def alterDynamicTable(self, path: t.ObjectPath, change: t.DynamicTableChange) -> t.DynamicTable:
-        return wire.dynamic_table_to_thrift(
-            self._dynamic().alter(_object(path), wire.dynamic_change_from_thrift(change)))
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            return wire.dynamic_table_to_thrift(self._dynamic().alter(p, wire.dynamic_change_from_thrift(change)))
 
     @_rpc
     def dropDynamicTable(self, path: t.ObjectPath, ignoreIfNotExists: bool) -> None:
-        self._dynamic().drop(_object(path), bool(ignoreIfNotExists))
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            self._dynamic().drop(p, bool(ignoreIfNotExists))
 
     @_rpc
     def refreshDynamicTables(self, request: t.RefreshRequest) -> t.RefreshJob:
@@ -345,7 +350,9 @@ class CatalogHandler:
 
     @_rpc
     def dynamicTableHistory(self, path: t.ObjectPath, limit: int) -> list[t.RefreshRun]:
-        return [wire.refresh_run_to_thrift(r) for r in self._dynamic().history(_object(path), int(limit or 0))]
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            return [wire.refresh_run_to_thrift(r) for r in self._dynamic().history(p, int(limit or 0))]
 
     @_rpc
     def executeStatement(self, statement: str) -> t.StatementResult:

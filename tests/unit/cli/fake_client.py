@@ -38,7 +38,7 @@ from catalogd.model import (
 CATALOGS = [
     CatalogInfo("main", "hive", default=True, metastore="thrift://127.0.0.1:9083", warehouse="file:///wh"),
     CatalogInfo("ro", "hive", read_only=True, metastore="thrift://127.0.0.1:9084", atomic_writes=False),
-    CatalogInfo("scratch", "memory", default_database="tmp"),
+    CatalogInfo("scratch", "memory", default_database="tmp", atomic_writes=False),
 ]
 
 DATABASE = Database("sales", "main", comment="Sales data", location="file:///wh/sales.db",
