@@ -23,7 +23,8 @@ from catalogd.errors import EXIT_USAGE, CatalogError
 
 
 # Help is as wide as the terminal, up to 120 columns (click stops at 80).
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
+             invoke_without_command=True, subcommand_metavar="COMMAND [ARGS]...")
 @click.option("--server", metavar="HOST:PORT", default=None,
               help="catalogd daemon address [default: $CATALOGD_SERVER or localhost:9190]")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
@@ -32,6 +33,10 @@ from catalogd.errors import EXIT_USAGE, CatalogError
 def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
     """catalogd: a catalog daemon for Spark on Hive Metastores."""
     ctx.obj = Context(server)
+    if ctx.invoked_subcommand is None:
+        # `catalogd` (maybe with --server or --json) asks what there is: the help, and no error.
+        click.echo(ctx.get_help())
+        ctx.exit(0)
 
 
 @cli.result_callback()
