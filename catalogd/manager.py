@@ -268,6 +268,11 @@ class CatalogManager:
         with self._helpful(catalog, database, name, kind):
             yield
 
+    def explain_not_found(self, error: NotFoundError, path: ObjectPath, kind: str = "table") -> NotFoundError:
+        """``error`` about ``path``, naming a missing database and suggesting close names (see ``not_found``)."""
+        catalog, database, name = self.resolve_object(path)
+        return not_found.explain(error, catalog, database, name, kind)
+
     # ------------------------------------------------------------ databases
 
     def list_databases(self, catalog: str | None) -> list[str]:

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from catalogd import __version__, wire
-from catalogd.errors import CatalogError, InvalidArgumentError
+from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager
-from catalogd.names import split_name
+from catalogd.names import parse_object, split_name
 from catalogd.server.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -339,10 +339,27 @@ class CatalogHandler:
         trigger = request.trigger or "manual"
         if trigger not in ("manual", "api"):
             raise InvalidArgumentError(f"trigger {trigger!r}: use manual or api")
-        job = self._dynamic().refresh(list(request.tables or []), request.scheduleTime or None,
-                                      dict(request.partition or {}) or None, dict(request.configuration or {}),
-                                      trigger)
+        tables = list(request.tables or [])
+        try:
+            job = self._dynamic().refresh(tables, request.scheduleTime or None, dict(request.partition or {}) or None,
+                                          dict(request.configuration or {}), trigger)
+        except NotFoundError as e:
+            better = self._refresh_not_found(e, tables)
+            if better is e:
+                raise
+            raise better from e
         return wire.refresh_job_to_thrift(job)
+
+    def _refresh_not_found(self, error: NotFoundError, tables: list[str]) -> NotFoundError:
+        """The first of ``tables`` that does not exist explains ``error`` (a typo gets its suggestion)."""
+        for text in tables:
+            try:
+                path = parse_object(text)
+                if not self.manager.table_exists(path):
+                    return self.manager.explain_not_found(error, path)
+            except CatalogError:
+                continue
+        return error
 
     @_rpc
     def getRefreshJob(self, jobId: str) -> t.RefreshJob:

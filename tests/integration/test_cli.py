@@ -350,8 +350,9 @@ def test_a_typo_suggests_the_closest_name_without_metastore_text(run_cli, client
     assert one_error(err, "not-found") == (
         f"error: not-found: table {main_db}.ordres does not exist; did you mean {main_db}.orders?")
     # The same for a view and a dynamic-table lookup of that name, and nothing when nothing is close.
-    code, _, err = run_cli("dt", "describe", f"{main_db}.ordrs")
-    assert code == 1 and one_error(err, "not-found").endswith(f"did you mean {main_db}.orders?")
+    for args in (("dt", "describe", f"{main_db}.ordrs"), ("dt", "refresh", f"{main_db}.ordrs")):
+        code, _, err = run_cli(*args)
+        assert code == 1 and one_error(err, "not-found").endswith(f"did you mean {main_db}.orders?"), args
     code, _, err = run_cli("table", "drop", f"{main_db}.zzzzzzzz")
     assert one_error(err, "not-found") == f"error: not-found: table {main_db}.zzzzzzzz does not exist"
 
