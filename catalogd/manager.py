@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from catalogd import not_found
 from catalogd.catalog import load_catalog
 from catalogd.catalog.base import BaseCatalog, Catalog
 from catalogd.config import CatalogConfig, Config
 from catalogd.errors import (
     CatalogNotFoundError,
     InvalidArgumentError,
+    NotFoundError,
     PermissionDeniedError,
     ViewAlreadyExistsError,
     ViewNotFoundError,
@@ -227,7 +230,8 @@ class CatalogManager:
         info.default = catalog.name == self.default_catalog
         info.default_database = conf.default_database
         info.read_only = conf.read_only
-        info.atomic_writes = conf.atomic_writes
+        # The backend may have nothing to stage (memory): then no config makes its writes atomic.
+        info.atomic_writes = conf.atomic_writes and info.atomic_writes
         return info
 
     def list_catalogs(self) -> list[CatalogInfo]:
@@ -246,6 +250,30 @@ class CatalogManager:
         catalog = self.catalog(path.catalog)
         return catalog, path.database or self._conf(catalog.name).default_database, path.name
 
+    @contextlib.contextmanager
+    def _helpful(self, catalog: BaseCatalog, database: str, name: str | None = None,
+                 kind: str = "table") -> Iterator[None]:
+        """Not-found errors of the block name a missing database and suggest the closest names."""
+        try:
+            yield
+        except NotFoundError as e:
+            better = not_found.explain(e, catalog, database, name, kind)
+            if better is e:
+                raise
+            raise better from e
+
+    @contextlib.contextmanager
+    def helpful_not_found(self, path: ObjectPath, kind: str = "table") -> Iterator[None]:
+        """``_helpful`` for callers that hold only a path (dynamic tables)."""
+        catalog, database, name = self.resolve_object(path)
+        with self._helpful(catalog, database, name, kind):
+            yield
+
+    def explain_not_found(self, error: NotFoundError, path: ObjectPath, kind: str = "table") -> NotFoundError:
+        """``error`` about ``path``, naming a missing database and suggesting close names (see ``not_found``)."""
+        catalog, database, name = self.resolve_object(path)
+        return not_found.explain(error, catalog, database, name, kind)
+
     # ------------------------------------------------------------ databases
 
     def list_databases(self, catalog: str | None) -> list[str]:
@@ -253,7 +281,8 @@ class CatalogManager:
 
     def get_database(self, path: NamespacePath) -> Database:
         catalog, db = self._namespace(path)
-        return catalog.get_database(db)
+        with self._helpful(catalog, db):
+            return catalog.get_database(db)
 
     def database_exists(self, path: NamespacePath) -> bool:
         catalog, db = self._namespace(path)
@@ -267,30 +296,35 @@ class CatalogManager:
     def alter_database(self, path: NamespacePath, update: DatabaseUpdate) -> None:
         catalog, db = self._namespace(path)
         self.check_writable(catalog)
-        catalog.alter_database(db, update)
+        with self._helpful(catalog, db):
+            catalog.alter_database(db, update)
 
     def rename_database(self, path: NamespacePath, new_name: str, ignore_if_not_exists: bool = False) -> None:
         catalog, db = self._namespace(path)
         self.check_writable(catalog)
-        catalog.rename_database(db, new_name, ignore_if_not_exists)
+        with self._helpful(catalog, db):
+            catalog.rename_database(db, new_name, ignore_if_not_exists)
 
     def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         catalog, db = self._namespace(path)
         self.check_writable(catalog)
-        if cascade:
-            for hook in self.table_hooks:
-                hook("drop-database", catalog.name, db, "")
-        catalog.drop_database(db, ignore_if_not_exists, cascade)
+        with self._helpful(catalog, db):
+            if cascade:
+                for hook in self.table_hooks:
+                    hook("drop-database", catalog.name, db, "")
+            catalog.drop_database(db, ignore_if_not_exists, cascade)
 
     # ------------------------------------------------------------ tables
 
     def list_tables(self, path: NamespacePath) -> list[str]:
         catalog, db = self._namespace(path)
-        return catalog.list_tables(db)
+        with self._helpful(catalog, db):
+            return catalog.list_tables(db)
 
     def get_table(self, path: ObjectPath) -> Table:
         catalog, db, name = self.resolve_object(path)
-        return catalog.get_table(db, name)
+        with self._helpful(catalog, db, name, "table"):
+            return catalog.get_table(db, name)
 
     def table_exists(self, path: ObjectPath) -> bool:
         catalog, db, name = self.resolve_object(path)
@@ -301,58 +335,68 @@ class CatalogManager:
         self.check_writable(catalog)
         table.catalog = catalog.name
         table.database = table.database or self._conf(catalog.name).default_database
-        return catalog.create_table(table, ignore_if_exists)
+        with self._helpful(catalog, table.database):
+            return catalog.create_table(table, ignore_if_exists)
 
     def alter_table(self, path: ObjectPath, update: TableUpdate) -> Table:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        return catalog.alter_table(db, name, update)
+        with self._helpful(catalog, db, name, "table"):
+            return catalog.alter_table(db, name, update)
 
     def rename_table(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        for hook in self.table_hooks:
-            hook("rename", catalog.name, db, name)
-        catalog.rename_table(db, name, new_name, ignore_if_not_exists)
+        with self._helpful(catalog, db, name, "table"):
+            for hook in self.table_hooks:
+                hook("rename", catalog.name, db, name)
+            catalog.rename_table(db, name, new_name, ignore_if_not_exists)
 
     def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        for hook in self.table_hooks:
-            hook("drop", catalog.name, db, name)
-        catalog.drop_table(db, name, ignore_if_not_exists, purge)
+        with self._helpful(catalog, db, name, "table"):
+            for hook in self.table_hooks:
+                hook("drop", catalog.name, db, name)
+            catalog.drop_table(db, name, ignore_if_not_exists, purge)
 
     # ------------------------------------------------------------ functions
 
     def list_functions(self, path: NamespacePath) -> list[str]:
         catalog, db = self._namespace(path)
-        return catalog.list_functions(db)
+        with self._helpful(catalog, db):
+            return catalog.list_functions(db)
 
     def get_function(self, path: ObjectPath) -> Function:
         catalog, db, name = self.resolve_object(path)
-        return catalog.get_function(db, name)
+        with self._helpful(catalog, db, name, "function"):
+            return catalog.get_function(db, name)
 
     def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
         catalog = self.catalog(function.catalog or None)
         self.check_writable(catalog)
         function.catalog = catalog.name
         function.database = function.database or self._conf(catalog.name).default_database
-        return catalog.create_function(function, ignore_if_exists)
+        with self._helpful(catalog, function.database):
+            return catalog.create_function(function, ignore_if_exists)
 
     def alter_function(self, path: ObjectPath, function: Function) -> Function:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        return catalog.alter_function(db, name, function)
+        with self._helpful(catalog, db, name, "function"):
+            return catalog.alter_function(db, name, function)
 
     def rename_function(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        catalog.rename_function(db, name, new_name, ignore_if_not_exists)
+        with self._helpful(catalog, db, name, "function"):
+            catalog.rename_function(db, name, new_name, ignore_if_not_exists)
 
     def drop_function(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        catalog.drop_function(db, name, ignore_if_not_exists)
+        with self._helpful(catalog, db, name, "function"):
+            catalog.drop_function(db, name, ignore_if_not_exists)
 
     # ------------------------------------------------------------ views
 
@@ -372,11 +416,13 @@ class CatalogManager:
 
     def list_views(self, path: NamespacePath) -> list[str]:
         catalog, db = self._namespace(path)
-        return catalog.list_views(db)
+        with self._helpful(catalog, db):
+            return catalog.list_views(db)
 
     def get_view(self, path: ObjectPath) -> Table:
         catalog, db, name = self.resolve_object(path)
-        return catalog.get_view(db, name)
+        with self._helpful(catalog, db, name, "view"):
+            return catalog.get_view(db, name)
 
     def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
         """Validate and expand ``view.view_text`` against the catalog, then create the view."""
@@ -395,49 +441,57 @@ class CatalogManager:
                     ) from e
         expanded = self.expand_query(catalog, view.database, view.view_text or "")
         view.view_text, view.view_expanded_text, view.columns = expanded.original, expanded.expanded, expanded.columns
-        return catalog.create_view(view, ignore_if_exists)
+        with self._helpful(catalog, view.database):
+            return catalog.create_view(view, ignore_if_exists)
 
     def alter_view(self, path: ObjectPath, update: ViewUpdate) -> Table:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        catalog.get_view(db, name)
-        if update.query is not None:
-            expanded = self.expand_query(catalog, db, update.query)
-            update.query, update.expanded_text, update.columns = (
-                expanded.original, expanded.expanded, expanded.columns)
-        return catalog.alter_view(db, name, update)
+        with self._helpful(catalog, db, name, "view"):
+            catalog.get_view(db, name)
+            if update.query is not None:
+                expanded = self.expand_query(catalog, db, update.query)
+                update.query, update.expanded_text, update.columns = (
+                    expanded.original, expanded.expanded, expanded.columns)
+            return catalog.alter_view(db, name, update)
 
     def rename_view(self, path: ObjectPath, new_name: str, ignore_if_not_exists: bool = False) -> None:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        catalog.rename_view(db, name, new_name, ignore_if_not_exists)
+        with self._helpful(catalog, db, name, "view"):
+            catalog.rename_view(db, name, new_name, ignore_if_not_exists)
 
     def drop_view(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        catalog.drop_view(db, name, ignore_if_not_exists)
+        with self._helpful(catalog, db, name, "view"):
+            catalog.drop_view(db, name, ignore_if_not_exists)
 
     # ------------------------------------------------------------ partitions
 
     def list_partitions(self, path: ObjectPath, filter: str | None = None) -> list[Partition]:
         catalog, db, name = self.resolve_object(path)
-        return catalog.list_partitions(db, name, filter)
+        with self._helpful(catalog, db, name, "table"):
+            return catalog.list_partitions(db, name, filter)
 
     def get_partition(self, path: ObjectPath, spec: dict[str, str]) -> Partition:
         catalog, db, name = self.resolve_object(path)
-        return catalog.get_partition(db, name, spec)
+        with self._helpful(catalog, db, name, "table"):
+            return catalog.get_partition(db, name, spec)
 
     def add_partition(self, path: ObjectPath, spec: dict[str, str], location: str | None = None,
                       ignore_if_exists: bool = False) -> Partition:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        return catalog.add_partition(db, name, spec, location, ignore_if_exists)
+        with self._helpful(catalog, db, name, "table"):
+            return catalog.add_partition(db, name, spec, location, ignore_if_exists)
 
     def drop_partition(self, path: ObjectPath, spec: dict[str, str], ignore_if_not_exists: bool = False,
                        purge: bool = False) -> None:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
-        catalog.drop_partition(db, name, spec, ignore_if_not_exists, purge)
+        with self._helpful(catalog, db, name, "table"):
+            catalog.drop_partition(db, name, spec, ignore_if_not_exists, purge)
 
     # ------------------------------------------------------------ stages
 

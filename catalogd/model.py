@@ -411,6 +411,10 @@ class DynamicTable:
     #: Seconds since the data was current (None: never refreshed).
     freshness_lag: float | None = None
     within_target: bool | None = None
+    #: Seconds since the epoch the data is current as of (None: never refreshed).
+    data_time: float | None = None
+    #: The run that made the data current as of ``data_time`` (None: not in the history any more).
+    data_time_run: RefreshRun | None = None
 
     @property
     def full_name(self) -> str:

@@ -384,7 +384,8 @@ def dynamic_table_to_thrift(dt: DynamicTable) -> t.DynamicTable:
         columns=columns_to_thrift(dt.columns), partitionKeys=columns_to_thrift(dt.partition_keys),
         options=dict(dt.options), comment=dt.comment, schedule=dt.schedule, created=dt.created,
         lastRefresh=refresh_run_to_thrift(dt.last_refresh) if dt.last_refresh else None,
-        freshnessLag=dt.freshness_lag, withinTarget=dt.within_target,
+        freshnessLag=dt.freshness_lag, withinTarget=dt.within_target, dataTime=dt.data_time,
+        dataTimeRun=refresh_run_to_thrift(dt.data_time_run) if dt.data_time_run else None,
     )
 
 
@@ -399,7 +400,8 @@ def dynamic_table_from_thrift(dt: t.DynamicTable) -> DynamicTable:
         partition_keys=columns_from_thrift(dt.partitionKeys), options=dict(dt.options or {}), comment=dt.comment,
         schedule=dt.schedule, created=dt.created,
         last_refresh=refresh_run_from_thrift(dt.lastRefresh) if dt.lastRefresh else None,
-        freshness_lag=dt.freshnessLag, within_target=dt.withinTarget,
+        freshness_lag=dt.freshnessLag, within_target=dt.withinTarget, data_time=dt.dataTime,
+        data_time_run=refresh_run_from_thrift(dt.dataTimeRun) if dt.dataTimeRun else None,
     )
 
 

@@ -326,6 +326,9 @@ struct DynamicTable {
   // seconds since the data was current; unset: never refreshed
   16: optional double freshnessLag,
   17: optional bool withinTarget,
+  // seconds since the epoch the data is current as of, and the run that made it so
+  18: optional double dataTime,
+  19: optional RefreshRun dataTimeRun,
 }
 
 struct DynamicTableSpec {

@@ -191,7 +191,9 @@ def translate(
     except CatalogError:
         raise
     except hms.NoSuchObjectException as e:
-        raise not_found(f"{what} does not exist ({e.message})") from e
+        # The metastore's own words ("sales.ordres table not found") only repeat ours: the log keeps them.
+        logger.debug("%s: metastore says: %s", what, e.message)
+        raise not_found(f"{what} does not exist") from e
     except hms.AlreadyExistsException as e:
         raise exists(f"{what} already exists") from e
     except (hms.InvalidObjectException, hms.InvalidInputException, hms.InvalidPartitionException) as e:
@@ -208,7 +210,8 @@ def translate(
         if "can not drop default database" in lower:
             raise InvalidArgumentError(f"{what}: the default database cannot be dropped") from e
         if "does not exist" in lower or "doesn't exist" in lower:
-            raise not_found(f"{what} does not exist ({message})") from e
+            logger.debug("%s: metastore says: %s", what, message)
+            raise not_found(f"{what} does not exist") from e
         raise MetastoreUnavailableError(f"{what}: metastore error: {message}") from e
     except TApplicationException as e:
         if e.type == TApplicationException.UNKNOWN_METHOD:

@@ -49,7 +49,8 @@ class MemoryCatalog(BaseCatalog):
         self.create_database(Database(name=default_database, comment="default database"), ignore_if_exists=True)
 
     def info(self) -> CatalogInfo:
-        return CatalogInfo(name=self.name, type="memory")
+        # Nothing to stage: a memory catalog holds no data files, so no write can be atomic or not.
+        return CatalogInfo(name=self.name, type="memory", atomic_writes=False)
 
     def ping(self, timeout: float | None = None) -> None:
         return None

@@ -22,7 +22,9 @@ from catalogd.cli.results import Failed
 from catalogd.errors import EXIT_USAGE, CatalogError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Help is as wide as the terminal, up to 120 columns (click stops at 80).
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
+             invoke_without_command=True, subcommand_metavar="COMMAND [ARGS]...")
 @click.option("--server", metavar="HOST:PORT", default=None,
               help="catalogd daemon address [default: $CATALOGD_SERVER or localhost:9190]")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
@@ -31,6 +33,10 @@ from catalogd.errors import EXIT_USAGE, CatalogError
 def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
     """catalogd: a catalog daemon for Spark on Hive Metastores."""
     ctx.obj = Context(server)
+    if ctx.invoked_subcommand is None:
+        # `catalogd` (maybe with --server or --json) asks what there is: the help, and no error.
+        click.echo(ctx.get_help())
+        ctx.exit(0)
 
 
 @cli.result_callback()
@@ -44,6 +50,19 @@ def _print_result(result: object, server: str | None, as_json: bool) -> None:
 for _command in (serve.serve, configuration.config, catalogs.catalog, catalogs.spark_conf, databases.db,
                  tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt):
     cli.add_command(_command)
+
+
+def _full_short_help(command: click.Command) -> None:
+    """Command lists show each command's whole first paragraph: click cuts it at about 45 characters."""
+    if command.short_help is None and command.help:
+        first = command.help.split("\n\n", 1)[0]
+        command.short_help = " ".join(line.strip() for line in first.splitlines() if line.strip() != "\b")
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _full_short_help(sub)
+
+
+_full_short_help(cli)
 
 
 def _json_first(args: list[str]) -> list[str]:
@@ -67,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
                           standalone_mode=False)
     except click.exceptions.Exit as e:
         return e.exit_code
+    except click.exceptions.NoArgsIsHelpError as e:
+        # `catalogd` (or `catalogd table`) alone asks what there is: the help, and no error.
+        click.echo(e.ctx.get_help() if e.ctx is not None else cli.get_help(click.Context(cli)))
+        return 0
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
         return 1

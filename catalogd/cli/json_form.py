@@ -10,8 +10,10 @@ import datetime
 from functools import singledispatch
 from typing import Any
 
+from catalogd.cli.human import human_duration, within_target_reason
 from catalogd.cli.results import (
     Catalogs,
+    DescribedTable,
     Done,
     DynamicTables,
     Names,
@@ -119,6 +121,11 @@ def _table_json(table: Table) -> dict[str, Any]:
         "created": table.created,
         "statistics": _statistics_json(table.statistics),
     }
+
+
+@to_json.register
+def _described_table_json(result: DescribedTable) -> dict[str, Any]:
+    return _table_json(result.table)
 
 
 @to_json.register
@@ -242,6 +249,11 @@ def _dynamic_table_json(dt: DynamicTable) -> dict[str, Any]:
         "last_refresh": dt.last_refresh.to_json() if dt.last_refresh else None,
         "freshness_lag": dt.freshness_lag,
         "within_target": dt.within_target,
+        # Additions for people and scripts that show them: the same facts in words.
+        "freshness_lag_text": human_duration(dt.freshness_lag) if dt.freshness_lag is not None else None,
+        "within_target_reason": within_target_reason(dt),
+        "data_time": dt.data_time,
+        "data_time_run": dt.data_time_run.id if dt.data_time_run else None,
     }
 
 

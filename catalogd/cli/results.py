@@ -60,6 +60,17 @@ class Partitions:
 
 
 @dataclass
+class DescribedTable:
+    """``table describe``: a table as people read it (``catalogd.*`` properties only with ``--all``).
+
+    Its JSON form is the table's, whole: ``--all`` changes the text only.
+    """
+
+    table: Table
+    all_properties: bool = False
+
+
+@dataclass
 class View:
     """A view (a ``Table`` of kind VIEW) shown as a view: its queries, not its storage."""
 

@@ -6,7 +6,7 @@ import click
 
 from catalogd.cli.context import Context, pass_ctx
 from catalogd.cli.params import parse_properties
-from catalogd.cli.results import Done, Names, PartitionDropped, Partitions
+from catalogd.cli.results import DescribedTable, Done, Names, PartitionDropped, Partitions
 from catalogd.errors import UsageError
 from catalogd.model import Partition, Table
 
@@ -49,10 +49,12 @@ def table_create(ctx: Context, name: str, schema: str, partitioned_by: str | Non
 
 @table.command("describe")
 @click.argument("name", metavar="CATALOG.DB.T")
+@click.option("--all", "all_properties", is_flag=True,
+              help="Also show catalogd's own properties (catalogd.*: a dynamic table's definition and history).")
 @pass_ctx
-def table_describe(ctx: Context, name: str) -> Table:
+def table_describe(ctx: Context, name: str, all_properties: bool) -> DescribedTable:
     """Show a table: columns, partition keys, format, location, properties."""
-    return ctx.client.get_table(name)
+    return DescribedTable(ctx.client.get_table(name), all_properties)
 
 
 @table.command("alter")

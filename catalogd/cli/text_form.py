@@ -15,9 +15,11 @@ import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from catalogd.cli.human import clock_time, human_duration, lag_text, within_target_reason
 from catalogd.cli.json_form import catalog_json, iso_millis, stage_json
 from catalogd.cli.results import (
     Catalogs,
+    DescribedTable,
     Done,
     DynamicTables,
     Names,
@@ -44,17 +46,18 @@ from catalogd.model import (
     StatementResult,
     Statistics,
     Table,
+    TableKind,
 )
+
+__all__ = ["clock_time", "out", "partition_name", "show_text"]
+
+#: catalogd's own properties (a dynamic table's definition and history, a commit's marks).
+_OWN_PREFIX = "catalogd."
+#: A dynamic table's: a table that carries them is one.
+_DYNAMIC_PREFIX = "catalogd.dt."
 
 # Piped output is read by scripts and people alike: never cut a cell to fit 80 columns.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 1000)
-
-
-def clock_time(ts: float | None) -> str:
-    """Seconds since the epoch as ``2024-03-02 00:00:01Z`` (empty for None)."""
-    if ts is None:
-        return ""
-    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def partition_name(spec: dict[str, str]) -> str:
@@ -144,21 +147,42 @@ def _database_text(database: Database) -> None:
 
 
 @show_text.register
-def _table_text(tbl: Table) -> None:
-    _fields([
-        ("table", f"{tbl.catalog}.{tbl.database}.{tbl.name}"),
-        ("kind", tbl.kind.value),
-        ("format", tbl.format.value if tbl.format else "unknown"),
-        ("location", tbl.location),
-        ("comment", tbl.comment),
-        ("owner", tbl.owner),
-        ("statistics", _statistics_text(tbl.statistics)),
-    ])
+def _table_text(tbl: Table, all_properties: bool = False) -> None:
+    name = f"{tbl.catalog}.{tbl.database}.{tbl.name}"
+    view = tbl.kind is TableKind.VIEW
+    dynamic = any(k.startswith(_DYNAMIC_PREFIX) for k in tbl.properties)
+    if view:
+        kind = f"VIEW (its query: catalogd view describe {name})"
+    elif dynamic:
+        kind = (f"dynamic table, stored as a {tbl.kind.value} table (its query, refreshes and lag: "
+                f"catalogd dt describe {name})")
+    else:
+        kind = tbl.kind.value
+    fields: list[tuple[str, Any]] = [("table", name), ("kind", kind)]
+    if not view:
+        # A view has no files: no format, location or statistics to speak of.
+        fields += [("format", tbl.format.value if tbl.format else "unknown"), ("location", tbl.location)]
+    fields += [("comment", tbl.comment), ("owner", tbl.owner)]
+    if not view:
+        fields.append(("statistics", _statistics_text(tbl.statistics)))
+    _fields(fields)
     out.print()
     rows = [[c.name, c.type, "", c.comment] for c in tbl.columns]
     rows += [[c.name, c.type, "partition key", c.comment] for c in tbl.partition_keys]
     _rows(["column", "type", "", "comment"], rows)
-    _properties(tbl.properties)
+    shown = tbl.properties if all_properties else {
+        k: v for k, v in tbl.properties.items() if not k.startswith(_OWN_PREFIX)}
+    _properties(shown)
+    hidden = len(tbl.properties) - len(shown)
+    if hidden:
+        out.print()
+        out.print(f"({hidden} catalogd.* {'property' if hidden == 1 else 'properties'} not shown: "
+                  f"catalogd table describe {name} --all shows them)")
+
+
+@show_text.register
+def _described_table_text(result: DescribedTable) -> None:
+    _table_text(result.table, result.all_properties)
 
 
 @show_text.register
@@ -231,14 +255,11 @@ def _duration(run: RefreshRun) -> str:
     if run.started is None:
         return ""
     end = run.ended if run.ended is not None else datetime.datetime.now(datetime.UTC).timestamp()
-    return f"{end - run.started:.1f}s"
+    return human_duration(end - run.started)
 
 
 def _lag(dt: DynamicTable) -> str:
-    if dt.freshness_lag is None:
-        return "never refreshed"
-    verdict = "within" if dt.within_target else "outside"
-    return f"{dt.freshness_lag:.1f}s ({verdict} the {dt.freshness} target)"
+    return lag_text(dt) or "never refreshed"
 
 
 @show_text.register
@@ -262,6 +283,7 @@ def _dynamic_table_text(dt: DynamicTable) -> None:
         ("dynamic table", f"{dt.catalog}.{dt.database}.{dt.name}"), ("comment", dt.comment),
         ("freshness", dt.freshness), ("refresh mode", mode), ("state", dt.state.value),
         ("schedule", dt.schedule), ("freshness lag", _lag(dt)),
+        *([("why outside", reason)] if (reason := within_target_reason(dt)) else []),
         ("last refresh", f"{last.status.value} {clock_time(last.started)} ({last.trigger}"
                          f"{', ' + partition_name(last.partition) if last.partition else ''})" if last else None),
         ("query", dt.query), ("expanded", dt.expanded_query),

@@ -40,6 +40,7 @@ from catalogd.model import (
     RefreshMode,
     RefreshRun,
     RefreshState,
+    RunStatus,
     Table,
     TableFormat,
     TableKind,
@@ -214,10 +215,12 @@ class TableOperations:
             dt.job_detail = {**dt.job_detail, **self.records.detail(entry)}
         lag, within = self._lag(entry, params, freshness)
         dt.freshness_lag, dt.within_target = lag, within
+        dt.data_time = self._data_time(entry, params)
+        dt.data_time_run = _run_of_data_time(runs, dt.data_time)
         return dt
 
-    def _lag(self, entry: Entry | None, params: dict[str, str] | None,
-             freshness: Freshness) -> tuple[float | None, bool | None]:
+    def _data_time(self, entry: Entry | None, params: dict[str, str] | None) -> float | None:
+        """Seconds since the epoch the data is current as of (None: never refreshed)."""
         data_time = entry.data_time if entry is not None else None
         if data_time is None and params is not None:
             data_time = store.float_param(params, store.DATA_TIME)
@@ -226,6 +229,11 @@ class TableOperations:
             fresh = runner.read_json(entry.stream.work_dir / "status.json").get("fresh_as_of")
             if fresh is not None:
                 data_time = max(data_time or 0.0, float(fresh))
+        return data_time
+
+    def _lag(self, entry: Entry | None, params: dict[str, str] | None,
+             freshness: Freshness) -> tuple[float | None, bool | None]:
+        data_time = self._data_time(entry, params)
         if data_time is None:
             return None, None
         lag = max(0.0, time.time() - data_time)
@@ -410,3 +418,30 @@ class TableOperations:
                                        "(dynamic-tables.enabled is false?)")
             entries.append(entry)
         return self.executor.submit(entries, trigger=trigger, schedule_time=when, partition=partition, conf=conf)
+
+
+def _run_of_data_time(runs: list[RefreshRun], data_time: float | None) -> RefreshRun | None:
+    """The run (newest first in ``runs``) that made the data current as of ``data_time``.
+
+    As the executor sets it: a formatter partition's run, its schedule time; another run, its
+    start; a streaming job, its last up-to-date trigger (any time during the job's lifetime).
+    """
+    if data_time is None:
+        return None
+    for run in runs:
+        if run.trigger == "continuous":
+            if (run.started or 0.0) <= data_time + 1.0 and (run.ended is None or data_time <= run.ended + 1.0):
+                return run
+            continue
+        if run.status is not RunStatus.SUCCEEDED:
+            continue
+        as_of = run.started
+        if run.partition:
+            try:
+                as_of = datetime.datetime.fromisoformat(run.schedule_time or "").timestamp()
+            except ValueError:
+                continue
+        if as_of is not None and abs(as_of - data_time) < 0.5:
+            return run
+    return None
+

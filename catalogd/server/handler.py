@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from catalogd import __version__, wire
-from catalogd.errors import CatalogError, InvalidArgumentError
+from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager
-from catalogd.names import split_name
+from catalogd.names import parse_object, split_name
 from catalogd.server.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -312,7 +312,9 @@ class CatalogHandler:
 
     @_rpc
     def getDynamicTable(self, path: t.ObjectPath) -> t.DynamicTable:
-        return wire.dynamic_table_to_thrift(self._dynamic().get(_object(path)))
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            return wire.dynamic_table_to_thrift(self._dynamic().get(p))
 
     @_rpc
     def listDynamicTables(self, catalog: str, database: str) -> list[t.DynamicTable]:
@@ -322,22 +324,42 @@ class CatalogHandler:
 
     @_rpc
     def alterDynamicTable(self, path: t.ObjectPath, change: t.DynamicTableChange) -> t.DynamicTable:
-        return wire.dynamic_table_to_thrift(
-            self._dynamic().alter(_object(path), wire.dynamic_change_from_thrift(change)))
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            return wire.dynamic_table_to_thrift(self._dynamic().alter(p, wire.dynamic_change_from_thrift(change)))
 
     @_rpc
     def dropDynamicTable(self, path: t.ObjectPath, ignoreIfNotExists: bool) -> None:
-        self._dynamic().drop(_object(path), bool(ignoreIfNotExists))
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            self._dynamic().drop(p, bool(ignoreIfNotExists))
 
     @_rpc
     def refreshDynamicTables(self, request: t.RefreshRequest) -> t.RefreshJob:
         trigger = request.trigger or "manual"
         if trigger not in ("manual", "api"):
             raise InvalidArgumentError(f"trigger {trigger!r}: use manual or api")
-        job = self._dynamic().refresh(list(request.tables or []), request.scheduleTime or None,
-                                      dict(request.partition or {}) or None, dict(request.configuration or {}),
-                                      trigger)
+        tables = list(request.tables or [])
+        try:
+            job = self._dynamic().refresh(tables, request.scheduleTime or None, dict(request.partition or {}) or None,
+                                          dict(request.configuration or {}), trigger)
+        except NotFoundError as e:
+            better = self._refresh_not_found(e, tables)
+            if better is e:
+                raise
+            raise better from e
         return wire.refresh_job_to_thrift(job)
+
+    def _refresh_not_found(self, error: NotFoundError, tables: list[str]) -> NotFoundError:
+        """The first of ``tables`` that does not exist explains ``error`` (a typo gets its suggestion)."""
+        for text in tables:
+            try:
+                path = parse_object(text)
+                if not self.manager.table_exists(path):
+                    return self.manager.explain_not_found(error, path)
+            except CatalogError:
+                continue
+        return error
 
     @_rpc
     def getRefreshJob(self, jobId: str) -> t.RefreshJob:
@@ -345,7 +367,9 @@ class CatalogHandler:
 
     @_rpc
     def dynamicTableHistory(self, path: t.ObjectPath, limit: int) -> list[t.RefreshRun]:
-        return [wire.refresh_run_to_thrift(r) for r in self._dynamic().history(_object(path), int(limit or 0))]
+        p = _object(path)
+        with self.manager.helpful_not_found(p):
+            return [wire.refresh_run_to_thrift(r) for r in self._dynamic().history(p, int(limit or 0))]
 
     @_rpc
     def executeStatement(self, statement: str) -> t.StatementResult:

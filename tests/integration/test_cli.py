@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
 
 from catalogd.model import Column
+
+from .helpers import CATALOGD, clean_env
 
 pytestmark = pytest.mark.integration
 
@@ -328,3 +331,57 @@ def test_config_check_missing_file(run_cli, tmp_path):
     code, out, err = run_cli("config", "check", str(tmp_path / "absent.yaml"))
     assert code == 2
     assert str(tmp_path / "absent.yaml") in out + err
+
+
+# ---------------------------------------------------------------- help for a new user (issue 14)
+
+def test_catalogd_alone_prints_the_help(run_cli):
+    bare = subprocess.run([str(CATALOGD)], capture_output=True, text=True, timeout=60, env=clean_env())
+    for code, out, err in ((bare.returncode, bare.stdout, bare.stderr), run_cli()):
+        assert (code, err) == (0, "")
+        assert out.startswith("Usage: catalogd [OPTIONS] COMMAND")
+        assert not [line for line in out.split("Commands:", 1)[1].splitlines() if line.endswith("...")], out
+
+
+def test_a_typo_suggests_the_closest_name_without_metastore_text(run_cli, client, main_db):
+    client.create_table(f"{main_db}.orders", "id bigint")
+    code, out, err = run_cli("table", "describe", f"{main_db}.ordres")
+    assert (code, out) == (1, "")
+    assert one_error(err, "not-found") == (
+        f"error: not-found: table {main_db}.ordres does not exist; did you mean {main_db}.orders?")
+    # The same for a view and a dynamic-table lookup of that name, and nothing when nothing is close.
+    for args in (("dt", "describe", f"{main_db}.ordrs"), ("dt", "refresh", f"{main_db}.ordrs")):
+        code, _, err = run_cli(*args)
+        assert code == 1 and one_error(err, "not-found").endswith(f"did you mean {main_db}.orders?"), args
+    code, _, err = run_cli("table", "drop", f"{main_db}.zzzzzzzz")
+    assert one_error(err, "not-found") == f"error: not-found: table {main_db}.zzzzzzzz does not exist"
+
+
+def test_a_missing_database_is_reported_as_one(run_cli, main_db):
+    typo = main_db[:-1]  # main.db_3f9c0a1b2d -> main.db_3f9c0a1b2
+    for args in (("table", "describe", f"{typo}.orders"), ("table", "list", typo), ("db", "describe", typo),
+                 ("view", "describe", f"{typo}.v"), ("function", "describe", f"{typo}.f")):
+        code, out, err = run_cli(*args)
+        assert (code, out) == (1, ""), args
+        line = one_error(err, "not-found")
+        assert line.startswith(f"error: not-found: database {typo} does not exist; did you mean "), line
+        assert main_db in line, line
+
+
+def test_table_describe_of_a_view_says_it_is_one(run_cli, client, main_db):
+    client.create_table(f"{main_db}.orders", "id bigint")
+    client.create_view(f"{main_db}.recent", "SELECT id FROM orders")
+    code, out, err = run_cli("table", "describe", f"{main_db}.recent")
+    assert (code, err) == (0, "")
+    assert f"VIEW (its query: catalogd view describe {main_db}.recent)" in out
+    assert "ANALYZE TABLE" not in out and "format" not in out.split("column", 1)[0]
+    # JSON unchanged: kind VIEW, format null.
+    data = json.loads(run_cli("--json", "table", "describe", f"{main_db}.recent").stdout)
+    assert (data["kind"], data["format"]) == ("VIEW", None)
+
+
+def test_a_memory_catalog_has_no_atomic_writes(run_cli):
+    code, out, err = run_cli("--json", "catalog", "describe", "scratch")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["atomic_writes"] is False
+    assert json.loads(run_cli("--json", "catalog", "describe", "main").stdout)["atomic_writes"] is True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -232,6 +233,22 @@ def test_rest_refresh_overwrites_one_partition_and_reads_one(dtd: DtDaemon, dc: 
     assert data["last_refresh"]["schedule_time"].startswith("2024-03-02 00:00:00")
     # Data as of 2024-03-02: far outside a 1-day target today.
     assert data["freshness_lag"] > 86400 and data["within_target"] is False
+    # ... and said so: as of when, set by which run, in words (issue 14).
+    assert data["data_time"] == 1709337600.0  # 2024-03-02 00:00:00 UTC, the run's schedule time
+    assert data["data_time_run"] == run["id"]
+    assert data["within_target_reason"].startswith(
+        f"the data is as of 2024-03-02 00:00:00Z, the schedule time of run {run['id']} (api, ds=2024-03-01)")
+    text = cli(dtd, "dt", "describe", name).stdout
+    assert re.search(r"freshness lag +\d+ years? (\d+ days? )?\(outside the 1 DAY target\)", text), text
+    assert re.search(r"why outside +the data is as of 2024-03-02 00:00:00Z", text), text
+    # table describe says what it is and where to look; catalogd's own properties only with --all.
+    table_text = cli(dtd, "table", "describe", name).stdout
+    assert f"dynamic table, stored as a MANAGED table (its query, refreshes and lag: catalogd dt describe {name})" \
+        in table_text, table_text
+    assert "catalogd.dt." not in table_text and "catalogd.* properties not shown" in table_text
+    assert "catalogd.dt.history" in cli(dtd, "table", "describe", name, "--all").stdout
+    table_json = json.loads(cli(dtd, "--json", "table", "describe", name).stdout)
+    assert table_json["kind"] == "MANAGED" and "catalogd.dt.freshness" in table_json["properties"]
     history = json.loads(cli(dtd, "--json", "dt", "history", name).stdout)
     assert [(h["trigger"], h["status"]) for h in history] == [("api", "SUCCEEDED")]
 

@@ -213,8 +213,8 @@ def test_managed_rename_moves_files(client, main_db):
 def test_missing_objects_give_typed_not_found(client, catalog, db):
     with pytest.raises(TableNotFoundError) as table_missing:
         client.get_table(f"{db}.nope")
-    with pytest.raises(TableNotFoundError):
-        client.get_table(f"{catalog}.no_such_db_x.nope")
+    with pytest.raises(DatabaseNotFoundError, match=f"database {catalog}.no_such_db_x does not exist"):
+        client.get_table(f"{catalog}.no_such_db_x.nope")  # its database is what is missing
     with pytest.raises(DatabaseNotFoundError) as db_missing:
         client.get_database(f"{catalog}.no_such_db_x")
     with pytest.raises(DatabaseNotFoundError):

@@ -76,6 +76,7 @@ def test_history_round_trips_and_survives_garbage() -> None:
 def test_wire_round_trips() -> None:
     dt = _dt()
     dt.last_refresh, dt.freshness_lag, dt.within_target, dt.schedule = _run(1), 12.25, True, "0 0 0 * * ? *"
+    dt.data_time, dt.data_time_run = 1709337600.0, _run(1)
     assert wire.dynamic_table_from_thrift(wire.dynamic_table_to_thrift(dt)) == dt
     dt.declared_mode = RefreshMode.CONTINUOUS
     assert wire.dynamic_table_from_thrift(wire.dynamic_table_to_thrift(dt)).declared_mode is RefreshMode.CONTINUOUS
@@ -97,3 +98,22 @@ def test_run_json_uses_plain_values() -> None:
     assert data["status"] == "SUCCEEDED"
     assert json.loads(json.dumps(data)) == data
     assert RefreshRun.from_json({**data, "unknown": 1}) == _run(1)
+
+
+def test_the_run_that_set_the_data_time() -> None:
+    """As the executor sets it: a formatter partition's run, its schedule time; another run, its start."""
+    from catalogd.dynamic.tables import _run_of_data_time
+
+    partition_run = _run(1)  # schedule time 2024-03-02 00:00:00+00:00
+    whole = RefreshRun(id="whole", table="main.sales.daily", trigger="manual", status=RunStatus.SUCCEEDED,
+                       started=1709400000.25, ended=1709400010.0)
+    failed = RefreshRun(id="failed", table="main.sales.daily", trigger="manual", status=RunStatus.FAILED,
+                        started=1709500000.0)
+    runs = [failed, whole, partition_run]
+    assert _run_of_data_time(runs, 1709337600.0) is partition_run
+    assert _run_of_data_time(runs, 1709400000.25) is whole
+    assert _run_of_data_time(runs, 1709500000.0) is None  # a failed run sets nothing
+    assert _run_of_data_time(runs, None) is None
+    stream = RefreshRun(id="s", table="main.sales.daily", trigger="continuous", status=RunStatus.RUNNING,
+                        started=1709600000.0)
+    assert _run_of_data_time([stream, *runs], 1709600500.0) is stream

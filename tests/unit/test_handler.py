@@ -96,6 +96,12 @@ def test_rpcs_reach_the_manager_with_defaults_filled_in(handler: CatalogHandler)
     assert handler.ping().startswith("catalogd ")
 
 
+def test_a_memory_catalog_has_no_atomic_writes(handler: CatalogHandler) -> None:
+    """Nothing to stage (no data files): ``atomic-writes`` (true by default) does not make it so."""
+    info = wire.catalog_from_thrift(handler.getCatalog("main"))
+    assert (info.type, info.atomic_writes) == ("memory", False)
+
+
 def test_successes_are_counted_as_ok(handler: CatalogHandler) -> None:
     handler.listDatabases("")
     handler.listDatabases("")

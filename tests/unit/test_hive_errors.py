@@ -8,6 +8,7 @@ real metastore in tests/integration.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -285,3 +286,14 @@ def test_not_found_defaults_to_the_generic_error() -> None:
     with pytest.raises(NotFoundError) as info:
         catalog.list_databases()
     assert type(info.value) is NotFoundError
+
+
+def test_not_found_keeps_the_metastore_words_in_the_log_only(caplog: pytest.LogCaptureFixture) -> None:
+    """``(sales.ordres table not found)`` repeats what the message says: only the daemon log keeps it."""
+    catalog, _ = hive_catalog({"get_table": hms.NoSuchObjectException("sales.ordres table not found")})
+    caplog.set_level(logging.DEBUG, logger="catalogd.catalog.hive_client")
+    with pytest.raises(TableNotFoundError) as info:
+        catalog.get_table("sales", "ordres")
+    assert str(info.value) == "table main.sales.ordres does not exist"
+    assert any("sales.ordres table not found" in r.getMessage() and r.levelno == logging.DEBUG
+               for r in caplog.records)

@@ -3276,11 +3276,13 @@ class DynamicTable(object):
      - lastRefresh
      - freshnessLag
      - withinTarget
+     - dataTime
+     - dataTimeRun
 
     """
 
 
-    def __init__(self, path=None, query=None, expandedQuery=None, freshness=None, declaredMode=None, refreshMode=None, state=None, jobDetail=None, columns=None, partitionKeys=None, options=None, comment=None, schedule=None, created=None, lastRefresh=None, freshnessLag=None, withinTarget=None,):
+    def __init__(self, path=None, query=None, expandedQuery=None, freshness=None, declaredMode=None, refreshMode=None, state=None, jobDetail=None, columns=None, partitionKeys=None, options=None, comment=None, schedule=None, created=None, lastRefresh=None, freshnessLag=None, withinTarget=None, dataTime=None, dataTimeRun=None,):
         self.path = path
         self.query = query
         self.expandedQuery = expandedQuery
@@ -3298,6 +3300,8 @@ class DynamicTable(object):
         self.lastRefresh = lastRefresh
         self.freshnessLag = freshnessLag
         self.withinTarget = withinTarget
+        self.dataTime = dataTime
+        self.dataTimeRun = dataTimeRun
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -3413,6 +3417,17 @@ class DynamicTable(object):
                     self.withinTarget = iprot.readBool()
                 else:
                     iprot.skip(ftype)
+            elif fid == 18:
+                if ftype == TType.DOUBLE:
+                    self.dataTime = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 19:
+                if ftype == TType.STRUCT:
+                    self.dataTimeRun = RefreshRun()
+                    self.dataTimeRun.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -3500,6 +3515,14 @@ class DynamicTable(object):
         if self.withinTarget is not None:
             oprot.writeFieldBegin('withinTarget', TType.BOOL, 17)
             oprot.writeBool(self.withinTarget)
+            oprot.writeFieldEnd()
+        if self.dataTime is not None:
+            oprot.writeFieldBegin('dataTime', TType.DOUBLE, 18)
+            oprot.writeDouble(self.dataTime)
+            oprot.writeFieldEnd()
+        if self.dataTimeRun is not None:
+            oprot.writeFieldBegin('dataTimeRun', TType.STRUCT, 19)
+            self.dataTimeRun.write(oprot)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4240,6 +4263,8 @@ DynamicTable.thrift_spec = (
     (15, TType.STRUCT, 'lastRefresh', [RefreshRun, None], None, ),  # 15
     (16, TType.DOUBLE, 'freshnessLag', None, None, ),  # 16
     (17, TType.BOOL, 'withinTarget', None, None, ),  # 17
+    (18, TType.DOUBLE, 'dataTime', None, None, ),  # 18
+    (19, TType.STRUCT, 'dataTimeRun', [RefreshRun, None], None, ),  # 19
 )
 all_structs.append(DynamicTableSpec)
 DynamicTableSpec.thrift_spec = (

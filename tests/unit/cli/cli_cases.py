@@ -30,6 +30,7 @@ _COMMANDS: list[Case] = [
     (["catalog", "list"], None, None),
     (["catalog", "describe", "main"], None, None),
     (["catalog", "describe", "ro"], None, None),
+    (["catalog", "describe", "scratch"], None, None),
     (["catalog", "describe", "missing"], None, None),
     (["spark-conf", "main"], None, None),
     (["spark-conf", "ro"], None, None),
@@ -59,6 +60,9 @@ _COMMANDS: list[Case] = [
     (["table", "create", "main.sales.orders", "--schema", "id int"], "create_table", "already-exists"),
     (["table", "describe", "main.sales.orders"], None, None),
     (["table", "describe", "main.sales.raw"], None, None),
+    (["table", "describe", "main.sales.daily"], None, None),
+    (["table", "describe", "main.sales.daily", "--all"], None, None),
+    (["table", "describe", "main.sales.recent"], None, None),
     (["table", "alter", "main.sales.orders", "--add-columns", "note string", "--unset-property", "sla"], None, None),
     (["table", "alter", "main.sales.orders"], None, None),
     (["table", "rename", "main.sales.orders", "sales", "--if-exists"], None, None),
@@ -117,6 +121,7 @@ _COMMANDS: list[Case] = [
     (["dt", "describe", "main.sales.daily"], None, None),
     (["dt", "describe", "main.sales.live"], None, None),
     (["dt", "describe", "main.sales.late"], None, None),
+    (["dt", "describe", "main.sales.old"], None, None),
     (["dt", "refresh", "main.sales.daily", "--partition", "ds=2024-03-01", "--schedule-time", "2024-03-02 00:00:00",
       "--conf", "spark.executor.memory=2g"], None, None),
     (["dt", "refresh", "main.sales.daily", "--wait", "--timeout", "30"], None, None),
@@ -132,6 +137,7 @@ _COMMANDS: list[Case] = [
     (["dt", "history", "main.sales.daily", "--limit", "0"], None, None),
     (["dt", "history", "main.sales.daily", "--limit", "-1"], None, None),
     (["table", "bogus"], None, None),
+    ([], None, None),
 ]
 
 

@@ -38,7 +38,7 @@ from catalogd.model import (
 CATALOGS = [
     CatalogInfo("main", "hive", default=True, metastore="thrift://127.0.0.1:9083", warehouse="file:///wh"),
     CatalogInfo("ro", "hive", read_only=True, metastore="thrift://127.0.0.1:9084", atomic_writes=False),
-    CatalogInfo("scratch", "memory", default_database="tmp"),
+    CatalogInfo("scratch", "memory", default_database="tmp", atomic_writes=False),
 ]
 
 DATABASE = Database("sales", "main", comment="Sales data", location="file:///wh/sales.db",
@@ -60,6 +60,16 @@ VIEW = Table(
     format=None, kind=TableKind.VIEW, comment="last week", properties={"k": "v"}, owner="etl", created=1700000100,
     view_text="SELECT id, amount FROM orders",
     view_expanded_text="SELECT `orders`.`id`, `orders`.`amount` FROM `main`.`sales`.`orders`",
+)
+
+#: A dynamic table as ``table describe`` sees it: a managed table with catalogd's parameters.
+DAILY_TABLE = Table(
+    "daily", "sales", "main", columns=[Column("n", "bigint")], partition_keys=[Column("ds", "string")],
+    format=TableFormat.PARQUET, location="file:///wh/sales.db/daily", comment="daily counts", owner="etl",
+    created=1709300000,
+    properties={"partition.fields.ds.date-formatter": "yyyy-MM-dd", "catalogd.dt.freshness": "1 DAY",
+                "catalogd.dt.query.0": "SELECT ds, count(*) AS n FROM orders GROUP BY ds",
+                "catalogd.dt.history.0": '[{"id": "r1", "status": "SUCCEEDED"}]', "catalogd.last-commit": "st2"},
 )
 
 FUNCTION = Function("to_eur", "sales", "main", class_name="com.example.ToEur", language=FunctionLanguage.SCALA,
@@ -108,6 +118,13 @@ LIVE = DynamicTable(
 )
 LATE = DynamicTable("main", "sales", "late", query="SELECT 1 AS x", freshness="1 HOUR", last_refresh=RUN_FAILED,
                     freshness_lag=7300.0, within_target=False)
+#: The README's example after its refresh of 2024-03-02: the data is as of that schedule time.
+OLD = DynamicTable(
+    "main", "sales", "old", query="SELECT ds, count(*) AS n FROM orders GROUP BY ds", freshness="1 DAY",
+    refresh_mode=RefreshMode.FULL, state=RefreshState.RUNNING, columns=[Column("n", "bigint")],
+    partition_keys=[Column("ds", "string")], schedule="0 0 0 * * ? *", created=1709300000, last_refresh=RUN_OK,
+    freshness_lag=86109129.9, within_target=False, data_time=1709337600.0, data_time_run=RUN_OK,
+)
 
 JOB_OK = RefreshJob("job-1", RunStatus.SUCCEEDED, runs=[RUN_OK], cluster_info={"master": "local[2]"})
 JOB_FAILED = RefreshJob("job-2", RunStatus.FAILED, runs=[RUN_FAILED], error="1 of 1 runs failed")
@@ -175,7 +192,7 @@ class FakeClient:
         return ["orders", "raw"]
 
     def _get_table(self, name: str) -> Table:
-        return _by_name(name, {"orders": ORDERS, "raw": RAW})
+        return _by_name(name, {"orders": ORDERS, "raw": RAW, "daily": DAILY_TABLE, "recent": VIEW})
 
     _create_table = _alter_table = lambda self, name, *a, **k: self._get_table(name)
 
@@ -233,13 +250,13 @@ class FakeClient:
         return StatementResult("drop", "dropped dynamic table main.sales.daily")
 
     def _get_dynamic_table(self, name: str) -> DynamicTable:
-        return _by_name(name, {"daily": DAILY, "live": LIVE, "late": LATE})
+        return _by_name(name, {"daily": DAILY, "live": LIVE, "late": LATE, "old": OLD})
 
     _create_dynamic_table = _alter_dynamic_table = lambda self, name, *a, **k: self._get_dynamic_table(name)
     _suspend_dynamic_table = _resume_dynamic_table = _get_dynamic_table
 
     def _list_dynamic_tables(self, catalog: str | None = None, database: str | None = None) -> list[DynamicTable]:
-        return [DAILY, LIVE, LATE]
+        return [DAILY, LIVE, LATE, OLD]
 
     def _refresh_dynamic_tables(self, tables: Any, *args: Any, **kwargs: Any) -> RefreshJob:
         return JOB_FAILED if "late" in str(tables) else JOB_RUNNING

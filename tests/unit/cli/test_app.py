@@ -29,3 +29,22 @@ def test_a_trailing_json_is_no_usage_error(args: list[str], closed_port: int,
 def test_an_unknown_option_is_still_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dt", "list", "--jsn"]) == 2
     assert capsys.readouterr().err.startswith("error: usage: ")
+
+
+@pytest.mark.parametrize("args", [[], ["table"], ["dt"], ["table", "partition"]])
+def test_a_command_alone_prints_its_help_and_succeeds(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"Usage: catalogd {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+    assert err == ""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["dt", "--help"], ["stage", "--help"], ["table", "--help"]])
+def test_help_shows_every_command_description_whole(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    commands = out.split("Commands:", 1)[1]
+    # click marks a description it cut with a trailing "...".
+    assert not [line for line in commands.splitlines() if line.endswith("...")]
+    if args == ["dt", "--help"]:
+        assert "partition already running." in " ".join(commands.split())
