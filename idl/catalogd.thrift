@@ -433,14 +433,18 @@ service CatalogService {
   // -- stages: atomic writes (DESIGN.md section 4)
   // CREATE fails with AlreadyExists when the target exists; CREATE_IF_NOT_EXISTS
   // then answers a stage that is ABORTED already (nothing to write).
+  // Every stage RPC: PermissionDenied on a read-only catalog and for a staging table
+  // catalogd did not sign (forged in the metastore); a lease over staging.max-lease is
+  // InvalidArgument.
   Stage beginStage(1: StageRequest request)
   throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
           4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
-          6: Unsupported unsupported, 7: InternalError internal),
+          6: Unsupported unsupported, 7: InternalError internal, 8: Conflict conflict),
   // Extends the lease by leaseMillis (0: staging.lease) from now.
   Stage heartbeatStage(1: string stageId, 2: i64 leaseMillis)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
-          4: Conflict conflict, 5: InternalError internal),
+          4: Conflict conflict, 5: InternalError internal, 6: PermissionDenied denied,
+          7: Unsupported unsupported),
   // Idempotent: a commit retried after a lost reply answers COMMITTED.
   Stage commitStage(1: string stageId)
   throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
@@ -452,14 +456,15 @@ service CatalogService {
   // its still-running writer adds, are deleted a lease later.
   Stage abortStage(1: string stageId, 2: bool writerStopped)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
-          4: PermissionDenied denied, 5: Conflict conflict, 6: InternalError internal),
+          4: PermissionDenied denied, 5: Conflict conflict, 6: InternalError internal,
+          7: Unsupported unsupported),
   Stage getStage(1: string stageId)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
-          4: InternalError internal),
+          4: InternalError internal, 5: PermissionDenied denied, 6: Unsupported unsupported),
   // Open and committing stages of a catalog (empty: the default catalog).
   list<Stage> listStages(1: string catalog)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
-          4: Unsupported unsupported, 5: InternalError internal),
+          4: Unsupported unsupported, 5: InternalError internal, 6: PermissionDenied denied),
 
   // -- partitions. A spec names every partition key: {"ds": "2024-03-01"}.
   // filter: HMS's partition filter syntax, e.g. ds >= '2024-03-01' AND hr = '01'.

@@ -12,17 +12,31 @@ if TYPE_CHECKING:
     from catalogd.config import CatalogConfig, Config
 
 
+#: The file under ``<data-dir>/secrets/`` holding the generated stage key (no ``staging.secret``).
+STAGE_KEY = "stage.key"
+
+
 def _load_hive(conf: CatalogConfig, config: Config) -> Catalog:
     from catalogd.catalog.hive import HiveCatalog
     from catalogd.catalog.hive_staging import HiveStager
+    from catalogd.keys import load_key
+
+    staging = config.staging
+    # The same key after a restart (and for every daemon given the same staging.secret):
+    # stages signed before are still recognised as catalogd's own.
+    secret = (staging.secret.get_secret_value().strip().encode() if staging.secret is not None
+              else load_key(config.server.data_dir, STAGE_KEY))
 
     def stages(session: HiveSession) -> HiveStager:
         return HiveStager(
             session,
-            lease=config.staging.lease.total_seconds(),
-            retention=config.staging.replaced_data_retention.total_seconds(),
+            lease=staging.lease.total_seconds(),
+            retention=staging.replaced_data_retention.total_seconds(),
             # One daemon per data dir (it is locked): a restart is the same committer.
             committer=f"{socket.gethostname()}:{config.server.data_dir}",
+            secret=secret,
+            max_lease=staging.max_lease.total_seconds(),
+            max_retired=staging.max_retired_versions,
         )
 
     return HiveCatalog.from_config(conf, config, stages=stages)

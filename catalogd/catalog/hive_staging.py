@@ -18,11 +18,20 @@ CREATE publishes with one ``alter_table`` that renames the staging table to the
 target; REPLACE with one ``alter_table`` that points the target at the new
 storage; partitions switch with one ``alter_partitions`` plus one
 ``add_partitions`` call.
+
+Stages are signed: every time catalogd writes a staging table it stores an HMAC
+(``catalogd.stage.signature``, key ``staging.secret``) of the table's database, name,
+location and every ``catalogd.stage.*`` parameter. A staging table without a valid
+signature (forged in the metastore, or changed behind catalogd's back) is never
+committed, aborted, recovered or purged: its files stay, and a warning is logged.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
+import hashlib
+import hmac
 import json
 import logging
 import secrets
@@ -30,7 +39,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from enum import StrEnum
 
@@ -40,6 +49,7 @@ from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, is_stage_table
 from catalogd.catalog.hive_client import HiveClient, HiveSession
 from catalogd.catalog.types import parse_type
+from catalogd.config.durations import format_duration
 from catalogd.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -47,6 +57,7 @@ from catalogd.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     StageNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -74,6 +85,12 @@ REPLACED = PARAM + "replaced"
 DELETE_AFTER = PARAM + "delete-after"
 #: Why a stage was aborted (kept while its tombstone waits for late writes).
 REASON = PARAM + "reason"
+#: The HMAC that proves catalogd wrote the stage (see the module docstring).
+SIGNATURE = PARAM + "signature"
+_SIGNATURE_VERSION = "v1"
+#: What get and list say of a staging table catalogd did not sign.
+FORGED = ("not created by this catalogd (no valid signature; daemons sharing a metastore must share "
+          "staging.secret): catalogd leaves it and its files alone")
 #: The last commits a target remembers (``RECENT_COMMITS``): a commit retried after a
 #: lost reply is recognised even when another stage committed since.
 LAST_COMMIT, RECENT_COMMITS = codec.LAST_COMMIT, codec.RECENT_COMMITS
@@ -83,6 +100,8 @@ KEPT_ON_REPLACE = (codec.DYNAMIC_PREFIX,)
 _PARAM_CHUNK = 3000
 _KEY_LENGTH = 16
 _FINISHED_CACHE = 4096
+#: Forged staging tables already warned about (once per table, not every janitor pass).
+_WARNED_CACHE = 4096
 
 
 class StoredState(StrEnum):
@@ -174,6 +193,37 @@ def _committed_by(params: dict[str, str] | None, stage_id: str) -> StagePurpose 
     return None
 
 
+def _canonical_location(location: str | None) -> str:
+    """One spelling per place: ``file:///x/`` and ``file:/x`` sign the same."""
+    text = (location or "").rstrip("/")
+    scheme, colon, rest = text.partition(":")
+    if colon and rest.startswith("///"):
+        rest = rest[2:]
+    return f"{scheme}{colon}{rest}"
+
+
+def stage_signature(secret: bytes, database: str, table: str, location: str | None,
+                    params: Mapping[str, str] | None) -> str:
+    """The signature of a staging table: an HMAC-SHA256 over its database, name, location and
+    ``catalogd.stage.*`` parameters (all of them but the signature; the writer's own
+    properties and the statistics Spark adds are not catalogd's and stay out)."""
+    signed = sorted((k, v) for k, v in (params or {}).items() if k.startswith(PARAM) and k != SIGNATURE)
+    message = json.dumps([_SIGNATURE_VERSION, database.lower(), table.lower(), _canonical_location(location), signed],
+                         separators=(",", ":"))
+    return f"{_SIGNATURE_VERSION}:{hmac.new(secret, message.encode(), hashlib.sha256).hexdigest()}"
+
+
+def is_signed(secret: bytes, tbl: hms.Table) -> bool:
+    """Whether this staging table carries a valid signature made with ``secret``."""
+    params = tbl.parameters or {}
+    given = params.get(SIGNATURE)
+    if not given:
+        return False
+    location = tbl.sd.location if tbl.sd is not None else None
+    expected = stage_signature(secret, tbl.dbName or "", tbl.tableName or "", location, params)
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
 class HiveStager:
     """The stage operations of one hive catalog (see the module docstring).
 
@@ -183,15 +233,23 @@ class HiveStager:
         retention: how long replaced data is kept, seconds.
         committer: who commits (host and data dir): a restarted daemon is the same
             committer, so it finishes its own interrupted commits at once; others wait a lease.
+        secret: the key stages are signed with (``staging.secret``).
+        max_lease: the longest lease a writer may ask for, seconds.
+        max_retired: replaced versions kept per table; a commit past it deletes the oldest.
     """
 
-    def __init__(self, session: HiveSession, lease: float, retention: float, committer: str | None = None) -> None:
+    def __init__(self, session: HiveSession, lease: float, retention: float, committer: str | None = None, *,
+                 secret: bytes, max_lease: float = 3600.0, max_retired: int = 3) -> None:
         self.session = session
         self.name = session.name
         self.lease = lease
         self.retention = retention
         self.committer = committer or f"{socket.gethostname()}:{id(self)}"
+        self.max_lease = max_lease
+        self.max_retired = max_retired
+        self._secret = secret
         self._guard = threading.Lock()
+        self._warned: OrderedDict[tuple[str, str], None] = OrderedDict()
         #: Stages this process ended, newest last: answers get/commit without a scan.
         self._finished: OrderedDict[str, Stage] = OrderedDict()
         #: Targets of the stages this process began (a hint: saves a metastore read per commit).
@@ -254,6 +312,47 @@ class HiveStager:
         with self._client(what) as c:
             c.alter_table(database, name, tbl)
 
+    def _alter_stage(self, database: str, tbl: hms.Table, what: str | None = None) -> None:
+        """Write a staging table back, signed anew (its parameters or location changed)."""
+        self._sign(tbl)
+        self._alter(database, tbl.tableName, tbl, what or f"staging table {database}.{tbl.tableName}")
+
+    def _sign(self, tbl: hms.Table) -> None:
+        params = dict(tbl.parameters or {})
+        params[SIGNATURE] = stage_signature(self._secret, tbl.dbName or "", tbl.tableName,
+                                            tbl.sd.location if tbl.sd is not None else None, params)
+        tbl.parameters = params
+
+    def _authentic(self, database: str, tbl: hms.Table) -> bool:
+        """Whether catalogd signed this staging table; warns (once per table) when it did not."""
+        if is_signed(self._secret, tbl):
+            return True
+        with self._guard:
+            first = (database, tbl.tableName) not in self._warned
+            self._warned[(database, tbl.tableName)] = None
+            while len(self._warned) > _WARNED_CACHE:
+                self._warned.popitem(last=False)
+        if first:
+            location = tbl.sd.location if tbl.sd is not None else None
+            logger.warning("staging table %s.%s (location %s) has %s signature: it was not created by this "
+                           "catalogd (forged in the metastore, changed behind catalogd's back, or signed with "
+                           "another staging.secret), so catalogd leaves it and its files alone", database,
+                           tbl.tableName, location, "a wrong" if SIGNATURE in (tbl.parameters or {}) else "no")
+        return False
+
+    def _check_authentic(self, database: str, key: str, tbl: hms.Table) -> None:
+        """Raises PermissionDeniedError for a staging table catalogd did not sign."""
+        if not self._authentic(database, tbl):
+            raise PermissionDeniedError(f"{self._what(database, key)} was {FORGED}")
+
+    def _check_lease(self, lease: float) -> None:
+        if lease > self.max_lease:
+            raise InvalidArgumentError(
+                f"a lease of {format_duration(datetime.timedelta(seconds=lease))} is longer than "
+                f"staging.max-lease ({format_duration(datetime.timedelta(seconds=self.max_lease))}): "
+                "ask for a shorter one and heartbeat"
+            )
+
     def _partitions(self, database: str, name: str) -> list[hms.Partition]:
         with self._client(f"table {self.name}.{database}.{name}") as c:
             return c.get_partitions(database, name, -1)
@@ -273,7 +372,9 @@ class HiveStager:
         state = stored.public if stored is not None else StageState.COMMITTED
         table = codec.to_table(self.name, tbl)
         message = None
-        if stored is StoredState.RETIRING:
+        if not is_signed(self._secret, tbl):
+            message = FORGED
+        elif stored is StoredState.RETIRING:
             message = f"committed; the replaced data is deleted after {_iso(_int(params.get(DELETE_AFTER)))}"
         elif stored is StoredState.ABORTED:
             message = (f"aborted: {params.get(REASON) or 'lease lapsed'}; its files are deleted after "
@@ -366,6 +467,7 @@ class HiveStager:
             fmt = TableFormat.PARQUET
         now = _now_ms()
         lease = request.lease or self.lease
+        self._check_lease(lease)
         properties.update({
             ID: self._stage_id(database, key),
             TARGET: target,
@@ -388,6 +490,16 @@ class HiveStager:
         tbl = self._get_raw(database, key)
         if tbl is None:  # pragma: no cover - HMS just created it
             raise StageNotFoundError(f"{self._what(database, key)} vanished right after it was created")
+        try:
+            # Signed once HMS has chosen the location (the signature covers it).
+            self._alter_stage(database, tbl, self._what(database, key))
+        except CatalogError:
+            # Unsigned, nobody would ever clean it up: it is ours and empty, drop it now.
+            try:
+                self._drop_stage(database, tbl)
+            except CatalogError as e:
+                logger.warning("stage %s: dropping the unsigned staging table: %s", self._stage_id(database, key), e)
+            raise
         logger.info("stage %s opened for %s (%s, lease %.0fs)", self._stage_id(database, key), what, purpose, lease)
         with self._guard:
             self._targets[self._stage_id(database, key)] = target
@@ -449,8 +561,11 @@ class HiveStager:
 
     def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage:
         check_key(key)
+        if lease is not None:
+            self._check_lease(lease)
         with self._locked(database, key) as tbl:
             if tbl is not None:
+                self._check_authentic(database, key, tbl)
                 params = dict(tbl.parameters or {})
                 state = StoredState.of(params)
                 if state is StoredState.ABORTED:
@@ -469,7 +584,7 @@ class HiveStager:
                 params[DEADLINE] = str(now + millis)
                 params[LEASE] = str(millis)
                 tbl.parameters = params
-                self._alter(database, tbl.tableName, tbl, self._what(database, key))
+                self._alter_stage(database, tbl, self._what(database, key))
                 return self._to_stage(tbl, database)
         return self._gone(database, key)
 
@@ -479,6 +594,7 @@ class HiveStager:
         check_key(key)
         with self._locked(database, key) as tbl:
             if tbl is not None:
+                self._check_authentic(database, key, tbl)
                 params = tbl.parameters or {}
                 state = StoredState.of(params)
                 if state not in (StoredState.OPEN, StoredState.ABORTED):
@@ -508,7 +624,7 @@ class HiveStager:
             grace = 2 * (_int(params.get(LEASE)) or int(self.lease * 1000))
             params.update({STATE: StoredState.ABORTED.value, REASON: reason, DELETE_AFTER: str(_now_ms() + grace)})
             tbl.parameters = params
-            self._alter(database, tbl.tableName, tbl, self._what(database, stage.id.rsplit(".", 1)[1]))
+            self._alter_stage(database, tbl, self._what(database, stage.id.rsplit(".", 1)[1]))
         else:
             self._drop_stage(database, tbl)
         logger.info("stage %s aborted: %s", stage.id, reason)
@@ -529,6 +645,7 @@ class HiveStager:
         check_key(key)
         with self._locked(database, key) as tbl:
             if tbl is not None:
+                self._check_authentic(database, key, tbl)
                 return self._commit_locked(database, key, tbl)
         found = self._find_committed(database, key)
         if found is not None and found.state is StageState.COMMITTED:
@@ -624,7 +741,7 @@ class HiveStager:
             **_chunks(json.dumps(replaced, sort_keys=True)),
         })
         tbl.parameters = params
-        self._alter(database, tbl.tableName, tbl, f"staging table {database}.{tbl.tableName}")
+        self._alter_stage(database, tbl)
         return tbl
 
     def _finish_commit(self, database: str, key: str, tbl: hms.Table, stage: Stage) -> Stage:
@@ -655,6 +772,8 @@ class HiveStager:
         logger.info("stage %s committed: %s %s", stage.id, done, what)
         if self.retention <= 0:
             self._purge(database, key)
+        else:
+            self._trim_retired(database, target)
         return self._ended(database, key, target, stage.purpose, StageState.COMMITTED, f"{done} {what}")
 
     def _switch_table(self, database: str, tbl: hms.Table, existing: hms.Table | None, stage: Stage,
@@ -717,7 +836,9 @@ class HiveStager:
 
     def _retire(self, database: str, tbl: hms.Table, stage: Stage) -> None:
         """Committed: the staging table now stands for the replaced data until it is purged."""
-        tbl = self._get_raw(database, stage.id.rsplit(".", 1)[1]) or tbl
+        key = stage.id.rsplit(".", 1)[1]
+        tbl = self._get_raw(database, key) or tbl
+        self._check_authentic(database, key, tbl)
         params = dict(tbl.parameters or {})
         if stage.purpose is StagePurpose.REPLACE:
             location = params.get(OLD_LOCATION) or f"{tbl.sd.location}/.retired"
@@ -728,12 +849,14 @@ class HiveStager:
         tbl.sd.location = location
         if codec.spark_path(tbl) is not None:
             codec.set_spark_path(tbl, location)
-        self._alter(database, tbl.tableName, tbl, f"staging table {database}.{tbl.tableName}")
+        self._alter_stage(database, tbl)
 
     def _purge(self, database: str, key: str) -> None:
         """Delete a retired stage: its partitions are re-pointed at the replaced files first."""
         tbl = self._get_raw(database, key)
         if tbl is None or StoredState.of(tbl.parameters) is not StoredState.RETIRING:
+            return
+        if not self._authentic(database, tbl):
             return
         params = tbl.parameters or {}
         if tbl.partitionKeys:
@@ -755,6 +878,27 @@ class HiveStager:
         self._drop_stage(database, tbl)
         logger.info("stage %s: replaced data deleted", self._stage_id(database, key))
 
+    def _trim_retired(self, database: str, target: str) -> None:
+        """Keep at most ``max_retired`` replaced versions of a table: the oldest go before their
+        retention is over (a table that commits every few seconds would keep hundreds)."""
+        try:
+            retired = [tbl for _, tbl in self._raw_stages([database])
+                       if (tbl.parameters or {}).get(TARGET, "").lower() == target.lower()
+                       and StoredState.of(tbl.parameters) is StoredState.RETIRING and self._authentic(database, tbl)]
+            if len(retired) <= self.max_retired:
+                return
+            retired.sort(key=lambda t: (_int((t.parameters or {}).get(COMMIT_STARTED)) or 0,
+                                        _int((t.parameters or {}).get(DELETE_AFTER)) or 0))
+            for tbl in retired[:len(retired) - self.max_retired]:
+                key = tbl.tableName[len(STAGE_TABLE_PREFIX):]
+                logger.info("stage %s: deleting the replaced data early: %s.%s keeps at most %d replaced "
+                            "versions (staging.max-retired-versions)", self._stage_id(database, key), database,
+                            target, self.max_retired)
+                self._purge(database, key)
+        except CatalogError as e:
+            logger.warning("deleting the oldest replaced versions of %s.%s: %s (deleted when their retention ends)",
+                           database, target, e)
+
     def purge_retired_for(self, database: str, target: str) -> None:
         """The target was dropped: delete the data its REPLACEs kept for readers now.
 
@@ -764,7 +908,8 @@ class HiveStager:
         try:
             for _, tbl in self._raw_stages([database]):
                 params = tbl.parameters or {}
-                if params.get(TARGET) == target and StoredState.of(params) is StoredState.RETIRING:
+                if (params.get(TARGET) == target and StoredState.of(params) is StoredState.RETIRING
+                        and self._authentic(database, tbl)):
                     with self.target_lock(database, target):
                         self._purge(database, tbl.tableName[len(STAGE_TABLE_PREFIX):])
         except CatalogError as e:
@@ -778,13 +923,13 @@ class HiveStager:
         acted = 0
         for database, listed in self._raw_stages():
             key = listed.tableName[len(STAGE_TABLE_PREFIX):]
-            if not self._due(listed, startup):
+            if not self._authentic(database, listed) or not self._due(listed, startup):
                 continue
             try:
                 # Decided again under the lock: a commit or heartbeat may have come first.
                 with self.target_lock(database, (listed.parameters or {}).get(TARGET, "")):
                     tbl = self._get_raw(database, key)
-                    if tbl is not None and self._due(tbl, startup):
+                    if tbl is not None and self._authentic(database, tbl) and self._due(tbl, startup):
                         self._clean(database, key, tbl)
                         acted += 1
             except CatalogError as e:

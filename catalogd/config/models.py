@@ -20,11 +20,18 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SecretStr,
     field_validator,
     model_validator,
 )
 
-from catalogd.config.durations import Duration, NonNegativeDuration, parse_duration, positive_duration
+from catalogd.config.durations import (
+    Duration,
+    NonNegativeDuration,
+    format_duration,
+    parse_duration,
+    positive_duration,
+)
 from catalogd.config.fields import Port, PositiveInt, identifier, lower, none_as_empty, string_map
 from catalogd.config.problems import Loc, problems_error, suggest
 from catalogd.config.redaction import redact
@@ -316,6 +323,9 @@ class SparkConfig(_Model):
             yield name, (redact(value) if name == "conf" else value)
 
 
+_MIN_SECRET = 16
+
+
 class StagingConfig(_Model):
     """Stages (staging tables) handed out to writers: atomic writes."""
 
@@ -323,11 +333,34 @@ class StagingConfig(_Model):
     lease: Duration = datetime.timedelta(seconds=60)
     #: How often the janitor aborts stages whose lease lapsed and finishes interrupted commits.
     janitor_interval: Duration = Field(default=datetime.timedelta(seconds=10), alias="janitor-interval")
+    #: The longest lease a writer may ask for, at begin or heartbeat.
+    max_lease: Duration = Field(default=datetime.timedelta(hours=1), alias="max-lease")
     #: How long the files a REPLACE or partition overwrite replaced are kept, so that
     #: queries planned before the commit can finish reading them (0s: delete at once).
     replaced_data_retention: NonNegativeDuration = Field(
-        default=datetime.timedelta(seconds=30), alias="replaced-data-retention"
+        default=datetime.timedelta(minutes=10), alias="replaced-data-retention"
     )
+    #: At most this many replaced versions are kept per table; a commit past it deletes
+    #: the oldest before its retention is over (bounds the storage of busy tables).
+    max_retired_versions: PositiveInt = Field(default=3, alias="max-retired-versions")
+    #: The key that signs stages (HMAC), so that catalogd acts only on stages it created.
+    #: Unset: a key generated once into <data-dir>/secrets/stage.key. Daemons sharing a
+    #: metastore must share it.
+    secret: SecretStr | None = None
+
+    @field_validator("secret")
+    @classmethod
+    def _check_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().strip()) < _MIN_SECRET:
+            raise ValueError(f"must be at least {_MIN_SECRET} characters (e.g. the output of `openssl rand -hex 32`)")
+        return value
+
+    @model_validator(mode="after")
+    def _lease_within_cap(self) -> StagingConfig:
+        if self.lease > self.max_lease:
+            raise ValueError(f"lease ({format_duration(self.lease)}) is longer than max-lease "
+                             f"({format_duration(self.max_lease)}): shorten the lease or raise max-lease")
+        return self
 
 
 def _catalog_set_problems(names: Sequence[str | None], defaults: Sequence[bool | None]) -> list[str]:

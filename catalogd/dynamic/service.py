@@ -41,6 +41,7 @@ from catalogd.model import (
     DynamicTableChange,
     DynamicTableSpec,
     RefreshJob,
+    RefreshMode,
     RefreshRun,
     StatementResult,
 )
@@ -113,6 +114,18 @@ class DynamicTables:
     def sync(self) -> None:
         """Drive the dynamic tables of every hive catalog (see ``Loader.sync``)."""
         self._loader.sync()
+        self._warn_retention()
+
+    def _warn_retention(self) -> None:
+        """A retention of 0 with continuous tables: nearly every query on them can fail."""
+        if not self.config.dynamic_tables.enabled or self.config.staging.replaced_data_retention:
+            return
+        continuous = sorted(e.full_name for e in self._registry.entries() if e.mode is RefreshMode.CONTINUOUS)
+        logger.warning(
+            "staging.replaced-data-retention is 0s: each commit deletes the data it replaced at once, so a query "
+            "planned before a commit fails (FILE_NOT_EXIST); continuous dynamic tables commit every few seconds "
+            "(%d here%s): set a retention longer than your longest query", len(continuous),
+            f": {', '.join(continuous[:5])}{' ...' if len(continuous) > 5 else ''}" if continuous else "")
 
     def stop(self) -> None:
         """Stop the scheduler and every job (continuous jobs resume on the next start); each

@@ -25,6 +25,7 @@ from catalogd.client import CatalogClient
 
 from .helpers import (
     CATALOGD,
+    SESSION_STAGE_SECRET,
     Daemon,
     clean_env,
     embedded_catalog,
@@ -57,6 +58,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
                 "connection": {"hive.metastore.uris": f"thrift://127.0.0.1:{metastore_port}"},
             },
         ],
+        extra={"staging": {"secret": SESSION_STAGE_SECRET}},
     )
     proc = start_daemon(config_path, data_dir, root / "catalogd.log")
     yield proc

@@ -22,6 +22,9 @@ import pytest
 import yaml
 from polling import wait_until
 
+#: ``staging.secret`` of the session daemon, and of the extra daemons that must treat its stages as
+#: their own (two daemons on one metastore share the key that signs stages).
+SESSION_STAGE_SECRET = "catalogd-integration-session-stage-secret"
 #: The real console script of this venv (not a `python -m` stand-in).
 CATALOGD = Path(sys.executable).parent / "catalogd"
 READY_TIMEOUT = 180.0

@@ -30,14 +30,15 @@ from catalogd.client import CatalogClient
 from catalogd.errors import ConflictError, ServerUnavailableError, StageNotFoundError
 from catalogd.model import Stage, StageState
 
-from .helpers import Daemon, answer_within, clean_env, local_path, process_alive, tail
+from .helpers import SESSION_STAGE_SECRET, Daemon, answer_within, clean_env, local_path, process_alive, tail
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 #: How long a test waits for something that should happen "soon" (janitor passes, a purge, a
 #: cancelled job); generous, so a busy machine passes too.
 DEADLINE = 60.0
-STAGING = {"lease": "3s", "janitor-interval": "1s", "replaced-data-retention": "0s"}
+#: The session daemon's stage key too: both daemons act on each other's stages.
+STAGING = {"lease": "3s", "janitor-interval": "1s", "replaced-data-retention": "0s", "secret": SESSION_STAGE_SECRET}
 
 
 # ---------------------------------------------------------------- helpers

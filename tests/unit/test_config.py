@@ -48,7 +48,10 @@ def test_defaults_of_a_minimal_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert config.spark.master == "local[2]" and config.spark.conf == {}
     assert config.staging.lease == td(seconds=60)
     assert config.staging.janitor_interval == td(seconds=10)
-    assert config.staging.replaced_data_retention == td(seconds=30)
+    # Long enough for long queries; storage bounded by max-retired-versions (issue 11).
+    assert config.staging.replaced_data_retention == td(minutes=10)
+    assert config.staging.max_retired_versions == 3 and config.staging.max_lease == td(hours=1)
+    assert config.staging.secret is None
     assert config.catalogs[0].atomic_writes is True
     assert config.source == "<string>"
 
@@ -146,6 +149,19 @@ def test_staging_and_atomic_writes_keys() -> None:
     assert config.catalogs[0].atomic_writes is False
 
 
+def test_the_stage_secret_never_shows() -> None:
+    secret = "s3cr3t-0123456789abcdef"
+    config = parse_config(f"staging: {{secret: {secret}, max-lease: 2 h, lease: 90 min, max-retired-versions: 1}}\n"
+                          + ONE_MEMORY)
+    assert config.staging.secret is not None and config.staging.secret.get_secret_value() == secret
+    assert (config.staging.max_lease, config.staging.lease) == (td(hours=2), td(minutes=90))
+    assert config.staging.max_retired_versions == 1
+    assert secret not in repr(config) and secret not in str(config.model_dump(mode="json"))
+    with pytest.raises(ConfigError) as bad:
+        parse_config(f"staging: {{secret: {secret[:10]}}}\n" + ONE_MEMORY, source=SRC)
+    assert secret[:10] not in str(bad.value.problems)
+
+
 # --------------------------------------------------------------------------- problems
 
 
@@ -192,6 +208,10 @@ catalogs:
         ("staging: {janitor-interval: 0s}", "staging.janitor-interval: must be longer than zero"),
         ("staging: {replaced-data-retention: -1s}", "staging.replaced-data-retention: invalid duration"),
         ("staging: {replaced-data-retention: forever}", "staging.replaced-data-retention: invalid duration"),
+        ("staging: {lease: 2 h}", "staging: lease (2 h) is longer than max-lease (1 h)"),
+        ("staging: {max-lease: 0s}", "staging.max-lease: must be longer than zero"),
+        ("staging: {max-retired-versions: 0}", "staging.max-retired-versions: must be at least 1, got 0"),
+        ("staging: {secret: short}", "staging.secret: must be at least 16 characters"),
         (
             "dynamic-tables: {freshness-threshold: -1 h}",
             "dynamic-tables.freshness-threshold: invalid duration",

@@ -283,3 +283,39 @@ def test_metrics_of_two_handlers_are_separate(manager: CatalogManager) -> None:
     first.listDatabases("")
     assert requests(first, "listDatabases", "ok") == 1
     assert requests(second, "listDatabases", "ok") == 0
+
+
+# --------------------------------------------------------------------------- stage RPCs (issue 11)
+
+_STAGE_WRITES = ("beginStage", "heartbeatStage", "commitStage", "abortStage")
+_STAGE_READS = ("getStage", "listStages")
+
+
+def declared_errors(rpc: str) -> set[type]:
+    """The IDL exceptions ``rpc`` declares in its ``throws`` clause (others reach a client as
+    Thrift's bare "Internal error")."""
+    from catalogd.gen.catalogd_thrift import CatalogService
+
+    spec = getattr(CatalogService, f"{rpc}_result").thrift_spec
+    return {entry[3][0] for entry in spec if entry is not None and entry[0] != 0}
+
+
+@pytest.mark.parametrize("rpc", _STAGE_WRITES + _STAGE_READS)
+def test_every_refusal_of_a_stage_rpc_is_declared_in_the_idl(rpc: str) -> None:
+    wanted = {t.NotFound, t.InvalidArgument, t.MetastoreUnavailable, t.PermissionDenied, t.Unsupported,
+              t.InternalError}
+    if rpc in _STAGE_WRITES:
+        wanted.add(t.Conflict)
+    assert wanted <= declared_errors(rpc)
+
+
+def test_stage_writes_on_a_read_only_catalog_are_permission_denied(handler: CatalogHandler) -> None:
+    stage_id = "archive.base.0123456789abcdef"
+    for call in (lambda: handler.heartbeatStage(stage_id, 0), lambda: handler.commitStage(stage_id),
+                 lambda: handler.abortStage(stage_id, False),
+                 lambda: handler.beginStage(t.StageRequest(target=obj("t", "base", "archive"),
+                                                           purpose=t.StagePurpose.CREATE))):
+        with pytest.raises(t.PermissionDenied, match="read-only"):
+            call()
+    assert requests(handler, "heartbeatStage", "permission-denied") == 1
+

@@ -18,7 +18,7 @@ from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import STAGE_TABLE_PREFIX
 from catalogd.catalog.hive import HiveCatalog
 from catalogd.catalog.hive_client import HiveClient, HiveSession
-from catalogd.catalog.hive_staging import DEADLINE, STATE, HiveStager, StoredState
+from catalogd.catalog.hive_staging import DEADLINE, SIGNATURE, STATE, HiveStager, StoredState, stage_signature
 from catalogd.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
@@ -28,6 +28,7 @@ from catalogd.errors import (
     MetastoreUnavailableError,
     PartitionAlreadyExistsError,
     PartitionNotFoundError,
+    PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedError,
@@ -48,9 +49,11 @@ from catalogd.model import (
     TableUpdate,
 )
 
+SECRET = b"unit-test-stage-secret"
+
 
 def _stager(session: HiveSession) -> HiveStager:
-    return HiveStager(session, lease=60, retention=30, committer="test")
+    return HiveStager(session, lease=60, retention=30, committer="test", secret=SECRET)
 
 
 @pytest.fixture
@@ -305,10 +308,93 @@ def test_abort_keeps_a_tombstone_unless_the_writer_stopped(sales: HiveCatalog) -
 def test_the_janitor_aborts_a_stage_whose_lease_lapsed(sales: HiveCatalog, fake: FakeHms) -> None:
     stage = sales.begin_stage(request())
     assert sales.janitor_pass() == 0
-    fake.tables[("sales", stage.staging_table)].parameters[DEADLINE] = "0"
+    tbl = fake.tables[("sales", stage.staging_table)]
+    tbl.parameters[DEADLINE] = "0"
+    # Changed behind catalogd's back, the signature no longer holds: the stage is left alone.
+    assert sales.janitor_pass() == 0
+    tbl.parameters[SIGNATURE] = stage_signature(SECRET, "sales", tbl.tableName, tbl.sd.location, tbl.parameters)
     assert sales.janitor_pass() == 1
     [tombstone] = sales.list_stages()
     assert tombstone.state is StageState.ABORTED and "its lease lapsed" in (tombstone.message or "")
+
+
+def forge(fake: FakeHms, key: str, state: str, location: str, **params: str) -> hms.Table:
+    """A staging table written straight into the metastore, as an attacker with HMS access would."""
+    tbl = hms.Table(
+        tableName=STAGE_TABLE_PREFIX + key, dbName="sales", owner="mallory", createTime=0, lastAccessTime=0,
+        retention=0, partitionKeys=[], tableType="MANAGED_TABLE", parameters={
+            "catalogd.stage.id": f"main.sales.{key}", "catalogd.stage.target": "daily",
+            "catalogd.stage.purpose": "REPLACE", "catalogd.stage.state": state,
+            "catalogd.stage.lease-deadline": "0", "catalogd.stage.delete-after": "0",
+            "catalogd.stage.commit-started": "0", "catalogd.stage.old-location": location, **params},
+        sd=hms.StorageDescriptor(cols=[hms.FieldSchema("id", "bigint", None)], location=location,
+                                 serdeInfo=hms.SerDeInfo(parameters={})),
+    )
+    fake.create_table(tbl)
+    return tbl
+
+
+def test_forged_stages_are_left_alone_and_refused(sales: HiveCatalog, fake: FakeHms,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    victim = "file:/srv/precious"
+    keys = {"OPEN": "0000000000000001", "ABORTED": "0000000000000002", "COMMITTING": "0000000000000003",
+            "RETIRING": "0000000000000004"}
+    for state, key in keys.items():
+        forge(fake, key, state, victim)
+    # One signed with another daemon's key is no better.
+    other = forge(fake, "0000000000000005", "OPEN", victim)
+    other.parameters[SIGNATURE] = stage_signature(b"another key", "sales", other.tableName, victim, other.parameters)
+    for _ in range(3):
+        assert sales.janitor_pass(startup=True) == 0
+    assert len([k for k in fake.tables if k[1].startswith(STAGE_TABLE_PREFIX)]) == 5
+    warnings = [r.getMessage() for r in caplog.records if "leaves it and its files alone" in r.getMessage()]
+    assert len(warnings) == 5, warnings  # once per table, not once per pass
+    for key in [*keys.values(), "0000000000000005"]:
+        for call in (sales.commit_stage, sales.abort_stage, sales.heartbeat_stage):
+            with pytest.raises(PermissionDeniedError, match="not created by this catalogd"):
+                call("sales", key)
+        assert "not created by this catalogd" in (sales.get_stage("sales", key).message or "")
+    assert all("not created by this catalogd" in (s.message or "") for s in sales.list_stages())
+    # Dropping a table of that name does not purge a forged RETIRING stage either.
+    sales.create_table(table("daily"))
+    sales.drop_table("sales", "daily")
+    assert ("sales", STAGE_TABLE_PREFIX + keys["RETIRING"]) in fake.tables
+
+
+def test_a_stage_location_changed_behind_catalogds_back_is_refused(sales: HiveCatalog, fake: FakeHms) -> None:
+    stage = sales.begin_stage(request())
+    fake.tables[("sales", stage.staging_table)].sd.location = "file:/srv/precious"
+    with pytest.raises(PermissionDeniedError):
+        sales.abort_stage("sales", key_of(stage.id), writer_stopped=True)
+    assert ("sales", stage.staging_table) in fake.tables
+
+
+def test_at_most_max_retired_versions_are_kept(fake: FakeHms) -> None:
+    def stager(session: HiveSession) -> HiveStager:
+        return HiveStager(session, lease=60, retention=3600, committer="test", secret=SECRET, max_retired=2)
+
+    cat = HiveCatalog("main", uris=[("127.0.0.1", 9083)], stages=stager)
+    cat.session.attach(fake)  # type: ignore[arg-type]
+    cat.create_database(Database("sales"))
+    locations = [cat.create_table(table("daily")).location]
+    for _ in range(4):
+        stage = cat.begin_stage(request(StagePurpose.REPLACE))
+        cat.commit_stage("sales", key_of(stage.id))
+        locations.append(cat.get_table("sales", "daily").location)
+    # Four replaced versions, the two newest kept.
+    assert sorted(s.location for s in cat.list_stages()) == sorted(locations[2:4])
+
+
+def test_leases_are_capped(sales: HiveCatalog) -> None:
+    long = request()
+    long.lease = 3601
+    with pytest.raises(InvalidArgumentError, match=re.escape("staging.max-lease (1 h)")):
+        sales.begin_stage(long)
+    assert sales.list_stages() == []
+    stage = sales.begin_stage(request())
+    with pytest.raises(InvalidArgumentError, match="max-lease"):
+        sales.heartbeat_stage("sales", key_of(stage.id), 1e13)
+    assert sales.heartbeat_stage("sales", key_of(stage.id), 3600).state is StageState.OPEN
 
 
 def test_reserved_stage_properties_are_refused(sales: HiveCatalog) -> None:

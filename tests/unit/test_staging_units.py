@@ -108,3 +108,80 @@ def test_partition_and_statistics_wire():
                   statistics=Statistics(row_count=7))
     assert wire.table_from_thrift(wire.table_to_thrift(table)).statistics == Statistics(row_count=7)
     assert not Statistics().known and Statistics(file_count=0).known
+
+
+# ---------------------------------------------------------------- stage signatures (issue 11)
+
+def _signed_table(secret: bytes, location: str = "file:/wh/db.db/__catalogd_stage_0123456789abcdef"):
+    from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+    from catalogd.catalog.hive_staging import SIGNATURE, stage_signature
+
+    params = {"catalogd.stage.id": "main.db.0123456789abcdef", "catalogd.stage.state": "OPEN",
+              "catalogd.stage.target": "t", "spark.sql.statistics.numRows": "3"}
+    tbl = hms.Table(tableName="__catalogd_stage_0123456789abcdef", dbName="db", parameters=params,
+                    sd=hms.StorageDescriptor(location=location))
+    params[SIGNATURE] = stage_signature(secret, "db", tbl.tableName, location, params)
+    return tbl
+
+
+def test_a_signature_covers_the_stage_parameters_name_and_location():
+    from catalogd.catalog.hive_staging import SIGNATURE, is_signed
+
+    secret = b"k" * 32
+    assert is_signed(secret, _signed_table(secret))
+    assert not is_signed(b"another key", _signed_table(secret))
+    for change in ("catalogd.stage.state", "catalogd.stage.target", "catalogd.stage.id"):
+        tbl = _signed_table(secret)
+        tbl.parameters[change] = "x"
+        assert not is_signed(secret, tbl), change
+    tbl = _signed_table(secret)
+    tbl.parameters["catalogd.stage.old-location"] = "file:/srv/precious"  # a parameter added
+    assert not is_signed(secret, tbl)
+    tbl = _signed_table(secret)
+    tbl.sd.location = "file:/srv/precious"
+    assert not is_signed(secret, tbl)
+    tbl = _signed_table(secret)
+    tbl.tableName = "__catalogd_stage_fedcba9876543210"  # copied onto another table
+    assert not is_signed(secret, tbl)
+    tbl = _signed_table(secret)
+    del tbl.parameters[SIGNATURE]
+    assert not is_signed(secret, tbl)
+    # What is not catalogd's may change: Spark's statistics, the spelling of the same location.
+    tbl = _signed_table(secret)
+    tbl.parameters["spark.sql.statistics.numRows"] = "4"
+    tbl.sd.location = "file:///wh/db.db/__catalogd_stage_0123456789abcdef/"
+    assert is_signed(secret, tbl)
+
+
+def test_the_stage_key_is_made_once_and_kept_private(tmp_path):
+    import stat
+
+    from catalogd.keys import load_key
+
+    first = load_key(tmp_path, "stage.key")
+    assert len(first) == 64 and load_key(tmp_path, "stage.key") == first
+    secrets_dir = tmp_path / "secrets"
+    assert stat.S_IMODE(secrets_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((secrets_dir / "stage.key").stat().st_mode) == 0o600
+    assert [p.name for p in secrets_dir.iterdir()] == ["stage.key"]
+    # Opened up by someone: closed again, same key.
+    os.chmod(secrets_dir / "stage.key", 0o644)
+    os.chmod(secrets_dir, 0o755)
+    assert load_key(tmp_path, "stage.key") == first
+    assert stat.S_IMODE((secrets_dir / "stage.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE(secrets_dir.stat().st_mode) == 0o700
+
+
+def test_a_bad_stage_key_file_is_a_config_error(tmp_path):
+    from catalogd.errors import ConfigError
+    from catalogd.keys import load_key
+
+    (tmp_path / "secrets").mkdir(mode=0o700)
+    (tmp_path / "secrets" / "stage.key").write_text("short\n")
+    with pytest.raises(ConfigError, match="too short"):
+        load_key(tmp_path, "stage.key")
+    (tmp_path / "secrets" / "stage.key").unlink()
+    (tmp_path / "secrets" / "stage.key").mkdir()
+    with pytest.raises(ConfigError, match=r"stage\.key"):
+        load_key(tmp_path, "stage.key")

@@ -1159,6 +1159,8 @@ class Client(Iface):
             raise result.unsupported
         if result.internal is not None:
             raise result.internal
+        if result.conflict is not None:
+            raise result.conflict
         raise TApplicationException(TApplicationException.MISSING_RESULT, "beginStage failed: unknown result")
 
     def heartbeatStage(self, stageId, leaseMillis):
@@ -1203,6 +1205,10 @@ class Client(Iface):
             raise result.conflict
         if result.internal is not None:
             raise result.internal
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
         raise TApplicationException(TApplicationException.MISSING_RESULT, "heartbeatStage failed: unknown result")
 
     def commitStage(self, stageId):
@@ -1297,6 +1303,8 @@ class Client(Iface):
             raise result.conflict
         if result.internal is not None:
             raise result.internal
+        if result.unsupported is not None:
+            raise result.unsupported
         raise TApplicationException(TApplicationException.MISSING_RESULT, "abortStage failed: unknown result")
 
     def getStage(self, stageId):
@@ -1337,6 +1345,10 @@ class Client(Iface):
             raise result.unavailable
         if result.internal is not None:
             raise result.internal
+        if result.denied is not None:
+            raise result.denied
+        if result.unsupported is not None:
+            raise result.unsupported
         raise TApplicationException(TApplicationException.MISSING_RESULT, "getStage failed: unknown result")
 
     def listStages(self, catalog):
@@ -1379,6 +1391,8 @@ class Client(Iface):
             raise result.unsupported
         if result.internal is not None:
             raise result.internal
+        if result.denied is not None:
+            raise result.denied
         raise TApplicationException(TApplicationException.MISSING_RESULT, "listStages failed: unknown result")
 
     def listPartitions(self, path, filter):
@@ -3322,6 +3336,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except Conflict as conflict:
+            msg_type = TMessageType.REPLY
+            result.conflict = conflict
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -3360,6 +3377,12 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -3448,6 +3471,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -3483,6 +3509,12 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except Unsupported as unsupported:
+            msg_type = TMessageType.REPLY
+            result.unsupported = unsupported
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -3521,6 +3553,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -7744,11 +7779,12 @@ class beginStage_result(object):
      - denied
      - unsupported
      - internal
+     - conflict
 
     """
 
 
-    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None, conflict=None,):
         self.success = success
         self.notFound = notFound
         self.exists = exists
@@ -7757,6 +7793,7 @@ class beginStage_result(object):
         self.denied = denied
         self.unsupported = unsupported
         self.internal = internal
+        self.conflict = conflict
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -7808,6 +7845,11 @@ class beginStage_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRUCT:
+                    self.conflict = Conflict.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -7850,6 +7892,10 @@ class beginStage_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 7)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.conflict is not None:
+            oprot.writeFieldBegin('conflict', TType.STRUCT, 8)
+            self.conflict.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -7876,6 +7922,7 @@ beginStage_result.thrift_spec = (
     (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
     (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
     (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+    (8, TType.STRUCT, 'conflict', [Conflict, None], None, ),  # 8
 )
 
 
@@ -7962,17 +8009,21 @@ class heartbeatStage_result(object):
      - unavailable
      - conflict
      - internal
+     - denied
+     - unsupported
 
     """
 
 
-    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, conflict=None, internal=None,):
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, conflict=None, internal=None, denied=None, unsupported=None,):
         self.success = success
         self.notFound = notFound
         self.invalid = invalid
         self.unavailable = unavailable
         self.conflict = conflict
         self.internal = internal
+        self.denied = denied
+        self.unsupported = unsupported
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -8014,6 +8065,16 @@ class heartbeatStage_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -8048,6 +8109,14 @@ class heartbeatStage_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 5)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 6)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 7)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -8072,6 +8141,8 @@ heartbeatStage_result.thrift_spec = (
     (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
     (4, TType.STRUCT, 'conflict', [Conflict, None], None, ),  # 4
     (5, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 5
+    (6, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 6
+    (7, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 7
 )
 
 
@@ -8379,11 +8450,12 @@ class abortStage_result(object):
      - denied
      - conflict
      - internal
+     - unsupported
 
     """
 
 
-    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, conflict=None, internal=None,):
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, denied=None, conflict=None, internal=None, unsupported=None,):
         self.success = success
         self.notFound = notFound
         self.invalid = invalid
@@ -8391,6 +8463,7 @@ class abortStage_result(object):
         self.denied = denied
         self.conflict = conflict
         self.internal = internal
+        self.unsupported = unsupported
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -8437,6 +8510,11 @@ class abortStage_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -8475,6 +8553,10 @@ class abortStage_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 6)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 7)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -8500,6 +8582,7 @@ abortStage_result.thrift_spec = (
     (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
     (5, TType.STRUCT, 'conflict', [Conflict, None], None, ),  # 5
     (6, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 6
+    (7, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 7
 )
 
 
@@ -8573,16 +8656,20 @@ class getStage_result(object):
      - invalid
      - unavailable
      - internal
+     - denied
+     - unsupported
 
     """
 
 
-    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, internal=None,):
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, internal=None, denied=None, unsupported=None,):
         self.success = success
         self.notFound = notFound
         self.invalid = invalid
         self.unavailable = unavailable
         self.internal = internal
+        self.denied = denied
+        self.unsupported = unsupported
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -8619,6 +8706,16 @@ class getStage_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.unsupported = Unsupported.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -8649,6 +8746,14 @@ class getStage_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 4)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 5)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.unsupported is not None:
+            oprot.writeFieldBegin('unsupported', TType.STRUCT, 6)
+            self.unsupported.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -8672,6 +8777,8 @@ getStage_result.thrift_spec = (
     (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
     (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
     (4, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 4
+    (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
+    (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
 )
 
 
@@ -8746,17 +8853,19 @@ class listStages_result(object):
      - unavailable
      - unsupported
      - internal
+     - denied
 
     """
 
 
-    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, unsupported=None, internal=None,):
+    def __init__(self, success=None, notFound=None, invalid=None, unavailable=None, unsupported=None, internal=None, denied=None,):
         self.success = success
         self.notFound = notFound
         self.invalid = invalid
         self.unavailable = unavailable
         self.unsupported = unsupported
         self.internal = internal
+        self.denied = denied
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -8803,6 +8912,11 @@ class listStages_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -8840,6 +8954,10 @@ class listStages_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 5)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 6)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -8864,6 +8982,7 @@ listStages_result.thrift_spec = (
     (3, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 3
     (4, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 4
     (5, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 5
+    (6, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 6
 )
 
 
