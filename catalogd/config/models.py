@@ -342,7 +342,7 @@ class StagingConfig(_Model):
     )
     #: At most this many replaced versions are kept per table; a commit past it deletes
     #: the oldest before its retention is over (bounds the storage of busy tables).
-    max_retired_versions: PositiveInt = Field(default=3, alias="max-retired-versions")
+    max_retired_versions: PositiveInt = Field(default=10, alias="max-retired-versions")
     #: The key that signs stages (HMAC), so that catalogd acts only on stages it created.
     #: Unset: a key generated once into <data-dir>/secrets/stage.key. Daemons sharing a
     #: metastore must share it.

@@ -58,7 +58,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
                 "connection": {"hive.metastore.uris": f"thrift://127.0.0.1:{metastore_port}"},
             },
         ],
-        extra={"staging": {"secret": SESSION_STAGE_SECRET}},
+        extra={"staging": {"secret": SESSION_STAGE_SECRET, "max-retired-versions": 3}},
     )
     proc = start_daemon(config_path, data_dir, root / "catalogd.log")
     yield proc

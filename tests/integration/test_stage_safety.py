@@ -231,7 +231,7 @@ def test_stage_rpcs_on_a_read_only_catalog_are_permission_denied(client, main_db
 # ---------------------------------------------------------------- retired versions
 
 def test_at_most_max_retired_versions_are_kept_per_table(client, main_db):
-    """Five REPLACEs in a row (session daemon: retention 10 min, at most 3 versions): the three newest
+    """Five REPLACEs in a row (session daemon: retention 10 min, max-retired-versions 3): the three newest
     replaced versions are kept for readers, the older two deleted at once, the rest on drop."""
     target = f"{main_db}.t"
     database = main_db.split(".", 1)[1]

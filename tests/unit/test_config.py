@@ -50,7 +50,7 @@ def test_defaults_of_a_minimal_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert config.staging.janitor_interval == td(seconds=10)
     # Long enough for long queries; storage bounded by max-retired-versions (issue 11).
     assert config.staging.replaced_data_retention == td(minutes=10)
-    assert config.staging.max_retired_versions == 3 and config.staging.max_lease == td(hours=1)
+    assert config.staging.max_retired_versions == 10 and config.staging.max_lease == td(hours=1)
     assert config.staging.secret is None
     assert config.catalogs[0].atomic_writes is True
     assert config.source == "<string>"
