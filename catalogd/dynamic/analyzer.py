@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +27,14 @@ from catalogd.model import Column
 logger = logging.getLogger(__name__)
 
 _START_TIMEOUT = 180.0
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the helper and its Spark JVM: it leads its own process group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # gone already, or not a group leader
+        proc.kill()
 
 
 class Analyzer:
@@ -69,7 +78,7 @@ class Analyzer:
             if not ready.get("ready"):
                 raise InternalError(f"the Spark analyzer helper did not start: {ready.get('error', 'no answer')}")
         except BaseException:
-            proc.kill()
+            _kill(proc)
             proc.wait()
             raise
         finally:
@@ -145,7 +154,7 @@ class Analyzer:
     def close_locked(self) -> None:
         if self._proc is not None:
             if self._proc.poll() is None:
-                self._proc.kill()
+                _kill(self._proc)
             self._proc.wait()
             self._proc = None
 
@@ -154,7 +163,7 @@ class Analyzer:
         self._closed = True
         starting = self._starting
         if starting is not None and starting.poll() is None:
-            starting.kill()  # its start then fails at once and lets go of the lock
+            _kill(starting)  # its start then fails at once and lets go of the lock
         with self._lock:
             self.close_locked()
 
