@@ -283,6 +283,10 @@ class DynamicTablesConfig(_Model):
     #: Run the schedules and jobs of dynamic tables on this daemon. Turn it off on all
     #: but one daemon sharing a metastore (each would run every refresh).
     enabled: bool = True
+    #: Start the default catalog's Spark analyzer (it checks CREATE DYNAMIC TABLE queries)
+    #: in the background when the daemon starts, so the first create finds it warm; false:
+    #: on first use (saves a JVM when no dynamic table is created).
+    warm_analyzer: bool = Field(default=True, alias="warm-analyzer")
     #: The zone of cron fire times and of schedule times given without an offset.
     time_zone: str = Field(default="UTC", alias="time-zone")
     #: Batch refresh jobs running at once; more wait (PENDING).

@@ -2,9 +2,10 @@
 and derives its schema without running it.
 
 The daemon side (``Analyzer``) starts ``python -m catalogd.dynamic.analyzer`` once per
-catalog, on first use, and talks to it in JSON lines. The helper keeps one local
-SparkSession on the catalog's metastore, so a check costs milliseconds, not the
-seconds a JVM takes to start. A helper that dies is started again on the next call.
+catalog, on first use or in the background when the daemon starts (``warm``), and talks
+to it in JSON lines. The helper keeps one local SparkSession on the catalog's metastore,
+so a check costs milliseconds, not the seconds a JVM takes to start. A helper that dies
+(or never started) is started again on the next call.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from catalogd.errors import InternalError, InvalidArgumentError
@@ -26,33 +29,87 @@ logger = logging.getLogger(__name__)
 _START_TIMEOUT = 180.0
 
 
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the helper and its Spark JVM: it leads its own process group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # gone already, or not a group leader
+        proc.kill()
+
+
 class Analyzer:
     """The daemon's handle on one helper process.
 
     Args:
         spark_conf: the session's settings (metastore URI, warehouse, ``spark.conf``).
+        name: the catalog, for the log.
+        command: the helper's command line (tests start a stand-in).
     """
 
-    def __init__(self, spark_conf: dict[str, str]) -> None:
+    def __init__(self, spark_conf: dict[str, str], name: str = "", command: Sequence[str] | None = None) -> None:
         self.spark_conf = dict(spark_conf)
+        self.name = name
+        self.command = list(command or [sys.executable, "-m", "catalogd.dynamic.analyzer"])
+        #: Held for a whole start or request: one conversation with the helper at a time.
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
+        #: The helper being started (under ``_lock``), so that ``close`` can kill it without
+        #: waiting for its start to end.
+        self._starting: subprocess.Popen[str] | None = None
+        self._closed = False
 
     def _start(self) -> subprocess.Popen[str]:
-        args = [sys.executable, "-m", "catalogd.dynamic.analyzer"]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        logger.info("starting the Spark analyzer helper")
-        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                text=True, env=env, start_new_session=True)
-        assert proc.stdin is not None
-        # The settings go through the pipe: the command line is visible to every user.
-        proc.stdin.write(json.dumps(self.spark_conf) + "\n")
-        proc.stdin.flush()
-        ready = self._read(proc, _START_TIMEOUT)
-        if not ready.get("ready"):
-            proc.kill()
-            raise InternalError(f"the Spark analyzer helper did not start: {ready.get('error', 'no answer')}")
+        logger.info("starting the Spark analyzer helper%s", f" of catalog {self.name}" if self.name else "")
+        proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True)
+        self._starting = proc
+        try:
+            if self._closed:  # close() ran before the helper could be seen
+                raise InternalError("the Spark analyzer helper was closed while it started")
+            assert proc.stdin is not None
+            try:
+                # The settings go through the pipe: the command line is visible to every user.
+                proc.stdin.write(json.dumps(self.spark_conf) + "\n")
+                proc.stdin.flush()
+            except OSError:
+                pass  # it died at once: reported below as no answer
+            ready = self._read(proc, _START_TIMEOUT)
+            if not ready.get("ready"):
+                raise InternalError(f"the Spark analyzer helper did not start: {ready.get('error', 'no answer')}")
+        except BaseException:
+            _kill(proc)
+            proc.wait()
+            raise
+        finally:
+            self._starting = None
         return proc
+
+    def warm(self) -> threading.Thread:
+        """Start the helper in a background thread, so that the first query finds it warm.
+
+        A request meanwhile waits for that start instead of starting a second helper. A
+        failed start is logged once; the next request starts the helper again.
+        """
+        thread = threading.Thread(target=self._warm, name=f"analyzer-warm-{self.name}", daemon=True)
+        thread.start()
+        return thread
+
+    def _warm(self) -> None:
+        began = time.monotonic()
+        with self._lock:
+            if self._closed or (self._proc is not None and self._proc.poll() is None):
+                return
+            try:
+                self._proc = self._start()
+            except Exception as e:  # the first create starts it on demand and reports its failure
+                if not self._closed:
+                    logger.warning("the Spark analyzer helper%s did not start in the background (the first "
+                                   "CREATE DYNAMIC TABLE starts it again): %s",
+                                   f" of catalog {self.name}" if self.name else "", e)
+                return
+        logger.info("the Spark analyzer helper%s is ready (%.1f s)",
+                    f" of catalog {self.name}" if self.name else "", time.monotonic() - began)
 
     @staticmethod
     def _read(proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
@@ -73,6 +130,8 @@ class Analyzer:
             InternalError: the helper failed.
         """
         with self._lock:
+            if self._closed:
+                raise InternalError("the Spark analyzer helper is closed (the daemon is stopping)")
             for attempt in (1, 2):
                 if self._proc is None or self._proc.poll() is not None:
                     self._proc = self._start()
@@ -95,17 +154,22 @@ class Analyzer:
     def close_locked(self) -> None:
         if self._proc is not None:
             if self._proc.poll() is None:
-                self._proc.kill()
+                _kill(self._proc)
             self._proc.wait()
             self._proc = None
 
     def close(self) -> None:
+        """Stop the helper, also one still starting (``warm``); later requests are refused."""
+        self._closed = True
+        starting = self._starting
+        if starting is not None and starting.poll() is None:
+            _kill(starting)  # its start then fails at once and lets go of the lock
         with self._lock:
             self.close_locked()
 
 
 class Analyzers:
-    """One ``Analyzer`` per catalog, started on first use."""
+    """One ``Analyzer`` per catalog, started on first use (or warmed at start)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -116,7 +180,7 @@ class Analyzers:
         with self._lock:
             analyzer = self._by_catalog.get(catalog)
             if analyzer is None:
-                analyzer = self._by_catalog[catalog] = Analyzer(spark_conf())
+                analyzer = self._by_catalog[catalog] = Analyzer(spark_conf(), name=catalog)
             return analyzer
 
     def release(self, catalog: str) -> None:
@@ -135,6 +199,19 @@ class Analyzers:
 
 # ---------------------------------------------------------------- the helper process
 
+def _warm_up(spark: Any) -> None:
+    """Pay before "ready" what the first query would: the Hive client's start (about 10 s
+    on a busy 2-core machine), the analyzer's first aggregate, a metastore table lookup."""
+    try:
+        spark.sql("SHOW DATABASES").collect()
+        spark.range(1).createOrReplaceTempView("catalogd_warm_up")
+        _ = spark.sql("SELECT id, count(*) AS n, sum(id * 1.5) AS s FROM catalogd_warm_up GROUP BY id").schema
+        spark.catalog.dropTempView("catalogd_warm_up")
+        spark.catalog.tableExists("default.catalogd_warm_up")
+    except Exception:  # a metastore problem shows again, and is reported, with the first query
+        pass
+
+
 def _serve(conf: dict[str, str], out: IO[str]) -> None:
     from pyspark.sql import SparkSession
 
@@ -145,6 +222,7 @@ def _serve(conf: dict[str, str], out: IO[str]) -> None:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _warm_up(spark)
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
     for line in sys.stdin:

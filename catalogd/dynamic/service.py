@@ -112,8 +112,13 @@ class DynamicTables:
         logger.info("dynamic tables: %d loaded", len(self._registry))
 
     def sync(self) -> None:
-        """Drive the dynamic tables of every hive catalog (see ``Loader.sync``)."""
+        """Drive the dynamic tables of every hive catalog (see ``Loader.sync``); start the
+        default catalog's analyzer in the background (``dynamic-tables.warm-analyzer``), also
+        after a reload replaced it."""
         self._loader.sync()
+        if self.config.dynamic_tables.enabled and self.config.dynamic_tables.warm_analyzer \
+                and not self._stopping.is_set():
+            self._tables.warm_analyzer()
         self._warn_retention()
 
     def _warn_retention(self) -> None:

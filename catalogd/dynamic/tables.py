@@ -115,6 +115,19 @@ class TableOperations:
             raise TableNotFoundError(f"{catalog.name}.{database}.{name} is a table, not a dynamic table")
         return table, params
 
+    def warm_analyzer(self) -> None:
+        """Start the default catalog's Spark analyzer in the background (a JVM start that
+        the first create would otherwise wait for); only a writable hive catalog gets one."""
+        try:
+            info = self.manager.catalog_info()
+            catalog = self.manager.catalog(info.name)
+        except CatalogError as e:
+            logger.warning("the Spark analyzer is not started in the background: %s", e)
+            return
+        if info.type != "hive" or info.read_only:
+            return
+        self.analyzers.get(catalog.name, lambda: self.jobs.spark_conf(catalog)).warm()
+
     # ------------------------------------------------------------ create
 
     def create(self, spec: DynamicTableSpec, ignore_if_exists: bool = False) -> DynamicTable:

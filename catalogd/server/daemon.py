@@ -10,8 +10,11 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
+import sys
 import threading
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -23,7 +26,7 @@ from catalogd.errors import CatalogError, ConfigError, ConflictError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
-from catalogd.model import ReloadResult
+from catalogd.model import CatalogInfo, ReloadResult
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
@@ -52,6 +55,52 @@ def check_ports(config: Config) -> None:
                 for host, port, key in wanted if port and not port_free(host, port)]
     if problems:
         raise ConfigError("; ".join(problems))
+
+
+#: Where the CLI and ``CatalogClient`` look when no server is given.
+DEFAULT_SERVER = "localhost:9190"
+
+
+def _local(host: str) -> str:
+    """An address this machine reaches a server listening on ``host`` at."""
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+
+def next_steps(address: str, http_address: str, catalogs: list[CatalogInfo],
+               prefix: str | None = None, on_path: str | None = None) -> str:
+    """The line printed once the daemon is ready: how to reach it from the CLI, Spark and HTTP.
+
+    Args:
+        address: the Thrift ``host:port`` clients use.
+        http_address: the HTTP ``host:port``.
+        catalogs: the served catalogs (Spark is shown for the default one if it is a hive
+            catalog, else the first hive catalog).
+        prefix: the Python environment the daemon runs in (default ``sys.prefix``).
+        on_path: where ``catalogd`` is found on PATH (default: looked up).
+    """
+    prefix = sys.prefix if prefix is None else prefix
+    on_path = shutil.which("catalogd") if on_path is None else on_path
+    command = "catalogd"
+    if address not in (DEFAULT_SERVER, f"127.0.0.1:{DEFAULT_SERVER.split(':')[1]}"):
+        command += f" --server {address}"
+    activate = Path(prefix) / "bin" / "activate"
+    # `make run` starts the daemon from the venv without activating it: a second terminal
+    # needs the activation before `catalogd` is found.
+    own = Path(prefix) / "bin" / "catalogd"
+    if activate.is_file() and (not on_path or Path(on_path).resolve() != own.resolve()):
+        shown = activate
+        with contextlib.suppress(ValueError, OSError):
+            shown = activate.relative_to(Path.cwd())
+        cli = f". {shown}; {command} catalog list"
+    else:
+        cli = f"{command} catalog list"
+    parts = [f"CLI: {cli}"]
+    hive = [c for c in catalogs if c.type == "hive"]
+    spark = next((c for c in hive if c.default), hive[0] if hive else None)
+    if spark is not None:
+        parts.append(f"Spark conf: {command} spark-conf {spark.name}")
+    parts.append(f"HTTP: http://{http_address}/healthz")
+    return "catalogd is ready. " + "  |  ".join(parts)
 
 
 class Daemon:
@@ -111,14 +160,14 @@ class Daemon:
             __version__, server.host, self.thrift.port, server.host, self.http.port,
             ", ".join(sorted(self.manager.catalogs())), self.config.source,
         )
+        # Not a log record: the one line a new user needs next, without a logger's prefix.
+        print(next_steps(self._address(), f"{_local(server.host)}:{self.http.port}", self.manager.list_catalogs()),
+              file=sys.stderr, flush=True)
 
     def _address(self) -> str:
         """Where jobs reach this daemon's Thrift server."""
-        host = self.config.server.host
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
         port = self.thrift.port if self.thrift is not None else self.config.server.port
-        return f"{host}:{port}"
+        return f"{_local(self.config.server.host)}:{port}"
 
     def _write_state(self) -> None:
         assert self.thrift is not None and self.http is not None
