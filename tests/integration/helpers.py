@@ -72,6 +72,10 @@ def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs
     config = {
         "server": {"host": "127.0.0.1", "port": port, "http-port": http_port, "data-dir": str(data_dir)},
         "catalogs": catalogs,
+        # A test daemon starts no analyzer JVM it may not need (one Spark JVM less per daemon
+        # on a 2-core machine); a test that creates dynamic tables gets one on first use, or
+        # passes its own dynamic-tables section.
+        "dynamic-tables": {"warm-analyzer": False},
         **(extra or {}),
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
