@@ -6,7 +6,7 @@ embedded Hive Metastore and ``scratch`` in memory. ``--clients`` threads (32), e
 with its own connection, loop for ``--seconds``: get and list (reads), create and drop
 tables in their own database, and create and drop extra databases (DDL), three calls in
 four on ``main`` and one on ``scratch``. Meanwhile a fault thread takes turns to
-SIGKILL the metastore JVM and to SIGSTOP it for ``--stop-seconds`` then SIGCONT it,
+SIGSTOP the metastore JVM for ``--stop-seconds`` then SIGCONT it and to SIGKILL it,
 ``--fault-interval`` seconds apart, and after each fault probes ``main`` until a call
 succeeds again (or ``--recovery-timeout`` passes: then it says "not recovered within N s"
 but keeps probing: a late recovery is recorded and the faults go on; without one, no
@@ -305,7 +305,8 @@ class Faults(threading.Thread):
         try:
             if self.stop.wait(self.args.fault_interval / 2):
                 return
-            kinds = ["sigkill", "sigstop"]
+            # A stop first: without a supervisor a kill ends the faults (nothing left to stop).
+            kinds = ["sigstop", "sigkill"]
             n = 0
             while not self.stop.is_set() and not self.gone:
                 kind = kinds[n % 2]
