@@ -93,20 +93,25 @@ def _stat(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[1])
 
 
+def _matches(pid: int) -> bool:
+    try:
+        return METASTORE_CLASS.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def metastore_pid(daemon_pid: int) -> int | None:
-    """The live embedded metastore JVM that descends from the daemon (a restart brings a new one)."""
+    """The live embedded metastore JVM that descends from the daemon (a restart brings a new one).
+
+    The JVM forks helpers (Hadoop runs shell commands for group lookups) that carry its
+    command line until they exec: a match whose parent matches too is such a helper.
+    """
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if METASTORE_CLASS.encode() not in cmdline:
+        if not entry.name.isdigit() or not _matches(int(entry.name)):
             continue
         pid = int(entry.name)
         stat = _stat(pid)
-        if stat is None or stat[0] == "Z":
+        if stat is None or stat[0] == "Z" or _matches(stat[1]):
             continue
         ancestor, hops = stat[1], 0
         while ancestor > 1 and hops < 10:
