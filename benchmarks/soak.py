@@ -13,6 +13,9 @@ that started after it (SIGSTOP: after the SIGCONT) succeeds within ``--slow`` se
 waiting: a late recovery is recorded and the faults go on; without one, no further
 faults are injected, since there is nothing left to kill).
 
+A probe thread on a 33rd connection asks ``main`` every 0.2 s: it shows whether a new
+client is served while the 32 hold their connections (``probe`` in the JSON).
+
 Each client keeps a ledger of what it created and dropped successfully. A DDL call that
 failed may or may not have been applied (the metastore died after applying it), so its
 name is set aside as uncertain and looked up at the end instead (reported as
@@ -41,6 +44,8 @@ from __future__ import annotations
 import argparse
 import bisect
 import contextlib
+import dataclasses
+import json
 import os
 import platform
 import random
@@ -288,14 +293,38 @@ class Worker(threading.Thread):
 # ---------------------------------------------------------------- faults
 
 
+class Probe(threading.Thread):
+    """A 33rd connection asking main every 0.2 s: is a new client served while the clients hold theirs?"""
+
+    def __init__(self, address: str, timeout: float, stop: threading.Event, started: float) -> None:
+        super().__init__(name="soak-probe", daemon=True)
+        self.client = CatalogClient(address, timeout=timeout)
+        self.stop = stop
+        self.started = started
+        self.calls: list[Call] = []
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(0.2):
+                start = time.monotonic()
+                kind = None
+                try:
+                    self.client.get_database(f"{HIVE}.{PROBE_DB}")
+                except CatalogError as e:
+                    kind = kind_of(e)
+                self.calls.append(Call(HIVE, "probe", start - self.started, time.monotonic() - self.started, kind))
+        finally:
+            self.client.close()
+
+
 class Faults(threading.Thread):
     """SIGKILL and SIGSTOP/SIGCONT of the metastore in turn; after each, probe until main answers."""
 
     def __init__(self, daemon: Daemon, address: str, args: argparse.Namespace, stop: threading.Event,
-                 started: float, workers: list[Worker]) -> None:
+                 started: float, workers: list[Worker], probe: Probe) -> None:
         super().__init__(name="soak-faults", daemon=True)
         self.daemon_pid = daemon.process.pid if daemon.process else 0
-        self.probe = CatalogClient(address, timeout=args.client_timeout)
+        self.probe = probe
         self.workers = workers
         self.args = args
         self.stop = stop
@@ -328,7 +357,6 @@ class Faults(threading.Thread):
             self.crash = f"{type(e).__name__}: {e}"
         finally:
             self.thaw()
-            self.probe.close()
 
     def kill(self) -> None:
         pid = metastore_pid(self.daemon_pid)
@@ -369,23 +397,14 @@ class Faults(threading.Thread):
             self.stopped_pid = None
 
     def answers(self, since: float) -> bool:
-        """A call to main started at or after ``since`` succeeded within --slow: a client's or the probe's.
-
-        The clients' calls count too: on a loaded machine a lone probe may time out while
-        the clients are served again.
-        """
-        for worker in self.workers:
+        """A call to main started at or after ``since`` succeeded within --slow: a client's or the probe's."""
+        for worker in [*self.workers, self.probe]:
             for call in reversed(worker.calls[-50:]):
                 if call.start < since:
                     break
                 if call.catalog == HIVE and call.kind is None and call.seconds <= self.args.slow:
                     return True
-        start = self.now()
-        try:
-            self.probe.get_database(f"{HIVE}.{PROBE_DB}")
-        except CatalogError:
-            return False
-        return self.now() - start <= self.args.slow
+        return False
 
     def wait_recovered(self, since: float, event: dict[str, Any]) -> bool:
         """Probe main until a call succeeds; the recovery time counts from ``since``.
@@ -459,8 +478,11 @@ def latency(calls: list[Call]) -> dict[str, float]:
 
 
 def calls_in(calls: list[Call], catalog: str, start: float, stop: float, slow: float) -> dict[str, Any]:
-    """What happened to the calls to ``catalog`` that started within [start, stop]."""
-    inside = [c for c in calls if c.catalog == catalog and start <= c.start <= stop]
+    """What happened to the calls to ``catalog`` in flight at ``start`` or started up to ``stop``.
+
+    (All clients may be blocked in calls started just before a SIGSTOP: those count.)
+    """
+    inside = [c for c in calls if c.catalog == catalog and c.end >= start and c.start <= stop]
     failed = [c for c in inside if c.kind is not None and c.kind not in LOGICAL_KINDS]
     return {
         "calls": len(inside),
@@ -556,8 +578,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for w in workers:
                 w.started = started
                 w.start()
+            probe = Probe(address, args.client_timeout, stop, started)
+            probe.start()
             if not args.no_faults:
-                faults = Faults(daemon, address, args, stop, started, workers)
+                faults = Faults(daemon, address, args, stop, started, workers, probe)
                 faults.start()
             rss_peak = rss_start or 0.0
             while time.monotonic() - started < args.seconds:
@@ -566,10 +590,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             stop.set()
             for w in workers:
                 w.join(args.client_timeout + 10)
+            probe.join(2 * args.client_timeout + 10)
             if faults is not None:
                 faults.join(args.recovery_timeout + args.stop_seconds + 10)
             end = time.monotonic() - started
             calls = [c for w in workers for c in w.calls]
+            if args.calls_output:
+                with open(args.calls_output, "w") as f:
+                    for w in workers:
+                        for c in w.calls:
+                            f.write(json.dumps({"client": w.n, **dataclasses.asdict(c)}) + "\n")
 
             # The ledger check needs the catalogs answering; memory first (a restart empties it).
             restarted = False
@@ -631,6 +661,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "catalogs": per_catalog,
                 "longest_unavailability_s": {c: per_catalog[c]["unavailability"]["longest_s"] for c in per_catalog},
                 "faults": events,
+                "probe": {
+                    "what": "a 33rd connection calling get_database on main every 0.2 s",
+                    "calls": len(probe.calls),
+                    "ok": sum(1 for c in probe.calls if c.kind is None),
+                    "errors_by_kind": dict(sorted(Counter(c.kind for c in probe.calls if c.kind).items())),
+                    "latency": latency(probe.calls),
+                },
                 "recovery_s": {
                     "after_sigkill": [e["recovery_s"] for e in kills],
                     "after_sigcont": [e["recovery_s"] for e in stops],
@@ -675,6 +712,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-faults", action="store_true", help="a baseline: the same load, no faults")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
+    parser.add_argument("--calls-output", type=Path, default=None,
+                        help="write every call (client, catalog, op, start, end, error kind) as JSON lines")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.clients < 1 or args.stop_seconds <= 0 or args.recovery_timeout <= 0:
         parser.error("--seconds, --clients, --stop-seconds and --recovery-timeout must be positive")
