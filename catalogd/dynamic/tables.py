@@ -16,6 +16,7 @@ from catalogd.dynamic.analyzer import Analyzers
 from catalogd.dynamic.driver import Driver, initialize_option
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.freshness import Freshness, cron_expression, derive_mode, parse_freshness
+from catalogd.dynamic.jobconf import check_request_settings
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.loader import Loader
 from catalogd.dynamic.partitions import parse_formatters, parse_schedule_time
@@ -48,21 +49,6 @@ from catalogd.model import (
 from catalogd.names import ObjectPath, parse_object
 
 logger = logging.getLogger(__name__)
-
-#: Spark settings a refresh request may give (resources and SQL tuning). Anything that
-#: loads code or points the job elsewhere (spark.jars, extensions, extraJavaOptions, the
-#: metastore) belongs in the daemon's own config: the REST port has no authentication.
-JOB_SETTINGS = ("spark.executor.", "spark.driver.memory", "spark.driver.cores", "spark.cores.max",
-                "spark.default.parallelism", "spark.dynamicAllocation.", "spark.memory.", "spark.task.cpus",
-                "spark.sql.")
-_JOB_SETTINGS_REFUSED = ("spark.sql.catalog", "spark.sql.extensions", "spark.sql.warehouse.dir",
-                         "spark.sql.hive.metastore", "spark.executor.extraJavaOptions",
-                         "spark.executor.extraClassPath", "spark.executor.extraLibraryPath")
-
-
-def job_setting_allowed(key: str) -> bool:
-    return key.startswith(JOB_SETTINGS) and not key.startswith(_JOB_SETTINGS_REFUSED)
-
 
 class TableOperations:
     """Each operation checks its input, changes HMS, then what drives the table."""
@@ -404,7 +390,7 @@ class TableOperations:
             tables: dynamic table names (``cat.db.dt``; shorter forms use the defaults).
             schedule_time: the run's logical time; with date formatters it picks the partition.
             partition: refresh exactly this partition (instead of the schedule time's).
-            configuration: extra Spark settings for the job.
+            configuration: extra Spark settings for the job (jobconf.REQUEST_SETTINGS keys only).
 
         Raises:
             InvalidArgumentError: bad names, time or partition; nothing started.
@@ -413,12 +399,7 @@ class TableOperations:
         if not tables:
             raise InvalidArgumentError("name at least one dynamic table to refresh")
         when: datetime.datetime | None = parse_schedule_time(schedule_time, self.tz) if schedule_time else None
-        conf = dict(configuration or {})
-        refused = sorted(k for k in conf if not job_setting_allowed(k))
-        if refused:
-            raise InvalidArgumentError(
-                f"configuration {refused} may not be set per request: allowed are {', '.join(JOB_SETTINGS)} "
-                "(except the catalog's own settings); put others in the daemon's spark.conf")
+        conf = check_request_settings(configuration or {})
         entries = []
         for text in tables:
             path = parse_object(text)

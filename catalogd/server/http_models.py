@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from catalogd import model
+from catalogd.dynamic.jobconf import REQUEST_SETTINGS
 from catalogd.errors import InvalidArgumentError
 from catalogd.model import TRIGGERS, RunStatus
 
@@ -42,8 +43,10 @@ class RefreshRequest(_Camel):
                                       description="dynamic-tables.time-zone unless it has an offset; with "
                                                   "partition.fields.<col>.date-formatter it picks the partition "
                                                   "format(scheduleTime - freshness)")
-    configuration: dict[str, str] | None = Field(default=None, description="extra Spark settings for the job "
-                                                 "(resources and SQL tuning only)")
+    configuration: dict[str, str] | None = Field(
+        default=None, examples=[{"spark.executor.memory": "4g", "spark.sql.shuffle.partitions": "64"}],
+        description="extra Spark settings for the job: resources and SQL tuning only; any other key is a 400 "
+                    "naming it. Allowed: " + ", ".join(sorted(REQUEST_SETTINGS)))
     partition: dict[str, str] | None = Field(default=None, examples=[{"ds": "2024-03-01"}],
                                              description="refresh exactly this partition")
 

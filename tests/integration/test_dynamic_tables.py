@@ -524,6 +524,36 @@ def test_rest_errors_and_openapi(dtd: DtDaemon, dt_db: str) -> None:
     connection.close()
 
 
+def test_a_refresh_setting_outside_the_allowlist_is_refused_by_name_and_runs_nothing(
+        dtd: DtDaemon, dc: CatalogClient, dt_db: str, orders: str, unique_name: Callable[[str], str]) -> None:
+    name = f"main.{dt_db}.tuned"
+    dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {orders} GROUP BY ds", "1 day",
+                            options={"initialize": "on_schedule"})
+    # A marker in every refused value: had any reached a job, it would be in a properties file.
+    marker = unique_name("refused")
+    # Each key was let through by the old prefix check (spark.executor.*, spark.sql.*): they
+    # load code or decide where data is committed.
+    for key in ("spark.executor.plugins", "spark.sql.queryExecutionListeners",
+                "spark.sql.streaming.streamingQueryListeners", "spark.sql.sources.commitProtocolClass",
+                "spark.executor.resource.gpu.discoveryScript", "spark.sql.streaming.checkpointLocation"):
+        status, body = rest(dtd, "POST", "/v3/dynamic-tables/refresh",
+                            {"tables": [name], "configuration": {"spark.executor.memory": "512m", key: marker}})
+        assert status == 400, body
+        assert body["error"]["kind"] == "invalid-argument" and f"key {key} may not be set" in body["error"]["message"]
+    # The same check on the Thrift path (dt refresh --conf).
+    refused = cli(dtd, "dt", "refresh", name, "--conf", "spark.sql.shuffle.partitions=4",
+                  "--conf", f"spark.executor.plugins={marker}")
+    assert refused.code == 1, refused
+    # Only the refused key is named as refused; the allowed one beside it is not.
+    assert "invalid-argument" in refused.stderr and "key spark.executor.plugins may not be set" in refused.stderr
+
+    def nothing_ran() -> bool:
+        written = [p for p in (dtd.root / "data").rglob("*.properties") if marker in p.read_text(errors="replace")]
+        return not written and dc.dynamic_table_history(name) == [] and dc.get_dynamic_table(name).last_refresh is None
+
+    holds_for(nothing_ran, 3.0, "no refresh of the refused requests")
+
+
 def _group_alive(pgid: int) -> bool:
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

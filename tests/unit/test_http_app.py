@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from catalogd.dynamic.jobconf import REQUEST_SETTINGS
 from catalogd.errors import (
     CatalogError,
     ConflictError,
@@ -287,6 +288,9 @@ def test_openapi_is_generated_from_the_models(client: TestClient) -> None:
     request = schemas["RefreshRequest"]
     assert set(request["properties"]) == {"tables", "scheduleTime", "configuration", "partition"}
     assert request["required"] == ["tables"] and request["additionalProperties"] is False
+    # A REST client can read which settings a request may give.
+    configuration = request["properties"]["configuration"]["description"]
+    assert all(key in configuration for key in REQUEST_SETTINGS)
     assert set(schemas["Error"]["properties"]) == {"error"}
     assert "HTTPValidationError" not in schemas
     post_op = doc["paths"][REFRESH]["post"]
