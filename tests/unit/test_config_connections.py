@@ -5,16 +5,10 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from config_cases import ONE_MEMORY, SRC
 
 from catalogd.config import parse_config
 from catalogd.errors import ConfigError
-
-SRC = "conf/x.yaml"
-ONE_MEMORY = """
-catalogs:
-  - name: scratch
-    type: memory
-"""
 
 
 def test_defaults() -> None:

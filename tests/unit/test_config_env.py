@@ -3,24 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from config_cases import ONE_MEMORY, SRC, problems_of
 
 from catalogd.config import parse_config
-from catalogd.errors import ConfigError
-
-SRC = "conf/x.yaml"
-
-ONE_MEMORY = """
-catalogs:
-  - name: scratch
-    type: memory
-"""
-
-
-def problems_of(text: str) -> list[str]:
-    """The problems parse_config reports for ``text`` (failing the test if it is accepted)."""
-    with pytest.raises(ConfigError) as info:
-        parse_config(text, source=SRC)
-    return info.value.problems
 
 
 def test_env_variables_are_expanded(monkeypatch: pytest.MonkeyPatch) -> None:

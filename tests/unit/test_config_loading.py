@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-import datetime
 import os
 from pathlib import Path
 
 import pytest
+from config_cases import ONE_MEMORY, REPO, SRC, problems_of, td
 
-from catalogd.config import default_config_path, load_config, parse_config
+from catalogd.config import default_config_path, load_config
 from catalogd.config.loading import MAX_CONFIG_SIZE
 from catalogd.errors import ConfigError
-
-REPO = Path(__file__).resolve().parents[2]
-SRC = "conf/x.yaml"
-
-ONE_MEMORY = """
-catalogs:
-  - name: scratch
-    type: memory
-"""
-
-
-def problems_of(text: str) -> list[str]:
-    """The problems parse_config reports for ``text`` (failing the test if it is accepted)."""
-    with pytest.raises(ConfigError) as info:
-        parse_config(text, source=SRC)
-    return info.value.problems
-
-
-def td(**kwargs: float) -> datetime.timedelta:
-    return datetime.timedelta(**kwargs)
-
 
 # --------------------------------------------------------------------------- default files
 
