@@ -8,14 +8,18 @@ naming ``what``, in pyiceberg's style::
     with session.client(f"table {name}", TableNotFoundError) as c:
         tbl = c.get_table(database, table)
 
-The session also owns the metastore's lifecycle (an embedded one too) and the
-per-target locks that the catalog and its stager share. HMS Thrift types stop at
+The session also owns the metastore's lifecycle (an embedded one too), the
+per-object locks that the catalog and its stager share, and every decision to
+delete files: it creates tables only at allowed locations and drops tables,
+partitions and databases so that the metastore deletes a directory only when
+``catalogd.catalog.locations`` says catalogd may. HMS Thrift types stop at
 the ``catalogd.catalog.hive*`` modules; the pool, retries and failover are in
 ``catalogd.metastore.client``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -27,13 +31,23 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.base import is_stage_table
+from catalogd.catalog.locations import (
+    Location,
+    Occupant,
+    Roots,
+    claim_conflict,
+    deletion_blocker,
+)
 from catalogd.errors import (
     AlreadyExistsError,
     CatalogError,
     DatabaseNotEmptyError,
+    DatabaseNotFoundError,
     InvalidArgumentError,
     MetastoreUnavailableError,
     NotFoundError,
+    PartitionNotFoundError,
     PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -222,6 +236,9 @@ class HiveSession:
         uris: remote metastore addresses; empty when ``embedded`` is given.
         embedded: a metastore this session starts and stops itself.
         username: given to HMS (``set_ugi``) and made the owner of new objects.
+        allowed_locations: the catalog's ``allowed-locations``; None: its warehouse.
+        default_fs: (scheme, authority) of locations given as bare paths (``file`` for an
+            embedded metastore); None: bare paths are refused.
     """
 
     def __init__(
@@ -232,6 +249,8 @@ class HiveSession:
         username: str | None = None,
         connect_timeout: float = 5.0,
         socket_timeout: float = 60.0,
+        allowed_locations: list[str] | None = None,
+        default_fs: tuple[str, str] | None = None,
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
@@ -245,7 +264,16 @@ class HiveSession:
         self.pool: MetastoreClient | None = None
         self._api: HiveClient | None = None
         self._guard = threading.Lock()
-        self._target_locks: dict[tuple[str, str], threading.Lock] = {}
+        # Reentrant: a drop holds its table's lock while the stager purges that table's retired data.
+        self._target_locks: dict[tuple[str, str], threading.RLock] = {}
+        self.allowed_locations = allowed_locations
+        self.default_fs = default_fs
+        #: The warehouse URI, when the catalog knows it (else asked from HMS).
+        self.warehouse: str | None = None
+        self._roots: Roots | None = None
+        #: Held while a location is checked and claimed, and while a drop decides and deletes:
+        #: no directory is handed to a new object between a drop's check and its deletion.
+        self._files = threading.RLock()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -306,22 +334,147 @@ class HiveSession:
 
     @contextmanager
     def target_lock(self, database: str, target: str) -> Iterator[None]:
-        """Writes that read a table and write it back whole (commits, aborts, alters) run one at a
-        time per table in this daemon.
+        """DDL on one table (create, drop, rename, alter, partitions) and the commits and aborts
+        of its stages run one at a time in this daemon; ``target`` empty: DDL on the database.
 
         HMS 2.3 checks that a rename's destination is free and then moves the files
         in separate steps: two renames onto one name at once could both pass the check.
+        And it deletes a dropped table's directory after the drop: a table re-created
+        under the same name in between would lose its directory.
         """
         with self._guard:
-            lock = self._target_locks.setdefault((database, target), threading.Lock())
+            lock = self._target_locks.setdefault((database, target), threading.RLock())
         with lock:
             yield
 
+    # ------------------------------------------------------------ locations
+
+    def roots(self) -> Roots:
+        """The allowed roots: ``allowed-locations``, else the warehouse (asked from HMS when not known).
+
+        Raises:
+            InvalidArgumentError: an allowed location is not a location.
+        """
+        with self._guard:
+            if self._roots is not None:
+                return self._roots
+        warehouse = self.warehouse
+        if warehouse is None:
+            with self.client("get warehouse dir") as c:
+                warehouse = c.get_config_value("hive.metastore.warehouse.dir", "") or None
+        if warehouse and warehouse.startswith("/") and self.default_fs is None:
+            # A bare path: HMS qualified the default database's location (the warehouse
+            # root) with its file system; take that file system from there.
+            with self.client("database default") as c:
+                qualified = c.get_database("default").locationUri or ""
+            if qualified.rstrip("/").endswith(warehouse.rstrip("/")):
+                warehouse = qualified
+        self.warehouse = warehouse
+        uris = self.allowed_locations if self.allowed_locations is not None else [warehouse] if warehouse else []
+        roots = Roots(uris, self.default_fs)
+        if not roots.roots:
+            logger.warning("catalog %s: no allowed locations (no warehouse known): every explicit location is "
+                           "refused and drops delete no files", self.name)
+        with self._guard:
+            self._roots = roots
+        return roots
+
+    def _location(self, uri: str | None) -> Location | None:
+        """A location as stored in HMS, normalised (None: none, or one catalogd cannot read)."""
+        if not uri:
+            return None
+        try:
+            return self.roots().parse(uri)
+        except InvalidArgumentError:
+            logger.debug("catalog %s: location %r cannot be compared", self.name, uri)
+            return None
+
+    def occupants(self) -> list[Occupant]:
+        """Every directory the catalog's databases, tables and partitions use.
+
+        Partitions inside their own table's directory are left out: whatever lies in or
+        around them lies in or around the table's directory too. The scan reads every
+        table, and the partitions of every partitioned table, of the metastore.
+        """
+        found: list[Occupant] = []
+        with self.client(f"catalog {self.name}: locations") as c:
+            for database in c.get_all_databases():
+                try:
+                    db = c.get_database(database)
+                    names = c.get_all_tables(database)
+                    tables = [t for start in range(0, len(names), 100)
+                              for t in c.get_table_objects_by_name(database, names[start:start + 100])]
+                except hms.NoSuchObjectException:
+                    continue  # dropped while we looked
+                db_loc = self._location(db.locationUri)
+                if db_loc is not None:
+                    found.append(Occupant("database", database, "", "", db_loc))
+                for tbl in tables:
+                    if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
+                        continue
+                    stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
+                        if is_stage_table(tbl.tableName) else ""
+                    table_loc = self._location(tbl.sd.location)
+                    if table_loc is not None:
+                        found.append(Occupant("table", database, tbl.tableName, "", table_loc, stage_of))
+                    if not tbl.partitionKeys:
+                        continue
+                    try:
+                        parts = c.get_partitions(database, tbl.tableName, -1)
+                    except hms.NoSuchObjectException:
+                        continue
+                    for part in parts:
+                        loc = self._location(part.sd.location if part.sd else None)
+                        if loc is not None and (table_loc is None or not table_loc.contains(loc)):
+                            name = codec.partition_name(tbl.partitionKeys, part.values)
+                            found.append(Occupant("partition", database, tbl.tableName, name, loc, stage_of))
+        return found
+
+    def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
+              check_others: bool = True) -> Location:
+        """Check a new object's directory: strictly inside an allowed root and (``check_others``)
+        clear of every other object's directory. Call with the files lock held.
+
+        Raises:
+            PermissionDeniedError: it is not.
+        """
+        location = self.roots().confine(uri, what)
+        if check_others:
+            conflict = claim_conflict(location, self.occupants(), own_table)
+            if conflict:
+                raise PermissionDeniedError(f"{what}: location {location} cannot be used: {conflict}")
+        return location
+
+    @contextmanager
+    def files(self) -> Iterator[None]:
+        """The files lock (see ``_files``)."""
+        with self._files:
+            yield
+
     def create_table(self, table: Table) -> hms.Table:
-        """Create a checked table (staging tables too) and return it as HMS stored it."""
+        """Create a checked table (staging tables too) and return it as HMS stored it.
+
+        Its directory (given, or the default one under its database) must be strictly
+        inside an allowed root, and, unless it is a staging table (whose directory
+        catalogd chooses), clear of every other object's directory.
+
+        Raises:
+            PermissionDeniedError: the directory is not allowed.
+        """
         what = f"table {self.name}.{table.database}.{table.name}"
-        with self.client(what, TableNotFoundError, TableAlreadyExistsError) as c:
-            c.create_table(codec.to_hms_table(table, self.username))
+        with self._files:
+            if table.location:
+                uri = table.location
+            else:
+                with self.client(f"database {self.name}.{table.database}", DatabaseNotFoundError) as c:
+                    db_location = c.get_database(table.database).locationUri or ""
+                uri = f"{db_location.rstrip('/')}/{table.name.lower()}"
+            location = self.claim(uri, what, check_others=not is_stage_table(table.name))
+            if table.location:
+                # What was checked is what HMS gets: no spelling left for it to read differently.
+                table = dataclasses.replace(table, location=location.uri)
+            with self.client(what, TableNotFoundError, TableAlreadyExistsError) as c:
+                c.create_table(codec.to_hms_table(table, self.username))
         with self.client(what, TableNotFoundError) as c:
             stored = c.get_table(table.database, table.name)
             if codec.needs_spark_path(table):
@@ -330,3 +483,135 @@ class HiveSession:
                 codec.set_spark_path(stored, stored.sd.location)
                 c.alter_table(table.database, table.name, stored)
         return stored
+
+    # ------------------------------------------------------------ drops
+
+    def _managed(self, tbl: hms.Table) -> bool:
+        """Whether HMS deletes this table's files on a drop (a managed table; views have none)."""
+        return tbl.tableType != codec.VIRTUAL_VIEW and (tbl.parameters or {}).get("EXTERNAL", "").upper() != "TRUE"
+
+    def _table_deletion(self, tbl: hms.Table) -> tuple[bool, list[list[str]], str | None]:
+        """Whether the metastore may delete a managed table's files on its drop: (delete, the
+        partitions to drop first without their files, why nothing is deleted)."""
+        database, name = tbl.dbName, tbl.tableName
+        roots = self.roots()
+        own = roots.deletable(tbl.sd.location if tbl.sd else None)
+        if own is None:
+            return False, [], f"its location {tbl.sd.location if tbl.sd else None} is not inside the allowed " \
+                              f"locations ({roots})"
+        others = [o for o in self.occupants()
+                  if o.kind == "database" or (o.database, o.table) != (database, name)]
+        # Its own stages' directories go with it; a stage may sit inside its target.
+        others = [o for o in others if not (o.database == database and o.stage_of == name)]
+        exempt = set()
+        if is_stage_table(name):
+            exempt.add((database, (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "")))
+        blocker = deletion_blocker(own, others, exempt)
+        if blocker:
+            return False, [], blocker
+        kept: list[list[str]] = []
+        if tbl.partitionKeys:
+            with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
+                parts = c.get_partitions(database, name, -1)
+            for part in parts:
+                loc = roots.deletable(part.sd.location if part.sd else None)
+                if loc is not None and own.contains(loc):
+                    continue
+                if loc is None or deletion_blocker(loc, others, exempt | {(database, name)}):
+                    kept.append(list(part.values))
+        return True, kept, None
+
+    def drop_table(self, database: str, name: str, purge: bool = False) -> None:
+        """Drop a table; the metastore deletes its files only where catalogd may delete them.
+
+        A managed table's directory (and its partitions' directories) is deleted when it
+        is strictly inside an allowed root, holds no other object's directory and lies in
+        no other table's or partition's directory. Otherwise the table is only
+        unregistered and its files stay (logged).
+
+        Raises:
+            TableNotFoundError: no such table.
+        """
+        what = f"table {self.name}.{database}.{name}"
+        with self._files:
+            with self.client(what, TableNotFoundError) as c:
+                tbl = c.get_table(database, name)
+            delete, kept, reason = self._table_deletion(tbl) if self._managed(tbl) else (False, [], None)
+            with self.client(what, TableNotFoundError) as c:
+                for values in kept:
+                    c.drop_partition(database, name, values, False)
+                c.drop_table_with_environment_context(database, name, delete, codec.purge_context(purge))
+        if reason:
+            logger.warning("%s dropped; its files were left in place: %s", what, reason)
+        elif kept:
+            logger.warning("%s dropped; the files of %d partition(s) outside its directory were left in place "
+                           "(outside the allowed locations or used by another object)", what, len(kept))
+
+    def _partition_deletion(self, tbl: hms.Table, part: hms.Partition) -> str | None:
+        """Why the metastore may not delete a partition's directory on its drop (None: it may)."""
+        roots = self.roots()
+        loc = roots.deletable(part.sd.location if part.sd else None)
+        if loc is None:
+            return f"its location {part.sd.location if part.sd else None} is not inside the allowed " \
+                   f"locations ({roots})"
+        name = codec.partition_name(tbl.partitionKeys, part.values)
+        others = [o for o in self.occupants()
+                  if not (o.kind == "partition" and (o.database, o.table, o.partition) == (tbl.dbName, tbl.tableName,
+                                                                                          name))]
+        blocker = deletion_blocker(loc, others, {(tbl.dbName, tbl.tableName)})
+        if blocker:
+            return blocker
+        # HMS also deletes the partition directory's empty parents, one level per partition
+        # key but the last: they must be inside the table's directory.
+        table_loc = self._location(tbl.sd.location if tbl.sd else None)
+        parent = loc
+        for _ in range(len(part.values) - 1):
+            parent = parent.parent()
+            if table_loc is None or not table_loc.strictly_contains(parent):
+                return f"the metastore would also remove its empty parent {parent}, outside the table's directory"
+        return None
+
+    def drop_partition(self, database: str, table: str, values: list[str], purge: bool = False) -> None:
+        """Drop a partition; the metastore deletes its directory only where catalogd may (see ``drop_table``).
+
+        Raises:
+            NotFoundError: no such table or partition.
+        """
+        what = f"table {self.name}.{database}.{table}"
+        with self._files:
+            with self.client(what, TableNotFoundError) as c:
+                tbl = c.get_table(database, table)
+            name = codec.partition_name(tbl.partitionKeys, values)
+            what = f"partition {name} of {what}"
+            with self.client(what, PartitionNotFoundError) as c:
+                part = c.get_partition(database, table, values)
+            reason = self._partition_deletion(tbl, part) if self._managed(tbl) else None
+            with self.client(what, PartitionNotFoundError) as c:
+                c.drop_partition_with_environment_context(database, table, values, self._managed(tbl) and not reason,
+                                                          codec.purge_context(purge))
+        if reason:
+            logger.warning("%s dropped; its files were left in place: %s", what, reason)
+
+    def drop_database(self, name: str) -> None:
+        """Drop an empty database (no tables, no functions); the metastore deletes its directory
+        only where catalogd may (see ``drop_table``).
+
+        Raises:
+            DatabaseNotFoundError: no such database.
+            DatabaseNotEmptyError: it holds tables or functions (again).
+        """
+        what = f"database {self.name}.{name}"
+        with self._files:
+            with self.client(what, DatabaseNotFoundError) as c:
+                db = c.get_database(name)
+            roots = self.roots()
+            loc = roots.deletable(db.locationUri)
+            if loc is None:
+                reason: str | None = f"its location {db.locationUri} is not inside the allowed locations ({roots})"
+            else:
+                others = [o for o in self.occupants() if not (o.kind == "database" and o.database == name)]
+                reason = deletion_blocker(loc, others)
+            with self.client(what, DatabaseNotFoundError) as c:
+                c.drop_database(name, reason is None, False)
+        if reason:
+            logger.warning("%s dropped; its directory was left in place: %s", what, reason)
