@@ -79,7 +79,7 @@ def test_databases_and_partitions_are_confined_too(catalog: HiveCatalog, fake: F
     # Inside the warehouse, beside the table: fine; inside another table's directory: not.
     catalog.add_partition("sales", "t", {"ds": "2"}, location=f"{SALES}/elsewhere")
     catalog.create_table(table("u"))
-    with pytest.raises(PermissionDeniedError, match="inside the directory of table sales.u"):
+    with pytest.raises(PermissionDeniedError, match=r"inside the directory of table sales\.u"):
         catalog.add_partition("sales", "t", {"ds": "3"}, location=f"{SALES}/u/ds=3")
 
 
@@ -108,7 +108,7 @@ def test_a_table_on_another_tables_directory_is_denied(catalog: HiveCatalog, fak
             catalog.create_table(table("b", location=location))
     # Nor by default: a table whose default directory is already someone's.
     behind_our_back(fake, "c", f"{SALES}/d")
-    with pytest.raises(PermissionDeniedError, match="table sales.c"):
+    with pytest.raises(PermissionDeniedError, match=r"table sales\.c"):
         catalog.create_table(table("d"))
     assert sorted(n for d, n in fake.tables if d == "sales") == ["a", "c"]
 
