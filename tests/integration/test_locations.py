@@ -170,6 +170,17 @@ def test_table_b_on_table_a_directory(client, main_db, hms, spark):
     assert not a_dir.exists()
 
 
+def test_a_stage_inside_an_outside_table_is_denied(client, main_db, victim, hms):
+    db = main_db.split(".")[1]
+    hms_table(hms, db, "t", victim.as_uri(), partitioned=True)
+    with pytest.raises(PermissionDeniedError, match="allowed locations"):
+        client.begin_stage(f"{main_db}.t", purpose="OVERWRITE_PARTITIONS")
+    assert all((s.database, s.target) != (db, "t") for s in client.list_stages("main"))
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+    client.drop_table(f"{main_db}.t")
+    assert intact(victim)
+
+
 # ---------------------------------------------------------------- explicit allowed-locations
 
 
