@@ -23,7 +23,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
@@ -228,6 +228,52 @@ def translate(
         raise MetastoreUnavailableError(f"{what}: metastore failed: {e.message}") from e
 
 
+#: How long the directories of a table (and its partitions) read from HMS are trusted: catalogd's
+#: own writes refresh them at once; changes made behind its back show within this.
+OCCUPANTS_TTL = 30.0
+
+
+def _written_keys(method: str, args: tuple[Any, ...]) -> list[tuple[str, str]]:
+    """The (database, table) entries a metastore write may change; table "" is the database itself."""
+    if method in ("create_database", "alter_database", "drop_database"):
+        name = args[0].name if method == "create_database" else args[0]
+        return [(str(name), "")]
+    if method == "create_table":
+        return [(args[0].dbName, args[0].tableName.lower())]
+    if method in ("alter_table", "alter_table_with_environment_context"):
+        return [(args[0], str(args[1]).lower()), (args[2].dbName, args[2].tableName.lower())]
+    if method in ("drop_table", "drop_table_with_environment_context", "alter_partitions", "drop_partition",
+                  "drop_partition_with_environment_context"):
+        return [(args[0], str(args[1]).lower())]
+    if method == "add_partition":
+        return [(args[0].dbName, args[0].tableName.lower())]
+    if method == "add_partitions":
+        return [(p.dbName, p.tableName.lower()) for p in args[0]]
+    return []
+
+
+class _Tracked:
+    """The typed client, telling the session which objects each write may have changed."""
+
+    def __init__(self, api: HiveClient, written: Callable[[list[tuple[str, str]]], None]) -> None:
+        self._api = api
+        self._written = written
+
+    def __getattr__(self, method: str) -> Any:
+        attr = getattr(self._api, method)
+        if not callable(attr) or method.startswith(("get_", "close")):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                # Also after a failure: the write may have happened before the answer was lost.
+                self._written(_written_keys(method, args))
+
+        return call
+
+
 class HiveSession:
     """One hive catalog's connection to its metastore (see the module docstring).
 
@@ -274,6 +320,11 @@ class HiveSession:
         #: Held while a location is checked and claimed, and while a drop decides and deletes:
         #: no directory is handed to a new object between a drop's check and its deletion.
         self._files = threading.RLock()
+        # The directories of the catalog's objects as last read: database -> table ("" for the
+        # database itself) -> (read at, occupants); see OCCUPANTS_TTL.
+        self._seen: dict[str, dict[str, tuple[float, list[Occupant]]]] = {}
+        self._writes = 0
+        self._changed: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -283,7 +334,7 @@ class HiveSession:
             self.embedded.start()
             self._uris = parse_uris(self.embedded.uri)
         self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username)
-        self._api = HiveClient(self.pool)
+        self._api = _Tracked(HiveClient(self.pool), self._written)  # type: ignore[assignment]
         # The port may open before HMS serves requests; wait for a real answer.
         deadline = time.monotonic() + timeout
         while True:
@@ -304,7 +355,7 @@ class HiveSession:
 
     def attach(self, api: HiveClient) -> None:
         """Serve this session's calls with ``api`` (unit tests: a fake client; no metastore is started)."""
-        self._api = api
+        self._api = _Tracked(api, self._written)  # type: ignore[assignment]
 
     @property
     def metastore(self) -> str:
@@ -389,46 +440,74 @@ class HiveSession:
             logger.debug("catalog %s: location %r cannot be compared", self.name, uri)
             return None
 
+    def _written(self, keys: list[tuple[str, str]]) -> None:
+        with self._guard:
+            self._writes += 1
+            for database, table in keys:
+                self._changed[(database, table)] = self._writes
+                if table:
+                    self._seen.get(database, {}).pop(table, None)
+                else:
+                    self._seen.pop(database, None)
+
+    def _table_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant]:
+        if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
+            return []
+        stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
+            if is_stage_table(tbl.tableName) else ""
+        found = []
+        table_loc = self._location(tbl.sd.location)
+        if table_loc is not None:
+            found.append(Occupant("table", database, tbl.tableName, "", table_loc, stage_of))
+        if tbl.partitionKeys:
+            try:
+                parts = c.get_partitions(database, tbl.tableName, -1)
+            except hms.NoSuchObjectException:
+                return found
+            for part in parts:
+                loc = self._location(part.sd.location if part.sd else None)
+                if loc is not None and (table_loc is None or not table_loc.contains(loc)):
+                    name = codec.partition_name(tbl.partitionKeys, part.values)
+                    found.append(Occupant("partition", database, tbl.tableName, name, loc, stage_of))
+        return found
+
     def occupants(self) -> list[Occupant]:
         """Every directory the catalog's databases, tables and partitions use.
 
         Partitions inside their own table's directory are left out: whatever lies in or
-        around them lies in or around the table's directory too. The scan reads every
-        table, and the partitions of every partitioned table, of the metastore.
+        around them lies in or around the table's directory too. Every call lists the
+        databases and their tables' names; a table's directories are read again when
+        catalogd wrote it, when it is new, or when they are older than ``OCCUPANTS_TTL``.
         """
-        found: list[Occupant] = []
+        now = time.monotonic()
+        with self._guard:
+            start = self._writes
+        fresh: dict[str, dict[str, tuple[float, list[Occupant]]]] = {}
         with self.client(f"catalog {self.name}: locations") as c:
             for database in c.get_all_databases():
+                with self._guard:
+                    seen = dict(self._seen.get(database, {}))
                 try:
-                    db = c.get_database(database)
-                    names = c.get_all_tables(database)
-                    tables = [t for start in range(0, len(names), 100)
-                              for t in c.get_table_objects_by_name(database, names[start:start + 100])]
+                    names = [n.lower() for n in c.get_all_tables(database)]
+                    entries = {n: seen[n] for n in ["", *names] if n in seen and now - seen[n][0] < OCCUPANTS_TTL}
+                    if "" not in entries:
+                        loc = self._location(c.get_database(database).locationUri)
+                        entries[""] = (now, [Occupant("database", database, "", "", loc)] if loc else [])
+                    stale = [n for n in names if n not in entries]
+                    for first in range(0, len(stale), 100):
+                        for tbl in c.get_table_objects_by_name(database, stale[first:first + 100]):
+                            entries[tbl.tableName.lower()] = (now, self._table_occupants(c, database, tbl))
                 except hms.NoSuchObjectException:
                     continue  # dropped while we looked
-                db_loc = self._location(db.locationUri)
-                if db_loc is not None:
-                    found.append(Occupant("database", database, "", "", db_loc))
-                for tbl in tables:
-                    if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
-                        continue
-                    stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
-                        if is_stage_table(tbl.tableName) else ""
-                    table_loc = self._location(tbl.sd.location)
-                    if table_loc is not None:
-                        found.append(Occupant("table", database, tbl.tableName, "", table_loc, stage_of))
-                    if not tbl.partitionKeys:
-                        continue
-                    try:
-                        parts = c.get_partitions(database, tbl.tableName, -1)
-                    except hms.NoSuchObjectException:
-                        continue
-                    for part in parts:
-                        loc = self._location(part.sd.location if part.sd else None)
-                        if loc is not None and (table_loc is None or not table_loc.contains(loc)):
-                            name = codec.partition_name(tbl.partitionKeys, part.values)
-                            found.append(Occupant("partition", database, tbl.tableName, name, loc, stage_of))
-        return found
+                fresh[database] = entries
+        with self._guard:
+            # Keep what no write touched since the scan began (a later read must not be lost
+            # to an earlier one, nor an earlier one kept over a write).
+            self._seen = {db: {t: e for t, e in entries.items() if self._changed.get((db, t), 0) <= start}
+                          for db, entries in fresh.items()}
+            # Writes before the scan began are in what it read.
+            self._changed = {k: n for k, n in self._changed.items() if n > start}
+        return [o for entries in fresh.values() for _, occupants in entries.values() for o in occupants]
 
     def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
               check_others: bool = True) -> Location:

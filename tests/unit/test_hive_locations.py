@@ -258,3 +258,28 @@ def test_memory_catalogs_refuse_names_hive_refuses(name: str) -> None:
     with pytest.raises(InvalidArgumentError, match="letters, digits and underscores"):
         mem.rename_table("default", "ok_1", name)
     assert mem.list_databases() == ["default"] and mem.list_tables("default") == ["ok_1"]
+
+
+# ---------------------------------------------------------------- what the checks read again
+
+
+def test_catalogd_writes_are_seen_at_once_changes_behind_its_back_within_the_ttl(
+        catalog: HiveCatalog, fake: FakeHms, monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog.create_table(table("a"))
+    catalog.create_table(table("x"))  # its check read a's directory
+    # catalogd's own change of a table is seen by the next check...
+    catalog.rename_table("sales", "a", "b")
+    with pytest.raises(PermissionDeniedError, match=r"table sales\.b"):
+        catalog.create_table(table("c", location=f"{SALES}/b"))
+    # ... a location changed behind catalogd's back only once what it read is older than the TTL.
+    fake.tables[("sales", "b")].sd.location = f"{SALES}/moved"
+    catalog.create_table(table("d", location=f"{SALES}/moved/inner"))
+    catalog.drop_table("sales", "d")
+    monkeypatch.setattr("catalogd.catalog.hive_client.OCCUPANTS_TTL", 0.0)
+    with pytest.raises(PermissionDeniedError, match=r"table sales\.b"):
+        catalog.create_table(table("d", location=f"{SALES}/moved/inner"))
+    # New tables are always seen: every check lists the names.
+    behind_our_back(fake, "new", f"{SALES}/n")
+    monkeypatch.setattr("catalogd.catalog.hive_client.OCCUPANTS_TTL", 3600.0)
+    with pytest.raises(PermissionDeniedError, match=r"table sales\.new"):
+        catalog.create_table(table("n"))
