@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalogd import not_found
 from catalogd.catalog import load_catalog
-from catalogd.catalog.base import BaseCatalog, Catalog
+from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, BaseCatalog, Catalog
 from catalogd.config import CatalogConfig, Config
 from catalogd.errors import (
     CatalogNotFoundError,
@@ -335,6 +335,14 @@ class CatalogManager:
         self.check_writable(catalog)
         table.catalog = catalog.name
         table.database = table.database or self._conf(catalog.name).default_database
+        reserved = sorted(k for k in table.properties if k.lower().startswith(RESERVED_PROPERTY_PREFIX))
+        if reserved:
+            # Refused as an alter refuses them: a forged definition or stage mark would be believed.
+            raise InvalidArgumentError(
+                f"table {catalog.name}.{table.database}.{table.name}: properties {reserved} are catalogd's own "
+                f"(names starting with {RESERVED_PROPERTY_PREFIX!r}: a dynamic table's definition and state, a "
+                "stage's or a commit's marks); nothing was created"
+            )
         with self._helpful(catalog, table.database):
             return catalog.create_table(table, ignore_if_exists)
 

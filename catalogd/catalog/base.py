@@ -8,6 +8,7 @@ name, no catalog part.
 from __future__ import annotations
 
 import abc
+import re
 
 from catalogd.errors import (
     DatabaseNotFoundError,
@@ -34,8 +35,29 @@ from catalogd.model import (
 STAGE_TABLE_PREFIX = "__catalogd_stage_"
 
 
+#: Table properties that start with this are catalogd's own: no client sets them at create.
+RESERVED_PROPERTY_PREFIX = "catalogd."
+
+#: What a Hive Metastore accepts as a database name (Java's ``[\\w_]+``), and catalogd as any object name.
+_NAME = re.compile(r"[A-Za-z0-9_]+")
+MAX_NAME_LENGTH = 128
+
+
 def is_stage_table(name: str) -> bool:
     return name.lower().startswith(STAGE_TABLE_PREFIX)
+
+
+def check_name(name: str, what: str) -> str:
+    """A database, table, view or function name as a Hive Metastore accepts it: letters,
+    digits and underscores (so no ``..``, no ``a.b``), at most 128 characters.
+
+    Raises:
+        InvalidArgumentError: anything else.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > MAX_NAME_LENGTH:
+        raise InvalidArgumentError(f"{what} name {name!r}: use letters, digits and underscores "
+                                   f"(at most {MAX_NAME_LENGTH} characters)")
+    return name
 
 
 class Catalog(abc.ABC):

@@ -13,7 +13,7 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Protocol
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
@@ -25,6 +25,7 @@ from catalogd.catalog.hive_client import HiveClient, HiveSession
 from catalogd.catalog.types import parse_type
 from catalogd.errors import (
     AlreadyExistsError,
+    ConfigError,
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
@@ -34,6 +35,7 @@ from catalogd.errors import (
     NotFoundError,
     PartitionAlreadyExistsError,
     PartitionNotFoundError,
+    PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedError,
@@ -97,6 +99,8 @@ class HiveCatalog(BaseCatalog):
         embedded: a metastore this catalog starts and stops itself.
         warehouse: the warehouse URI (from config, or asked from HMS on open).
         stages: builds the stager; without one, stage operations are unsupported.
+        allowed_locations: where its objects may live and files may be deleted
+            (``allowed-locations``); None: the warehouse.
     """
 
     def __init__(
@@ -111,10 +115,14 @@ class HiveCatalog(BaseCatalog):
         default_database: str = "default",
         stages: StagesFactory | None = None,
         max_concurrent_calls: int | None = None,
+        allowed_locations: list[str] | None = None,
     ) -> None:
         super().__init__(name)
+        # An embedded metastore has no core-site.xml: its default file system is the local one.
+        default_fs = ("file", "") if embedded is not None else None
         self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout,
-                                   max_concurrent_calls)
+                                   max_concurrent_calls=max_concurrent_calls,
+                                   allowed_locations=allowed_locations, default_fs=default_fs)
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
@@ -148,6 +156,7 @@ class HiveCatalog(BaseCatalog):
             default_database=conf.default_database,
             stages=stages,
             max_concurrent_calls=conf.max_concurrent_calls,
+            allowed_locations=conf.allowed_locations,
         )
 
     # ------------------------------------------------------------ lifecycle
@@ -157,6 +166,12 @@ class HiveCatalog(BaseCatalog):
         if self._warehouse is None:
             with self._client("get warehouse dir") as c:
                 self._warehouse = c.get_config_value("hive.metastore.warehouse.dir", "") or None
+        self.session.warehouse = self._warehouse
+        try:
+            logger.info("catalog %s: allowed locations %s", self.name, self.session.roots())
+        except InvalidArgumentError as e:
+            self.session.close()
+            raise ConfigError(f"catalog {self.name}: allowed-locations: {e.message}") from e
         if self.default_database != "default":
             with self._client(f"database {self.default_database}") as c:
                 c.get_database(self.default_database)
@@ -209,15 +224,40 @@ class HiveCatalog(BaseCatalog):
             db = c.get_database(name)
         return codec.to_database(self.name, db)
 
+    def _database_lock(self, name: str) -> AbstractContextManager[None]:
+        """DDL on one database runs one at a time in this daemon."""
+        return self.session.target_lock(name, "")
+
+    def _default_database_location(self, name: str) -> str:
+        """Where HMS puts a database given no location: ``<warehouse>/<name>.db``."""
+        self.session.roots()
+        warehouse = self.session.warehouse
+        if not warehouse:
+            raise PermissionDeniedError(f"database {self.name}.{name}: the warehouse of catalog {self.name} is "
+                                        "not known; give the database a location")
+        return f"{warehouse.rstrip('/')}/{name.lower()}.db"
+
     def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
         what = f"database {self.name}.{database.name}"
-        db = codec.to_hms_database(database, self.session.username)
-        try:
-            with self._client(what, exists=DatabaseAlreadyExistsError) as c:
-                c.create_database(db)
-        except DatabaseAlreadyExistsError:
-            if not ignore_if_exists:
-                raise
+        with self._database_lock(database.name):
+            # Asked first: the existing database's own directory would count as taken (if it
+            # exists, the metastore's own refusal below is the answer).
+            exists = self.database_exists(database.name)
+            if exists and ignore_if_exists:
+                return
+            with self.session.files():
+                db = codec.to_hms_database(database, self.session.username)
+                if not exists:
+                    location = self.session.claim(database.location or self._default_database_location(database.name),
+                                                  what)
+                    if database.location:
+                        db.locationUri = location.uri
+                try:
+                    with self._client(what, exists=DatabaseAlreadyExistsError) as c:
+                        c.create_database(db)
+                except DatabaseAlreadyExistsError:
+                    if not ignore_if_exists:
+                        raise
 
     def alter_database(self, name: str, update: DatabaseUpdate) -> None:
         what = f"database {self.name}.{name}"
@@ -255,17 +295,47 @@ class HiveCatalog(BaseCatalog):
         )
 
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        """Drop a database; with ``cascade`` its tables go one by one first, each by the rules
+        of ``drop_table`` (never by HMS's own cascade, which deletes every managed table's
+        directory wherever it is), then its functions, then the database itself."""
         what = f"database {self.name}.{name}"
-        try:
-            with self._client(what, DatabaseNotFoundError) as c:
-                # HMS 2.3 answers a missing database here with a NullPointerException.
-                c.get_database(name)
-                if not cascade and c.get_all_tables(name):
-                    raise DatabaseNotEmptyError(f"{what} is not empty; drop it with cascade")
-                c.drop_database(name, True, cascade)
-        except DatabaseNotFoundError:
-            if not ignore_if_not_exists:
-                raise
+        with self._database_lock(name):
+            try:
+                with self._client(what, DatabaseNotFoundError) as c:
+                    # HMS 2.3 answers a missing database here with a NullPointerException.
+                    c.get_database(name)
+                    tables = c.get_all_tables(name)
+            except DatabaseNotFoundError:
+                if not ignore_if_not_exists:
+                    raise
+                return
+            if name == "default":
+                # HMS refuses this before anything else: let it say so, before a cascade drops a table.
+                with self._client(what, DatabaseNotFoundError) as c:
+                    c.drop_database(name, False, False)
+            if not cascade and tables:
+                raise DatabaseNotEmptyError(f"{what} is not empty; drop it with cascade")
+            for attempt in range(3):
+                if cascade:
+                    self._drop_contents(name, tables)
+                try:
+                    self.session.drop_database(name)
+                    return
+                except DatabaseNotEmptyError:
+                    # A table (or function) arrived meanwhile, from behind catalogd.
+                    if not cascade or attempt == 2:
+                        raise
+                    with self._client(what, DatabaseNotFoundError) as c:
+                        tables = c.get_all_tables(name)
+
+    def _drop_contents(self, database: str, tables: list[str]) -> None:
+        for table in tables:
+            with suppress(TableNotFoundError):
+                self.drop_table(database, table)
+        with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+            for function in c.get_functions(database, "*"):
+                with suppress(hms.NoSuchObjectException):
+                    c.drop_function(database, function)
 
     # ------------------------------------------------------------ tables
 
@@ -299,11 +369,19 @@ class HiveCatalog(BaseCatalog):
             raise InvalidArgumentError(f"{what}: an external table needs a location")
         with self._client(f"database {self.name}.{table.database}", DatabaseNotFoundError) as c:
             c.get_database(table.database)
-        try:
-            return self._to_table(self.session.create_table(table))
-        except TableAlreadyExistsError:
-            if not ignore_if_exists:
-                raise
+        with self.session.target_lock(table.database, table.name):
+            # Asked first: an existing table's own directory would count as taken (if it
+            # exists, the metastore's own refusal is the answer).
+            exists = self.table_exists(table.database, table.name)
+            try:
+                if not exists:
+                    return self._to_table(self.session.create_table(table))
+                if not ignore_if_exists:
+                    with self._client(what, TableNotFoundError, TableAlreadyExistsError) as c:
+                        c.create_table(codec.to_hms_table(table, self.session.username))
+            except TableAlreadyExistsError:
+                if not ignore_if_exists:
+                    raise
         return self.get_table(table.database, table.name)
 
     def alter_table(self, database: str, name: str, update: TableUpdate) -> Table:
@@ -351,6 +429,11 @@ class HiveCatalog(BaseCatalog):
         return self.get_table(database, name)
 
     def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        first, second = sorted([name, new_name])
+        with self.session.target_lock(database, first), self.session.target_lock(database, second):
+            self._rename_table(database, name, new_name, ignore_if_not_exists)
+
+    def _rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool) -> None:
         what = f"table {self.name}.{database}.{name}"
         try:
             tbl = self._raw_table(database, name)
@@ -373,16 +456,16 @@ class HiveCatalog(BaseCatalog):
                     c.alter_table(database, new_name, moved)
 
     def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
-        what = f"table {self.name}.{database}.{name}"
-        try:
-            with self._client(what, TableNotFoundError) as c:
-                c.drop_table_with_environment_context(database, name, True, codec.purge_context(purge))
-        except TableNotFoundError:
-            if not ignore_if_not_exists:
-                raise
-            return
-        if self.stages is not None:
-            self.stages.purge_retired_for(database, name)
+        """Drop a table; its files are deleted only where catalogd may (``HiveSession.drop_table``)."""
+        with self.session.target_lock(database, name):
+            try:
+                self.session.drop_table(database, name, purge)
+            except TableNotFoundError:
+                if not ignore_if_not_exists:
+                    raise
+                return
+            if self.stages is not None:
+                self.stages.purge_retired_for(database, name)
 
     # ------------------------------------------------------------ table parameters
 
@@ -572,31 +655,49 @@ class HiveCatalog(BaseCatalog):
 
     def add_partition(self, database: str, table: str, spec: dict[str, str], location: str | None = None,
                       ignore_if_exists: bool = False) -> Partition:
-        tbl = self._partitioned(database, table)
-        values = self._values(tbl, spec)
-        sd = copy.deepcopy(tbl.sd)
-        sd.location = location
-        part = hms.Partition(values=values, dbName=database, tableName=table, createTime=int(time.time()),
-                             lastAccessTime=0, sd=sd, parameters={})
-        name = codec.partition_name(tbl.partitionKeys, values)
-        what = f"partition {name} of table {self.name}.{database}.{table}"
-        try:
-            with self._client(what, PartitionNotFoundError, PartitionAlreadyExistsError) as c:
-                c.add_partition(part)
-        except PartitionAlreadyExistsError:
-            if not ignore_if_exists:
-                raise
+        with self.session.target_lock(database, table):
+            self._add_partition(database, table, spec, location, ignore_if_exists)
         return self.get_partition(database, table, spec)
 
-    def drop_partition(self, database: str, table: str, spec: dict[str, str], ignore_if_not_exists: bool = False,
-                       purge: bool = False) -> None:
+    def _add_partition(self, database: str, table: str, spec: dict[str, str], location: str | None,
+                       ignore_if_exists: bool) -> None:
         tbl = self._partitioned(database, table)
         values = self._values(tbl, spec)
         name = codec.partition_name(tbl.partitionKeys, values)
         what = f"partition {name} of table {self.name}.{database}.{table}"
         try:
             with self._client(what, PartitionNotFoundError) as c:
-                c.drop_partition_with_environment_context(database, table, values, True, codec.purge_context(purge))
+                c.get_partition(database, table, values)
+            if not ignore_if_exists:
+                raise PartitionAlreadyExistsError(f"{what} already exists")
+            return
+        except PartitionNotFoundError:
+            pass
+        with self.session.files():
+            if location:
+                # Anywhere allowed but in another object's directory (its own table's is fine).
+                location = self.session.claim(location, what, own_table=(database, table)).uri
+            else:
+                # Under the table's directory, which must be allowed itself.
+                self.session.claim(f"{(tbl.sd.location or '').rstrip('/')}/{name}", what, check_others=False)
+            sd = copy.deepcopy(tbl.sd)
+            sd.location = location
+            part = hms.Partition(values=values, dbName=database, tableName=table, createTime=int(time.time()),
+                                 lastAccessTime=0, sd=sd, parameters={})
+            try:
+                with self._client(what, PartitionNotFoundError, PartitionAlreadyExistsError) as c:
+                    c.add_partition(part)
+            except PartitionAlreadyExistsError:
+                if not ignore_if_exists:
+                    raise
+
+    def drop_partition(self, database: str, table: str, spec: dict[str, str], ignore_if_not_exists: bool = False,
+                       purge: bool = False) -> None:
+        tbl = self._partitioned(database, table)
+        values = self._values(tbl, spec)
+        try:
+            with self.session.target_lock(database, table):
+                self.session.drop_partition(database, table, values, purge)
         except PartitionNotFoundError:
             if not ignore_if_not_exists:
                 raise

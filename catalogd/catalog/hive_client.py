@@ -9,18 +9,22 @@ naming ``what``, in pyiceberg's style::
         tbl = c.get_table(database, table)
 
 The session also owns the metastore's lifecycle (an embedded one is supervised:
-restarted when it dies, calls failing at once meanwhile) and the per-target locks
-that the catalog and its stager share. HMS Thrift types stop at the
-``catalogd.catalog.hive*`` modules; the pool, retries and failover are in
+restarted when it dies, calls failing at once meanwhile), the per-object locks
+that the catalog and its stager share, and every decision to delete files: it
+creates tables only at allowed locations and drops tables, partitions and
+databases so that the metastore deletes a directory only when
+``catalogd.catalog.locations`` says catalogd may. HMS Thrift types stop at
+the ``catalogd.catalog.hive*`` modules; the pool, retries and failover are in
 ``catalogd.metastore.client``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
@@ -28,13 +32,23 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.base import is_stage_table
+from catalogd.catalog.locations import (
+    Location,
+    Occupant,
+    Roots,
+    claim_conflict,
+    deletion_blocker,
+)
 from catalogd.errors import (
     AlreadyExistsError,
     CatalogError,
     DatabaseNotEmptyError,
+    DatabaseNotFoundError,
     InvalidArgumentError,
     MetastoreUnavailableError,
     NotFoundError,
+    PartitionNotFoundError,
     PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -219,6 +233,52 @@ def translate(
         raise MetastoreUnavailableError(f"{what}: metastore failed: {e.message}") from e
 
 
+#: How long the directories of a table (and its partitions) read from HMS are trusted: catalogd's
+#: own writes refresh them at once; changes made behind its back show within this.
+OCCUPANTS_TTL = 30.0
+
+
+def _written_keys(method: str, args: tuple[Any, ...]) -> list[tuple[str, str]]:
+    """The (database, table) entries a metastore write may change; table "" is the database itself."""
+    if method in ("create_database", "alter_database", "drop_database"):
+        name = args[0].name if method == "create_database" else args[0]
+        return [(str(name), "")]
+    if method == "create_table":
+        return [(args[0].dbName, args[0].tableName.lower())]
+    if method in ("alter_table", "alter_table_with_environment_context"):
+        return [(args[0], str(args[1]).lower()), (args[2].dbName, args[2].tableName.lower())]
+    if method in ("drop_table", "drop_table_with_environment_context", "alter_partitions", "drop_partition",
+                  "drop_partition_with_environment_context"):
+        return [(args[0], str(args[1]).lower())]
+    if method == "add_partition":
+        return [(args[0].dbName, args[0].tableName.lower())]
+    if method == "add_partitions":
+        return [(p.dbName, p.tableName.lower()) for p in args[0]]
+    return []
+
+
+class _Tracked:
+    """The typed client, telling the session which objects each write may have changed."""
+
+    def __init__(self, api: HiveClient, written: Callable[[list[tuple[str, str]]], None]) -> None:
+        self._api = api
+        self._written = written
+
+    def __getattr__(self, method: str) -> Any:
+        attr = getattr(self._api, method)
+        if not callable(attr) or method.startswith(("get_", "close")):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                # Also after a failure: the write may have happened before the answer was lost.
+                self._written(_written_keys(method, args))
+
+        return call
+
+
 class HiveSession:
     """One hive catalog's connection to its metastore (see the module docstring).
 
@@ -229,6 +289,9 @@ class HiveSession:
         username: given to HMS (``set_ugi``) and made the owner of new objects.
         max_concurrent_calls: metastore calls in flight at once; more fail at once with
             metastore-unavailable (a hung metastore holds no more of the daemon's threads).
+        allowed_locations: the catalog's ``allowed-locations``; None: its warehouse.
+        default_fs: (scheme, authority) of locations given as bare paths (``file`` for an
+            embedded metastore); None: bare paths are refused.
     """
 
     def __init__(
@@ -240,6 +303,8 @@ class HiveSession:
         connect_timeout: float = 5.0,
         socket_timeout: float = 60.0,
         max_concurrent_calls: int | None = None,
+        allowed_locations: list[str] | None = None,
+        default_fs: tuple[str, str] | None = None,
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
@@ -256,7 +321,21 @@ class HiveSession:
         self.pool: MetastoreClient | None = None
         self._api: HiveClient | None = None
         self._guard = threading.Lock()
-        self._target_locks: dict[tuple[str, str], threading.Lock] = {}
+        # Reentrant: a drop holds its table's lock while the stager purges that table's retired data.
+        self._target_locks: dict[tuple[str, str], threading.RLock] = {}
+        self.allowed_locations = allowed_locations
+        self.default_fs = default_fs
+        #: The warehouse URI, when the catalog knows it (else asked from HMS).
+        self.warehouse: str | None = None
+        self._roots: Roots | None = None
+        #: Held while a location is checked and claimed, and while a drop decides and deletes:
+        #: no directory is handed to a new object between a drop's check and its deletion.
+        self._files = threading.RLock()
+        # The directories of the catalog's objects as last read: database -> table ("" for the
+        # database itself) -> (read at, occupants); see OCCUPANTS_TTL.
+        self._seen: dict[str, dict[str, tuple[float, list[Occupant]]]] = {}
+        self._writes = 0
+        self._changed: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -267,7 +346,7 @@ class HiveSession:
             self._uris = parse_uris(self.embedded.uri)
         self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username,
                                     max_in_flight=self._max_concurrent_calls, name=f"catalog {self.name}")
-        self._api = HiveClient(self.pool)
+        self._api = _Tracked(HiveClient(self.pool), self._written)  # type: ignore[assignment]
         # The port may open before HMS serves requests; wait for a real answer.
         deadline = time.monotonic() + timeout
         while True:
@@ -293,7 +372,7 @@ class HiveSession:
 
     def attach(self, api: HiveClient) -> None:
         """Serve this session's calls with ``api`` (unit tests: a fake client; no metastore is started)."""
-        self._api = api
+        self._api = _Tracked(api, self._written)  # type: ignore[assignment]
 
     @property
     def metastore(self) -> str:
@@ -346,22 +425,175 @@ class HiveSession:
 
     @contextmanager
     def target_lock(self, database: str, target: str) -> Iterator[None]:
-        """Writes that read a table and write it back whole (commits, aborts, alters) run one at a
-        time per table in this daemon.
+        """DDL on one table (create, drop, rename, alter, partitions) and the commits and aborts
+        of its stages run one at a time in this daemon; ``target`` empty: DDL on the database.
 
         HMS 2.3 checks that a rename's destination is free and then moves the files
         in separate steps: two renames onto one name at once could both pass the check.
+        And it deletes a dropped table's directory after the drop: a table re-created
+        under the same name in between would lose its directory.
         """
         with self._guard:
-            lock = self._target_locks.setdefault((database, target), threading.Lock())
+            lock = self._target_locks.setdefault((database, target), threading.RLock())
         with lock:
             yield
 
+    # ------------------------------------------------------------ locations
+
+    def roots(self) -> Roots:
+        """The allowed roots: ``allowed-locations``, else the warehouse (asked from HMS when not known).
+
+        Raises:
+            InvalidArgumentError: an allowed location is not a location.
+        """
+        with self._guard:
+            if self._roots is not None:
+                return self._roots
+        warehouse = self.warehouse
+        if warehouse is None:
+            with self.client("get warehouse dir") as c:
+                warehouse = c.get_config_value("hive.metastore.warehouse.dir", "") or None
+        if warehouse and warehouse.startswith("/") and self.default_fs is None:
+            # A bare path: HMS qualified the default database's location (the warehouse
+            # root) with its file system; take that file system from there.
+            with self.client("database default") as c:
+                qualified = c.get_database("default").locationUri or ""
+            if qualified.rstrip("/").endswith(warehouse.rstrip("/")):
+                warehouse = qualified
+        self.warehouse = warehouse
+        uris = self.allowed_locations if self.allowed_locations is not None else [warehouse] if warehouse else []
+        roots = Roots(uris, self.default_fs)
+        if not roots.roots:
+            logger.warning("catalog %s: no allowed locations (no warehouse known): every explicit location is "
+                           "refused and drops delete no files", self.name)
+        with self._guard:
+            self._roots = roots
+        return roots
+
+    def _location(self, uri: str | None) -> Location | None:
+        """A location as stored in HMS, normalised (None: none, or one catalogd cannot read)."""
+        if not uri:
+            return None
+        try:
+            return self.roots().parse(uri)
+        except InvalidArgumentError:
+            logger.debug("catalog %s: location %r cannot be compared", self.name, uri)
+            return None
+
+    def _written(self, keys: list[tuple[str, str]]) -> None:
+        with self._guard:
+            self._writes += 1
+            for database, table in keys:
+                self._changed[(database, table)] = self._writes
+                if table:
+                    self._seen.get(database, {}).pop(table, None)
+                else:
+                    self._seen.pop(database, None)
+
+    def _table_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant]:
+        if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
+            return []
+        stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
+            if is_stage_table(tbl.tableName) else ""
+        found = []
+        table_loc = self._location(tbl.sd.location)
+        if table_loc is not None:
+            found.append(Occupant("table", database, tbl.tableName, "", table_loc, stage_of))
+        if tbl.partitionKeys:
+            try:
+                parts = c.get_partitions(database, tbl.tableName, -1)
+            except hms.NoSuchObjectException:
+                return found
+            for part in parts:
+                loc = self._location(part.sd.location if part.sd else None)
+                if loc is not None and (table_loc is None or not table_loc.contains(loc)):
+                    name = codec.partition_name(tbl.partitionKeys, part.values)
+                    found.append(Occupant("partition", database, tbl.tableName, name, loc, stage_of))
+        return found
+
+    def occupants(self) -> list[Occupant]:
+        """Every directory the catalog's databases, tables and partitions use.
+
+        Partitions inside their own table's directory are left out: whatever lies in or
+        around them lies in or around the table's directory too. Every call lists the
+        databases and their tables' names; a table's directories are read again when
+        catalogd wrote it, when it is new, or when they are older than ``OCCUPANTS_TTL``.
+        """
+        now = time.monotonic()
+        with self._guard:
+            start = self._writes
+        fresh: dict[str, dict[str, tuple[float, list[Occupant]]]] = {}
+        with self.client(f"catalog {self.name}: locations") as c:
+            for database in c.get_all_databases():
+                with self._guard:
+                    seen = dict(self._seen.get(database, {}))
+                try:
+                    names = [n.lower() for n in c.get_all_tables(database)]
+                    entries = {n: seen[n] for n in ["", *names] if n in seen and now - seen[n][0] < OCCUPANTS_TTL}
+                    if "" not in entries:
+                        loc = self._location(c.get_database(database).locationUri)
+                        entries[""] = (now, [Occupant("database", database, "", "", loc)] if loc else [])
+                    stale = [n for n in names if n not in entries]
+                    for first in range(0, len(stale), 100):
+                        for tbl in c.get_table_objects_by_name(database, stale[first:first + 100]):
+                            entries[tbl.tableName.lower()] = (now, self._table_occupants(c, database, tbl))
+                except hms.NoSuchObjectException:
+                    continue  # dropped while we looked
+                fresh[database] = entries
+        with self._guard:
+            # Keep what no write touched since the scan began (a later read must not be lost
+            # to an earlier one, nor an earlier one kept over a write).
+            self._seen = {db: {t: e for t, e in entries.items() if self._changed.get((db, t), 0) <= start}
+                          for db, entries in fresh.items()}
+            # Writes before the scan began are in what it read.
+            self._changed = {k: n for k, n in self._changed.items() if n > start}
+        return [o for entries in fresh.values() for _, occupants in entries.values() for o in occupants]
+
+    def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
+              check_others: bool = True) -> Location:
+        """Check a new object's directory: strictly inside an allowed root and (``check_others``)
+        clear of every other object's directory. Call with the files lock held.
+
+        Raises:
+            PermissionDeniedError: it is not.
+        """
+        location = self.roots().confine(uri, what)
+        if check_others:
+            conflict = claim_conflict(location, self.occupants(), own_table)
+            if conflict:
+                raise PermissionDeniedError(f"{what}: location {location} cannot be used: {conflict}")
+        return location
+
+    @contextmanager
+    def files(self) -> Iterator[None]:
+        """The files lock (see ``_files``)."""
+        with self._files:
+            yield
+
     def create_table(self, table: Table) -> hms.Table:
-        """Create a checked table (staging tables too) and return it as HMS stored it."""
+        """Create a checked table (staging tables too) and return it as HMS stored it.
+
+        Its directory (given, or the default one under its database) must be strictly
+        inside an allowed root, and, unless it is a staging table (whose directory
+        catalogd chooses), clear of every other object's directory.
+
+        Raises:
+            PermissionDeniedError: the directory is not allowed.
+        """
         what = f"table {self.name}.{table.database}.{table.name}"
-        with self.client(what, TableNotFoundError, TableAlreadyExistsError) as c:
-            c.create_table(codec.to_hms_table(table, self.username))
+        with self._files:
+            if table.location:
+                uri = table.location
+            else:
+                with self.client(f"database {self.name}.{table.database}", DatabaseNotFoundError) as c:
+                    db_location = c.get_database(table.database).locationUri or ""
+                uri = f"{db_location.rstrip('/')}/{table.name.lower()}"
+            location = self.claim(uri, what, check_others=not is_stage_table(table.name))
+            if table.location:
+                # What was checked is what HMS gets: no spelling left for it to read differently.
+                table = dataclasses.replace(table, location=location.uri)
+            with self.client(what, TableNotFoundError, TableAlreadyExistsError) as c:
+                c.create_table(codec.to_hms_table(table, self.username))
         with self.client(what, TableNotFoundError) as c:
             stored = c.get_table(table.database, table.name)
             if codec.needs_spark_path(table):
@@ -370,3 +602,135 @@ class HiveSession:
                 codec.set_spark_path(stored, stored.sd.location)
                 c.alter_table(table.database, table.name, stored)
         return stored
+
+    # ------------------------------------------------------------ drops
+
+    def _managed(self, tbl: hms.Table) -> bool:
+        """Whether HMS deletes this table's files on a drop (a managed table; views have none)."""
+        return tbl.tableType != codec.VIRTUAL_VIEW and (tbl.parameters or {}).get("EXTERNAL", "").upper() != "TRUE"
+
+    def _table_deletion(self, tbl: hms.Table) -> tuple[bool, list[list[str]], str | None]:
+        """Whether the metastore may delete a managed table's files on its drop: (delete, the
+        partitions to drop first without their files, why nothing is deleted)."""
+        database, name = tbl.dbName, tbl.tableName
+        roots = self.roots()
+        own = roots.deletable(tbl.sd.location if tbl.sd else None)
+        if own is None:
+            return False, [], f"its location {tbl.sd.location if tbl.sd else None} is not inside the allowed " \
+                              f"locations ({roots})"
+        others = [o for o in self.occupants()
+                  if o.kind == "database" or (o.database, o.table) != (database, name)]
+        # Its own stages' directories go with it; a stage may sit inside its target.
+        others = [o for o in others if not (o.database == database and o.stage_of == name)]
+        exempt = set()
+        if is_stage_table(name):
+            exempt.add((database, (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "")))
+        blocker = deletion_blocker(own, others, exempt)
+        if blocker:
+            return False, [], blocker
+        kept: list[list[str]] = []
+        if tbl.partitionKeys:
+            with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
+                parts = c.get_partitions(database, name, -1)
+            for part in parts:
+                loc = roots.deletable(part.sd.location if part.sd else None)
+                if loc is not None and own.contains(loc):
+                    continue
+                if loc is None or deletion_blocker(loc, others, exempt | {(database, name)}):
+                    kept.append(list(part.values))
+        return True, kept, None
+
+    def drop_table(self, database: str, name: str, purge: bool = False) -> None:
+        """Drop a table; the metastore deletes its files only where catalogd may delete them.
+
+        A managed table's directory (and its partitions' directories) is deleted when it
+        is strictly inside an allowed root, holds no other object's directory and lies in
+        no other table's or partition's directory. Otherwise the table is only
+        unregistered and its files stay (logged).
+
+        Raises:
+            TableNotFoundError: no such table.
+        """
+        what = f"table {self.name}.{database}.{name}"
+        with self._files:
+            with self.client(what, TableNotFoundError) as c:
+                tbl = c.get_table(database, name)
+            delete, kept, reason = self._table_deletion(tbl) if self._managed(tbl) else (False, [], None)
+            with self.client(what, TableNotFoundError) as c:
+                for values in kept:
+                    c.drop_partition(database, name, values, False)
+                c.drop_table_with_environment_context(database, name, delete, codec.purge_context(purge))
+        if reason:
+            logger.warning("%s dropped; its files were left in place: %s", what, reason)
+        elif kept:
+            logger.warning("%s dropped; the files of %d partition(s) outside its directory were left in place "
+                           "(outside the allowed locations or used by another object)", what, len(kept))
+
+    def _partition_deletion(self, tbl: hms.Table, part: hms.Partition) -> str | None:
+        """Why the metastore may not delete a partition's directory on its drop (None: it may)."""
+        roots = self.roots()
+        loc = roots.deletable(part.sd.location if part.sd else None)
+        if loc is None:
+            return f"its location {part.sd.location if part.sd else None} is not inside the allowed " \
+                   f"locations ({roots})"
+        name = codec.partition_name(tbl.partitionKeys, part.values)
+        others = [o for o in self.occupants()
+                  if not (o.kind == "partition" and (o.database, o.table, o.partition) == (tbl.dbName, tbl.tableName,
+                                                                                          name))]
+        blocker = deletion_blocker(loc, others, {(tbl.dbName, tbl.tableName)})
+        if blocker:
+            return blocker
+        # HMS also deletes the partition directory's empty parents, one level per partition
+        # key but the last: they must be inside the table's directory.
+        table_loc = self._location(tbl.sd.location if tbl.sd else None)
+        parent = loc
+        for _ in range(len(part.values) - 1):
+            parent = parent.parent()
+            if table_loc is None or not table_loc.strictly_contains(parent):
+                return f"the metastore would also remove its empty parent {parent}, outside the table's directory"
+        return None
+
+    def drop_partition(self, database: str, table: str, values: list[str], purge: bool = False) -> None:
+        """Drop a partition; the metastore deletes its directory only where catalogd may (see ``drop_table``).
+
+        Raises:
+            NotFoundError: no such table or partition.
+        """
+        what = f"table {self.name}.{database}.{table}"
+        with self._files:
+            with self.client(what, TableNotFoundError) as c:
+                tbl = c.get_table(database, table)
+            name = codec.partition_name(tbl.partitionKeys, values)
+            what = f"partition {name} of {what}"
+            with self.client(what, PartitionNotFoundError) as c:
+                part = c.get_partition(database, table, values)
+            reason = self._partition_deletion(tbl, part) if self._managed(tbl) else None
+            with self.client(what, PartitionNotFoundError) as c:
+                c.drop_partition_with_environment_context(database, table, values, self._managed(tbl) and not reason,
+                                                          codec.purge_context(purge))
+        if reason:
+            logger.warning("%s dropped; its files were left in place: %s", what, reason)
+
+    def drop_database(self, name: str) -> None:
+        """Drop an empty database (no tables, no functions); the metastore deletes its directory
+        only where catalogd may (see ``drop_table``).
+
+        Raises:
+            DatabaseNotFoundError: no such database.
+            DatabaseNotEmptyError: it holds tables or functions (again).
+        """
+        what = f"database {self.name}.{name}"
+        with self._files:
+            with self.client(what, DatabaseNotFoundError) as c:
+                db = c.get_database(name)
+            roots = self.roots()
+            loc = roots.deletable(db.locationUri)
+            if loc is None:
+                reason: str | None = f"its location {db.locationUri} is not inside the allowed locations ({roots})"
+            else:
+                others = [o for o in self.occupants() if not (o.kind == "database" and o.database == name)]
+                reason = deletion_blocker(loc, others)
+            with self.client(what, DatabaseNotFoundError) as c:
+                c.drop_database(name, reason is None, False)
+        if reason:
+            logger.warning("%s dropped; its directory was left in place: %s", what, reason)

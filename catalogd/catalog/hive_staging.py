@@ -40,7 +40,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from enum import StrEnum
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
@@ -632,12 +632,9 @@ class HiveStager:
                            reason)
 
     def _drop_stage(self, database: str, tbl: hms.Table) -> None:
-        """Drop the staging table with its files (and its partitions' files)."""
-        try:
-            with self._client(f"staging table {database}.{tbl.tableName}") as c:
-                c.drop_table_with_environment_context(database, tbl.tableName, True, codec.purge_context(True))
-        except TableNotFoundError:
-            pass
+        """Drop the staging table with its files (and its partitions' files), where catalogd may delete them."""
+        with suppress(TableNotFoundError):
+            self.session.drop_table(database, tbl.tableName, purge=True)
 
     # ------------------------------------------------------------ commit
 

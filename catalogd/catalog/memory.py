@@ -6,7 +6,7 @@ import copy
 import threading
 import time
 
-from catalogd.catalog.base import BaseCatalog
+from catalogd.catalog.base import BaseCatalog, check_name
 from catalogd.catalog.types import parse_type
 from catalogd.errors import (
     DatabaseAlreadyExistsError,
@@ -80,6 +80,7 @@ class MemoryCatalog(BaseCatalog):
             return copy.deepcopy(self._databases[name])
 
     def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
+        check_name(database.name, "database")
         with self._lock:
             if database.name in self._databases:
                 if ignore_if_exists:
@@ -120,6 +121,7 @@ class MemoryCatalog(BaseCatalog):
             del self._tables[name]
 
     def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        check_name(new_name, "database")
         with self._lock:
             if name not in self._databases:
                 if ignore_if_not_exists:
@@ -153,6 +155,7 @@ class MemoryCatalog(BaseCatalog):
             return copy.deepcopy(tables[name])
 
     def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
+        check_name(table.name, "table")
         self.check_new_table(table)
         with self._lock:
             tables = self._tables_of(table.database)
@@ -200,6 +203,7 @@ class MemoryCatalog(BaseCatalog):
             return copy.deepcopy(table)
 
     def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        check_name(new_name, "table")
         with self._lock:
             try:
                 tables = self._tables_holding(database, name)
@@ -238,6 +242,7 @@ class MemoryCatalog(BaseCatalog):
             return sorted(n for n, t in self._tables_of(database).items() if t.kind == TableKind.VIEW)
 
     def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
+        check_name(view.name, "view")
         self.check_new_view(view)
         with self._lock:
             tables = self._tables_of(view.database)
@@ -287,6 +292,7 @@ class MemoryCatalog(BaseCatalog):
             return copy.deepcopy(found)
 
     def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
+        check_name(function.name, "function")
         self.check_function(function)
         with self._lock:
             self._tables_of(function.database)
@@ -311,6 +317,7 @@ class MemoryCatalog(BaseCatalog):
             return copy.deepcopy(stored)
 
     def rename_function(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        check_name(new_name, "function")
         with self._lock:
             if (database, name) not in self._functions:
                 if ignore_if_not_exists:

@@ -174,6 +174,9 @@ class CatalogConfig(_Model):
     default_database: str = Field(default="default", alias="default-database")
     connection: dict[str, str] = Field(default_factory=dict)
     warehouse: str | None = None
+    #: URI prefixes where the catalog's databases, tables, partitions and stages may live and
+    #: catalogd may delete files; None: the warehouse root.
+    allowed_locations: list[str] | None = Field(default=None, alias="allowed-locations")
     read_only: bool = Field(default=False, alias="read-only")
     #: Whether ``catalogd.spark`` writes through stages (Flink's ``table.ctas.atomicity-enabled``);
     #: when false its helpers fall back to Spark's plain, non-atomic writes.
@@ -193,6 +196,15 @@ class CatalogConfig(_Model):
     @classmethod
     def _check_default_database(cls, value: str) -> str:
         return identifier(value, "database name")
+
+    @field_validator("allowed_locations")
+    @classmethod
+    def _check_allowed_locations(cls, value: list[str] | None) -> list[str] | None:
+        for uri in value or []:
+            if not uri.strip() or "/" not in uri:
+                raise ValueError(f"{uri!r} is not a location: give URI prefixes like file:///data/lake "
+                                 "or hdfs://namenode:8020/warehouse")
+        return value
 
     @field_validator("connection", mode="before")
     @classmethod
@@ -230,6 +242,8 @@ class CatalogConfig(_Model):
                 problems.append((("connection",), "a memory catalog takes no connection settings"))
             if self.warehouse is not None:
                 problems.append((("warehouse",), "a memory catalog has no warehouse"))
+            if self.allowed_locations is not None:
+                problems.append((("allowed-locations",), "a memory catalog keeps no files"))
         elif _URIS_KEY not in self.connection:
             close = difflib.get_close_matches(_URIS_KEY, list(self.connection), n=1, cutoff=0.8)
             hint = f" (is {close[0]!r} a misspelling?)" if close else ""

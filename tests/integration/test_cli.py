@@ -72,7 +72,8 @@ def test_spark_conf_memory_catalog_is_unsupported(run_cli):
 def test_db_lifecycle(run_cli, client, unique_name, tmp_path):
     name = unique_name("cli_db")
     full = f"main.{name}"
-    location = (tmp_path / "cli-db").as_uri()
+    # Inside main's warehouse: a location outside its allowed-locations is refused.
+    location = f"{client.get_catalog('main').warehouse.rstrip('/')}/custom_{name}"
     try:
         code, out, err = run_cli("--json", "db", "create", full, "--comment", "from the CLI", "--location", location,
                                  "--property", "team=data", "--property", "tier=gold")
@@ -220,7 +221,7 @@ def test_table_create_external_and_bad_input(run_cli, client, main_db, tmp_path)
     assert code == 1
     one_error(err, "invalid-argument")
     code, out, err = run_cli("--json", "table", "create", f"{main_db}.ext", "--schema", "id int", "--external",
-                             "--location", (tmp_path / "ext").as_uri(), "--format", "csv")
+                             "--location", f"{client.get_database(main_db).location}/ext-data", "--format", "csv")
     assert (code, err) == (0, ""), err
     assert json.loads(out)["kind"] == "EXTERNAL"
 

@@ -24,6 +24,8 @@ class FakeHms:
         self.partitions: dict[tuple[str, str], dict[tuple[str, ...], hms.Partition]] = {}
         self.functions: dict[tuple[str, str], hms.Function] = {}
         self.closed = False
+        #: The directories HMS would have deleted (drops with deleteData of managed objects), in order.
+        self.deleted: list[str] = []
         self.create_database(hms.Database(name="default", description="Default Hive database", parameters={}))
 
     # ------------------------------------------------------------ helpers
@@ -82,6 +84,8 @@ class FakeHms:
             raise hms.InvalidOperationException(f"Database {name} is not empty. One or more tables exist.")
         for table in tables:
             self.drop_table(name, table, delete_data)
+        if delete_data:
+            self.deleted.append(self.databases[name].locationUri)
         del self.databases[name]
 
     # ------------------------------------------------------------ tables
@@ -124,7 +128,11 @@ class FakeHms:
         self.alter_table(database, name, table)
 
     def drop_table(self, database: str, name: str, delete_data: bool) -> None:
-        self._table(database, name)
+        tbl = self._table(database, name)
+        if delete_data and (tbl.parameters or {}).get("EXTERNAL") != "TRUE" and tbl.sd and tbl.sd.location:
+            self.deleted.append(tbl.sd.location)
+            self.deleted.extend(p.sd.location for p in self.partitions.get((database, name.lower()), {}).values()
+                                if not p.sd.location.startswith(tbl.sd.location + "/"))
         del self.tables[(database, name.lower())]
         self.partitions.pop((database, name.lower()), None)
 
@@ -180,7 +188,9 @@ class FakeHms:
             parts[tuple(partition.values)] = copy.deepcopy(partition)
 
     def drop_partition(self, database: str, table: str, values: list[str], delete_data: bool) -> None:
-        self.get_partition(database, table, values)
+        part = self.get_partition(database, table, values)
+        if delete_data and (self._table(database, table).parameters or {}).get("EXTERNAL") != "TRUE":
+            self.deleted.append(part.sd.location)
         del self._parts(database, table)[tuple(values)]
 
     def drop_partition_with_environment_context(self, database: str, table: str, values: list[str],

@@ -166,8 +166,8 @@ def test_table_errors(sales: HiveCatalog) -> None:
 
 
 def test_external_and_data_source_tables(sales: HiveCatalog, fake: FakeHms) -> None:
-    external = sales.create_table(table("ext", kind=TableKind.EXTERNAL, location="file:/data/ext"))
-    assert (external.kind, external.location) == (TableKind.EXTERNAL, "file:/data/ext")
+    external = sales.create_table(table("ext", kind=TableKind.EXTERNAL, location=f"{WAREHOUSE}/lake/ext"))
+    assert (external.kind, external.location) == (TableKind.EXTERNAL, f"{WAREHOUSE}/lake/ext")
     assert fake.tables[("sales", "ext")].tableType == codec.EXTERNAL_TABLE
     assert "EXTERNAL" not in external.properties
     # CSV is a Spark data source table: Spark reads the files where `path` says, which

@@ -141,6 +141,11 @@ def _answers_for(failing: str, error: BaseException) -> dict[str, Any]:
         "get_all_databases": ["default", "sales"],
         "get_all_tables": [],
         "get_table": raw,
+        # What catalogd reads to decide where files may go and what a drop may delete.
+        "get_config_value": "file:/w",
+        "get_table_objects_by_name": [],
+        "get_partitions": [],
+        "get_functions": [],
         "create_table": None,
         "create_database": None,
         "drop_database": None,
@@ -215,13 +220,17 @@ def test_a_catalog_needs_uris_or_an_embedded_metastore() -> None:
 
 
 def test_ignore_if_exists_swallows_already_exists() -> None:
-    catalog, fake = hive_catalog({"create_database": hms.AlreadyExistsException("exists")})
+    catalog, fake = hive_catalog({"create_database": hms.AlreadyExistsException("exists"),
+                                  "get_database": hms.NoSuchObjectException("sales"),
+                                  "get_config_value": "file:/w", "get_all_databases": []})
     catalog.create_database(Database("sales"), ignore_if_exists=True)
-    assert fake.methods() == ["create_database"]
+    # Its location is checked first (reads only); the one write is the create, whose refusal is swallowed.
+    assert [m for m in fake.methods() if m.startswith(("create", "drop", "alter"))] == ["create_database"]
 
 
 def test_ignore_if_not_exists_swallows_a_missing_table() -> None:
-    catalog, _ = hive_catalog({"drop_table_with_environment_context": hms.NoSuchObjectException("gone")})
+    catalog, _ = hive_catalog({"get_table": hms.NoSuchObjectException("gone"),
+                               "drop_table_with_environment_context": hms.NoSuchObjectException("gone")})
     catalog.drop_table("sales", "orders", ignore_if_not_exists=True)
     with pytest.raises(TableNotFoundError):
         catalog.drop_table("sales", "orders")
