@@ -112,6 +112,7 @@ class Daemon:
             "  host: 127.0.0.1\n"
             "  port: 0\n"
             "  http-port: 0\n"
+            "  hms-port: 0\n"
             f"  data-dir: {json.dumps(str(self.data_dir))}\n"
             "  log-level: warning\n"
             "catalogs:\n"

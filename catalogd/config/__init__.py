@@ -26,16 +26,19 @@ from __future__ import annotations
 from catalogd.config.durations import Duration, NonNegativeDuration, format_duration, parse_duration
 from catalogd.config.loading import default_config_path, load_config, parse_config
 from catalogd.config.models import (
+    CacheConfig,
     CatalogConfig,
     Config,
     DynamicTablesConfig,
     ServerConfig,
     SparkConfig,
     StagingConfig,
+    hms_prefix_of,
 )
 from catalogd.config.redaction import redact
 
 __all__ = [
+    "CacheConfig",
     "CatalogConfig",
     "Config",
     "Duration",
@@ -46,6 +49,7 @@ __all__ = [
     "StagingConfig",
     "default_config_path",
     "format_duration",
+    "hms_prefix_of",
     "load_config",
     "parse_config",
     "parse_duration",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -37,12 +38,14 @@ from catalogd.config.problems import Loc, problems_error, suggest
 from catalogd.config.redaction import redact
 
 __all__ = [
+    "CacheConfig",
     "CatalogConfig",
     "Config",
     "DynamicTablesConfig",
     "ServerConfig",
     "SparkConfig",
     "StagingConfig",
+    "hms_prefix_of",
     "raw_catalog_problems",
 ]
 
@@ -58,6 +61,11 @@ class ServerConfig(_Model):
     host: str = "127.0.0.1"
     port: Port = 9190
     http_port: Port = Field(default=9191, alias="http-port")
+    #: The Hive Metastore endpoint (ThriftHiveMetastore for every catalog); 0 picks a free port.
+    hms_port: Port = Field(default=9083, alias="hms-port")
+    #: How long a metastore lock taken through the endpoint lives without a heartbeat
+    #: (HMS's ``hive.txn.timeout``); only where catalogd holds the locks (an embedded default).
+    hms_lock_timeout: Duration = Field(default=datetime.timedelta(minutes=5), alias="hms-lock-timeout")
     data_dir: Path = Field(default=Path("~/.catalogd"), alias="data-dir", validate_default=True)
     max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
     #: Thrift calls run at the same time (the worker pool); connections are not limited by it.
@@ -102,8 +110,11 @@ class ServerConfig(_Model):
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> ServerConfig:
-        if self.port != 0 and self.port == self.http_port:
-            raise ValueError(f"port and http-port are both {self.port}: use two different ports")
+        named = [("port", self.port), ("http-port", self.http_port), ("hms-port", self.hms_port)]
+        for index, (name, value) in enumerate(named):
+            for other, other_value in named[index + 1:]:
+                if value != 0 and value == other_value:
+                    raise ValueError(f"{name} and {other} are both {value}: use different ports")
         return self
 
     @model_validator(mode="after")
@@ -186,6 +197,19 @@ class CatalogConfig(_Model):
     #: Metastore calls of this catalog in flight at once; more fail at once with metastore-unavailable,
     #: so that a hung metastore never takes every thread of the daemon (only for hive catalogs).
     max_concurrent_calls: PositiveInt = Field(default=16, alias="max-concurrent-calls")
+    #: What this catalog's database names start with on the HMS endpoint; None: ``<name>__``
+    #: (none for the default catalog, whose databases keep their own names).
+    hms_prefix: str | None = Field(default=None, alias="hms-prefix")
+
+    @field_validator("hms_prefix")
+    @classmethod
+    def _check_hms_prefix(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value or not re.fullmatch(r"[a-z0-9_]+", value):
+            raise ValueError(f"{value!r} is not a database name prefix: use lower-case letters, digits and '_' "
+                             "(for example 'sales__')")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -381,6 +405,31 @@ class StagingConfig(_Model):
         return self
 
 
+def hms_prefix_of(catalog: CatalogConfig) -> str:
+    """The prefix of ``catalog``'s database names on the HMS endpoint ('' for none)."""
+    if catalog.hms_prefix is not None:
+        return catalog.hms_prefix
+    return "" if catalog.default else f"{catalog.name}__"
+
+
+def _prefix_problems(catalogs: Sequence[CatalogConfig]) -> list[str]:
+    """Prefixes that would make one HMS database name mean two catalogs."""
+    problems: list[str] = []
+    prefixes = [(c.name, hms_prefix_of(c)) for c in catalogs]
+    for index, (name, prefix) in enumerate(prefixes):
+        if not prefix and not next(c for c in catalogs if c.name == name).default:
+            problems.append(f"catalog {name!r}: hms-prefix must not be empty (only the default catalog's "
+                            "databases keep their own names)")
+        for other, other_prefix in prefixes[index + 1:]:
+            if not prefix or not other_prefix:
+                continue
+            if prefix.startswith(other_prefix) or other_prefix.startswith(prefix):
+                problems.append(f"catalogs {name!r} and {other!r} have clashing hms-prefix values "
+                                f"({prefix!r}, {other_prefix!r}): a database name would belong to both; "
+                                "give each a prefix that does not start with the other")
+    return problems
+
+
 def _catalog_set_problems(names: Sequence[str | None], defaults: Sequence[bool | None]) -> list[str]:
     """Problems with the catalogs as a whole; a ``None`` name or default is one that is invalid."""
     problems: list[str] = []
@@ -404,6 +453,18 @@ def _catalog_set_problems(names: Sequence[str | None], defaults: Sequence[bool |
     return problems
 
 
+class CacheConfig(_Model):
+    """The metadata cache in front of the hive catalogs' metastores (databases, tables, partitions)."""
+
+    #: How long a cached answer is served; what catalogd writes is invalidated at once, what
+    #: others write on the metastore directly shows within this long. 0s turns the cache off.
+    ttl: NonNegativeDuration = datetime.timedelta(seconds=1)
+    #: The most answers kept, over all catalogs; the least recently used go first.
+    max_entries: PositiveInt = Field(default=10000, alias="max-entries")
+    #: The most bytes of answers kept (their encoded size), over all catalogs.
+    max_bytes: PositiveInt = Field(default=128 * 1024 * 1024, alias="max-bytes")
+
+
 class Config(_Model):
     """The whole configuration file."""
 
@@ -412,10 +473,11 @@ class Config(_Model):
     dynamic_tables: DynamicTablesConfig = Field(default_factory=DynamicTablesConfig, alias="dynamic-tables")
     spark: SparkConfig = Field(default_factory=SparkConfig)
     staging: StagingConfig = Field(default_factory=StagingConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     #: The file the configuration came from (set by the loader, never read from the YAML).
     source: str = Field(default="<string>", exclude=True)
 
-    @field_validator("server", "dynamic_tables", "spark", "staging", mode="before")
+    @field_validator("server", "dynamic_tables", "spark", "staging", "cache", mode="before")
     @classmethod
     def _empty_sections(cls, value: object) -> object:
         return none_as_empty(value)
@@ -435,6 +497,9 @@ class Config(_Model):
             raise problems_error([((), problem) for problem in problems])
         if len(value) == 1 and not value[0].default:
             value = [value[0].model_copy(update={"default": True})]
+        problems = _prefix_problems(value)
+        if problems:
+            raise problems_error([((), problem) for problem in problems])
         return value
 
     @property

@@ -70,7 +70,8 @@ def tail(path: Path, lines: int = 40) -> str:
 def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs: list[dict[str, Any]],
                  extra: dict[str, Any] | None = None) -> Path:
     config = {
-        "server": {"host": "127.0.0.1", "port": port, "http-port": http_port, "data-dir": str(data_dir)},
+        "server": {"host": "127.0.0.1", "port": port, "http-port": http_port, "hms-port": free_port(),
+                   "data-dir": str(data_dir)},
         "catalogs": catalogs,
         # A test daemon starts no analyzer JVM it may not need (one Spark JVM less per daemon
         # on a 2-core machine); a test that creates dynamic tables gets one on first use, or

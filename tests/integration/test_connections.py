@@ -88,7 +88,8 @@ def limited(tmp_path: Path) -> Iterator[Daemon]:
     data_dir = tmp_path / "limited-data"
     port, http_port = free_port(), free_port()
     limits = {"idle-timeout": "2s", "frame-timeout": "3s", "max-connections": 4}
-    server = {"host": "127.0.0.1", "port": port, "http-port": http_port, "data-dir": str(data_dir), **limits}
+    server = {"host": "127.0.0.1", "port": port, "http-port": http_port, "hms-port": free_port(),
+              "data-dir": str(data_dir), **limits}
     config = write_config(tmp_path / "limited.yaml", port=port, http_port=http_port, data_dir=data_dir,
                           catalogs=[{"name": "scratch", "type": "memory", "default": True}],
                           extra={"server": server})
