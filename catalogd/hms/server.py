@@ -1,0 +1,290 @@
+"""The HMS endpoint's socket server: a thread per client connection, with caps and deadlines.
+
+HMS clients (Spark's Hive client, Hive, Trino, hmsclient) speak the binary protocol over
+buffered transport by default, framed when configured to; the first bytes of a connection
+say which (a strict binary message starts with 0x80 0x01, a frame with its length). A client
+is sequential: it sends a call and waits for the reply, so a thread per connection is idle
+only while its client is, and the limits below bound what an idle or slow one holds:
+
+* ``idle_timeout``: no call arriving for that long closes the connection;
+* ``frame_timeout``: a call must arrive whole within that long of its first byte, and a
+  reply be taken within that long;
+* ``max_message``: a call announcing or sending more is refused (connection closed);
+* ``max_connections``: at the cap, a new connection closes the one idle the longest; when
+  none is idle, the new one is closed at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from catalogd.metastore.messages import Message, MessageStream, ProtocolError, parse_message
+from catalogd.metastore.relay import Identity
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ClientConnection", "HmsServer"]
+
+_FRAME = struct.Struct("!i")
+_STRICT_FIRST_BYTE = 0x80
+
+
+@dataclass
+class ClientConnection:
+    """What the endpoint knows of one client connection."""
+
+    peer: str
+    #: ``set_ugi``'s user and groups once the client called it.
+    identity: Identity = None
+    framed: bool = False
+    #: Per-connection state the router keeps (e.g. lock ids it took).
+    state: dict[str, object] = field(default_factory=dict)
+
+
+#: Answers one call message: the reply's bytes (None for a oneway call).
+Handler = Callable[[ClientConnection, Message], bytes | None]
+
+
+class _Conn:
+    def __init__(self, sock: socket.socket, peer: str) -> None:
+        self.sock = sock
+        self.client = ClientConnection(peer)
+        self.busy = False
+        self.last_active = time.monotonic()
+        self.deadline: float | None = None
+        self.closed = False
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        # shutdown wakes the connection's thread out of a blocking recv.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+class _RateLimited:
+    def __init__(self, interval: float = 10.0) -> None:
+        self.interval = interval
+        self._next = 0.0
+
+    def warning(self, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + self.interval
+            logger.warning(message, *args)
+
+
+class HmsServer:
+    """Serves ``handler`` on ``host:port`` (0: a free port, see ``port`` after ``bind``)."""
+
+    def __init__(self, handler: Handler, host: str, port: int, *, max_connections: int = 1000,
+                 idle_timeout: float = 300.0, frame_timeout: float = 30.0,
+                 max_message: int = 256 * 1024 * 1024) -> None:
+        self._handler = handler
+        self.host = host
+        self._port = port
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
+        self.frame_timeout = frame_timeout
+        self.max_message = max_message
+        self._listener: socket.socket | None = None
+        self._conns: set[_Conn] = set()
+        self._threads: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._acceptor: threading.Thread | None = None
+        self._full = _RateLimited()
+        self.accepted = 0
+        self.refused = 0
+
+    @property
+    def port(self) -> int:
+        return self._listener.getsockname()[1] if self._listener is not None else self._port
+
+    def bind(self) -> None:
+        listener = socket.create_server((self.host, self._port), backlog=512, reuse_port=False)
+        listener.settimeout(1.0)
+        self._listener = listener
+
+    def start(self) -> None:
+        if self._listener is None:
+            self.bind()
+        self._acceptor = threading.Thread(target=self._accept_loop, name="hms-accept", daemon=True)
+        self._acceptor.start()
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"open": len(self._conns), "busy": sum(1 for c in self._conns if c.busy),
+                    "accepted": self.accepted, "refused": self.refused}
+
+    def shutdown(self, grace: float = 10.0) -> None:
+        """Stop accepting, let calls running finish (up to ``grace``), close every connection."""
+        self._stopping.set()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.close()
+        if self._acceptor is not None:
+            self._acceptor.join(timeout=max(grace, 1.0))
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not any(c.busy for c in self._conns):
+                    break
+            time.sleep(0.05)
+        with self._lock:
+            conns = list(self._conns)
+            threads = list(self._threads)
+        for conn in conns:
+            conn.close()
+        for thread in threads:
+            thread.join(timeout=max(deadline - time.monotonic(), 0.1))
+
+    # ------------------------------------------------------------ accepting
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stopping.is_set():
+            try:
+                sock, address = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError as e:
+                if self._stopping.is_set():
+                    return
+                if e.errno in (errno.EMFILE, errno.ENFILE):
+                    self._full.warning("HMS endpoint: out of file descriptors; pausing accepts")
+                    time.sleep(0.5)
+                continue
+            peer = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+            if not self._admit():
+                self.refused += 1
+                self._full.warning("HMS endpoint: %d connections open, all busy; refusing %s",
+                                   self.max_connections, peer)
+                with contextlib.suppress(OSError):
+                    sock.close()
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Conn(sock, peer)
+            thread = threading.Thread(target=self._serve, args=(conn,), name=f"hms-{peer}", daemon=True)
+            with self._lock:
+                self._conns.add(conn)
+                self._threads.add(thread)
+                self.accepted += 1
+            thread.start()
+
+    def _admit(self) -> bool:
+        """Room for one more connection (closing the longest idle one at the cap)."""
+        with self._lock:
+            if len(self._conns) < self.max_connections:
+                return True
+            idle = [c for c in self._conns if not c.busy and not c.closed]
+            if not idle:
+                return False
+            victim = min(idle, key=lambda c: c.last_active)
+        logger.info("HMS endpoint: %d connections open; closing %s, idle the longest",
+                    self.max_connections, victim.client.peer)
+        victim.close()
+        return True
+
+    # ------------------------------------------------------------ one connection
+
+    def _recv_for(self, conn: _Conn) -> Callable[[int], bytes]:
+        def recv(size: int) -> bytes:
+            if conn.deadline is None:
+                # Waiting for a call's first byte: the idle timeout applies.
+                conn.sock.settimeout(self.idle_timeout)
+                data = conn.sock.recv(size)
+                conn.deadline = time.monotonic() + self.frame_timeout
+                return data
+            left = conn.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("call not complete within the frame timeout")
+            conn.sock.settimeout(left)
+            return conn.sock.recv(size)
+
+        return recv
+
+    def _serve(self, conn: _Conn) -> None:
+        recv = self._recv_for(conn)
+        stream = MessageStream(recv, self.max_message)
+        reason = "closed by client"
+        try:
+            conn.client.framed = self._detect_framed(conn)
+            while not self._stopping.is_set():
+                conn.deadline = None
+                if conn.client.framed:
+                    message = self._read_frame(conn, recv)
+                else:
+                    stream.first_byte()
+                    message = stream.read_message()
+                conn.busy = True
+                try:
+                    reply = self._handler(conn.client, message)
+                    if reply is not None:
+                        if conn.client.framed:
+                            reply = _FRAME.pack(len(reply)) + reply
+                        conn.sock.settimeout(self.frame_timeout)
+                        conn.sock.sendall(reply)
+                finally:
+                    conn.busy = False
+                    conn.last_active = time.monotonic()
+        except EOFError:
+            pass
+        except TimeoutError:
+            reason = "idle or slow (timeout)"
+        except ProtocolError as e:
+            reason = f"protocol error: {e}"
+            logger.info("HMS endpoint: %s sent a bad message (%s); closing it", conn.client.peer, e)
+        except OSError as e:
+            reason = f"socket error: {e}"
+        except Exception:
+            reason = "internal error"
+            logger.exception("HMS endpoint: connection %s failed", conn.client.peer)
+        finally:
+            logger.debug("HMS endpoint: connection %s ends: %s", conn.client.peer, reason)
+            conn.close()
+            with self._lock:
+                self._conns.discard(conn)
+                self._threads.discard(threading.current_thread())
+
+    def _detect_framed(self, conn: _Conn) -> bool:
+        """Whether the client frames its messages (peeks at the first bytes, consuming none)."""
+        conn.sock.settimeout(self.idle_timeout)
+        first = conn.sock.recv(1, socket.MSG_PEEK)
+        if not first:
+            raise EOFError
+        if first[0] == _STRICT_FIRST_BYTE:
+            return False
+        if first[0] != 0:
+            # Neither a strict binary message nor a frame length below 16 MiB: compact protocol,
+            # HTTP, TLS, or noise.
+            raise ProtocolError(f"first byte 0x{first[0]:02x} is not a binary-protocol message or frame")
+        return True
+
+    def _read_frame(self, conn: _Conn, recv: Callable[[int], bytes]) -> Message:
+        size_bytes = self._read_exact(recv, 4)
+        (size,) = _FRAME.unpack(size_bytes)
+        if not 0 < size <= self.max_message:
+            raise ProtocolError(f"frame of {size} bytes (the limit is {self.max_message})")
+        return parse_message(self._read_exact(recv, size))
+
+    @staticmethod
+    def _read_exact(recv: Callable[[int], bytes], size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            chunk = recv(size - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return bytes(data)
