@@ -159,7 +159,7 @@ class MessageStream(TTransportBase, CReadableTransport):  # type: ignore[misc]
             data = self._buf.read(sz)
         return data
 
-    def isOpen(self) -> bool:  # noqa: N802 - thrift's name
+    def isOpen(self) -> bool:
         return True
 
     # ------------------------------------------------------------ messages

@@ -127,12 +127,8 @@ class RelayPool:
         with self._lock:
             if self._closed:
                 raise MetastoreUnavailableError(f"metastore of {self.name}: closed")
-            for key, (owner, conn) in reversed(self._idle.items()):
-                if owner == identity:
-                    del self._idle[key]
-                    break
-            else:
-                conn = None
+            key = next((k for k, (owner, _) in reversed(self._idle.items()) if owner == identity), None)
+            conn = self._idle.pop(key)[1] if key is not None else None
         if conn is not None and conn.looks_alive():
             return conn
         if conn is not None:
