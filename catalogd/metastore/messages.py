@@ -112,7 +112,7 @@ def parse_message(data: bytes) -> Message:
     return Message(name, mtype, seqid, bytes(data), size)
 
 
-class MessageStream(TTransportBase, CReadableTransport):  # type: ignore[misc]
+class MessageStream(TTransportBase, CReadableTransport):
     """Reads whole messages off ``recv`` (a socket's ``recv``; ``b""`` at end of stream).
 
     Bytes read past a message's end are kept for the next one. ``max_size`` bounds one
