@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from catalogd import not_found
 from catalogd.catalog import load_catalog
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, BaseCatalog, Catalog
-from catalogd.config import CatalogConfig, Config
+from catalogd.config import CatalogConfig, Config, hms_prefix_of
 from catalogd.errors import (
     CatalogNotFoundError,
     InvalidArgumentError,
@@ -89,6 +89,8 @@ class CatalogManager:
         #: dropped or renamed, ("drop-database", catalog, database, "") before a cascading
         #: database drop (the dynamic-table service stops the tables' jobs first).
         self.table_hooks: list[Callable[[str, str, str, str], None]] = []
+        #: catalogd's HMS endpoint as clients reach it (``thrift://host:port``), once it listens.
+        self.hms_endpoint: str | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -232,6 +234,8 @@ class CatalogManager:
         info.read_only = conf.read_only
         # The backend may have nothing to stage (memory): then no config makes its writes atomic.
         info.atomic_writes = conf.atomic_writes and info.atomic_writes
+        info.hms_endpoint = self.hms_endpoint
+        info.hms_prefix = hms_prefix_of(conf)
         return info
 
     def list_catalogs(self) -> list[CatalogInfo]:

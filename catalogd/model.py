@@ -51,6 +51,10 @@ class CatalogInfo:
     warehouse: str | None = None
     #: Whether ``catalogd.spark`` writes through stages (config ``atomic-writes``).
     atomic_writes: bool = True
+    #: catalogd's HMS endpoint (``thrift://host:port``), where engines see every catalog.
+    hms_endpoint: str | None = None
+    #: What this catalog's database names start with on the HMS endpoint ('' for none).
+    hms_prefix: str = ""
 
 
 @dataclass

@@ -74,14 +74,16 @@ def object_from_thrift(path: t.ObjectPath) -> ObjectPath:
 def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
     return t.CatalogInfo(name=info.name, type=info.type, isDefault=info.default,
                          defaultDatabase=info.default_database, readOnly=info.read_only,
-                         metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes)
+                         metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes,
+                         hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix)
 
 
 def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
     return CatalogInfo(name=info.name, type=info.type, default=bool(info.isDefault),
                        default_database=info.defaultDatabase, read_only=bool(info.readOnly),
                        metastore=info.metastore, warehouse=info.warehouse,
-                       atomic_writes=info.atomicWrites is not False)
+                       atomic_writes=info.atomicWrites is not False, hms_endpoint=info.hmsEndpoint,
+                       hms_prefix=info.hmsPrefix or "")
 
 
 def database_to_thrift(db: Database) -> t.Database:

@@ -76,6 +76,10 @@ struct CatalogInfo {
   7: optional string warehouse,
   // whether catalogd.spark writes through stages (config `atomic-writes`)
   8: optional bool atomicWrites = true,
+  // catalogd's HMS endpoint (thrift://host:port): Spark, Hive and other engines use it for every catalog
+  9: optional string hmsEndpoint,
+  // what this catalog's database names start with on the HMS endpoint ('' for none)
+  10: optional string hmsPrefix,
 }
 
 struct Database {

@@ -374,6 +374,28 @@ class HiveSession:
         """Serve this session's calls with ``api`` (unit tests: a fake client; no metastore is started)."""
         self._api = _Tracked(api, self._written)  # type: ignore[assignment]
 
+    def addresses(self) -> list[tuple[str, int]]:
+        """The metastore's (host, port) addresses as now known (an embedded one's after it started)."""
+        if self.pool is not None:
+            return list(self.pool.uris)
+        return list(self._uris)
+
+    @property
+    def connect_timeout(self) -> float:
+        return self._connect_timeout
+
+    @property
+    def socket_timeout(self) -> float:
+        return self._socket_timeout
+
+    @property
+    def max_concurrent_calls(self) -> int | None:
+        return self._max_concurrent_calls
+
+    def check_up(self) -> None:
+        """Raises MetastoreUnavailableError while the embedded metastore is being restarted."""
+        self._check_up()
+
     @property
     def metastore(self) -> str:
         """The metastore's addresses as ``thrift://h:p,...`` (empty when not known yet)."""

@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -24,6 +25,7 @@ from catalogd.datadir import DataDirLock
 from catalogd.dynamic.service import DynamicTables
 from catalogd.errors import CatalogError, ConfigError, ConflictError
 from catalogd.gen.catalogd_thrift import CatalogService
+from catalogd.hms.endpoint import HmsEndpoint
 from catalogd.manager import CatalogManager
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ReloadResult
@@ -48,7 +50,8 @@ def check_ports(config: Config) -> None:
         ConfigError: naming each port in use and the key that sets it.
     """
     server = config.server
-    wanted = [(server.host, server.port, "server.port"), (server.host, server.http_port, "server.http-port")]
+    wanted = [(server.host, server.port, "server.port"), (server.host, server.http_port, "server.http-port"),
+              (server.host, server.hms_port, "server.hms-port")]
     wanted += [(EmbeddedMetastore.host, c.metastore_port, f"catalogs[{c.name}].metastore-port")
                for c in config.catalogs if c.is_embedded]
     problems = [f"{config.source}: {key}: port {port} on {host} is already in use (is another daemon running?)"
@@ -64,6 +67,12 @@ DEFAULT_SERVER = "localhost:9190"
 def _local(host: str) -> str:
     """An address this machine reaches a server listening on ``host`` at."""
     return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+
+def _public(host: str) -> str:
+    """An address other machines reach a server listening on ``host`` at (Spark executors,
+    containers beside this one): the host name when it listens on every interface."""
+    return socket.gethostname() if host in ("0.0.0.0", "::", "") else host
 
 
 def next_steps(address: str, http_address: str, catalogs: list[CatalogInfo],
@@ -113,6 +122,7 @@ class Daemon:
         self.metrics = Metrics()
         self.thrift: ThriftServer | None = None
         self.http: HttpServer | None = None
+        self.hms: HmsEndpoint | None = None
         self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
         self.dynamic = DynamicTables(self.manager, config, self._address)
         self.metrics.watch_dynamic_tables(self.dynamic.lags)
@@ -140,8 +150,11 @@ class Daemon:
                                        idle_timeout=server.idle_timeout.total_seconds(),
                                        frame_timeout=server.frame_timeout.total_seconds(),
                                        max_buffered_bytes=server.max_buffered_bytes)
+            self.hms = HmsEndpoint(self.manager, self.config, drop_dynamic=self.dynamic.drop)
             try:
                 self.thrift.bind()
+                self.hms.bind()
+                self.manager.hms_endpoint = f"thrift://{_public(server.host)}:{self.hms.port}"
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds())
             except OSError as e:
@@ -150,14 +163,15 @@ class Daemon:
             # binding, so that the jobs started now (catch-up runs) can connect back.
             self.dynamic.start()
             self.thrift.start()
+            self.hms.start()
             self.http.start()
         except BaseException:
             self.shutdown()
             raise
         self._write_state()
         logger.info(
-            "catalogd %s ready: thrift %s:%d, http %s:%d, catalogs %s (config %s)",
-            __version__, server.host, self.thrift.port, server.host, self.http.port,
+            "catalogd %s ready: thrift %s:%d, http %s:%d, hms %s:%d, catalogs %s (config %s)",
+            __version__, server.host, self.thrift.port, server.host, self.http.port, server.host, self.hms.port,
             ", ".join(sorted(self.manager.catalogs())), self.config.source,
         )
         # Not a log record: the one line a new user needs next, without a logger's prefix.
@@ -170,9 +184,9 @@ class Daemon:
         return f"{_local(self.config.server.host)}:{port}"
 
     def _write_state(self) -> None:
-        assert self.thrift is not None and self.http is not None
+        assert self.thrift is not None and self.http is not None and self.hms is not None
         state = {"pid": os.getpid(), "host": self.config.server.host, "port": self.thrift.port,
-                 "http_port": self.http.port, "config": self.config.source}
+                 "http_port": self.http.port, "hms_port": self.hms.port, "config": self.config.source}
         (self.config.server.data_dir / "catalogd.json").write_text(json.dumps(state) + "\n")
 
     def main_loop(self) -> None:
@@ -207,6 +221,8 @@ class Daemon:
         grace = self.config.server.shutdown_grace.total_seconds()
         self.janitor.stop(grace)
         self.dynamic.stop()
+        if self.hms is not None:
+            self.hms.shutdown(grace)
         if self.thrift is not None:
             self.thrift.shutdown(grace)
         if self.http is not None:

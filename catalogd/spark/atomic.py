@@ -66,18 +66,32 @@ def _uris(text: str | None) -> set[str]:
     return {u.strip().rstrip("/").lower() for u in (text or "").split(",") if u.strip()}
 
 
-def session_catalog(spark: SparkSession, client: CatalogClient) -> CatalogInfo:
-    """The hive catalog whose metastore the session uses.
-
-    Raises:
-        InvalidArgumentError: the session uses no metastore that catalogd serves.
-    """
+def _session_uris(spark: SparkSession) -> set[str]:
     session = _uris(spark.conf.get(_URIS_KEY, None) or spark.sparkContext.getConf().get(_URIS_KEY))
     if not session:
         raise InvalidArgumentError(
             "the SparkSession has no hive.metastore.uris: build it with catalogd.spark.session_builder(catalog)"
         )
-    catalogs = [c for c in client.list_catalogs() if c.type == "hive" and _uris(c.metastore) & session]
+    return session
+
+
+def _on_endpoint(infos: list[CatalogInfo], session: set[str]) -> bool:
+    """Whether the session's metastore is catalogd's HMS endpoint (it sees every catalog)."""
+    return any(_uris(c.hms_endpoint) & session for c in infos)
+
+
+def session_catalog(spark: SparkSession, client: CatalogClient) -> CatalogInfo:
+    """The catalog that names without a catalog mean in the session: the default catalog for
+    a session on catalogd's HMS endpoint, else the hive catalog whose metastore it uses.
+
+    Raises:
+        InvalidArgumentError: the session uses no metastore that catalogd serves.
+    """
+    session = _session_uris(spark)
+    infos = client.list_catalogs()
+    if _on_endpoint(infos, session):
+        return next(c for c in infos if c.default)
+    catalogs = [c for c in infos if c.type == "hive" and _uris(c.metastore) & session]
     if not catalogs:
         raise InvalidArgumentError(
             f"the SparkSession's metastore {', '.join(sorted(session))} is not one of catalogd's catalogs"
@@ -85,11 +99,44 @@ def session_catalog(spark: SparkSession, client: CatalogClient) -> CatalogInfo:
     return catalogs[0]
 
 
+def _spark_prefix(info: CatalogInfo, spark: SparkSession | None) -> str:
+    """What the session calls ``info``'s databases start with: its HMS-endpoint prefix when
+    the session is on the endpoint (sessions from ``session_builder`` are), else nothing."""
+    if not info.hms_prefix:
+        return ""
+    if spark is not None and not (_uris(info.hms_endpoint) & _session_uris(spark)):
+        return ""
+    return info.hms_prefix
+
+
+def spark_name(info: CatalogInfo, name: str, spark: SparkSession | None = None) -> str:
+    """``catalog.db.table`` -> the name Spark SQL uses for it in ``spark``'s session."""
+    _, database, table = name.split(".", 2)
+    return f"{_spark_prefix(info, spark)}{database}.{table}"
+
+
 def _resolve(spark: SparkSession, client: CatalogClient, target: str) -> tuple[CatalogInfo, str]:
-    """``target`` -> (the session's catalog, ``catalog.db.table``); checks the target is in that catalog."""
+    """``target`` -> (its catalog, ``catalog.db.table``); checks the session can reach that catalog."""
     from catalogd.names import split_name
 
     parts = split_name(target)
+    session = _session_uris(spark)
+    infos = client.list_catalogs()
+    if _on_endpoint(infos, session):
+        by_name = {c.name: c for c in infos}
+        if len(parts) == 3:
+            if parts[0] not in by_name:
+                known = ", ".join(sorted(by_name))
+                raise InvalidArgumentError(f"{target}: no catalog {parts[0]!r} (catalogs: {known})")
+            return by_name[parts[0]], ".".join(parts)
+        if len(parts) in (1, 2):
+            database = parts[0] if len(parts) == 2 else spark.catalog.currentDatabase()
+            prefixed = [c for c in infos if c.hms_prefix and database.lower().startswith(c.hms_prefix)]
+            info = prefixed[0] if prefixed else next(c for c in infos if c.default)
+            if not prefixed and info.hms_prefix:
+                raise InvalidArgumentError(f"{target}: database {database!r} belongs to no catalog on the endpoint")
+            return info, f"{info.name}.{database[len(info.hms_prefix) if prefixed else 0:]}.{parts[-1]}"
+        raise InvalidArgumentError(f"bad table name {target!r}: expected catalog.database.table")
     info = session_catalog(spark, client)
     if len(parts) == 3:
         if parts[0] != info.name:
@@ -184,8 +231,10 @@ class _Heartbeat:
 class StagedTable:
     """What ``staged_table`` yields: the stage and the Spark table to write into."""
 
-    def __init__(self, stage: Stage) -> None:
+    def __init__(self, stage: Stage, spark_prefix: str = "") -> None:
         self.stage = stage
+        #: What the writing session calls the stage's database starts with (HMS endpoint prefix).
+        self.spark_prefix = spark_prefix
         #: The final stage after the block: COMMITTED, or ABORTED.
         self.result: Stage | None = None
 
@@ -197,7 +246,7 @@ class StagedTable:
     @property
     def name(self) -> str | None:
         """``database.__catalogd_stage_...``: write here (``df.write.insertInto(staged.name)``)."""
-        return self.stage.spark_table if self.active else None
+        return self.spark_prefix + self.stage.spark_table if self.active else None
 
     @property
     def stage_id(self) -> str:
@@ -256,7 +305,7 @@ def staged_table(
     with _client(client) as c:
         stage = c.begin_stage(target, data, partition_keys, format=format, purpose=purpose,
                               properties=properties, comment=comment, lease=lease)
-        staged = StagedTable(stage)
+        staged = StagedTable(stage, _stage_prefix(c, stage, spark))
         if not staged.active:
             yield staged
             staged.result = stage
@@ -275,6 +324,14 @@ def staged_table(
         if heartbeat.error is not None:
             raise heartbeat.error
         staged.result = c.commit_stage(stage.id)
+
+
+def _stage_prefix(client: CatalogClient, stage: Stage, spark: SparkSession | None) -> str:
+    try:
+        info = client.get_catalog(stage.catalog)
+    except CatalogError:
+        return ""
+    return _spark_prefix(info, spark)
 
 
 _JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -370,14 +427,14 @@ def atomic_ctas(
         if keys:
             df = _with_partitions_last(df, keys)
         if not info.atomic_writes:
-            _plain_save(df, name.split(".", 1)[1], mode, keys, fmt)
+            _plain_save(df, spark_name(info, name, spark), mode, keys, fmt)
             return None
         with staged_table(name, df.schema, partition_by=keys, format=fmt, mode=mode, properties=properties,
                           comment=comment, client=c, spark=spark) as staged:
             if staged.active:
                 _write(spark, df, staged)
         if MODES[mode] is StagePurpose.REPLACE:
-            _refresh(spark, name)  # a new table cannot be cached yet; a replaced one may be
+            _refresh(spark, spark_name(info, name, spark))  # a new table cannot be cached yet; a replaced one may be
         assert staged.result is not None
         return staged.result
 
@@ -398,7 +455,7 @@ def _plain_save(df: DataFrame, name: str, mode: str, keys: list[str], fmt: Table
 def _refresh(spark: SparkSession, name: str) -> None:
     # This session may have cached the old table; other sessions notice the new location.
     with contextlib.suppress(Exception):
-        spark.catalog.refreshTable(name.split(".", 1)[1])
+        spark.catalog.refreshTable(name)
 
 
 def insert_overwrite(
@@ -446,7 +503,7 @@ def insert_overwrite(
         df = df.select(*[col.name for col in table.columns], *keys)
         if not info.atomic_writes:
             with _dynamic_partitions(spark):
-                df.write.insertInto(name.split(".", 1)[1], overwrite=True)
+                df.write.insertInto(spark_name(info, name, spark), overwrite=True)
             return None
         purpose = StagePurpose.OVERWRITE_PARTITIONS if keys else StagePurpose.REPLACE
         props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")}
@@ -454,7 +511,7 @@ def insert_overwrite(
                           mode=purpose, properties=props if not keys else None,
                           comment=table.comment if not keys else None, client=c, spark=spark) as staged:
             _write(spark, df, staged)
-        _refresh(spark, name)
+        _refresh(spark, spark_name(info, name, spark))
         assert staged.result is not None
         return staged.result
 

@@ -15,16 +15,23 @@ _FILTER_HOOK = "org.apache.hadoop.hive.ql.security.authorization.plugin.Authoriz
 
 
 def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
-    """The ``spark.*`` settings for a hive catalog.
+    """The ``spark.*`` settings for a session on ``info``'s catalog.
+
+    With catalogd's HMS endpoint known (``info.hms_endpoint``), Spark talks to catalogd, which
+    serves every catalog (the catalog's databases under its ``hms_prefix``); otherwise (a
+    catalog object read inside the daemon, e.g. for refresh jobs) to the catalog's own
+    metastore.
 
     Raises:
-        UnsupportedError: a memory catalog (Spark cannot reach it).
+        UnsupportedError: a memory catalog and no HMS endpoint (Spark cannot reach it).
     """
-    if info.type != "hive" or not info.metastore:
-        raise UnsupportedError(f"catalog {info.name!r} is a {info.type} catalog: Spark can only use hive catalogs")
+    metastore = info.hms_endpoint or (info.metastore if info.type == "hive" else None)
+    if not metastore:
+        raise UnsupportedError(f"catalog {info.name!r} is a {info.type} catalog: Spark reaches it only through "
+                               "catalogd's HMS endpoint (server.hms-port)")
     settings = {
         "spark.sql.catalogImplementation": "hive",
-        "spark.hadoop.hive.metastore.uris": info.metastore,
+        "spark.hadoop.hive.metastore.uris": metastore,
         # Hive 2.3's SessionState switches the filter hook to this value on the first call
         # that asks for the user name; the client sees a changed metastore setting and closes
         # the connection a call in progress still holds (HIVE-24404), which logs a "lost

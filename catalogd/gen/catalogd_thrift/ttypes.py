@@ -993,11 +993,13 @@ class CatalogInfo(object):
      - metastore
      - warehouse
      - atomicWrites
+     - hmsEndpoint
+     - hmsPrefix
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1006,6 +1008,8 @@ class CatalogInfo(object):
         self.metastore = metastore
         self.warehouse = warehouse
         self.atomicWrites = atomicWrites
+        self.hmsEndpoint = hmsEndpoint
+        self.hmsPrefix = hmsPrefix
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1056,6 +1060,16 @@ class CatalogInfo(object):
                     self.atomicWrites = iprot.readBool()
                 else:
                     iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.STRING:
+                    self.hmsEndpoint = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.STRING:
+                    self.hmsPrefix = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1097,6 +1111,14 @@ class CatalogInfo(object):
         if self.atomicWrites is not None:
             oprot.writeFieldBegin('atomicWrites', TType.BOOL, 8)
             oprot.writeBool(self.atomicWrites)
+            oprot.writeFieldEnd()
+        if self.hmsEndpoint is not None:
+            oprot.writeFieldBegin('hmsEndpoint', TType.STRING, 9)
+            oprot.writeString(self.hmsEndpoint.encode('utf-8') if sys.version_info[0] == 2 else self.hmsEndpoint)
+            oprot.writeFieldEnd()
+        if self.hmsPrefix is not None:
+            oprot.writeFieldBegin('hmsPrefix', TType.STRING, 10)
+            oprot.writeString(self.hmsPrefix.encode('utf-8') if sys.version_info[0] == 2 else self.hmsPrefix)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4079,6 +4101,8 @@ CatalogInfo.thrift_spec = (
     (6, TType.STRING, 'metastore', 'UTF8', None, ),  # 6
     (7, TType.STRING, 'warehouse', 'UTF8', None, ),  # 7
     (8, TType.BOOL, 'atomicWrites', None, True, ),  # 8
+    (9, TType.STRING, 'hmsEndpoint', 'UTF8', None, ),  # 9
+    (10, TType.STRING, 'hmsPrefix', 'UTF8', None, ),  # 10
 )
 all_structs.append(Database)
 Database.thrift_spec = (

@@ -1,0 +1,113 @@
+"""The HMS endpoint put together for the daemon: server, router, locks and memory-catalog stores."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from catalogd.hms.router import HmsCache, LockService, MemoryStore, Router
+from catalogd.hms.server import HmsServer
+from catalogd.names import ObjectPath
+
+if TYPE_CHECKING:
+    from catalogd.config import Config
+    from catalogd.manager import CatalogManager
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SCRATCH_WAREHOUSE", "HmsEndpoint"]
+
+#: Under the data dir: the files of tables Spark writes into memory catalogs, one directory per catalog.
+SCRATCH_WAREHOUSE = "scratch-warehouse"
+#: The largest call or reply the endpoint carries (a 2,000-partition reply is under 2 MB).
+MAX_MESSAGE = 256 * 1024 * 1024
+
+
+class HmsEndpoint:
+    """ThriftHiveMetastore on ``server.hms-port`` for every catalog of ``manager``."""
+
+    def __init__(self, manager: CatalogManager, config: Config, *, cache: HmsCache | None = None,
+                 drop_dynamic: Callable[[ObjectPath], None] | None = None) -> None:
+        self.manager = manager
+        self.config = config
+        server = config.server
+        self.warehouse_root = server.data_dir / SCRATCH_WAREHOUSE
+        self.locks = self._lock_service(config)
+        self._stores: dict[str, tuple[object, Any]] = {}
+        self._stores_lock = threading.Lock()
+        self.router = Router(manager, cache=cache, locks=self.locks, memory_store=self._store,
+                             drop_dynamic=drop_dynamic, max_message=MAX_MESSAGE)
+        self.server = HmsServer(self.router.handle, server.host, server.hms_port,
+                                max_connections=server.max_connections,
+                                idle_timeout=server.idle_timeout.total_seconds(),
+                                frame_timeout=server.frame_timeout.total_seconds(), max_message=MAX_MESSAGE)
+
+    @staticmethod
+    def _lock_service(config: Config) -> LockService | None:
+        """catalogd holds the locks when the default catalog's metastore cannot: an embedded
+        HMS 2.3 (its lock call fails) or a memory catalog (no metastore)."""
+        default = config.default_catalog
+        if default.type == "hive" and not default.is_embedded:
+            return None
+        from catalogd.hms.locks import LockManager
+
+        return LockManager(timeout=config.server.hms_lock_timeout.total_seconds())
+
+    def _store(self, name: str) -> MemoryStore:
+        from catalogd.catalog.memory import MemoryCatalog
+        from catalogd.hms.memory import MemoryMetastore
+
+        catalog = self.manager.catalogs().get(name)
+        if not isinstance(catalog, MemoryCatalog):
+            raise LookupError(f"no memory catalog {name!r}")
+        with self._stores_lock:
+            known = self._stores.get(name)
+            if known is not None and known[0] is catalog:
+                return known[1]
+            if known is not None:
+                # The catalog was replaced by a reload: its old tables (and files) are gone.
+                self._close_store(name, known[1])
+            store = MemoryMetastore(catalog, self.warehouse_root / name)
+            self._stores[name] = (catalog, store)
+            return store
+
+    def _close_store(self, name: str, store: Any) -> None:
+        try:
+            store.close()
+        except Exception:
+            logger.exception("HMS endpoint: cleaning up memory catalog %s failed", name)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def bind(self) -> None:
+        self.server.bind()
+
+    def start(self) -> None:
+        self.server.start()
+
+    def shutdown(self, grace: float) -> None:
+        self.server.shutdown(grace)
+        self.router.close()
+        with self._stores_lock:
+            stores = list(self._stores.items())
+            self._stores.clear()
+        for name, (_, store) in stores:
+            self._close_store(name, store)
+        # Memory catalogs die with the daemon; so do the files Spark wrote into them.
+        root = self.warehouse_root
+        if root.is_dir() and not root.is_symlink() and _inside(root, self.config.server.data_dir):
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    try:
+        path.resolve().relative_to(parent.resolve())
+        return True
+    except ValueError:
+        return False
