@@ -66,6 +66,12 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     assert code == 0, f"the session daemon exited with {code}; log:\n{proc.log()}"
 
 
+@pytest.fixture(scope="session")
+def hms_address(daemon: Daemon) -> tuple[str, int]:
+    """(host, port) of the session daemon's HMS endpoint."""
+    return daemon.hms_address
+
+
 @pytest.fixture
 def client(daemon: Daemon) -> Iterator[CatalogClient]:
     with CatalogClient(daemon.address, timeout=60.0) as c:

@@ -107,6 +107,17 @@ class Daemon:
     def pid(self) -> int:
         return self.proc.pid
 
+    @property
+    def hms_address(self) -> tuple[str, int]:
+        """(host, port) of the daemon's HMS endpoint (from its config; a fixed port in tests)."""
+        server = yaml.safe_load(self.config_path.read_text())["server"]
+        return "127.0.0.1", int(server["hms-port"])
+
+    @property
+    def hms_uri(self) -> str:
+        host, port = self.hms_address
+        return f"thrift://{host}:{port}"
+
     def log(self, lines: int = 40) -> str:
         return tail(self.log_path, lines)
 

@@ -223,7 +223,9 @@ def test_replace_while_a_reader_counts(spark, client, main_db):
 def test_atomic_writes_off_falls_back_to_spark(spark, client, main_db, daemon_factory, daemon):
     from catalogd.client import CatalogClient
 
-    uri = client.get_catalog("main").metastore
+    # The session Spark runs on catalogd's HMS endpoint; this second daemon's catalog uses that
+    # endpoint as its metastore (catalogd in front of catalogd), so it is the session's metastore.
+    uri = daemon.hms_uri
     plain = daemon_factory(name="plain", catalogs=[{
         "name": "main", "type": "hive", "atomic-writes": False,
         "connection": {"hive.metastore.uris": uri},
