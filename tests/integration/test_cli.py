@@ -55,16 +55,20 @@ def test_spark_conf_main(run_cli, client):
     assert (code, err) == (0, "")
     settings = dict(line.split("=", 1) for line in out.splitlines())
     assert all(re.fullmatch(r"spark\.[\w.]+=\S+", line) for line in out.splitlines()), out
-    assert settings["spark.hadoop.hive.metastore.uris"] == client.get_catalog("main").metastore
+    # Spark talks to catalogd's HMS endpoint, not to the backing metastore.
+    assert settings["spark.hadoop.hive.metastore.uris"] == client.get_catalog("main").hms_endpoint
+    assert settings["spark.hadoop.hive.metastore.uris"] != client.get_catalog("main").metastore
     assert settings["spark.hadoop.hive.metastore.uris"].startswith("thrift://127.0.0.1:")
     assert settings["spark.sql.catalogImplementation"] == "hive"
     assert settings["spark.sql.warehouse.dir"] == client.get_catalog("main").warehouse
 
 
-def test_spark_conf_memory_catalog_is_unsupported(run_cli):
+def test_spark_conf_memory_catalog_points_at_the_endpoint(run_cli, client):
     code, out, err = run_cli("spark-conf", "scratch")
-    assert (code, out) == (1, "")
-    one_error(err, "unsupported")
+    assert (code, err) == (0, "")
+    settings = dict(line.split("=", 1) for line in out.splitlines())
+    assert settings["spark.hadoop.hive.metastore.uris"] == client.get_catalog("scratch").hms_endpoint
+    assert "spark.sql.warehouse.dir" not in settings
 
 
 # ---------------------------------------------------------------- databases

@@ -41,9 +41,12 @@ def test_two_embedded_a_remote_and_a_memory_catalog(client, daemon_factory, run_
         assert c.table_exists("sales.orders_db.t")
         c.create_table("tmp.work.x", "id bigint")
         assert c.list_tables("tmp.work") == ["x"]
-        # Spark settings point at each catalog's own metastore and warehouse.
+        # Spark settings point at catalogd's one HMS endpoint, which serves every catalog
+        # (hr's databases as hr__<db>); each catalog keeps its own warehouse.
         sales, hr = spark_conf_for(infos["sales"]), spark_conf_for(infos["hr"])
-        assert sales["spark.hadoop.hive.metastore.uris"] != hr["spark.hadoop.hive.metastore.uris"]
+        assert sales["spark.hadoop.hive.metastore.uris"] == hr["spark.hadoop.hive.metastore.uris"]
+        assert sales["spark.hadoop.hive.metastore.uris"] == infos["sales"].hms_endpoint
+        assert (infos["sales"].hms_prefix, infos["hr"].hms_prefix, infos["tmp"].hms_prefix) == ("", "hr__", "tmp__")
         assert sales["spark.sql.warehouse.dir"] != hr["spark.sql.warehouse.dir"]
         with pytest.raises(PermissionDeniedError):
             c.create_database("shared.nope")
@@ -54,4 +57,4 @@ def test_two_embedded_a_remote_and_a_memory_catalog(client, daemon_factory, run_
     hr = json.loads(run_cli("--json", "catalog", "describe", "hr", server=extra.address).stdout)
     assert set(hr) >= {"name", "type", "default", "read_only", "metastore", "default_database"}
     conf = run_cli("spark-conf", "hr", server=extra.address)
-    assert conf.code == 0 and infos["hr"].metastore in conf.stdout
+    assert conf.code == 0 and f"spark.hadoop.hive.metastore.uris={infos['hr'].hms_endpoint}" in conf.stdout
