@@ -1,0 +1,1 @@
+"""The Hive Metastore endpoint: catalogd serving the ThriftHiveMetastore protocol to every HMS client."""
