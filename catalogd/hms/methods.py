@@ -523,7 +523,7 @@ def rename_args(method: str, args: Any, fn: Rename, on_table: Callable[[Any], No
     """Rename, in place, every database name in a call's args (patterns excepted).
 
     ``on_table`` (optional) is called with every ``Table`` struct in the args
-    after its rename (for rewriting view texts). Structural: the router decides
+    just before its rename (for rewriting view texts). Structural: the router decides
     whether a call is renamed at all (a GLOBAL call sent to the default catalog is not).
     """
     spec = _SPECS.get(method)
@@ -542,12 +542,13 @@ def rename_args(method: str, args: Any, fn: Rename, on_table: Callable[[Any], No
 
 def _renamer(fn: Rename, on_table: Callable[[Any], None] | None) -> Callable[[Any, tuple[str, ...]], None]:
     def visit(struct: Any, fields: tuple[str, ...]) -> None:
+        # The hook sees the names as they were (a view's own database before its rename).
+        if on_table is not None and isinstance(struct, ttypes.Table):
+            on_table(struct)
         for f in fields:
             v = getattr(struct, f, None)
             if v is not None:
                 setattr(struct, f, _rename(fn, v))
-        if on_table is not None and isinstance(struct, ttypes.Table):
-            on_table(struct)
 
     return visit
 
@@ -581,7 +582,11 @@ def error_result(method: str, exc: Exception) -> Any | None:
     cls = _result_class(method)
     if cls is None:
         return None
-    fields = [s for s in cls.thrift_spec or () if s is not None and s[2] != "success" and s[1] == TType.STRUCT]
+    fields = [
+        s
+        for s in getattr(cls, "thrift_spec", None) or ()
+        if s is not None and s[2] != "success" and s[1] == TType.STRUCT
+    ]
     for s in fields:
         if isinstance(exc, s[3][0]):
             return cls(**{s[2]: exc})
