@@ -110,7 +110,7 @@ def expected_renamed(value: Any) -> set[str]:
 
 def test_the_idl_has_153_methods():
     assert len(IDL) == 153
-    assert methods.IDL_METHODS == frozenset(IDL)
+    assert frozenset(IDL) == methods.IDL_METHODS
 
 
 @pytest.mark.parametrize("method", IDL)
@@ -281,7 +281,9 @@ def test_targets_of_table_calls():
         partitionSpecs={"ds": "1"}, source_db="s", source_table_name="x", dest_db="d", dest_table_name="y"
     )
     assert methods.target_in_args("exchange_partition", exchange) == [("s", "x"), ("d", "y")]
-    parts = T.add_partitions_args(new_parts=[ttypes.Partition(dbName="a", tableName="t", values=[str(i)]) for i in "12"])
+    parts = T.add_partitions_args(
+        new_parts=[ttypes.Partition(dbName="a", tableName="t", values=[str(i)]) for i in "12"]
+    )
     assert methods.target_in_args("add_partitions", parts) == [("a", "t")]
     stats = T.update_table_column_statistics_args(
         stats_obj=ttypes.ColumnStatistics(statsDesc=ttypes.ColumnStatisticsDesc(dbName="a", tableName="t"))
