@@ -108,7 +108,8 @@ SPARK_VIEWS = [
     (
         "other",
         "v_union",
-        "SELECT id FROM custs UNION ALL SELECT cast(id AS STRING) FROM sales.orders WHERE cust IN (SELECT id FROM `custs`)",
+        "SELECT id FROM custs UNION ALL SELECT cast(id AS STRING) FROM sales.orders "
+        "WHERE cust IN (SELECT id FROM `custs`)",
         "other",
         "SELECT id FROM p__other.custs UNION ALL SELECT cast(id AS STRING) FROM p__sales.orders "
         "WHERE cust IN (SELECT id FROM `p__other`.`custs`)",
