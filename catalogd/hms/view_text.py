@@ -74,12 +74,9 @@ def view_to_client(table: Any, prefix: str) -> None:
     if not prefix or getattr(table, "tableType", None) not in VIEW_TYPES:
         return
 
-    def to_client(db: str) -> str | None:
-        return None if db.lower() in _NOT_METASTORE else prefix + db
-
     namespace = _namespace(table.parameters) or table.dbName
-    default = to_client(namespace) if namespace else None
-    _rewrite_table(table, to_client, default)
+    default = _to_client(prefix, namespace) if namespace else None
+    _rewrite_table(table, functools.partial(_client_text, prefix=prefix, default=default), _client_mapper(prefix))
 
 
 def view_to_backing(table: Any, prefix: str) -> None:
@@ -92,7 +89,7 @@ def view_to_backing(table: Any, prefix: str) -> None:
     """
     if not prefix or getattr(table, "tableType", None) not in VIEW_TYPES:
         return
-    _rewrite_table(table, functools.partial(_strip, prefix), None)
+    _rewrite_table(table, functools.partial(_backing_text, prefix=prefix), functools.partial(_strip, prefix))
 
 
 def foreign_references(table: Any, prefix: str) -> list[str]:
@@ -117,6 +114,14 @@ def foreign_references(table: Any, prefix: str) -> list[str]:
     return found
 
 
+def _to_client(prefix: str, db: str) -> str | None:
+    return None if db.lower() in _NOT_METASTORE else prefix + db
+
+
+def _client_mapper(prefix: str) -> MapDb:
+    return functools.partial(_to_client, prefix)
+
+
 def _strip(prefix: str, db: str) -> str | None:
     if len(db) > len(prefix) and db[: len(prefix)].lower() == prefix.lower():
         return db[len(prefix) :]
@@ -131,12 +136,70 @@ def _namespace(parameters: dict[str, str] | None) -> str | None:
     return params.get(DEFAULT_DATABASE) or None
 
 
-def _rewrite_table(table: Any, map_db: MapDb, default: str | None) -> None:
+#: One text's rewrite: (new text, why it was left as it was or None).
+_Rewrite = tuple[str, "str | None"]
+
+#: Texts longer than this are rewritten every time instead of being kept in the cache.
+_CACHE_TEXT_LIMIT = 64 * 1024
+
+
+def _cached(
+    text: str, key: tuple[str, ...], cache: Callable[..., _Rewrite], compute: Callable[[], _Rewrite]
+) -> _Rewrite:
+    # Spark plans a query with many get_table calls: the same view is rewritten again and again.
+    return cache(text, *key) if len(text) <= _CACHE_TEXT_LIMIT else compute()
+
+
+@functools.lru_cache(maxsize=512)
+def _client_cached(text: str, prefix: str, default: str) -> _Rewrite:
+    return _rewrite(text, _client_mapper(prefix), default or None)
+
+
+@functools.lru_cache(maxsize=512)
+def _backing_cached(text: str, prefix: str) -> _Rewrite:
+    return _rewrite(text, functools.partial(_strip, prefix), None)
+
+
+def _client_text(text: str, *, prefix: str, default: str | None) -> _Rewrite:
+    return _cached(
+        text,
+        (prefix, default or ""),
+        _client_cached,
+        lambda: _rewrite(text, _client_mapper(prefix), default),
+    )
+
+
+def _backing_text(text: str, *, prefix: str) -> _Rewrite:
+    return _cached(text, (prefix,), _backing_cached, lambda: _rewrite(text, functools.partial(_strip, prefix), None))
+
+
+#: (view, reason) pairs already warned about: a view Spark reads 100 times is logged once.
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(where: str, problem: str) -> None:
+    key = (where, problem)
+    if key in _warned:
+        return
+    if len(_warned) > 1024:
+        _warned.clear()
+    _warned.add(key)
+    log.warning("view %s: text not rewritten: %s", where, problem)
+
+
+def _rewrite_table(table: Any, rewrite: Callable[[str], _Rewrite], map_db: MapDb) -> None:
     where = f"{table.dbName}.{table.tableName}"
+    done: dict[str, str] = {}
     for attr in ("viewOriginalText", "viewExpandedText"):
         text = getattr(table, attr, None)
-        if text:
-            setattr(table, attr, rewrite_text(text, map_db, default, where=where))
+        if not text:
+            continue
+        if text not in done:  # Spark 4 stores the same text twice
+            new, problem = rewrite(text)
+            if problem:
+                _warn_once(where, problem)
+            done[text] = new
+        setattr(table, attr, done[text])
     params = table.parameters
     if not params:
         return
@@ -162,6 +225,13 @@ def rewrite_text(text: str, map_db: MapDb, default: str | None, *, where: str = 
     (``db.f(x)``) follow their databases. A text that does not parse is returned
     unchanged (logged at WARNING unless ``quiet``).
     """
+    new, problem = _rewrite(text, map_db, default)
+    if problem and not quiet:
+        log.warning("view %s: text not rewritten: %s", where or "?", problem)
+    return new
+
+
+def _rewrite(text: str, map_db: MapDb, default: str | None) -> _Rewrite:
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -169,9 +239,7 @@ def rewrite_text(text: str, map_db: MapDb, default: str | None, *, where: str = 
     try:
         statements = sqlglot.parse(text, read="spark")
     except (SqlglotError, RecursionError, ValueError) as e:
-        if not quiet:
-            log.warning("view %s: text not rewritten, sqlglot cannot parse it: %s", where or "?", _first_line(e))
-        return text
+        return text, f"sqlglot cannot parse it: {_first_line(e)}"
     edits: list[tuple[int, int, str]] = []
     renamed_tables: set[tuple[str, str]] = set()
     try:
@@ -187,10 +255,10 @@ def rewrite_text(text: str, map_db: MapDb, default: str | None, *, where: str = 
             for dot in statement.find_all(exp.Dot):
                 _function_edit(dot, map_db, edits)
     except _Unparsed as e:
-        if not quiet:
-            log.warning("view %s: text not rewritten: %s", where or "?", e)
-        return text
-    return _splice(text, edits)
+        return text, str(e)
+    except Exception as e:  # a sqlglot surprise must not fail the metastore call
+        return text, f"sqlglot failed on it: {type(e).__name__}: {_first_line(e)}"
+    return _splice(text, edits), None
 
 
 class _Unparsed(Exception):

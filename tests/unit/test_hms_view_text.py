@@ -263,3 +263,23 @@ def test_missing_texts_and_parameters_are_fine():
     view_to_client(table, P)
     view_to_backing(table, P)
     assert table.viewOriginalText is None and table.parameters is None
+
+
+def test_an_unparseable_view_read_again_and_again_is_logged_once(caplog):
+    with caplog.at_level(logging.WARNING, logger="catalogd.hms.view_text"):
+        for _ in range(5):
+            view_to_client(view("sales", "v_again", "SELECT ) FROM", "sales"), P)
+    assert caplog.text.count("sales.v_again") == 1
+
+
+def test_a_view_read_again_gets_the_same_text():
+    texts = set()
+    for _ in range(3):
+        table = view("sales", "v", "SELECT * FROM orders JOIN other.c", "sales")
+        view_to_client(table, P)
+        texts.add(table.viewOriginalText)
+    assert texts == {"SELECT * FROM p__sales.orders JOIN p__other.c"}
+    # Another prefix or namespace is another rewrite.
+    table = view("sales", "v", "SELECT * FROM orders JOIN other.c", "x")
+    view_to_client(table, "q__")
+    assert table.viewOriginalText == "SELECT * FROM q__x.orders JOIN q__other.c"
