@@ -201,7 +201,8 @@ _SPECS: dict[str, _Spec] = {
     "get_num_partitions_by_filter": _r(*_DT),
     "get_partitions_by_names": _r(*_DT),
     # -- indexes, keys
-    "add_index": _w("dbName", "origTableName", "new_index"),
+    # Adding an index also creates its index table.
+    "add_index": _w("dbName", "origTableName", "new_index", _Target("index_table", "dbName", "tableName")),
     "alter_index": _w("dbname", "base_tbl_name"),
     "drop_index_by_name": _w(*_DT),
     "get_index_by_name": _r(*_DT),
@@ -308,6 +309,17 @@ PATTERN_METHODS: dict[str, str | None] = {
     "get_all_databases": None,
     "get_table_meta": "db_patterns",
 }
+
+
+def database_pattern(method: str, args: Any) -> str | None:
+    """The database pattern of a ``PATTERN_METHODS`` call (``*`` for ``get_all_databases``); ``None`` for others."""
+    if method not in PATTERN_METHODS:
+        return None
+    field = PATTERN_METHODS[method]
+    value = getattr(args, field, None) if field is not None else None
+    # HMS reads a missing pattern as "every database".
+    return value if isinstance(value, str) and value else "*"
+
 
 #: Methods whose success value is a list of database names.
 _DB_LIST_RESULTS = frozenset({"get_databases", "get_all_databases"})

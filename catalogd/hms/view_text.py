@@ -76,6 +76,10 @@ def view_to_client(table: Any, prefix: str) -> None:
 
     namespace = _namespace(table.parameters) or table.dbName
     default = _to_client(prefix, namespace) if namespace else None
+    params = table.parameters or {}
+    if NUM_PARTS in params and params.get(PART.format(0), "").lower() != SESSION_CATALOG:
+        # Made while another Spark catalog was current: its unqualified names are that catalog's.
+        default = None
     _rewrite_table(table, functools.partial(_client_text, prefix=prefix, default=default), _client_mapper(prefix))
 
 

@@ -414,3 +414,21 @@ def test_error_result_for_every_method_declaring_meta_exception(method):
     declares = any(s is not None and s[1] == TType.STRUCT and s[3][0] is ttypes.MetaException for s in spec)
     result = methods.error_result(method, RuntimeError("boom"))
     assert (result is not None) == declares
+
+
+def test_database_patterns():
+    T = ThriftHiveMetastore
+    assert methods.database_pattern("get_databases", T.get_databases_args(pattern="p__*|x")) == "p__*|x"
+    assert methods.database_pattern("get_all_databases", T.get_all_databases_args()) == "*"
+    meta = T.get_table_meta_args(db_patterns="sales*", tbl_patterns="*", tbl_types=None)
+    assert methods.database_pattern("get_table_meta", meta) == "sales*"
+    assert methods.database_pattern("get_table_meta", T.get_table_meta_args(db_patterns=None)) == "*"
+    assert methods.database_pattern("get_table", T.get_table_args(dbname="a", tbl_name="t")) is None
+
+
+def test_add_index_writes_the_index_table_too():
+    args = ThriftHiveMetastore.add_index_args(
+        new_index=ttypes.Index(indexName="i", dbName="a", origTableName="t", indexTableName="a__t_i__"),
+        index_table=ttypes.Table(dbName="a", tableName="a__t_i__"),
+    )
+    assert methods.target_in_args("add_index", args) == [("a", "t"), ("a", "a__t_i__")]

@@ -283,3 +283,11 @@ def test_a_view_read_again_gets_the_same_text():
     table = view("sales", "v", "SELECT * FROM orders JOIN other.c", "x")
     view_to_client(table, "q__")
     assert table.viewOriginalText == "SELECT * FROM q__x.orders JOIN q__other.c"
+
+
+def test_a_view_made_in_another_spark_catalog_keeps_its_unqualified_names():
+    table = view("sales", "v", "SELECT * FROM orders JOIN sales.c", "sales")
+    table.parameters["view.catalogAndNamespace.part.0"] = "iceberg"
+    view_to_client(table, P)
+    assert table.viewOriginalText == "SELECT * FROM orders JOIN p__sales.c"
+    assert table.parameters["view.catalogAndNamespace.part.1"] == "sales"
