@@ -77,10 +77,13 @@ def view_to_client(table: Any, prefix: str) -> None:
     namespace = _namespace(table.parameters) or table.dbName
     default = _to_client(prefix, namespace) if namespace else None
     params = table.parameters or {}
-    if NUM_PARTS in params and params.get(PART.format(0), "").lower() != SESSION_CATALOG:
-        # Made while another Spark catalog was current: its unqualified names are that catalog's.
-        default = None
-    _rewrite_table(table, functools.partial(_client_text, prefix=prefix, default=default), _client_mapper(prefix))
+    # Made while another Spark catalog was current: its one- and two-part names are that
+    # catalog's; only ``spark_catalog.db.t`` names the metastore.
+    session_only = NUM_PARTS in params and params.get(PART.format(0), "").lower() != SESSION_CATALOG
+    rewrite = functools.partial(
+        _client_text, prefix=prefix, default=None if session_only else default, session_only=session_only
+    )
+    _rewrite_table(table, rewrite, _client_mapper(prefix))
 
 
 def view_to_backing(table: Any, prefix: str) -> None:
@@ -148,15 +151,15 @@ _CACHE_TEXT_LIMIT = 64 * 1024
 
 
 def _cached(
-    text: str, key: tuple[str, ...], cache: Callable[..., _Rewrite], compute: Callable[[], _Rewrite]
+    text: str, key: tuple[Any, ...], cache: Callable[..., _Rewrite], compute: Callable[[], _Rewrite]
 ) -> _Rewrite:
     # Spark plans a query with many get_table calls: the same view is rewritten again and again.
     return cache(text, *key) if len(text) <= _CACHE_TEXT_LIMIT else compute()
 
 
 @functools.lru_cache(maxsize=512)
-def _client_cached(text: str, prefix: str, default: str) -> _Rewrite:
-    return _rewrite(text, _client_mapper(prefix), default or None)
+def _client_cached(text: str, prefix: str, default: str, session_only: bool) -> _Rewrite:
+    return _rewrite(text, _client_mapper(prefix), default or None, session_only)
 
 
 @functools.lru_cache(maxsize=512)
@@ -164,12 +167,12 @@ def _backing_cached(text: str, prefix: str) -> _Rewrite:
     return _rewrite(text, functools.partial(_strip, prefix), None)
 
 
-def _client_text(text: str, *, prefix: str, default: str | None) -> _Rewrite:
+def _client_text(text: str, *, prefix: str, default: str | None, session_only: bool = False) -> _Rewrite:
     return _cached(
         text,
-        (prefix, default or ""),
+        (prefix, default or "", session_only),
         _client_cached,
-        lambda: _rewrite(text, _client_mapper(prefix), default),
+        lambda: _rewrite(text, _client_mapper(prefix), default, session_only),
     )
 
 
@@ -235,7 +238,8 @@ def rewrite_text(text: str, map_db: MapDb, default: str | None, *, where: str = 
     return new
 
 
-def _rewrite(text: str, map_db: MapDb, default: str | None) -> _Rewrite:
+def _rewrite(text: str, map_db: MapDb, default: str | None, session_only: bool = False) -> _Rewrite:
+    """``session_only``: only names that say ``spark_catalog.`` are the metastore's."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -253,11 +257,12 @@ def _rewrite(text: str, map_db: MapDb, default: str | None) -> _Rewrite:
             if isinstance(statement, exp.Command):
                 raise _Unparsed("sqlglot parsed it as an opaque command")
             for node in statement.find_all(exp.Table):
-                _table_edit(node, map_db, default, edits, renamed_tables)
+                _table_edit(node, map_db, default, edits, renamed_tables, session_only)
             for column in statement.find_all(exp.Column):
-                _column_edit(column, map_db, renamed_tables, edits)
-            for dot in statement.find_all(exp.Dot):
-                _function_edit(dot, map_db, edits)
+                _column_edit(column, map_db, renamed_tables, edits, session_only)
+            if not session_only:
+                for dot in statement.find_all(exp.Dot):
+                    _function_edit(dot, map_db, edits)
     except _Unparsed as e:
         return text, str(e)
     except Exception as e:  # a sqlglot surprise must not fail the metastore call
@@ -281,7 +286,12 @@ def _span(node: Any) -> tuple[int, int]:
 
 
 def _table_edit(
-    node: Any, map_db: MapDb, default: str | None, edits: list[tuple[int, int, str]], renamed: set[tuple[str, str]]
+    node: Any,
+    map_db: MapDb,
+    default: str | None,
+    edits: list[tuple[int, int, str]],
+    renamed: set[tuple[str, str]],
+    session_only: bool,
 ) -> None:
     from sqlglot import exp
 
@@ -292,6 +302,8 @@ def _table_edit(
     catalog = node.args.get("catalog")
     if isinstance(catalog, exp.Identifier) and catalog.name.lower() != SESSION_CATALOG:
         return  # another Spark catalog: not the metastore's
+    if session_only and catalog is None:
+        return
     if isinstance(db, exp.Identifier):
         mapped = map_db(db.name)
         if mapped is not None:
@@ -305,7 +317,13 @@ def _table_edit(
     edits.append((start, start, _quote(default, name.quoted) + "."))
 
 
-def _column_edit(column: Any, map_db: MapDb, renamed: set[tuple[str, str]], edits: list[tuple[int, int, str]]) -> None:
+def _column_edit(
+    column: Any,
+    map_db: MapDb,
+    renamed: set[tuple[str, str]],
+    edits: list[tuple[int, int, str]],
+    session_only: bool,
+) -> None:
     from sqlglot import exp
 
     db, table = column.args.get("db"), column.args.get("table")
@@ -316,6 +334,8 @@ def _column_edit(column: Any, map_db: MapDb, renamed: set[tuple[str, str]], edit
         return
     catalog = column.args.get("catalog")
     if isinstance(catalog, exp.Identifier) and catalog.name.lower() != SESSION_CATALOG:
+        return
+    if session_only and catalog is None:
         return
     mapped = map_db(db.name)
     if mapped is not None:

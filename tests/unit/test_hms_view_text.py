@@ -285,9 +285,10 @@ def test_a_view_read_again_gets_the_same_text():
     assert table.viewOriginalText == "SELECT * FROM q__x.orders JOIN q__other.c"
 
 
-def test_a_view_made_in_another_spark_catalog_keeps_its_unqualified_names():
-    table = view("sales", "v", "SELECT * FROM orders JOIN sales.c", "sales")
+def test_a_view_made_in_another_spark_catalog_keeps_that_catalogs_names():
+    # USE iceberg.sales; CREATE VIEW spark_catalog.sales.v AS ...: only spark_catalog. names are the metastore's.
+    table = view("sales", "v", "SELECT sales.c.x, db.f(1) FROM orders JOIN sales.c JOIN spark_catalog.sales.d", "sales")
     table.parameters["view.catalogAndNamespace.part.0"] = "iceberg"
     view_to_client(table, P)
-    assert table.viewOriginalText == "SELECT * FROM orders JOIN p__sales.c"
+    assert table.viewOriginalText == "SELECT sales.c.x, db.f(1) FROM orders JOIN sales.c JOIN spark_catalog.p__sales.d"
     assert table.parameters["view.catalogAndNamespace.part.1"] == "sales"
