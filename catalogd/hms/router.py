@@ -311,20 +311,18 @@ class Router:
         return self.federation.prefixes.get(catalog, "")
 
     def _to_backing(self, method: str, args: Any, catalog: str) -> None:
-        if self._prefix(catalog):
-            methods.rename_args(method, args, self.federation.unprefix(catalog))
-            for table in _tables_in(args):
-                if table.tableType == "VIRTUAL_VIEW":
-                    view_text.view_to_backing(table, self._prefix(catalog))
+        prefix = self._prefix(catalog)
+        if prefix:
+            # A view's text is mapped while the view still has the client's names.
+            methods.rename_args(method, args, self.federation.unprefix(catalog),
+                                on_table=lambda table: view_text.view_to_backing(table, prefix))
 
     def _to_client(self, method: str, result: Any, catalog: str) -> None:
-        if not self._prefix(catalog):
-            return
-        if result.success is not None:
-            result.success = methods.rename_result(method, result.success, self.federation.prefix(catalog))
-            for table in _tables_in(result.success):
-                if table.tableType == "VIRTUAL_VIEW":
-                    view_text.view_to_client(table, self._prefix(catalog))
+        prefix = self._prefix(catalog)
+        if prefix and result.success is not None:
+            # A view's text is mapped while the view still has the backing metastore's names.
+            result.success = methods.rename_result(method, result.success, self.federation.prefix(catalog),
+                                                   on_table=lambda table: view_text.view_to_client(table, prefix))
 
     # ------------------------------------------------------------ reads
 
@@ -465,7 +463,7 @@ class Router:
     def _check_write(self, conn: ClientConnection, method: str, args: Any, route: _Route, hive: HiveCatalog,
                      targets: list[tuple[str, str]]) -> None:
         """Refuse what no client may do through the endpoint (raises ``_Refused``)."""
-        new_tables = list(_tables_in(args))
+        new_tables = list(methods.tables_in(args))
         for table in new_tables:
             reserved = _reserved(table.parameters)
             if method in _CREATE_TABLE and reserved:
@@ -629,22 +627,6 @@ def _reserved_map(params: dict[str, str] | None) -> dict[str, str]:
 def _purge(context: Any) -> bool:
     properties = getattr(context, "properties", None) or {}
     return str(properties.get("ifPurge", "")).lower() == "true"
-
-
-def _tables_in(value: Any) -> list[Any]:
-    """The ``Table`` objects in args or a result (direct fields, lists, GetTableResult/GetTablesResult)."""
-    found: list[Any] = []
-    if isinstance(value, hms.Table):
-        return [value]
-    if isinstance(value, list):
-        for item in value:
-            found.extend(_tables_in(item))
-        return found
-    for attr in ("tbl", "new_tbl", "table", "tables"):
-        inner = getattr(value, attr, None)
-        if inner is not None and not isinstance(value, str):
-            found.extend(_tables_in(inner))
-    return found
 
 
 def _hide_stages(result: Any) -> None:
