@@ -400,9 +400,8 @@ class Router:
         for name in self.manager.catalogs():
             hive = self._hive(name)
             if hive is None:
-                store = self._store(name)
                 try:
-                    found = store.call("get_table_meta", _ARGS["get_table_meta"](
+                    found = self._store(name).call("get_table_meta", _ARGS["get_table_meta"](
                         db_patterns="*", tbl_patterns=args.tbl_patterns, tbl_types=args.tbl_types))
                 except Exception as e:  # a memory catalog that cannot answer leaves out its tables
                     logger.debug("HMS endpoint: get_table_meta on %s: %s", name, e)

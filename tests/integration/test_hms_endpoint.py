@@ -18,7 +18,7 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 
-from catalogd.model import StageState
+from catalogd.model import Column, StageState
 
 pytestmark = pytest.mark.integration
 
@@ -197,11 +197,12 @@ def test_catalogd_parameters_cannot_be_set_or_removed(spark, client, spark_db, h
 
 
 def test_drop_database_cascade_aborts_the_stages_inside(spark, client, spark_db):
-    stage = client.begin_stage(f"main.{spark_db}.target", [], [])
+    stage = client.begin_stage(f"main.{spark_db}.target", [Column("id", "int")], [])
     assert stage.state is StageState.OPEN
     spark.sql(f"DROP DATABASE {spark_db} CASCADE")
     assert not client.database_exists(f"main.{spark_db}")
     assert stage.id not in {s.id for s in client.list_stages("main") if s.state is StageState.OPEN}
+    assert client.get_stage(stage.id).state is StageState.ABORTED
 
 
 def test_a_write_behind_catalogds_back_shows_within_the_ttl(spark, client, spark_db, hms_address, daemon):
