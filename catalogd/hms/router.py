@@ -63,6 +63,13 @@ _LISTINGS = frozenset({
     "get_table_objects_by_name_req", "get_tables_by_type",
 })
 _LOCK_METHODS = frozenset({"lock", "check_lock", "unlock", "heartbeat", "show_locks"})
+#: Global writes a reader makes (locks, transactions, its session's tokens): allowed on a
+#: read-only default catalog; every other global write (roles, grants, keys, compactions,
+#: file metadata, setMetaConf) is a metadata write and refused there.
+_READER_GLOBAL_WRITES = frozenset({
+    "lock", "check_lock", "unlock", "heartbeat", "heartbeat_txn_range", "open_txns", "commit_txn", "abort_txn",
+    "abort_txns", "get_delegation_token", "renew_delegation_token", "cancel_delegation_token",
+})
 _DROP_TABLE = frozenset({"drop_table", "drop_table_with_environment_context"})
 _DROP_PARTITION = frozenset({"drop_partition", "drop_partition_with_environment_context"})
 _CREATE_TABLE = frozenset({"create_table", "create_table_with_environment_context", "create_table_with_constraints"})
@@ -270,6 +277,8 @@ class Router:
         if method == "get_table_meta":
             return self._table_meta(conn, message, args)
         if kind in (methods.Kind.GLOBAL_READ, methods.Kind.GLOBAL_WRITE):
+            if kind is methods.Kind.GLOBAL_WRITE and method not in _READER_GLOBAL_WRITES:
+                self._check_writable(self.federation.default, method)
             return self._global(conn, message)
         route = self._route(method, args)
         if route is None:
@@ -278,16 +287,21 @@ class Router:
         if catalog is None:
             raise _Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog {route.catalog!r}"))
         writes = kind is methods.Kind.WRITE
-        if writes and self.manager.config.catalog(route.catalog) is not None:
-            conf = self.manager.config.catalog(route.catalog)
-            if conf is not None and conf.read_only:
-                raise meta_error(f"catalogd: catalog {route.catalog!r} is read-only: {method} refused")
+        if writes:
+            self._check_writable(route.catalog, method)
+            if method == "create_database":
+                _spark_default_location(args.database)
         hive = self._hive(route.catalog)
         if hive is None:
             return self._memory(conn, message, args, route)
         if writes:
             return self._write(conn, message, args, route, hive)
         return self._read(conn, message, args, route, hive)
+
+    def _check_writable(self, catalog: str, method: str) -> None:
+        conf = self.manager.config.catalog(catalog)
+        if conf is not None and conf.read_only:
+            raise meta_error(f"catalogd: catalog {catalog!r} is read-only: {method} refused")
 
     # ------------------------------------------------------------ routing
 
@@ -319,7 +333,7 @@ class Router:
 
     def _to_client(self, method: str, result: Any, catalog: str) -> None:
         prefix = self._prefix(catalog)
-        if prefix and result.success is not None:
+        if prefix and getattr(result, "success", None) is not None:
             # A view's text is mapped while the view still has the backing metastore's names.
             result.success = methods.rename_result(method, result.success, self.federation.prefix(catalog),
                                                    on_table=lambda table: view_text.view_to_client(table, prefix))
@@ -429,7 +443,8 @@ class Router:
             handled = self._write_through_catalogd(conn, message, args, route, hive)
             if handled is not None:
                 return handled
-            if self._prefix(route.catalog):
+            if self._prefix(route.catalog) or method == "create_database":
+                # Renamed, or a made-up location taken out (_spark_default_location).
                 self._to_backing(method, args, route.catalog)
                 reply = self._relay(hive, conn, encode(method, CALL, message.seqid, args), retry=False)
             else:
@@ -611,6 +626,20 @@ def to_hms_error(error: CatalogError) -> Exception:
     return hms.MetaException(message=text)
 
 
+def _spark_default_location(database: Any) -> None:
+    """Leave a new database's location to its catalog when it is the one Spark makes up.
+
+    Spark fills in ``<the session's spark.sql.warehouse.dir>/<name>.db`` for a database created
+    without LOCATION; that is the session's warehouse, not the catalog's (a prefixed catalog's
+    databases would land in the default catalog's warehouse, under their prefixed names). The
+    metastore (or a memory catalog) puts a database with no location in its own warehouse.
+    """
+    location = (getattr(database, "locationUri", None) or "").rstrip("/")
+    name = getattr(database, "name", None) or ""
+    if name and location.lower().endswith(f"/{name.lower()}.db"):
+        database.locationUri = None
+
+
 def _field_names(cls: Any) -> set[str]:
     return {spec[2] for spec in cls.thrift_spec if spec}
 
@@ -630,7 +659,7 @@ def _purge(context: Any) -> bool:
 
 def _hide_stages(result: Any) -> None:
     """Leave staging tables out of a listing's answer."""
-    value = result.success
+    value = getattr(result, "success", None)
     if value is None:
         return
     if isinstance(value, list):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlparse
 
 import pytest
 
@@ -50,6 +51,19 @@ def test_two_embedded_a_remote_and_a_memory_catalog(client, daemon_factory, run_
         assert sales["spark.sql.warehouse.dir"] != hr["spark.sql.warehouse.dir"]
         with pytest.raises(PermissionDeniedError):
             c.create_database("shared.nope")
+        # Through the HMS endpoint: hr's databases are hr__<db>. A database created with the
+        # location Spark makes up (the session's warehouse/<name>.db) lands in hr's own warehouse.
+        from hmsclient import hmsclient
+        from hmsclient.genthrift.hive_metastore import ttypes
+
+        with hmsclient.HMSClient(host="127.0.0.1", port=extra.hms_address[1]) as hms:
+            made_up = f"{infos['sales'].warehouse.rstrip('/')}/hr__by_spark.db"
+            hms.create_database(ttypes.Database(name="hr__by_spark", locationUri=made_up, parameters={}))
+            assert hms.get_database("hr__by_spark").name == "hr__by_spark"
+            assert "hr__by_spark" in hms.get_all_databases() and "orders_db" in hms.get_all_databases()
+        created = urlparse(c.get_database("hr.by_spark").location).path
+        assert created == urlparse(infos["hr"].warehouse).path.rstrip("/") + "/by_spark.db"
+        assert not c.database_exists("sales.hr__by_spark")
     listed = run_cli("--json", "catalog", "list", server=extra.address)
     assert listed.code == 0 and json.loads(listed.stdout) == ["hr", "sales", "shared", "tmp"]
     text = run_cli("catalog", "list", server=extra.address)
