@@ -702,3 +702,33 @@ def test_drop_during_a_refresh_stops_it_and_nothing_comes_back(
                                     options={"initialize": "on_schedule"})
     assert [c.name for c in again.columns] == ["ds"] and again.last_refresh is None
     dc.drop_dynamic_table(name)
+
+
+# ---------------------------------------------------------------- through the HMS endpoint
+
+def test_the_hms_endpoint_protects_a_dynamic_table_and_drops_it_as_dt_drop_does(
+        dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str, orders: str) -> None:
+    from hmsclient import hmsclient
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    name = f"main.{dt_db}.guarded"
+    dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day",
+                            options={"initialize": "on_schedule"})
+    # Spark (on the session daemon's endpoint) cannot change its metadata: catalogd refreshes it.
+    # (Files are another matter: an INSERT into an unpartitioned table makes no metastore call.)
+    with pytest.raises(Exception, match="dynamic table"):
+        spark.sql(f"ALTER TABLE {dt_db}.guarded ADD COLUMNS (extra STRING)")
+    with pytest.raises(Exception, match="dynamic table"):
+        spark.sql(f"ALTER TABLE {dt_db}.guarded SET TBLPROPERTIES ('a' = 'b')")
+    assert "a" not in dc.get_table(name).properties
+    # Dropped through the endpoint of the daemon that drives it: dropped as `dt drop` is.
+    config = yaml.safe_load((dtd.root / f"dtd-{dtd.starts}.yaml").read_text())
+    with hmsclient.HMSClient(host="127.0.0.1", port=config["server"]["hms-port"]) as hms:
+        table = hms.get_table(dt_db, "guarded")
+        table.parameters = {k: v for k, v in table.parameters.items() if not k.startswith("catalogd.")}
+        with pytest.raises(ttypes.MetaException, match="dynamic table"):
+            hms.alter_table(dt_db, "guarded", table)
+        hms.drop_table(dt_db, "guarded", True)
+    assert not dc.table_exists(name)
+    assert name not in {f"main.{dt_db}.{t.name}" for t in dc.list_dynamic_tables("main", dt_db)}
+    assert "dropped" in dtd.log()[-20000:]
