@@ -175,6 +175,11 @@ class Router:
             self._federation = cached
         return cached[1]
 
+    def call_counts(self) -> dict[tuple[str, str], int]:
+        """A snapshot of the calls answered: (method, outcome) -> count."""
+        with self._calls_lock:
+            return dict(self.calls)
+
     def _count(self, method: str, outcome: str) -> None:
         with self._calls_lock:
             key = (method, outcome)

@@ -151,6 +151,7 @@ class Daemon:
                                        frame_timeout=server.frame_timeout.total_seconds(),
                                        max_buffered_bytes=server.max_buffered_bytes)
             self.hms = HmsEndpoint(self.manager, self.config, drop_dynamic=self.dynamic.drop)
+            self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats)
             try:
                 self.thrift.bind()
                 self.hms.bind()

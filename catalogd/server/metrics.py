@@ -1,15 +1,19 @@
-"""The daemon's Prometheus metrics: RPC counters and timings, dynamic-table freshness lag."""
+"""The daemon's Prometheus metrics: RPC counters and timings, dynamic-table freshness lag, the HMS endpoint."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 #: (table, lag in seconds or None when never refreshed, within target or None)
 Lags = Callable[[], list[tuple[str, float | None, bool | None]]]
+#: The HMS endpoint's calls answered so far: (method, outcome) -> count.
+HmsCalls = Callable[[], dict[tuple[str, str], int]]
+#: The HMS endpoint's connections: open, busy, accepted, refused.
+HmsConnections = Callable[[], dict[str, int]]
 
 
 class Metrics:
@@ -29,6 +33,30 @@ class Metrics:
     def watch_dynamic_tables(self, lags: Lags) -> None:
         """Export each dynamic table's freshness lag (read at every scrape)."""
         self.registry.register(_LagCollector(lags))
+
+    def watch_hms_endpoint(self, calls: HmsCalls, connections: HmsConnections) -> None:
+        """Export the HMS endpoint's call counts and connections (read at every scrape)."""
+        self.registry.register(_HmsCollector(calls, connections))
+
+
+class _HmsCollector(Collector):
+    def __init__(self, calls: HmsCalls, connections: HmsConnections) -> None:
+        self.calls = calls
+        self.connections = connections
+
+    def collect(self) -> Iterator[Metric]:
+        calls = CounterMetricFamily("catalogd_hms_calls", "HMS endpoint calls answered, by method and outcome "
+                                    "(ok, refused: an HMS exception, error: an internal error)",
+                                    labels=["method", "outcome"])
+        for (method, outcome), count in sorted(self.calls().items()):
+            calls.add_metric([method, outcome], count)
+        yield calls
+        stats = self.connections()
+        yield GaugeMetricFamily("catalogd_hms_connections_open", "HMS endpoint connections open", stats["open"])
+        yield GaugeMetricFamily("catalogd_hms_connections_busy", "HMS endpoint connections with a call running",
+                                stats["busy"])
+        yield CounterMetricFamily("catalogd_hms_connections_refused", "HMS endpoint connections refused at the cap",
+                                  stats["refused"])
 
 
 class _LagCollector(Collector):

@@ -259,3 +259,18 @@ def test_plain_hms_clients_methods_spark_does_not_use(spark, client, spark_db, h
             c.get_table(spark_db, "missing")
         with pytest.raises(ttypes.NoSuchObjectException):
             c.get_database("nocatalog__x")
+
+
+def test_metrics_count_the_endpoints_calls_and_connections(daemon, hms_address, spark_db):
+    from .helpers import http_get
+
+    with hms(hms_address) as c:
+        c.get_database(spark_db)
+        with pytest.raises(ttypes.NoSuchObjectException):
+            c.get_table(spark_db, "missing")
+        status, text = http_get(f"{daemon.http}/metrics")
+    assert status == 200
+    assert 'catalogd_hms_calls_total{method="get_database",outcome="ok"}' in text
+    assert 'catalogd_hms_calls_total{method="get_table",outcome="ok"}' in text
+    open_line = next(line for line in text.splitlines() if line.startswith("catalogd_hms_connections_open "))
+    assert float(open_line.split()[1]) >= 1
