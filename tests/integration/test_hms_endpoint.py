@@ -274,3 +274,21 @@ def test_metrics_count_the_endpoints_calls_and_connections(daemon, hms_address, 
     assert 'catalogd_hms_calls_total{method="get_table",outcome="ok"}' in text
     open_line = next(line for line in text.splitlines() if line.startswith("catalogd_hms_connections_open "))
     assert float(open_line.split()[1]) >= 1
+
+
+def test_read_only_is_metadata_only_files_need_storage_permissions(spark, client, spark_db):
+    """The README's measured example: a read-only catalog refuses metadata writes; an INSERT
+    into an existing unpartitioned table makes none (Spark writes files and stops), so only
+    storage permissions can stop it."""
+    spark.sql(f"CREATE TABLE {spark_db}.hive_t (id INT) STORED AS PARQUET")
+    spark.sql(f"CREATE TABLE {spark_db}.ds_t (id INT) USING parquet")
+    spark.sql(f"CREATE TABLE {spark_db}.parts (id INT, ds STRING) USING parquet PARTITIONED BY (ds)")
+    for table in ("hive_t", "ds_t"):
+        spark.sql(f"INSERT INTO ro__{spark_db}.{table} VALUES (7)")
+        spark.sql(f"INSERT OVERWRITE TABLE ro__{spark_db}.{table} VALUES (8)")
+        assert sql(spark, f"SELECT id FROM {spark_db}.{table}") == [(8,)]
+    # A new partition is a metadata write: refused, and no partition appears.
+    with pytest.raises(Exception, match="read-only"):
+        spark.sql(f"INSERT INTO ro__{spark_db}.parts VALUES (1, 'a')")
+    assert client.list_partitions(f"main.{spark_db}.parts") == []
+    assert client.list_tables(f"main.{spark_db}") == ["ds_t", "hive_t", "parts"]
