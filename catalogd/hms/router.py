@@ -347,10 +347,12 @@ class Router:
 
     def _scope(self, route: _Route, method: str, args: Any) -> tuple[str, str, str]:
         targets = methods.target_in_args(method, args)
-        if targets:
+        if len(targets) == 1:
             database, table = targets[0]
             place = self.federation.locate(database)
             return (route.catalog, (place.database if place else database).lower(), (table or "").lower())
+        # Several tables (get_table_objects_by_name): the database's scope, which a write to
+        # any of its tables invalidates.
         return (route.catalog, route.places[0].database.lower(), "")
 
     def _read(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
