@@ -39,13 +39,14 @@ from catalogd.model import (
 from catalogd.names import NamespacePath, ObjectPath, split_name
 
 if TYPE_CHECKING:
+    from catalogd.catalog.hms_cache import MetadataCache
     from catalogd.views import ExpandedView
 
 #: Catalog keys the manager applies itself: a change of only these keeps the open catalog.
 _MANAGER_KEYS = {"default", "read_only", "atomic_writes"}
 #: Sections that apply at the next start only (field name, YAML name).
 _RESTART_SECTIONS = (("server", "server"), ("staging", "staging"), ("spark", "spark"),
-                     ("dynamic_tables", "dynamic-tables"))
+                     ("dynamic_tables", "dynamic-tables"), ("cache", "cache"))
 
 
 def _backend(conf: CatalogConfig) -> dict[str, Any]:
@@ -79,8 +80,10 @@ class CatalogManager:
     write with PermissionDeniedError before the backend sees it.
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, cache: MetadataCache | None = None) -> None:
         self.config = config
+        #: The daemon's one metadata cache, handed to every hive catalog (None: no cache).
+        self.cache = cache
         self._confs: dict[str, CatalogConfig] = {c.name: c for c in config.catalogs}
         self._catalogs: dict[str, Catalog] = {}
         self._lock = threading.RLock()
@@ -98,7 +101,7 @@ class CatalogManager:
         """Open every configured catalog; on a failure close those already open and re-raise."""
         try:
             for conf in self.config.catalogs:
-                catalog = load_catalog(conf, self.config)
+                catalog = load_catalog(conf, self.config, self.cache)
                 logger.info("opening catalog %s (%s)", conf.name, conf.type)
                 catalog.open()
                 self._catalogs[conf.name] = catalog
@@ -129,7 +132,7 @@ class CatalogManager:
         the running set stays. Catalogs removed or replaced are closed ``grace`` seconds
         after the switch, so requests already holding them finish. A changed *embedded*
         catalog is the exception: its metastore must stop before the new one starts.
-        Sections other than ``catalogs`` (server, staging, spark, dynamic-tables) apply
+        Sections other than ``catalogs`` (server, staging, spark, dynamic-tables, cache) apply
         at the next start; the result names the ones that changed.
 
         Raises:
@@ -139,7 +142,7 @@ class CatalogManager:
             running = self.config
             merged = config.model_copy(update={
                 "server": running.server, "staging": running.staging,
-                "spark": running.spark, "dynamic_tables": running.dynamic_tables,
+                "spark": running.spark, "dynamic_tables": running.dynamic_tables, "cache": running.cache,
             })
             old, new = dict(self._confs), {c.name: c for c in merged.catalogs}
             added = [n for n in new if n not in old]
@@ -150,7 +153,7 @@ class CatalogManager:
             opened: dict[str, Catalog] = {}
             try:
                 for name in added + [n for n in changed if not old[n].is_embedded]:
-                    catalog = load_catalog(new[name], merged)
+                    catalog = load_catalog(new[name], merged, self.cache)
                     logger.info("reload: opening catalog %s (%s)", name, new[name].type)
                     catalog.open()
                     opened[name] = catalog
@@ -166,6 +169,10 @@ class CatalogManager:
                 self._catalogs.update(opened)
                 self._confs = new
                 self.config = merged
+            if self.cache is not None:
+                # A catalog removed or pointed at another metastore: nothing read from the old one holds.
+                for name in removed + changed:
+                    self.cache.invalidate(name)
             if retired:
                 timer = threading.Timer(grace, self._close_all, args=(retired,))
                 timer.daemon = True
@@ -186,12 +193,12 @@ class CatalogManager:
         if current is not None:
             current.close()
         try:
-            catalog = load_catalog(new, merged)
+            catalog = load_catalog(new, merged, self.cache)
             catalog.open()
             return catalog
         except BaseException:
             logger.exception("reload: catalog %s did not start with its new settings; restarting the old ones", name)
-            previous = load_catalog(old, running)
+            previous = load_catalog(old, running, self.cache)
             previous.open()
             with self._lock:
                 self._catalogs[name] = previous

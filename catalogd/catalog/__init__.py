@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from catalogd.catalog.base import Catalog
     from catalogd.catalog.hive_client import HiveSession
     from catalogd.catalog.hive_staging import HiveStager
+    from catalogd.catalog.hms_cache import MetadataCache
     from catalogd.config import CatalogConfig, Config
 
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 STAGE_KEY = "stage.key"
 
 
-def _load_hive(conf: CatalogConfig, config: Config) -> Catalog:
+def _load_hive(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:
     from catalogd.catalog.hive import HiveCatalog
     from catalogd.catalog.hive_staging import HiveStager
     from catalogd.keys import load_key
@@ -39,10 +40,10 @@ def _load_hive(conf: CatalogConfig, config: Config) -> Catalog:
             max_retired=staging.max_retired_versions,
         )
 
-    return HiveCatalog.from_config(conf, config, stages=stages)
+    return HiveCatalog.from_config(conf, config, stages=stages, cache=cache)
 
 
-def _load_memory(conf: CatalogConfig, config: Config) -> Catalog:
+def _load_memory(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:
     from catalogd.catalog.memory import MemoryCatalog
 
     return MemoryCatalog(conf.name, default_database=conf.default_database)
@@ -51,6 +52,7 @@ def _load_memory(conf: CatalogConfig, config: Config) -> Catalog:
 CATALOG_TYPES = {"hive": _load_hive, "memory": _load_memory}
 
 
-def load_catalog(conf: CatalogConfig, config: Config) -> Catalog:
-    """Build (not yet open) the catalog a config entry describes."""
-    return CATALOG_TYPES[conf.type](conf, config)
+def load_catalog(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:
+    """Build (not yet open) the catalog a config entry describes; ``cache``: the daemon's
+    metadata cache, which hive catalogs read through (memory catalogs need none)."""
+    return CATALOG_TYPES[conf.type](conf, config, cache)

@@ -5,6 +5,15 @@ Everything that leaves is a ``catalogd.model`` object: ``hive_codec`` converts,
 call is made. Stages (atomic writes) are done by a stager the catalog is given
 as a ``HiveStages`` (``hive_staging.HiveStager`` in the daemon); this module
 never imports it.
+
+Cached reads: the user-facing reads ``list_databases``, ``get_database``,
+``list_tables``, ``list_views``, ``get_table`` (and ``get_view`` on it),
+``list_partitions`` and ``get_partition`` are answered from the daemon's metadata
+cache (``hms_cache``) when it is given one; they go through ``_cached``. Everything
+else reads the metastore itself: ``_raw_table`` and ``session.client`` calls, the
+existence checks before a create, the staging protocol, drops and location checks
+(which decide what to write, commit or delete) and anything inside
+``hms_cache.uncached()``. Every write through the session invalidates the cache.
 """
 
 from __future__ import annotations
@@ -14,14 +23,18 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
+from thrift.TSerialization import deserialize, serialize
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, is_stage_table
 from catalogd.catalog.hive_client import HiveClient, HiveSession
+from catalogd.catalog.hms_cache import MetadataCache, bypassed
 from catalogd.catalog.types import parse_type
 from catalogd.errors import (
     AlreadyExistsError,
@@ -64,6 +77,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Encodes and decodes cached answers (the C extension: a 2,000-partition list in milliseconds).
+_PROTOCOL = TBinaryProtocolAcceleratedFactory()
+
 
 class HiveStages(Protocol):
     """The stage operations a hive catalog hands on (see ``Catalog.begin_stage`` & co.)."""
@@ -101,6 +117,7 @@ class HiveCatalog(BaseCatalog):
         stages: builds the stager; without one, stage operations are unsupported.
         allowed_locations: where its objects may live and files may be deleted
             (``allowed-locations``); None: the warehouse.
+        cache: the daemon's metadata cache (shared by all catalogs); None: no cache.
     """
 
     def __init__(
@@ -116,19 +133,21 @@ class HiveCatalog(BaseCatalog):
         stages: StagesFactory | None = None,
         max_concurrent_calls: int | None = None,
         allowed_locations: list[str] | None = None,
+        cache: MetadataCache | None = None,
     ) -> None:
         super().__init__(name)
         # An embedded metastore has no core-site.xml: its default file system is the local one.
         default_fs = ("file", "") if embedded is not None else None
         self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout,
                                    max_concurrent_calls=max_concurrent_calls,
-                                   allowed_locations=allowed_locations, default_fs=default_fs)
+                                   allowed_locations=allowed_locations, default_fs=default_fs, cache=cache)
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
 
     @classmethod
-    def from_config(cls, conf: CatalogConfig, config: Config, stages: StagesFactory | None = None) -> HiveCatalog:
+    def from_config(cls, conf: CatalogConfig, config: Config, stages: StagesFactory | None = None,
+                    cache: MetadataCache | None = None) -> HiveCatalog:
         hive_conf = {
             k: v
             for k, v in conf.connection.items()
@@ -157,6 +176,7 @@ class HiveCatalog(BaseCatalog):
             stages=stages,
             max_concurrent_calls=conf.max_concurrent_calls,
             allowed_locations=conf.allowed_locations,
+            cache=cache,
         )
 
     # ------------------------------------------------------------ lifecycle
@@ -206,9 +226,37 @@ class HiveCatalog(BaseCatalog):
         """The typed HMS client for a block; HMS errors leave it as catalogd errors naming ``what``."""
         return self.session.client(what, not_found, exists)
 
+    @property
+    def cache(self) -> MetadataCache | None:
+        """The metadata cache this catalog reads through (and its writes invalidate)."""
+        return self.session.cache
+
+    def _cached(self, scope: tuple[str, str], key: tuple[object, ...], result: type,
+                fetch: Callable[[], object]) -> Any:
+        """A user-facing read through the metadata cache: ``fetch()`` on a miss, stored
+        encoded as ``result(success=...)`` (a generated ``*_result`` struct); every caller
+        gets an object of its own. ``scope``: (database, table) of this catalog."""
+        cache = self.session.cache
+        if cache is None or not cache.enabled or bypassed():
+            return fetch()
+        full = (self.name, scope[0].lower(), scope[1].lower())
+        cache_key = ("api", *key)
+        body = cache.get(full, cache_key)
+        if body is not None:
+            return deserialize(result(), body, _PROTOCOL).success
+        token = cache.token(full)
+        value = fetch()
+        cache.put(full, cache_key, serialize(result(success=value), _PROTOCOL), token)
+        return value
+
     def _raw_table(self, database: str, name: str) -> hms.Table:
+        """The table as the metastore has it now (never cached: callers write it back or decide on it)."""
         with self._client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
             return c.get_table(database, name)
+
+    def _cached_table(self, database: str, name: str) -> hms.Table:
+        return self._cached((database, name), ("get_table", database.lower(), name.lower()),
+                            ThriftHiveMetastore.get_table_result, lambda: self._raw_table(database, name))
 
     def _to_table(self, tbl: hms.Table) -> Table:
         return codec.to_table(self.name, tbl)
@@ -216,13 +264,32 @@ class HiveCatalog(BaseCatalog):
     # ------------------------------------------------------------ databases
 
     def list_databases(self) -> list[str]:
-        with self._client("list databases") as c:
-            return sorted(c.get_all_databases())
+        def fetch() -> list[str]:
+            with self._client("list databases") as c:
+                return c.get_all_databases()
+
+        return sorted(self._cached(("", ""), ("get_all_databases",), ThriftHiveMetastore.get_all_databases_result,
+                                   fetch))
+
+    def _cached_database(self, name: str) -> hms.Database:
+        def fetch() -> hms.Database:
+            with self._client(f"database {self.name}.{name}", DatabaseNotFoundError) as c:
+                return c.get_database(name)
+
+        return self._cached((name, ""), ("get_database", name.lower()), ThriftHiveMetastore.get_database_result,
+                            fetch)
 
     def get_database(self, name: str) -> Database:
-        with self._client(f"database {self.name}.{name}", DatabaseNotFoundError) as c:
-            db = c.get_database(name)
-        return codec.to_database(self.name, db)
+        return codec.to_database(self.name, self._cached_database(name))
+
+    def database_exists(self, name: str) -> bool:
+        """Asked of the metastore itself (creates decide on it)."""
+        try:
+            with self._client(f"database {self.name}.{name}", DatabaseNotFoundError) as c:
+                c.get_database(name)
+        except DatabaseNotFoundError:
+            return False
+        return True
 
     def _database_lock(self, name: str) -> AbstractContextManager[None]:
         """DDL on one database runs one at a time in this daemon."""
@@ -339,20 +406,41 @@ class HiveCatalog(BaseCatalog):
 
     # ------------------------------------------------------------ tables
 
+    def _all_tables(self, database: str) -> list[str]:
+        def fetch() -> list[str]:
+            with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+                return c.get_all_tables(database)
+
+        return list(self._cached((database, ""), ("get_all_tables", database.lower()),
+                                 ThriftHiveMetastore.get_all_tables_result, fetch))
+
+    def _view_names(self, database: str) -> list[str]:
+        def fetch() -> list[str]:
+            with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+                return c.get_tables_by_type(database, "*", codec.VIRTUAL_VIEW)
+
+        return list(self._cached((database, ""), ("get_tables_by_type", database.lower(), "*", codec.VIRTUAL_VIEW),
+                                 ThriftHiveMetastore.get_tables_by_type_result, fetch))
+
     def list_tables(self, database: str) -> list[str]:
-        what = f"database {self.name}.{database}"
-        with self._client(what, DatabaseNotFoundError) as c:
-            names = {n for n in c.get_all_tables(database) if not is_stage_table(n)}
-            if not names:
-                # HMS answers an unknown database with an empty list too: only
-                # then is the extra round trip needed to tell the two apart.
-                c.get_database(database)
-                return []
-            views = set(c.get_tables_by_type(database, "*", codec.VIRTUAL_VIEW))
-        return sorted(names - views)
+        names = {n for n in self._all_tables(database) if not is_stage_table(n)}
+        if not names:
+            # HMS answers an unknown database with an empty list too: only
+            # then is the extra round trip needed to tell the two apart.
+            self._cached_database(database)
+            return []
+        return sorted(names - set(self._view_names(database)))
 
     def get_table(self, database: str, name: str) -> Table:
-        return self._to_table(self._raw_table(database, name))
+        return self._to_table(self._cached_table(database, name))
+
+    def table_exists(self, database: str, name: str) -> bool:
+        """Asked of the metastore itself (creates and renames decide on it)."""
+        try:
+            self._raw_table(database, name)
+        except TableNotFoundError:
+            return False
+        return True
 
     def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
         what = f"table {self.name}.{table.database}.{table.name}"
@@ -566,10 +654,9 @@ class HiveCatalog(BaseCatalog):
     # ------------------------------------------------------------ views
 
     def list_views(self, database: str) -> list[str]:
-        with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
-            names = c.get_tables_by_type(database, "*", codec.VIRTUAL_VIEW)
-            if not names:
-                c.get_database(database)
+        names = self._view_names(database)
+        if not names:
+            self._cached_database(database)
         return sorted(names)
 
     def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
@@ -612,8 +699,9 @@ class HiveCatalog(BaseCatalog):
 
     # ------------------------------------------------------------ partitions
 
-    def _partitioned(self, database: str, table: str) -> hms.Table:
-        tbl = self._raw_table(database, table)
+    def _partitioned(self, database: str, table: str, cached: bool = False) -> hms.Table:
+        """``cached``: for a user-facing read (never for one that writes or deletes on it)."""
+        tbl = self._cached_table(database, table) if cached else self._raw_table(database, table)
         if not tbl.partitionKeys:
             raise InvalidArgumentError(f"table {self.name}.{database}.{table} is not partitioned")
         return tbl
@@ -634,24 +722,40 @@ class HiveCatalog(BaseCatalog):
         return values
 
     def list_partitions(self, database: str, table: str, filter: str | None = None) -> list[Partition]:
-        tbl = self._partitioned(database, table)
+        tbl = self._partitioned(database, table, cached=True)
         what = f"table {self.name}.{database}.{table}"
-        with self._client(what, TableNotFoundError) as c:
-            if filter and filter.strip():
-                try:
-                    parts = c.get_partitions_by_filter(database, table, filter.strip(), -1)
-                except hms.MetaException as e:
-                    raise InvalidArgumentError(f"{what}: bad partition filter {filter!r}: {e.message}") from e
-            else:
-                parts = c.get_partitions(database, table, -1)
+        text = filter.strip() if filter else ""
+
+        def fetch() -> list[hms.Partition]:
+            with self._client(what, TableNotFoundError) as c:
+                if text:
+                    try:
+                        return c.get_partitions_by_filter(database, table, text, -1)
+                    except hms.MetaException as e:
+                        raise InvalidArgumentError(f"{what}: bad partition filter {filter!r}: {e.message}") from e
+                return c.get_partitions(database, table, -1)
+
+        if text:
+            parts = self._cached((database, table), ("get_partitions_by_filter", database.lower(), table.lower(), text),
+                                 ThriftHiveMetastore.get_partitions_by_filter_result, fetch)
+        else:
+            parts = self._cached((database, table), ("get_partitions", database.lower(), table.lower()),
+                                 ThriftHiveMetastore.get_partitions_result, fetch)
         return sorted((codec.to_partition(tbl, p) for p in parts), key=lambda p: p.values)
 
     def get_partition(self, database: str, table: str, spec: dict[str, str]) -> Partition:
-        tbl = self._partitioned(database, table)
+        tbl = self._partitioned(database, table, cached=True)
         values = self._values(tbl, spec)
         name = codec.partition_name(tbl.partitionKeys, values)
-        with self._client(f"partition {name} of table {self.name}.{database}.{table}", PartitionNotFoundError) as c:
-            return codec.to_partition(tbl, c.get_partition(database, table, values))
+
+        def fetch() -> hms.Partition:
+            with self._client(f"partition {name} of table {self.name}.{database}.{table}",
+                              PartitionNotFoundError) as c:
+                return c.get_partition(database, table, values)
+
+        part = self._cached((database, table), ("get_partition", database.lower(), table.lower(), tuple(values)),
+                            ThriftHiveMetastore.get_partition_result, fetch)
+        return codec.to_partition(tbl, part)
 
     def add_partition(self, database: str, table: str, spec: dict[str, str], location: str | None = None,
                       ignore_if_exists: bool = False) -> Partition:

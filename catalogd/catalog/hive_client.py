@@ -33,6 +33,7 @@ from thrift.Thrift import TApplicationException
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import is_stage_table
+from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.catalog.locations import (
     Location,
     Occupant,
@@ -238,8 +239,18 @@ def translate(
 OCCUPANTS_TTL = 30.0
 
 
+#: Writes to a database's functions: they change the database's entries in the metadata
+#: cache (the HMS endpoint files function reads there), not its tables' locations.
+_FUNCTION_WRITES = frozenset({"create_function", "alter_function", "drop_function"})
+
+
 def _written_keys(method: str, args: tuple[Any, ...]) -> list[tuple[str, str]]:
-    """The (database, table) entries a metastore write may change; table "" is the database itself."""
+    """The (database, table) entries a metastore write may change; table "" is the database itself.
+
+    A rename (``alter_table*`` with a new name or database) changes both the old and the new name.
+    """
+    if method in _FUNCTION_WRITES:
+        return [(args[0].dbName if method == "create_function" else str(args[0]), "")]
     if method in ("create_database", "alter_database", "drop_database"):
         name = args[0].name if method == "create_database" else args[0]
         return [(str(name), "")]
@@ -260,7 +271,7 @@ def _written_keys(method: str, args: tuple[Any, ...]) -> list[tuple[str, str]]:
 class _Tracked:
     """The typed client, telling the session which objects each write may have changed."""
 
-    def __init__(self, api: HiveClient, written: Callable[[list[tuple[str, str]]], None]) -> None:
+    def __init__(self, api: HiveClient, written: Callable[[str, list[tuple[str, str]]], None]) -> None:
         self._api = api
         self._written = written
 
@@ -274,7 +285,7 @@ class _Tracked:
                 return attr(*args, **kwargs)
             finally:
                 # Also after a failure: the write may have happened before the answer was lost.
-                self._written(_written_keys(method, args))
+                self._written(method, _written_keys(method, args))
 
         return call
 
@@ -292,6 +303,8 @@ class HiveSession:
         allowed_locations: the catalog's ``allowed-locations``; None: its warehouse.
         default_fs: (scheme, authority) of locations given as bare paths (``file`` for an
             embedded metastore); None: bare paths are refused.
+        cache: the daemon's metadata cache; every write through this session invalidates
+            what it touched there. None: no cache.
     """
 
     def __init__(
@@ -305,12 +318,14 @@ class HiveSession:
         max_concurrent_calls: int | None = None,
         allowed_locations: list[str] | None = None,
         default_fs: tuple[str, str] | None = None,
+        cache: MetadataCache | None = None,
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
         self.name = name
         self.username = username
         self.embedded = embedded
+        self.cache = cache
         self._uris = list(uris or [])
         self._connect_timeout = connect_timeout
         self._socket_timeout = socket_timeout
@@ -502,7 +517,18 @@ class HiveSession:
             logger.debug("catalog %s: location %r cannot be compared", self.name, uri)
             return None
 
-    def _written(self, keys: list[tuple[str, str]]) -> None:
+    def _written(self, method: str, keys: list[tuple[str, str]]) -> None:
+        """A write through this session may have changed ``keys`` (it may also have failed)."""
+        cache = self.cache
+        if cache is not None:
+            # At once, before the caller learns the write is done: its next read (and every
+            # other client's) must not be served the old answer.
+            for database, table in keys:
+                cache.invalidate(self.name, database, table)
+            if not keys:
+                cache.invalidate(self.name)  # a write this module does not know: all of the catalog
+        if method in _FUNCTION_WRITES:
+            return
         with self._guard:
             self._writes += 1
             for database, table in keys:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from catalogd.catalog.base import Catalog
+from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import store
 from catalogd.dynamic.freshness import Freshness
@@ -57,7 +58,8 @@ class JobFactory:
              run_id: str | None = None) -> dict[str, Any]:
         """The job's ``spec.json`` (``mode`` is ``batch`` or ``continuous``)."""
         catalog = self.manager.catalog(entry.catalog)
-        params = catalog.get_table(entry.database, entry.name).properties
+        with uncached():  # the query a refresh runs and commits
+            params = catalog.get_table(entry.database, entry.name).properties
         spec: dict[str, Any] = {
             "mode": mode, "daemon": self.address(), "table": entry.full_name,
             "query": store.unchunk(params, store.EXPANDED), "partition": partition or None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import store
 from catalogd.dynamic.freshness import cron_expression
@@ -65,7 +66,8 @@ class Records:
         limit = self.config.dynamic_tables.history_size
         catalog = self.manager.catalog(entry.catalog)
         try:
-            with entry.lock:
+            # Uncached: the history is read, changed and written back whole.
+            with entry.lock, uncached():
                 params = catalog.get_table(entry.database, entry.name).properties
                 runs = [r for r in store.history(params) if r.id != run.id]
                 runs = [RefreshRun(**run.__dict__), *runs][:limit]

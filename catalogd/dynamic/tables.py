@@ -10,6 +10,7 @@ import time
 from zoneinfo import ZoneInfo
 
 from catalogd.catalog.base import BaseCatalog
+from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import runner, store
 from catalogd.dynamic.analyzer import Analyzers
@@ -94,8 +95,13 @@ class TableOperations:
                                    "use the daemon that drives them")
 
     @staticmethod
-    def _params(catalog: BaseCatalog, database: str, name: str) -> tuple[Table, dict[str, str]]:
-        table = catalog.get_table(database, name)
+    def _params(catalog: BaseCatalog, database: str, name: str, cached: bool = False) -> tuple[Table, dict[str, str]]:
+        """``cached``: for a read shown to a user; changes and drops decide on the metastore's own answer."""
+        if cached:
+            table = catalog.get_table(database, name)
+        else:
+            with uncached():
+                table = catalog.get_table(database, name)
         params = dict(table.properties)
         if not store.is_dynamic(params):
             raise TableNotFoundError(f"{catalog.name}.{database}.{name} is a table, not a dynamic table")
@@ -198,7 +204,7 @@ class TableOperations:
             TableNotFoundError: no such dynamic table.
         """
         catalog, database, name = self.resolve(path)
-        table, params = self._params(catalog, database, name)
+        table, params = self._params(catalog, database, name, cached=True)
         dt = store.decode(catalog.name, database, name, params, table.columns, table.partition_keys,
                           table.comment, table.created)
         entry = self.registry.get(dt.full_name)
@@ -253,7 +259,7 @@ class TableOperations:
     def history(self, path: ObjectPath, limit: int = 20) -> list[RefreshRun]:
         """The recorded runs, newest first (running ones with their live phase)."""
         catalog, database, name = self.resolve(path)
-        _, params = self._params(catalog, database, name)
+        _, params = self._params(catalog, database, name, cached=True)
         live = self.runs.live(f"{catalog.name}.{database}.{name}")
         runs = [live.get(r.id, r) for r in store.history(params)]
         return runs[:limit] if limit > 0 else runs

@@ -20,6 +20,7 @@ from types import FrameType
 from typing import Any
 
 from catalogd import __version__
+from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.config import Config, load_config
 from catalogd.datadir import DataDirLock
 from catalogd.dynamic.service import DynamicTables
@@ -118,8 +119,11 @@ class Daemon:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.lock = DataDirLock(config.server.data_dir)
-        self.manager = CatalogManager(config)
+        #: The one metadata cache: the hive catalogs (Thrift API) and the HMS endpoint read through it.
+        self.cache = MetadataCache.from_config(config.cache)
+        self.manager = CatalogManager(config, cache=self.cache)
         self.metrics = Metrics()
+        self.metrics.watch_cache(self.cache.stats)
         self.thrift: ThriftServer | None = None
         self.http: HttpServer | None = None
         self.hms: HmsEndpoint | None = None
@@ -150,7 +154,7 @@ class Daemon:
                                        idle_timeout=server.idle_timeout.total_seconds(),
                                        frame_timeout=server.frame_timeout.total_seconds(),
                                        max_buffered_bytes=server.max_buffered_bytes)
-            self.hms = HmsEndpoint(self.manager, self.config, drop_dynamic=self.dynamic.drop)
+            self.hms = HmsEndpoint(self.manager, self.config, cache=self.cache, drop_dynamic=self.dynamic.drop)
             self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats)
             try:
                 self.thrift.bind()

@@ -1,8 +1,9 @@
-"""The daemon's Prometheus metrics: RPC counters and timings, dynamic-table freshness lag, the HMS endpoint."""
+"""The daemon's Prometheus metrics: RPC counts and timings, dynamic-table lag, the HMS endpoint, the cache."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -14,6 +15,8 @@ Lags = Callable[[], list[tuple[str, float | None, bool | None]]]
 HmsCalls = Callable[[], dict[tuple[str, str], int]]
 #: The HMS endpoint's connections: open, busy, accepted, refused.
 HmsConnections = Callable[[], dict[str, int]]
+#: The metadata cache's ``MetadataCache.stats()``.
+CacheStats = Callable[[], dict[str, Any]]
 
 
 class Metrics:
@@ -33,6 +36,10 @@ class Metrics:
     def watch_dynamic_tables(self, lags: Lags) -> None:
         """Export each dynamic table's freshness lag (read at every scrape)."""
         self.registry.register(_LagCollector(lags))
+
+    def watch_cache(self, stats: CacheStats) -> None:
+        """Export the metadata cache's hits, misses, size and evictions (read at every scrape)."""
+        self.registry.register(_CacheCollector(stats))
 
     def watch_hms_endpoint(self, calls: HmsCalls, connections: HmsConnections) -> None:
         """Export the HMS endpoint's call counts and connections (read at every scrape)."""
@@ -57,6 +64,30 @@ class _HmsCollector(Collector):
                                 stats["busy"])
         yield CounterMetricFamily("catalogd_hms_connections_refused", "HMS endpoint connections refused at the cap",
                                   stats["refused"])
+
+
+class _CacheCollector(Collector):
+    def __init__(self, stats: CacheStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats()
+        per = stats["catalogs"]
+        # Counter families add the _total suffix: catalogd_cache_hits_total & co.
+        hits = CounterMetricFamily("catalogd_cache_hits", "Metadata cache lookups answered from the cache",
+                                   labels=["catalog"])
+        misses = CounterMetricFamily("catalogd_cache_misses", "Metadata cache lookups that went to the metastore",
+                                     labels=["catalog"])
+        for name, counts in per.items():
+            hits.add_metric([name], counts["hits"])
+            misses.add_metric([name], counts["misses"])
+        yield hits
+        yield misses
+        yield GaugeMetricFamily("catalogd_cache_entries", "Answers held in the metadata cache", stats["entries"])
+        yield GaugeMetricFamily("catalogd_cache_bytes", "Bytes held in the metadata cache (encoded answers)",
+                                stats["bytes"])
+        yield CounterMetricFamily("catalogd_cache_evictions", "Answers evicted from the metadata cache to stay "
+                                  "within cache.max-entries and cache.max-bytes", stats["evictions"])
 
 
 class _LagCollector(Collector):
