@@ -322,6 +322,9 @@ class MemoryMetastore:
                 tbl.sd.location = _uri(self._db_dir(model.database) / model.name)
         if model.created:
             tbl.createTime = model.created
+        if model.kind is TableKind.MANAGED and tbl.sd is not None:
+            # As HMS makes a managed table's directory: Spark refuses to read a path that is not there.
+            self._make_dir(tbl.sd.location)
         return tbl
 
     @staticmethod
@@ -462,6 +465,8 @@ class MemoryMetastore:
                 set_properties={k: v for k, v in model_new.properties.items() if model_old.properties.get(k) != v},
                 unset_properties=[k for k in model_old.properties if k not in model_new.properties],
                 add_columns=added))
+            if model_new.statistics != model_old.statistics:
+                self.catalog.set_statistics(db, name, model_new.statistics)
         if cascade and new.sd is not None:
             key = (db, name)
             for values, data in self._partitions.get(key, {}).items():

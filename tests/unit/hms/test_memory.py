@@ -187,6 +187,15 @@ def test_alter_table_adds_columns_and_properties_in_the_catalog(store: Store) ->
     assert [c.name for c in model.columns] == ["id", "v", "extra"] and model.properties["owner_note"] == "n"
 
 
+def test_analyze_statistics_in_parameters_reach_the_catalog(store: Store) -> None:
+    store("create_table", tbl=table("t"))
+    tbl = store("get_table", dbname="db", tbl_name="t")
+    tbl.parameters.update({"spark.sql.statistics.numRows": "3", "spark.sql.statistics.totalSize": "99"})
+    store("alter_table", dbname="db", tbl_name="t", new_tbl=tbl)
+    stats = store.catalog.get_table("db", "t").statistics
+    assert (stats.row_count, stats.total_size) == (3, 99)
+
+
 def test_rename_moves_a_managed_tables_directory(store: Store) -> None:
     store("create_table", tbl=table("t", parts=[("ds", "string")]))
     store("add_partition", new_part=partition("t", ["a"]))
@@ -210,6 +219,7 @@ def test_table_made_through_the_api_is_answered_from_the_codec(store: Store) -> 
     tbl = store("get_table", dbname="db", tbl_name="api")
     assert tbl.sd.serdeInfo.serializationLib == "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
     assert tbl.sd.location == f"file://{store.warehouse}/db.db/api"
+    assert (store.warehouse / "db.db" / "api").is_dir()
     assert "api" in store("get_all_tables", db_name="db")
 
 
