@@ -134,3 +134,41 @@ def test_table_made_through_the_api_is_read_by_spark_and_one_dropped_there_is_go
         assert "api_t" not in conn.get_all_tables(db)
     finally:
         conn.close()
+
+
+def test_daemon_stop_removes_the_scratch_warehouse_and_nothing_else(daemon_factory, tmp_path):
+    """A plain HMS client on a daemon whose only (default) catalog is memory: the files of its
+    managed tables go at stop; an external table's directory outside survives."""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me")
+    proc = daemon_factory(catalogs=[{"name": "scratch", "type": "memory"}], name="memonly")
+    warehouse = Path(proc.data_dir) / "scratch-warehouse" / "scratch"
+
+    def tbl(name: str, location: str | None, kind: str) -> Any:
+        sd = ttypes.StorageDescriptor(
+            cols=[ttypes.FieldSchema("line", "string", None)], location=location,
+            inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+            outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat", compressed=False,
+            numBuckets=-1, serdeInfo=ttypes.SerDeInfo(
+                serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", parameters={}),
+            bucketCols=[], sortCols=[], parameters={})
+        return ttypes.Table(tableName=name, dbName="db1", owner="me", sd=sd, partitionKeys=[],
+                            parameters={"EXTERNAL": "TRUE"} if kind == "EXTERNAL_TABLE" else {}, tableType=kind)
+
+    conn = hmsclient.HMSClient(host=proc.hms_address[0], port=proc.hms_address[1])
+    conn.open()
+    try:
+        conn.create_database(ttypes.Database(name="db1", parameters={}))
+        assert conn.get_database("db1").locationUri == f"file://{warehouse}/db1.db"
+        conn.create_table(tbl("t", None, "MANAGED_TABLE"))
+        conn.create_table(tbl("ext", f"file://{victim}", "EXTERNAL_TABLE"))
+        assert sorted(conn.get_all_tables("db1")) == ["ext", "t"]
+    finally:
+        conn.close()
+    assert (warehouse / "db1.db" / "t").is_dir()
+    assert proc.stop() == 0
+    assert not warehouse.exists()
+    assert (victim / "precious.txt").read_text() == "keep me"
