@@ -245,6 +245,8 @@ class MemoryMetastore:
     def _m_drop_database(self, a: Any) -> None:
         name = a.name
         self._database(name)
+        if name == self.catalog.default_database:  # refused before anything is dropped, as HMS does
+            raise hms.MetaException(message=f"Can not drop {name} database")
         tables = self._table_names(name)
         if tables and not a.cascade:
             raise hms.InvalidOperationException(
@@ -304,8 +306,17 @@ class MemoryMetastore:
         if stored is None:
             tbl = self._from_model(model)
             return tbl
-        tbl = _decode(hms.Table, stored)
         seen = self._seen.get(key)
+        if seen is not None and (seen.created, seen.kind, seen.format, seen.location) != (
+                model.created, model.kind, model.format, model.location):
+            # Dropped and made again through the catalogd API: the stored object is another table's.
+            # Its files may be the new table's too, so nothing is deleted here.
+            self._tables.pop(key, None)
+            self._seen.pop(key, None)
+            self._partitions.pop(key, None)
+            self._drop_stats(key)
+            return self._from_model(model)
+        tbl = _decode(hms.Table, stored)
         if seen is not None and seen != model:
             # Changed through the catalogd API since: carry the change into the HMS object.
             tbl = self._merge(tbl, seen, model)
@@ -452,11 +463,10 @@ class MemoryMetastore:
                 set_properties={k: v for k, v in model_new.properties.items() if model_old.properties.get(k) != v},
                 unset_properties=[k for k in model_old.properties if k not in model_new.properties]))
         else:
-            known = {c.name.lower() for c in model_old.columns}
-            added = [c for c in model_new.columns if c.name.lower() not in known]
-            if [c.name.lower() for c in model_new.columns[:len(model_old.columns)]] != sorted(
-                    known, key=[c.name.lower() for c in model_old.columns].index) or \
-                    len(model_new.columns) < len(model_old.columns):
+            old_names = [c.name.lower() for c in model_old.columns]
+            added = model_new.columns[len(old_names):]
+            if [c.name.lower() for c in model_new.columns[:len(old_names)]] != old_names:
+                # The MemoryCatalog only adds columns; the HMS object keeps what the client wrote.
                 logger.info("memory catalog %s: %s.%s columns changed beyond additions; the catalogd API keeps "
                             "the earlier columns", self.name, db, name)
                 added = []

@@ -484,3 +484,45 @@ def test_close_never_removes_a_warehouse_outside_the_data_dir(tmp_path: Path) ->
     link.symlink_to(v, target_is_directory=True)
     MemoryMetastore(MemoryCatalog("scratch"), link).close()
     assert survives(v)
+
+
+def test_default_database_is_refused_before_anything_is_dropped(tmp_path: Path) -> None:
+    s = Store(tmp_path)
+    s("create_table", tbl=hms.Table(tableName="t", dbName="default", sd=sd(), partitionKeys=[], parameters={},
+                                    tableType="MANAGED_TABLE"))
+    with pytest.raises(hms.MetaException, match="Can not drop default"):
+        s("drop_database", name="default", deleteData=True, cascade=True)
+    assert s("get_all_tables", db_name="default") == ["t"]
+
+
+def test_table_replaced_through_the_api_is_answered_as_the_new_one(store: Store) -> None:
+    store("create_table", tbl=table("t", parts=[("k", "string")]))
+    store("add_partition", new_part=partition("t", ["a"]))
+    store.catalog.drop_table("db", "t")
+    store.catalog.create_table(Table(name="t", database="db", columns=[Column("x", "int")], format=TableFormat.ORC,
+                                     location=f"file://{store.warehouse}/db.db/t2"))
+    got = store("get_table", dbname="db", tbl_name="t")
+    assert [c.name for c in got.sd.cols] == ["x"] and got.partitionKeys == []
+    assert store("get_partitions", db_name="db", tbl_name="t", max_parts=-1) == []
+
+
+def test_concurrent_partition_adds_all_land(store: Store) -> None:
+    import threading
+
+    store("create_table", tbl=table("c", parts=[("k", "string")]))
+    errors: list[BaseException] = []
+
+    def add(i: int) -> None:
+        try:
+            for j in range(25):
+                store("add_partition", new_part=partition("c", [f"{i}-{j}"]))
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(store("get_partition_names", db_name="db", tbl_name="c", max_parts=-1)) == 200
