@@ -803,6 +803,8 @@ class MemoryMetastore:
         try:
             flt = PartitionFilter(a.filter or "", {k.name: k.type for k in tbl.partitionKeys or []})
         except FilterError as e:
+            logger.warning("memory catalog %s: partition filter %r of %s.%s: %s", self.name, a.filter,
+                           a.db_name, a.tbl_name, e)
             raise hms.MetaException(message=f"Error parsing partition filter {a.filter!r}: {e}") from None
         return self._all(a.db_name, a.tbl_name, a.max_parts, lambda values: flt.matches(list(values)))
 

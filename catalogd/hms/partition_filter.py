@@ -122,12 +122,49 @@ class _Parser:
         return parts[0] if len(parts) == 1 else (lambda v: all(p(v) for p in parts))
 
     def expr(self) -> Predicate:
+        if self.at("lparen") and self.at("ident", offset=1) and (self.at("comma", offset=2) or (
+                self.at("rparen", offset=2) and (self.at("kw", "in", offset=3) or self.at("kw", "not", offset=3)))):
+            return self.in_keys()
         if self.at("lparen"):
             self.pos += 1
             pred = self.or_expr()
             self.take("rparen")
             return pred
         return self.operator_expr()
+
+    def in_keys(self) -> Predicate:
+        """HMS's IN forms: ``(k) IN (v, ...)`` and ``(k1, k2) IN (struct(v1, v2), ...)``."""
+        self.take("lparen")
+        keys = [self.key()]
+        while self.at("comma"):
+            self.pos += 1
+            keys.append(self.key())
+        self.take("rparen")
+        negated = self.at("kw", "not")
+        if negated:
+            self.pos += 1
+        self.take("kw", "in")
+        self.take("lparen")
+        rows = [self.in_row(keys)]
+        while self.at("comma"):
+            self.pos += 1
+            rows.append(self.in_row(keys))
+        self.take("rparen")
+        return lambda v: any(all(p(v) for p in row) for row in rows) != negated
+
+    def in_row(self, keys: list[str]) -> list[Predicate]:
+        if len(keys) == 1:
+            return [self.compare(keys[0], "=", self.literal())]
+        tok = self.take("ident")
+        if tok.text.lower() != "struct":
+            raise FilterError(f"expected struct(...), found {tok.text!r}")
+        self.take("lparen")
+        row = [self.compare(keys[0], "=", self.literal())]
+        for key in keys[1:]:
+            self.take("comma")
+            row.append(self.compare(key, "=", self.literal()))
+        self.take("rparen")
+        return row
 
     def literal(self) -> _Literal:
         tok = self.peek()

@@ -107,6 +107,20 @@ def test_spark_statements_on_a_memory_catalog(spark, client, scratch_db, warehou
     assert not db_dir.exists()
 
 
+def test_spark_pruning_filters_over_string_and_integer_keys(spark, scratch_db):
+    """Spark pushes these down as HMS filter strings; catalogd evaluates them (a wrong answer
+    would lose rows, an unparsed filter would fail the query)."""
+    db = f"scratch__{scratch_db}"
+    spark.sql(f"CREATE TABLE {db}.p (id INT) PARTITIONED BY (ds STRING, hr INT) STORED AS PARQUET")
+    spark.sql(f"INSERT INTO {db}.p PARTITION (ds, hr) VALUES (1, 'a', 1), (2, 'a', 12), (3, 'b', 3), "
+              "(4, 'b', 30), (5, 'c', 5)")
+    assert sorted(sql(spark, f"SELECT id FROM {db}.p WHERE (ds = 'a' OR ds = 'b') AND hr > 3")) == [(2,), (4,)]
+    assert sorted(sql(spark, f"SELECT id FROM {db}.p WHERE ds IN ('a', 'c') AND hr <= 5")) == [(1,), (5,)]
+    assert sorted(sql(spark, f"SELECT id FROM {db}.p WHERE ds <> 'b' AND hr >= 10")) == [(2,)]
+    assert sorted(sql(spark, f"SELECT id FROM {db}.p WHERE ds LIKE 'b%'")) == [(3,), (4,)]
+    assert sql(spark, f"SHOW PARTITIONS {db}.p PARTITION (ds='b')") == [("ds=b/hr=3",), ("ds=b/hr=30",)]
+
+
 def test_external_table_files_outside_the_warehouse_survive_a_drop(spark, scratch_db, tmp_path):
     victim = tmp_path / "victim"
     victim.mkdir()

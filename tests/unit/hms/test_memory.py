@@ -338,6 +338,9 @@ def test_drop_partition_deletes_its_directory(parted: Store) -> None:
     ('ds like "2024-01-0[2]" and hr in (1, 12)', {("2024-01-02", "1"), ("2024-01-02", "12")}),
     ("hr between 2 and 12 and ds = '2024-01-01'", {("2024-01-01", "3"), ("2024-01-01", "12")}),
     ("hr not in (1, 3)", {("2024-01-01", "12"), ("2024-01-02", "12")}),
+    ('(ds) in ("2024-01-02") and hr <= 3', {("2024-01-02", "1"), ("2024-01-02", "3")}),
+    ("(hr) not in (1, 3) and ds = '2024-01-01'", {("2024-01-01", "12")}),
+    ('(ds, hr) in (struct("2024-01-01", 3), struct("2024-01-02", 12))', {("2024-01-01", "3"), ("2024-01-02", "12")}),
     ("", {(d, h) for d in ("2024-01-01", "2024-01-02") for h in ("1", "3", "12")}),
 ])
 def test_partition_filters(parted: Store, text: str, expected: set[tuple[str, str]]) -> None:
