@@ -25,6 +25,7 @@ from catalogd.model import (
     Database,
     DatabaseUpdate,
     Function,
+    Statistics,
     Table,
     TableKind,
     TableUpdate,
@@ -201,6 +202,14 @@ class MemoryCatalog(BaseCatalog):
             for key in update.unset_properties:
                 table.properties.pop(key, None)
             return copy.deepcopy(table)
+
+    def set_statistics(self, database: str, name: str, statistics: Statistics) -> None:
+        """Record a table's basic statistics (the HMS endpoint's ANALYZE writes them here)."""
+        with self._lock:
+            table = self._tables_holding(database, name).get(name)
+            if table is None:
+                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+            table.statistics = copy.deepcopy(statistics)
 
     def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
         check_name(new_name, "table")

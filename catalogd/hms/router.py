@@ -338,7 +338,7 @@ class Router:
 
     def _to_client(self, method: str, result: Any, catalog: str) -> None:
         prefix = self._prefix(catalog)
-        if prefix and getattr(result, "success", None) is not None:
+        if prefix and getattr(result, "success", None) is not None:  # void results have no success
             # A view's text is mapped while the view still has the backing metastore's names.
             result.success = methods.rename_result(method, result.success, self.federation.prefix(catalog),
                                                    on_table=lambda table: view_text.view_to_client(table, prefix))

@@ -14,6 +14,7 @@ import logging
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 
@@ -29,6 +30,9 @@ __all__ = ["Identity", "RelayPool"]
 #: ``set_ugi``'s user and groups; None: the client never called it.
 Identity = tuple[str, tuple[str, ...]] | None
 
+#: Seconds after its last call during which an idle connection is not checked before reuse.
+_FRESH = 1.0
+
 #: Broken connections: the call may or may not have run.
 _BROKEN = (OSError, EOFError, ProtocolError)
 
@@ -43,12 +47,19 @@ class _Upstream:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(socket_timeout)
         self.stream = MessageStream(self.sock.recv, max_message)
+        self.last_used = time.monotonic()
 
     def call(self, request: bytes) -> Message:
         self.sock.sendall(request)
-        return self.stream.read_message()
+        reply = self.stream.read_message()
+        self.last_used = time.monotonic()
+        return reply
 
     def looks_alive(self) -> bool:
+        # A connection used a moment ago is taken as alive (no system call on the hot path);
+        # a call on one that died meanwhile is retried (reads) or reported (writes).
+        if time.monotonic() - self.last_used < _FRESH:
+            return True
         # HMS never talks unasked: an idle socket that is readable was closed by the peer.
         try:
             readable, _, _ = select.select([self.sock], [], [], 0)

@@ -292,3 +292,19 @@ def test_read_only_is_metadata_only_files_need_storage_permissions(spark, client
         spark.sql(f"INSERT INTO ro__{spark_db}.parts VALUES (1, 'a')")
     assert client.list_partitions(f"main.{spark_db}.parts") == []
     assert client.list_tables(f"main.{spark_db}") == ["ds_t", "hive_t", "parts"]
+
+
+def test_a_framed_client_is_served_too(hms_address, spark_db):
+    from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+    from thrift.transport import TSocket, TTransport
+
+    transport = TTransport.TFramedTransport(TSocket.TSocket(*hms_address))
+    transport.open()
+    try:
+        client = ThriftHiveMetastore.Client(TBinaryProtocol(transport))
+        client.set_ugi("framed", [])
+        assert client.get_database(spark_db).name == spark_db
+        assert spark_db in client.get_all_databases()
+    finally:
+        transport.close()
