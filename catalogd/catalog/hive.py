@@ -237,16 +237,17 @@ class HiveCatalog(BaseCatalog):
         encoded as ``result(success=...)`` (a generated ``*_result`` struct); every caller
         gets an object of its own. ``scope``: (database, table) of this catalog."""
         cache = self.session.cache
-        if cache is None or not cache.enabled or bypassed():
+        if cache is None or bypassed():
             return fetch()
         full = (self.name, scope[0].lower(), scope[1].lower())
         cache_key = ("api", *key)
-        body = cache.get(full, cache_key)
+        body = cache.get(full, cache_key)  # off (ttl 0): a miss, counted
         if body is not None:
             return deserialize(result(), body, _PROTOCOL).success
         token = cache.token(full)
         value = fetch()
-        cache.put(full, cache_key, serialize(result(success=value), _PROTOCOL), token)
+        if cache.enabled:
+            cache.put(full, cache_key, serialize(result(success=value), _PROTOCOL), token)
         return value
 
     def _raw_table(self, database: str, name: str) -> hms.Table:
