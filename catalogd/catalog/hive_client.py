@@ -524,7 +524,8 @@ class HiveSession:
             # At once, before the caller learns the write is done: its next read (and every
             # other client's) must not be served the old answer.
             for database, table in keys:
-                cache.invalidate(self.name, database, table)
+                # A write naming no database (a struct without dbName): all of the catalog.
+                cache.invalidate(self.name, str(database or ""), str(table or "") if database else "")
             if not keys:
                 cache.invalidate(self.name)  # a write this module does not know: all of the catalog
         if method in _FUNCTION_WRITES:

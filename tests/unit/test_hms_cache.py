@@ -411,3 +411,12 @@ def test_every_write_of_the_typed_client_names_what_it_changes() -> None:
     for name, args in calls.items():
         assert _written_keys(name, args), name
     assert set(_written_keys("alter_table", ("d", "old", t))) == {("d", "old"), ("d", "t")}
+
+
+def test_a_write_naming_no_database_or_an_unknown_write_invalidates_the_whole_catalog(sales: HiveCatalog) -> None:
+    c = sales.cache
+    assert c is not None
+    for keys in ([(None, "t")], []):
+        store(c, T, "k")
+        sales.session._written("some_write", keys)  # type: ignore[arg-type]
+        assert c.get(T, "k") is None
