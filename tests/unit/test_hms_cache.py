@@ -420,3 +420,28 @@ def test_a_write_naming_no_database_or_an_unknown_write_invalidates_the_whole_ca
         store(c, T, "k")
         sales.session._written("some_write", keys)  # type: ignore[arg-type]
         assert c.get(T, "k") is None
+
+
+def test_a_catalog_removed_or_replaced_by_a_reload_is_forgotten(tmp_path: object) -> None:
+    from catalogd.config import parse_config
+    from catalogd.manager import CatalogManager
+
+    def config(*names: str, ro: bool = False) -> object:
+        catalogs = "".join(f"  - {{name: {n}, type: memory{', default: true' if n == 'a' else ''}"
+                           f"{', read-only: true' if ro and n == 'a' else ''}}}\n" for n in names)
+        return parse_config(f"server: {{data-dir: {tmp_path}}}\ncatalogs:\n{catalogs}")
+
+    c = cache()
+    manager = CatalogManager(config("a", "b"), cache=c)  # type: ignore[arg-type]
+    manager.open()
+    try:
+        for name in ("a", "b"):
+            store(c, (name, "db", "t"), "k")
+        manager.reload(config("a", ro=True), grace=0)  # type: ignore[arg-type]
+        assert c.get(("b", "db", "t"), "k") is None  # removed
+        assert c.get(("a", "db", "t"), "k") == b"v"  # only a flag changed: the same catalog
+        assert "cache" in manager.reload(parse_config(  # type: ignore[arg-type]
+            f"server: {{data-dir: {tmp_path}}}\ncatalogs:\n  - {{name: a, type: memory, default: true}}\n"
+            "cache: {ttl: 5s}\n"), grace=0).restart_needed
+    finally:
+        manager.close()
