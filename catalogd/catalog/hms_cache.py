@@ -21,7 +21,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from catalogd.config import CacheConfig
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +135,7 @@ class MetadataCache:
         return self.ttl > 0 and self.max_entries > 0 and self.max_bytes > 0
 
     @classmethod
-    def from_config(cls, config: Any) -> MetadataCache:
+    def from_config(cls, config: CacheConfig) -> MetadataCache:
         """From ``Config.cache`` (a ``CacheConfig``)."""
         return cls(config.ttl.total_seconds(), config.max_entries, config.max_bytes)
 
