@@ -116,6 +116,9 @@ def test_mutual_tls_on_the_api_and_http_and_tls_on_the_hms_endpoint(daemon_facto
         assert client.ping()
         client.drop_database("scratch.tls_db")
     assert daemon.proc.poll() is None
+    log = daemon.log_path.read_text()
+    assert "Traceback" not in log  # refusals are not bugs
+    assert "PRIVATE KEY" not in log and TRUSTSTORE_PASSWORD not in log
 
 
 def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path):
