@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from certs import TRUSTSTORE_PASSWORD, Certs, make_certs
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from polling import wait_until
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TSSLSocket, TTransport
 
@@ -164,3 +165,19 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path)
         proc.kill()
         proc.wait()
     assert daemon.proc.poll() is None
+
+
+def test_a_refresh_job_reaches_its_daemon_under_mutual_tls(daemon_factory, tmp_path: Path):
+    from catalogd.model import RunStatus
+
+    certs = make_certs(tmp_path / "certs", truststore=True)
+    daemon = daemon_factory(name="tls-dt", extra=_tls(certs, mutual=True))
+    mine = {"tls_ca": str(certs.ca), "tls_cert": str(certs.client_cert), "tls_key": str(certs.client_key)}
+    with CatalogClient(daemon.address, timeout=300, **mine) as client:
+        client.create_database("main.tls_dt")
+        client.create_table("main.tls_dt.src", "id int")
+        client.create_dynamic_table("main.tls_dt.copy", "SELECT id FROM tls_dt.src", "1 day")
+        # The initial refresh runs at once, in a job that talks to the daemon over TLS.
+        history = wait_until(lambda: [r for r in client.dynamic_table_history("main.tls_dt.copy") if r.status.finished],
+                             600, "the initial refresh", every=1)
+        assert history[0].status is RunStatus.SUCCEEDED, history[0]
