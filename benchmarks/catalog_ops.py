@@ -14,10 +14,15 @@ busy with the DDL).
 
     .venv/bin/python benchmarks/catalog_ops.py [--iterations 300] [--warmup 30] [--output FILE] [--mixed]
                                                [--cache-ttl 0s]
+    .venv/bin/python benchmarks/catalog_ops.py --tls [--iterations 2000] [--warmup 200]
 
 ``--cache-ttl`` sets the daemon's ``cache.ttl`` (default: the daemon's own, 1 s):
 ``0s`` times catalogd's reads uncached (every one goes to the metastore), a long
 TTL (``1h``) times them answered from the metadata cache.
+
+``--tls`` measures what TLS adds instead: two daemons on one memory catalog (the backend does
+not matter for the transport), one plain and one with ``server.tls`` (a self-signed certificate
+made with openssl), and ``get_table`` on one persistent connection to each, alternating.
 
 Prints one JSON document (and writes it to FILE when --output is given). The
 daemon (and with it the embedded metastore) is shut down at the end, also when
@@ -33,6 +38,7 @@ import json
 import os
 import platform
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -109,6 +115,7 @@ class Daemon:
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.http_port = 0
+        self.tls = False
 
     def config(self) -> str:
         """The daemon's YAML; subclasses add sections."""
@@ -157,8 +164,10 @@ class Daemon:
         raise RuntimeError(f"catalogd was not ready within {START_TIMEOUT:.0f}s:\n{self.log_tail()}")
 
     def _ready(self) -> bool:
+        scheme, context = ("https", ssl._create_unverified_context()) if self.tls else ("http", None)
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/readyz", timeout=5) as reply:
+            with urllib.request.urlopen(f"{scheme}://127.0.0.1:{self.http_port}/readyz", timeout=5,
+                                        context=context) as reply:
                 return reply.status == 200
         except (urllib.error.URLError, OSError):
             return False
@@ -379,6 +388,75 @@ def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None
             daemon.stop()
 
 
+class MemoryDaemon(Daemon):
+    """A daemon with one memory catalog; ``tls``: every port serves TLS with a self-signed certificate."""
+
+    def __init__(self, workdir: Path, tls: bool) -> None:
+        super().__init__(workdir)
+        self.tls = tls
+        self.cert = workdir / "server.pem"
+        workdir.mkdir(parents=True, exist_ok=True)
+        if tls:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                            "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                            "-keyout", str(workdir / "server.key"), "-out", str(self.cert)],
+                           check=True, capture_output=True)
+            (workdir / "server.key").chmod(0o600)
+
+    def config(self) -> str:
+        tls = (f"  tls:\n    cert: {json.dumps(str(self.cert))}\n"
+               f"    key: {json.dumps(str(self.workdir / 'server.key'))}\n") if self.tls else ""
+        return (
+            "server:\n  host: 127.0.0.1\n  port: 0\n  http-port: 0\n  hms-port: 0\n"
+            f"  data-dir: {json.dumps(str(self.data_dir))}\n  log-level: warning\n{tls}"
+            "dynamic-tables:\n  warm-analyzer: false\n"
+            f"catalogs:\n  - name: {CATALOG}\n    type: memory\n"
+        )
+
+
+def run_tls(iterations: int, warmup: int) -> dict[str, Any]:
+    """get_table through a plain and a TLS daemon, one persistent connection each, alternating."""
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-tls-") as tmp:
+        plain = MemoryDaemon(Path(tmp) / "plain", tls=False)
+        secure = MemoryDaemon(Path(tmp) / "tls", tls=True)
+        clients: list[CatalogClient] = []
+        try:
+            plain.start()
+            secure.start()
+            sides = {"plain": CatalogClient(f"127.0.0.1:{plain.port}", timeout=60),
+                     "tls": CatalogClient(f"127.0.0.1:{secure.port}", timeout=60, tls_ca=str(secure.cert))}
+            clients.extend(sides.values())
+            name = f"{CATALOG}.{DATABASE}.{TABLE}"
+            for client in sides.values():
+                client.create_database(f"{CATALOG}.{DATABASE}")
+                client.create_table(name, COLUMNS)
+            samples: dict[str, list[int]] = {side: [] for side in sides}
+            order = list(sides.items())
+            for i in range(warmup + iterations):
+                for side, client in (order if i % 2 == 0 else order[::-1]):
+                    elapsed = timed(lambda _i, c=client: c.get_table(name), i)
+                    if i >= warmup:
+                        samples[side].append(elapsed)
+            p, t = summary(samples["plain"]), summary(samples["tls"])
+            added = round(t["p50_ms"] - p["p50_ms"], 4)
+            return {
+                "benchmark": "catalog_ops_tls",
+                "iterations": iterations,
+                "warmup": warmup,
+                "setup": {"catalog": "memory", "columns": len(COLUMNS), "connection": "persistent",
+                          "tls": ssl.OPENSSL_VERSION},
+                "get_table": {"plain": p, "tls": t, "added_p50_ms": added},
+                "target": {"added_p50_max_ms": 0.2, "met": added <= 0.2},
+                "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                            "platform": platform.platform(), "machine": platform.machine()},
+            }
+        finally:
+            for client in clients:
+                client.close()
+            plain.stop()
+            secure.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iterations", type=int, default=300, help="timed iterations per operation and side")
@@ -388,9 +466,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="run all operations in every iteration instead of one operation after the other")
     parser.add_argument("--cache-ttl", default=None,
                         help="the daemon's cache.ttl (0s: reads uncached; default: the daemon's own)")
+    parser.add_argument("--tls", action="store_true", help="measure get_table over TLS against plain TCP instead")
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.warmup < 0:
         parser.error("--iterations must be at least 1 and --warmup at least 0")
+    if args.tls:
+        return report(lambda: run_tls(args.iterations, args.warmup), args.output)
     return report(lambda: run(args.iterations, args.warmup, args.mixed, args.cache_ttl), args.output)
 
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport import TSocket, TTransport
@@ -53,6 +55,7 @@ from catalogd.model import (
     ViewUpdate,
 )
 from catalogd.names import parse_catalog, parse_namespace, parse_object
+from catalogd.tls import client_context_from_env
 
 DEFAULT_ADDRESS = "localhost:9190"
 DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
@@ -63,11 +66,47 @@ def default_address() -> str:
     return os.environ.get("CATALOGD_SERVER") or DEFAULT_ADDRESS
 
 
+def _tls_closed(handle: ssl.SSLSocket) -> bool:
+    """A readable idle TLS socket: closed, unless what arrived was TLS housekeeping (a session
+    ticket from a server that sends them), which reading consumes without any data."""
+    timeout = handle.gettimeout()
+    handle.settimeout(0)
+    try:
+        handle.recv(1)  # b"": closed; data the daemon never sends unasked: out of step, as bad
+        return True
+    except ssl.SSLWantReadError:
+        return False
+    except (TimeoutError, OSError):
+        return True
+    finally:
+        handle.settimeout(timeout)
+
+
 def parse_address(address: str) -> tuple[str, int]:
     host, sep, port = address.strip().rpartition(":")
     if not sep or not host or not port.isdigit():
         raise InvalidArgumentError(f"bad server address {address!r}: expected HOST:PORT")
     return host.strip("[]"), int(port)
+
+
+class _TlsSocket(TSocket.TSocket):
+    """thrift's TSocket, wrapped in TLS once connected (the handshake within the socket's timeout)."""
+
+    def __init__(self, host: str, port: int, context: ssl.SSLContext) -> None:
+        super().__init__(host, port)
+        self._context = context
+
+    def open(self) -> None:
+        super().open()
+        plain: Any = self.__dict__["handle"]  # thrift's attribute carries no type
+        try:
+            self.__dict__["handle"] = self._context.wrap_socket(plain, server_hostname=self.host)
+        except (ssl.SSLError, ssl.CertificateError, OSError) as e:
+            with contextlib.suppress(OSError):
+                plain.close()
+            self.__dict__["handle"] = None
+            raise TTransport.TTransportException(TTransport.TTransportException.NOT_OPEN,
+                                                 f"TLS handshake failed: {getattr(e, 'reason', None) or e}") from e
 
 
 class CatalogClient:
@@ -76,12 +115,20 @@ class CatalogClient:
     Args:
         address: ``host:port``; default ``$CATALOGD_SERVER`` or ``localhost:9190``.
         timeout: seconds to wait for a connection and for each reply.
+        tls_ca: CA certificates (PEM) to verify a daemon serving TLS (``server.tls``); default
+            ``$CATALOGD_TLS_CA``. Any of the three TLS arguments set: the connection uses TLS.
+        tls_cert: a client certificate (PEM) for mutual TLS; default ``$CATALOGD_TLS_CERT``.
+        tls_key: its private key (PEM); default ``$CATALOGD_TLS_KEY``.
+        tls_context: a client ``ssl.SSLContext`` of your own, instead of the three above.
     """
 
-    def __init__(self, address: str | None = None, timeout: float = 120.0) -> None:
+    def __init__(self, address: str | None = None, timeout: float = 120.0, *, tls_ca: str | None = None,
+                 tls_cert: str | None = None, tls_key: str | None = None,
+                 tls_context: ssl.SSLContext | None = None) -> None:
         self.address = address or default_address()
         self.host, self.port = parse_address(self.address)
         self.timeout = timeout
+        self._tls = tls_context or client_context_from_env(tls_ca, tls_cert, tls_key)
         self._lock = threading.Lock()
         self._socket: TSocket.TSocket | None = None
         self._transport: TTransport.TTransportBase | None = None
@@ -90,7 +137,8 @@ class CatalogClient:
     # ------------------------------------------------------------ plumbing
 
     def _connect(self) -> CatalogService.Client:
-        sock = TSocket.TSocket(self.host, self.port)
+        sock = (TSocket.TSocket(self.host, self.port) if self._tls is None
+                else _TlsSocket(self.host, self.port, self._tls))
         sock.setTimeout(self.timeout * 1000)
         transport = TTransport.TFramedTransport(sock, DEFAULT_MAX_FRAME_SIZE)
         try:
@@ -126,7 +174,11 @@ class CatalogClient:
         if handle is None:
             return False
         try:
-            return bool(select.select([handle], [], [], 0)[0])
+            if not select.select([handle], [], [], 0)[0]:
+                return False
+            if isinstance(handle, ssl.SSLSocket):
+                return _tls_closed(handle)
+            return True
         except (OSError, ValueError):
             return True
 
@@ -641,7 +693,6 @@ def parse_partition_spec(spec: dict[str, str] | str | list[str] | tuple[str, ...
 def default_owner() -> str:
     """``user@host:pid`` of this process: who a stage belongs to."""
     import getpass
-    import socket
 
     try:
         user = getpass.getuser()

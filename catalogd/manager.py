@@ -13,7 +13,7 @@ from catalogd import not_found
 from catalogd.catalog import load_catalog
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, BaseCatalog, Catalog
 from catalogd.catalog.hms_cache import uncached
-from catalogd.config import CatalogConfig, Config, hms_prefix_of
+from catalogd.config import CatalogConfig, Config, TlsConfig, hms_prefix_of
 from catalogd.errors import (
     CatalogNotFoundError,
     InvalidArgumentError,
@@ -95,6 +95,8 @@ class CatalogManager:
         self.table_hooks: list[Callable[[str, str, str, str], None]] = []
         #: catalogd's HMS endpoint as clients reach it (``thrift://host:port``), once it listens.
         self.hms_endpoint: str | None = None
+        #: The endpoint's TLS settings (None: plain), for what spark-conf prints.
+        self.hms_tls: TlsConfig | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -243,6 +245,11 @@ class CatalogManager:
         # The backend may have nothing to stage (memory): then no config makes its writes atomic.
         info.atomic_writes = conf.atomic_writes and info.atomic_writes
         info.hms_endpoint = self.hms_endpoint
+        if self.hms_tls is not None:
+            info.hms_tls = True
+            info.hms_truststore = str(self.hms_tls.truststore) if self.hms_tls.truststore else None
+            password = self.hms_tls.truststore_password
+            info.hms_truststore_password = password.get_secret_value() if password is not None else None
         info.hms_prefix = hms_prefix_of(conf)
         return info
 

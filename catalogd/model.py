@@ -55,6 +55,12 @@ class CatalogInfo:
     hms_endpoint: str | None = None
     #: What this catalog's database names start with on the HMS endpoint ('' for none).
     hms_prefix: str = ""
+    #: Whether the HMS endpoint serves TLS only (``server.tls``).
+    hms_tls: bool = False
+    #: The JKS truststore Hive clients of the endpoint verify it with (``server.tls.truststore``).
+    hms_truststore: str | None = None
+    #: Its password (``server.tls.truststore-password``; protects the file's integrity, not a credential).
+    hms_truststore_password: str | None = field(default=None, repr=False)
 
 
 @dataclass

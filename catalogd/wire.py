@@ -75,7 +75,8 @@ def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
     return t.CatalogInfo(name=info.name, type=info.type, isDefault=info.default,
                          defaultDatabase=info.default_database, readOnly=info.read_only,
                          metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes,
-                         hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix)
+                         hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix, hmsTls=info.hms_tls,
+                         hmsTruststore=info.hms_truststore, hmsTruststorePassword=info.hms_truststore_password)
 
 
 def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
@@ -83,7 +84,8 @@ def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
                        default_database=info.defaultDatabase, read_only=bool(info.readOnly),
                        metastore=info.metastore, warehouse=info.warehouse,
                        atomic_writes=info.atomicWrites is not False, hms_endpoint=info.hmsEndpoint,
-                       hms_prefix=info.hmsPrefix or "")
+                       hms_prefix=info.hmsPrefix or "", hms_tls=bool(info.hmsTls),
+                       hms_truststore=info.hmsTruststore, hms_truststore_password=info.hmsTruststorePassword)
 
 
 def database_to_thrift(db: Database) -> t.Database:

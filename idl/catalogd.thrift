@@ -80,6 +80,11 @@ struct CatalogInfo {
   9: optional string hmsEndpoint,
   // what this catalog's database names start with on the HMS endpoint ('' for none)
   10: optional string hmsPrefix,
+  // the HMS endpoint serves TLS only (server.tls): Hive clients set hive.metastore.use.SSL
+  11: optional bool hmsTls,
+  // the JKS truststore for Hive clients of the endpoint (server.tls.truststore) and its password
+  12: optional string hmsTruststore,
+  13: optional string hmsTruststorePassword,
 }
 
 struct Database {

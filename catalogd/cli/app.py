@@ -28,11 +28,18 @@ from catalogd.errors import EXIT_USAGE, CatalogError
 @click.option("--server", metavar="HOST:PORT", default=None,
               help="catalogd daemon address [default: $CATALOGD_SERVER or localhost:9190]")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--tls-ca", metavar="FILE", default=None,
+              help="CA certificates (PEM) to verify a daemon serving TLS [default: $CATALOGD_TLS_CA]")
+@click.option("--tls-cert", metavar="FILE", default=None,
+              help="client certificate (PEM) for mutual TLS [default: $CATALOGD_TLS_CERT]")
+@click.option("--tls-key", metavar="FILE", default=None,
+              help="the client certificate's key (PEM) [default: $CATALOGD_TLS_KEY]")
 @click.version_option(__version__, prog_name="catalogd")
 @click.pass_context
-def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
+def cli(ctx: click.Context, server: str | None, as_json: bool, tls_ca: str | None, tls_cert: str | None,
+        tls_key: str | None) -> None:
     """catalogd: a catalog daemon for Spark on Hive Metastores."""
-    ctx.obj = Context(server)
+    ctx.obj = Context(server, tls=(tls_ca, tls_cert, tls_key))
     if ctx.invoked_subcommand is None:
         # `catalogd` (maybe with --server or --json) asks what there is: the help, and no error.
         click.echo(ctx.get_help())
@@ -40,7 +47,7 @@ def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
 
 
 @cli.result_callback()
-def _print_result(result: object, server: str | None, as_json: bool) -> None:
+def _print_result(result: object, server: str | None, as_json: bool, **_tls: str | None) -> None:
     if isinstance(result, Failed):
         emit(result.shown, as_json)
         raise result.error

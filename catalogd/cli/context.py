@@ -13,8 +13,10 @@ if TYPE_CHECKING:
 class Context:
     """The root group's options that commands need (``--json`` is for the output layer, not for them)."""
 
-    def __init__(self, server: str | None) -> None:
+    def __init__(self, server: str | None, tls: tuple[str | None, str | None, str | None] = (None, None, None)) -> None:
         self.server = server
+        #: ``--tls-ca``, ``--tls-cert``, ``--tls-key`` (each None: its environment variable).
+        self.tls = tls
         self._client: CatalogClient | None = None
 
     @property
@@ -23,7 +25,8 @@ class Context:
             # Imported here: `serve` and `config check` never talk to a daemon.
             from catalogd.client import CatalogClient
 
-            self._client = CatalogClient(self.server)
+            ca, cert, key = self.tls
+            self._client = CatalogClient(self.server, tls_ca=ca, tls_cert=cert, tls_key=key)
         return self._client
 
 

@@ -33,6 +33,7 @@ from catalogd.config.models import (
     ServerConfig,
     SparkConfig,
     StagingConfig,
+    TlsConfig,
     hms_prefix_of,
 )
 from catalogd.config.redaction import redact
@@ -47,6 +48,7 @@ __all__ = [
     "ServerConfig",
     "SparkConfig",
     "StagingConfig",
+    "TlsConfig",
     "default_config_path",
     "format_duration",
     "hms_prefix_of",

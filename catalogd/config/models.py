@@ -45,6 +45,7 @@ __all__ = [
     "ServerConfig",
     "SparkConfig",
     "StagingConfig",
+    "TlsConfig",
     "hms_prefix_of",
     "raw_catalog_problems",
 ]
@@ -53,6 +54,48 @@ logger = logging.getLogger(__name__)
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, hide_input_in_errors=True)
+
+
+def _readable_file(value: Path, what: str) -> Path:
+    path = value.expanduser()
+    path = path if path.is_absolute() else Path.cwd() / path
+    if not path.is_file():
+        raise ValueError(f"{what} {str(path)!r} does not exist (or is not a file)")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as e:
+        raise ValueError(f"{what} {str(path)!r} cannot be read: {e.strerror}") from None
+    return path
+
+
+class TlsConfig(_Model):
+    """TLS on every port of the daemon (Thrift API, HTTP, HMS endpoint)."""
+
+    #: The server certificate (PEM; the chain after it), for every port.
+    cert: Path
+    #: Its private key (PEM); the file must not be readable by group or others.
+    key: Path
+    #: CA certificates (PEM) that sign client certificates: mutual TLS on the Thrift API and HTTP.
+    client_ca: Path | None = Field(default=None, alias="client-ca")
+    #: A JKS truststore holding the CA of ``cert`` (made with keytool), for Hive clients of the
+    #: HMS endpoint: ``catalogd spark-conf`` prints it as ``hive.metastore.truststore.path``.
+    truststore: Path | None = None
+    #: The truststore's password (``hive.metastore.truststore.password``).
+    truststore_password: SecretStr | None = Field(default=None, alias="truststore-password")
+
+    @field_validator("cert", "key", "client_ca", "truststore")
+    @classmethod
+    def _check_file(cls, value: Path | None, info: Any) -> Path | None:
+        if value is None:
+            return None
+        what = {"cert": "certificate file", "key": "key file", "client_ca": "client CA file",
+                "truststore": "truststore file"}[info.field_name]
+        path = _readable_file(value, what)
+        if info.field_name == "key" and path.stat().st_mode & 0o077:
+            raise ValueError(f"key file {str(path)!r} is readable by group or others "
+                             f"(mode {path.stat().st_mode & 0o777:o}): chmod 600 it")
+        return path
 
 
 class ServerConfig(_Model):
@@ -81,6 +124,8 @@ class ServerConfig(_Model):
     log_level: Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(lower)] = Field(
         default="info", alias="log-level"
     )
+    #: TLS on every port (None: plain TCP).
+    tls: TlsConfig | None = None
     #: How long a shutdown waits for each thing it stops (requests, refresh runs, streaming jobs,
     #: the metastore) before it forces it.
     shutdown_grace: NonNegativeDuration = Field(default=datetime.timedelta(seconds=10), alias="shutdown-grace")

@@ -170,6 +170,14 @@ def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: _Reporte
     query.awaitTermination()
 
 
+def _tls_context(tls: dict[str, Any] | None) -> Any:
+    if not tls:
+        return None
+    from catalogd.tls import client_context
+
+    return client_context(tls["server_cert"], tls.get("cert"), tls.get("key"), pinned=True)
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[1]).read_text())
     reporter = _Reporter(spec)
@@ -181,7 +189,7 @@ def main(argv: list[str]) -> int:
         spark = _session(spec)
         reporter.update(phase="running", application_id=spark.sparkContext.applicationId)
         result["application_id"] = spark.sparkContext.applicationId
-        client = CatalogClient(spec["daemon"])
+        client = CatalogClient(spec["daemon"], tls_context=_tls_context(spec.get("tls")))
         try:
             if spec["mode"] == "continuous":
                 continuous(spark, client, spec, reporter)

@@ -66,6 +66,11 @@ class JobFactory:
             "status_file": str(work_dir / "status.json"), "result_file": str(work_dir / "result.json"),
             "app_name": f"catalogd {mode} refresh of {entry.full_name}" + (f" ({run_id})" if run_id else ""),
         }
+        tls = self.config.server.tls
+        if tls is not None:
+            # The job trusts exactly the certificate its daemon serves, and shows it back under mutual TLS.
+            spec["tls"] = {"server_cert": str(tls.cert), "cert": str(tls.cert) if tls.client_ca else None,
+                           "key": str(tls.key) if tls.client_ca else None}
         if mode == "continuous":
             spec["trigger_seconds"] = trigger_seconds(entry.freshness)
             spec["checkpoint"] = str(self.checkpoint(entry))

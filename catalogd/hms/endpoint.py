@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import ssl
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,8 @@ class HmsEndpoint:
     """ThriftHiveMetastore on ``server.hms-port`` for every catalog of ``manager``."""
 
     def __init__(self, manager: CatalogManager, config: Config, *, cache: HmsCache | None = None,
-                 drop_dynamic: Callable[[ObjectPath], None] | None = None) -> None:
+                 drop_dynamic: Callable[[ObjectPath], None] | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.manager = manager
         self.config = config
         server = config.server
@@ -44,7 +46,8 @@ class HmsEndpoint:
         self.server = HmsServer(self.router.handle, server.host, server.hms_port,
                                 max_connections=server.max_connections,
                                 idle_timeout=server.idle_timeout.total_seconds(),
-                                frame_timeout=server.frame_timeout.total_seconds(), max_message=MAX_MESSAGE)
+                                frame_timeout=server.frame_timeout.total_seconds(), max_message=MAX_MESSAGE,
+                                ssl_context=ssl_context)
 
     @staticmethod
     def _lock_service(config: Config) -> LockService | None:

@@ -12,6 +12,10 @@ only while its client is, and the limits below bound what an idle or slow one ho
 * ``max_message``: a call announcing or sending more is refused (connection closed);
 * ``max_connections``: at the cap, a new connection closes the one idle the longest; when
   none is idle, the new one is closed at once.
+
+With an ``ssl_context`` the connection's own thread wraps the accepted socket and finishes
+the TLS handshake within ``frame_timeout`` before anything else; a client that does not
+speak TLS (or fails the handshake) is closed, and no other connection notices.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import contextlib
 import errno
 import logging
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -56,6 +61,8 @@ Handler = Callable[[ClientConnection, Message], bytes | None]
 class _Conn:
     def __init__(self, sock: socket.socket, peer: str) -> None:
         self.sock = sock
+        #: Bytes read ahead of the message stream (a TLS socket cannot be peeked at).
+        self.unread = b""
         self.client = ClientConnection(peer)
         self.busy = False
         self.last_active = time.monotonic()
@@ -90,8 +97,9 @@ class HmsServer:
 
     def __init__(self, handler: Handler, host: str, port: int, *, max_connections: int = 1000,
                  idle_timeout: float = 300.0, frame_timeout: float = 30.0,
-                 max_message: int = 256 * 1024 * 1024) -> None:
+                 max_message: int = 256 * 1024 * 1024, ssl_context: ssl.SSLContext | None = None) -> None:
         self._handler = handler
+        self.ssl_context = ssl_context
         self.host = host
         self._port = port
         self.max_connections = max_connections
@@ -105,6 +113,7 @@ class HmsServer:
         self._stopping = threading.Event()
         self._acceptor: threading.Thread | None = None
         self._full = _RateLimited()
+        self._tls_failed = _RateLimited()
         self.accepted = 0
         self.refused = 0
 
@@ -201,6 +210,11 @@ class HmsServer:
 
     def _recv_for(self, conn: _Conn) -> Callable[[int], bytes]:
         def recv(size: int) -> bytes:
+            if conn.unread:
+                data, conn.unread = conn.unread[:size], conn.unread[size:]
+                if conn.deadline is None:
+                    conn.deadline = time.monotonic() + self.frame_timeout
+                return data
             if conn.deadline is None:
                 # Waiting for a call's first byte: the idle timeout applies.
                 conn.sock.settimeout(self.idle_timeout)
@@ -220,6 +234,8 @@ class HmsServer:
         stream = MessageStream(recv, self.max_message)
         reason = "closed by client"
         try:
+            if self.ssl_context is not None:
+                self._start_tls(conn)
             conn.client.framed = self._detect_framed(conn)
             while not self._stopping.is_set():
                 conn.deadline = None
@@ -246,6 +262,9 @@ class HmsServer:
         except ProtocolError as e:
             reason = f"protocol error: {e}"
             logger.info("HMS endpoint: %s sent a bad message (%s); closing it", conn.client.peer, e)
+        except ssl.SSLError as e:
+            reason = f"TLS error: {getattr(e, 'reason', None) or e}"
+            self._tls_failed.warning("HMS endpoint: TLS with %s failed (%s); closing it", conn.client.peer, reason)
         except OSError as e:
             reason = f"socket error: {e}"
         except Exception:
@@ -258,10 +277,23 @@ class HmsServer:
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
 
+    def _start_tls(self, conn: _Conn) -> None:
+        """Wrap the connection's socket and finish the handshake within the frame timeout."""
+        assert self.ssl_context is not None
+        conn.sock.settimeout(self.frame_timeout)
+        conn.sock = self.ssl_context.wrap_socket(conn.sock, server_side=True)
+        if conn.closed:  # closed to make room while the handshake ran: the old socket is detached
+            with contextlib.suppress(OSError):
+                conn.sock.close()
+            raise EOFError
+
     def _detect_framed(self, conn: _Conn) -> bool:
-        """Whether the client frames its messages (peeks at the first bytes, consuming none)."""
+        """Whether the client frames its messages (looks at the first byte, which the stream still reads)."""
         conn.sock.settimeout(self.idle_timeout)
-        first = conn.sock.recv(1, socket.MSG_PEEK)
+        if isinstance(conn.sock, ssl.SSLSocket):
+            first = conn.unread = conn.sock.recv(1)  # no MSG_PEEK on a TLS socket
+        else:
+            first = conn.sock.recv(1, socket.MSG_PEEK)
         if not first:
             raise EOFError
         if first[0] == _STRICT_FIRST_BYTE:

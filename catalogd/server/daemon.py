@@ -35,6 +35,7 @@ from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
 from catalogd.server.metrics import Metrics
 from catalogd.server.thrift_server import ThriftServer
+from catalogd.tls import server_context
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def _public(host: str) -> str:
 
 
 def next_steps(address: str, http_address: str, catalogs: list[CatalogInfo],
-               prefix: str | None = None, on_path: str | None = None) -> str:
+               prefix: str | None = None, on_path: str | None = None, https: bool = False) -> str:
     """The line printed once the daemon is ready: how to reach it from the CLI, Spark and HTTP.
 
     Args:
@@ -109,7 +110,7 @@ def next_steps(address: str, http_address: str, catalogs: list[CatalogInfo],
     spark = next((c for c in hive if c.default), hive[0] if hive else None)
     if spark is not None:
         parts.append(f"Spark conf: {command} spark-conf {spark.name}")
-    parts.append(f"HTTP: http://{http_address}/healthz")
+    parts.append(f"HTTP: {'https' if https else 'http'}://{http_address}/healthz")
     return "catalogd is ready. " + "  |  ".join(parts)
 
 
@@ -148,20 +149,26 @@ class Daemon:
             self.janitor.run_once(startup=True)
             self.janitor.start()
             handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic)
+            tls = server.tls
+            # Mutual TLS is for the Thrift API and HTTP: Hive's metastore client has no client certificate.
+            api_tls = server_context(tls.cert, tls.key, tls.client_ca) if tls is not None else None
+            hms_tls = server_context(tls.cert, tls.key) if tls is not None else None
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
                                        server.max_frame_size, server.workers,
                                        max_connections=server.max_connections,
                                        idle_timeout=server.idle_timeout.total_seconds(),
                                        frame_timeout=server.frame_timeout.total_seconds(),
-                                       max_buffered_bytes=server.max_buffered_bytes)
-            self.hms = HmsEndpoint(self.manager, self.config, cache=self.cache, drop_dynamic=self.dynamic.drop)
+                                       max_buffered_bytes=server.max_buffered_bytes, ssl_context=api_tls)
+            self.hms = HmsEndpoint(self.manager, self.config, cache=self.cache, drop_dynamic=self.dynamic.drop,
+                                   ssl_context=hms_tls)
             self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats)
             try:
                 self.thrift.bind()
                 self.hms.bind()
                 self.manager.hms_endpoint = f"thrift://{_public(server.host)}:{self.hms.port}"
+                self.manager.hms_tls = tls
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
-                                       shutdown_grace=server.shutdown_grace.total_seconds())
+                                       shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls)
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after
@@ -180,8 +187,8 @@ class Daemon:
             ", ".join(sorted(self.manager.catalogs())), self.config.source,
         )
         # Not a log record: the one line a new user needs next, without a logger's prefix.
-        print(next_steps(self._address(), f"{_local(server.host)}:{self.http.port}", self.manager.list_catalogs()),
-              file=sys.stderr, flush=True)
+        print(next_steps(self._address(), f"{_local(server.host)}:{self.http.port}", self.manager.list_catalogs(),
+                         https=server.tls is not None), file=sys.stderr, flush=True)
 
     def _address(self) -> str:
         """Where jobs reach this daemon's Thrift server."""

@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -23,6 +24,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from catalogd.config import TlsConfig
 from catalogd.errors import InternalError
 from catalogd.server.http_app import Pinger, RefreshService, create_app
 from catalogd.server.http_models import Error
@@ -173,12 +175,23 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _tls_settings(tls: TlsConfig | None) -> dict[str, Any]:
+    """uvicorn's settings for HTTPS (with a client CA: a client certificate is required)."""
+    if tls is None:
+        return {}
+    settings: dict[str, Any] = {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)}
+    if tls.client_ca is not None:
+        settings.update(ssl_ca_certs=str(tls.client_ca), ssl_cert_reqs=ssl.CERT_REQUIRED)
+    return settings
+
+
 class HttpServer:
     """The daemon's HTTP port: the app of ``http_app`` served by uvicorn on its own thread and event loop."""
 
     def __init__(self, host: str, port: int, manager: Pinger, metrics: Metrics,
                  dynamic: RefreshService | None = None, *, shutdown_grace: float = 10.0,
-                 request_timeout: float = REQUEST_TIMEOUT, keep_alive: int = KEEP_ALIVE) -> None:
+                 request_timeout: float = REQUEST_TIMEOUT, keep_alive: int = KEEP_ALIVE,
+                 tls: TlsConfig | None = None) -> None:
         """Bind the port (so that a port in use fails here, before anything runs).
 
         Raises:
@@ -194,6 +207,7 @@ class HttpServer:
             timeout_keep_alive=keep_alive, backlog=BACKLOG,
             # uvicorn counts whole seconds.
             timeout_graceful_shutdown=math.ceil(shutdown_grace),
+            **_tls_settings(tls),
         )
         self._server = _Uvicorn(config)
         self._thread: threading.Thread | None = None

@@ -21,6 +21,11 @@ Limits (each closes the offending connection, never the server):
 
 A connection reads its next frame only once the reply to the previous one is sent: Thrift
 clients are sequential, and so one client can never hold more than one worker.
+
+With an ``ssl_context`` every accepted socket is wrapped and its handshake driven by the
+selector like a frame (``SSLWantReadError``/``SSLWantWriteError`` say which readiness to wait
+for), within ``frame_timeout``. A TLS socket may hold decrypted bytes that ``select`` cannot
+see (``pending()``): they are read before the connection waits for readiness again.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import queue
 import resource
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -59,7 +65,7 @@ _TICK = 1.0
 #: File descriptors kept beyond ``max_connections`` for the metastore clients, logs, pipes.
 _SPARE_FDS = 256
 
-_READING, _RUNNING, _WRITING, _CLOSED = "reading", "running", "writing", "closed"
+_HANDSHAKE, _READING, _RUNNING, _WRITING, _CLOSED = "handshake", "reading", "running", "writing", "closed"
 _WAKE = object()
 _LISTENER = object()
 
@@ -147,8 +153,9 @@ class ThriftServer:
 
     def __init__(self, processor: Any, host: str, port: int, max_frame_size: int, workers: int, *,
                  max_connections: int = 1000, idle_timeout: float = 300.0, frame_timeout: float = 30.0,
-                 max_buffered_bytes: int = 64 * 1024 * 1024) -> None:
+                 max_buffered_bytes: int = 64 * 1024 * 1024, ssl_context: ssl.SSLContext | None = None) -> None:
         self.processor = processor
+        self.ssl_context = ssl_context
         self.host = host
         self.port = port
         self.max_frame_size = max_frame_size
@@ -171,6 +178,7 @@ class ThriftServer:
         self._idle: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
         self._partial: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
         self._writing: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
+        self._handshaking: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
         self._buffered = 0
         self._listener_paused_until = 0.0
         # Workers hand finished calls back through this deque (and a byte on the wake socket).
@@ -185,6 +193,7 @@ class ThriftServer:
         self._warn_buffered = _RateLimited()
         self._warn_full = _RateLimited()
         self._warn_accept = _RateLimited()
+        self._warn_handshake = _RateLimited()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -269,7 +278,9 @@ class ThriftServer:
                         conn: _Connection = key.data
                         if conn.state == _CLOSED:
                             continue  # closed earlier in this round (to make room, or over the byte cap)
-                        if mask & selectors.EVENT_WRITE:
+                        if conn.state == _HANDSHAKE:
+                            self._handshake(conn)
+                        elif mask & selectors.EVENT_WRITE:
                             self._write(conn)
                         elif mask & selectors.EVENT_READ:
                             self._read(conn)
@@ -298,6 +309,8 @@ class ThriftServer:
             deadlines.append(next(iter(self._partial)).since + self.frame_timeout)
         if self._writing:
             deadlines.append(next(iter(self._writing)).since + self.frame_timeout)
+        if self._handshaking:
+            deadlines.append(next(iter(self._handshaking)).since + self.frame_timeout)
         if self._listener_paused_until:
             deadlines.append(self._listener_paused_until)
         return max(0.0, min(deadlines) - time.monotonic())
@@ -318,7 +331,7 @@ class ThriftServer:
             self._listener.close()
             self._listener = None
         self._listener_closed.set()
-        for conn in list(self._idle) + list(self._partial):
+        for conn in list(self._idle) + list(self._partial) + list(self._handshaking):
             self._close(conn)
 
     # ------------------------------------------------------------ accepting
@@ -350,10 +363,46 @@ class ThriftServer:
             sock.setblocking(False)
             with contextlib.suppress(OSError):  # not TCP, or gone already: only a latency nicety
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.ssl_context is not None:
+                try:
+                    sock = self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+                except (ssl.SSLError, OSError) as e:
+                    logger.debug("cannot start TLS with %s: %s", peer, e)
+                    _close_quietly(sock)
+                    continue
             conn = _Connection(sock, peer, now)
             self._conns[sock.fileno()] = conn
             self._selector.register(sock, selectors.EVENT_READ, conn)
-            self._idle[conn] = None
+            if self.ssl_context is not None:
+                conn.state = _HANDSHAKE
+                self._handshaking[conn] = None
+            else:
+                self._idle[conn] = None
+
+    def _handshake(self, conn: _Connection) -> None:
+        """One step of a TLS handshake (the selector found the socket ready for it)."""
+        assert isinstance(conn.sock, ssl.SSLSocket)
+        try:
+            conn.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
+            return
+        except ssl.SSLWantWriteError:
+            self._selector.modify(conn.sock, selectors.EVENT_WRITE, conn)
+            return
+        except (ssl.SSLError, OSError) as e:
+            # A plaintext client, a certificate the client CA did not sign, no certificate under
+            # mutual TLS, or a client gone: its connection closes, nothing else is affected.
+            self._warn_handshake.warning("TLS handshake with the Thrift client %s failed: %s", conn.peer,
+                                         getattr(e, "reason", None) or e)
+            self._close(conn)
+            return
+        del self._handshaking[conn]
+        conn.state = _READING
+        conn.since = time.monotonic()
+        self._idle[conn] = None
+        self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
+        self._read_pending(conn)
 
     def _make_room(self) -> bool:
         """Close the connection idle the longest; False when none is idle."""
@@ -378,11 +427,17 @@ class ThriftServer:
 
     # ------------------------------------------------------------ reading a frame
 
-    def _read(self, conn: _Connection) -> None:
+    def _read_pending(self, conn: _Connection) -> None:
+        """Read what a TLS socket already decrypted (``select`` does not see it) while ``conn`` reads."""
+        sock = conn.sock
+        while conn.state == _READING and isinstance(sock, ssl.SSLSocket) and sock.pending():
+            self._read(conn, drain=False)
+
+    def _read(self, conn: _Connection, drain: bool = True) -> None:
         want = _HEADER.size - len(conn.header) if conn.length < 0 else min(_CHUNK, conn.length - len(conn.body))
         try:
             chunk = conn.sock.recv(want)
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError as e:
             logger.debug("Thrift connection from %s failed while reading: %s", conn.peer, e)
@@ -418,6 +473,8 @@ class ThriftServer:
             conn.body += chunk
         if len(conn.body) == conn.length:
             self._dispatch(conn)
+        elif drain:
+            self._read_pending(conn)
 
     def _reserve(self, conn: _Connection, size: int) -> bool:
         """Count ``size`` more bytes for ``conn``, closing the largest partial frames to stay under the cap.
@@ -503,7 +560,7 @@ class ThriftServer:
         assert conn.reply is not None
         try:
             conn.sent += conn.sock.send(conn.reply[conn.sent:])
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass
         except OSError as e:
             logger.debug("Thrift client %s went away before taking its reply: %s", conn.peer, e)
@@ -529,6 +586,7 @@ class ThriftServer:
         conn.since = time.monotonic()
         self._idle[conn] = None
         self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+        self._read_pending(conn)  # a client that sent its next call early, inside one TLS record
 
     def _not_busy(self) -> None:
         with self._busy_cond:
@@ -550,6 +608,10 @@ class ThriftServer:
             logger.debug("closing the Thrift connection from %s: it did not take its reply within %.0fs",
                          conn.peer, self.frame_timeout)
             self._close(conn)
+        while self._handshaking and (conn := next(iter(self._handshaking))).since + self.frame_timeout <= now:
+            logger.debug("closing the Thrift connection from %s: its TLS handshake did not finish within %.0fs",
+                         conn.peer, self.frame_timeout)
+            self._close(conn)
 
     def _release(self, conn: _Connection) -> None:
         self._buffered -= conn.held
@@ -561,13 +623,14 @@ class ThriftServer:
             return
         was_busy = conn.state == _WRITING
         running = conn.state == _RUNNING
-        if conn.state in (_READING, _WRITING):
+        if conn.state in (_READING, _WRITING, _HANDSHAKE):
             # Not registered: a reply not yet waiting for the socket to drain, or just sent.
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(conn.sock)
         self._idle.pop(conn, None)
         self._partial.pop(conn, None)
         self._writing.pop(conn, None)
+        self._handshaking.pop(conn, None)
         self._conns.pop(conn.sock.fileno(), None)
         if not running:  # a running call's frame stays counted until the call returns
             self._release(conn)

@@ -39,6 +39,13 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
         # the value it would switch to leaves nothing to change.
         "spark.hadoop.hive.metastore.filter.hook": _FILTER_HOOK,
     }
+    if info.hms_endpoint and info.hms_tls:
+        # Hive's metastore client over TLS: it verifies the endpoint with a JKS truststore.
+        settings["spark.hadoop.hive.metastore.use.SSL"] = "true"
+        if info.hms_truststore:
+            settings["spark.hadoop.hive.metastore.truststore.path"] = info.hms_truststore
+        if info.hms_truststore_password is not None:
+            settings["spark.hadoop.hive.metastore.truststore.password"] = info.hms_truststore_password
     if info.warehouse:
         settings["spark.sql.warehouse.dir"] = info.warehouse
     return settings

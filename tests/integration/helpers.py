@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -51,10 +52,13 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
-    """(status, body) of a GET; HTTP errors are answers too."""
+def http_get(url: str, timeout: float = 10.0, context: ssl.SSLContext | None = None) -> tuple[int, str]:
+    """(status, body) of a GET; HTTP errors are answers too. An https URL without ``context``
+    is not verified (readiness probes of daemons with test certificates)."""
+    if context is None and url.startswith("https:"):
+        context = ssl._create_unverified_context()
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -69,15 +73,17 @@ def tail(path: Path, lines: int = 40) -> str:
 
 def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs: list[dict[str, Any]],
                  extra: dict[str, Any] | None = None) -> Path:
+    extra = dict(extra or {})
     config = {
+        # An extra ``server`` section adds to these keys (e.g. ``tls``).
         "server": {"host": "127.0.0.1", "port": port, "http-port": http_port, "hms-port": free_port(),
-                   "data-dir": str(data_dir)},
+                   "data-dir": str(data_dir), **extra.pop("server", {})},
         "catalogs": catalogs,
         # A test daemon starts no analyzer JVM it may not need (one Spark JVM less per daemon
         # on a 2-core machine); a test that creates dynamic tables gets one on first use, or
         # passes its own dynamic-tables section.
         "dynamic-tables": {"warm-analyzer": False},
-        **(extra or {}),
+        **extra,
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -102,6 +108,8 @@ class Daemon:
     data_dir: Path
     config_path: Path
     log_path: Path
+    #: What the readiness probe connects to an https port with (None: plain http, or not verified).
+    probe_context: ssl.SSLContext | None = None
 
     @property
     def pid(self) -> int:
@@ -127,7 +135,7 @@ class Daemon:
         def ready_or_exited() -> str:
             if self.proc.poll() is not None:
                 return "exited"
-            status, body = http_get(f"{self.http}/readyz", timeout=2.0)
+            status, body = http_get(f"{self.http}/readyz", timeout=2.0, context=self.probe_context)
             if status != 200:
                 raise NotReady(f"/readyz answered {status} {body.strip()}")
             return "ready"
@@ -169,11 +177,21 @@ def spawn_daemon(config_path: Path, data_dir: Path, log_path: Path, env: dict[st
     return Daemon(
         proc=proc,
         address=f"127.0.0.1:{server['port']}",
-        http=f"http://127.0.0.1:{server['http-port']}",
+        http=f"{'https' if server.get('tls') else 'http'}://127.0.0.1:{server['http-port']}",
         data_dir=data_dir,
         config_path=config_path,
         log_path=log_path,
+        probe_context=_probe_context(server.get("tls")),
     )
+
+
+def _probe_context(tls: dict[str, Any] | None) -> ssl.SSLContext | None:
+    """Under mutual TLS the probe shows the daemon's own certificate (the tests' is for both purposes)."""
+    if not tls or not tls.get("client-ca"):
+        return None
+    context = ssl._create_unverified_context()
+    context.load_cert_chain(tls["cert"], tls["key"])
+    return context
 
 
 def start_daemon(config_path: Path, data_dir: Path, log_path: Path, timeout: float = READY_TIMEOUT,

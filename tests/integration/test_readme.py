@@ -186,11 +186,14 @@ def test_readme_walk_through_and_dynamic_tables_example(daemon_factory: Callable
     assert "spark.hadoop.hive.metastore.uris=thrift://" in spark_conf
     no_stack_traces(ran)
 
-    [spark_script] = spark_block
-    assert "session_builder" in spark_script
-    ran_spark = session.run([". .venv/bin/activate", spark_script], timeout=600)
-    shown = ran_spark[-1][1]
+    spark_script, listing = spark_block
+    assert "session_builder" in spark_script and "spark.hadoop.hive.metastore.uris=" + daemon.hms_uri in spark_conf
+    ran_spark = session.run([". .venv/bin/activate", spark_script, listing], timeout=600)
+    shown = ran_spark[-2][1]
     assert "ada" in shown and "bob" in shown and "19.99" in shown, shown
+    # Through the HMS endpoint the same session wrote into the memory catalog scratch.
+    assert shown.count("19.99") == 2, shown  # sales.orders, then scratch__tmp.big
+    assert ran_spark[-1][1].split() == ["table", "big"], ran_spark[-1]
     no_stack_traces(ran_spark)
 
     cleanup = re.search(r"Clean up with `([^`]+)`", walk)

@@ -995,11 +995,14 @@ class CatalogInfo(object):
      - atomicWrites
      - hmsEndpoint
      - hmsPrefix
+     - hmsTls
+     - hmsTruststore
+     - hmsTruststorePassword
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1010,6 +1013,9 @@ class CatalogInfo(object):
         self.atomicWrites = atomicWrites
         self.hmsEndpoint = hmsEndpoint
         self.hmsPrefix = hmsPrefix
+        self.hmsTls = hmsTls
+        self.hmsTruststore = hmsTruststore
+        self.hmsTruststorePassword = hmsTruststorePassword
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1070,6 +1076,21 @@ class CatalogInfo(object):
                     self.hmsPrefix = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.BOOL:
+                    self.hmsTls = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.hmsTruststore = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.STRING:
+                    self.hmsTruststorePassword = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1119,6 +1140,18 @@ class CatalogInfo(object):
         if self.hmsPrefix is not None:
             oprot.writeFieldBegin('hmsPrefix', TType.STRING, 10)
             oprot.writeString(self.hmsPrefix.encode('utf-8') if sys.version_info[0] == 2 else self.hmsPrefix)
+            oprot.writeFieldEnd()
+        if self.hmsTls is not None:
+            oprot.writeFieldBegin('hmsTls', TType.BOOL, 11)
+            oprot.writeBool(self.hmsTls)
+            oprot.writeFieldEnd()
+        if self.hmsTruststore is not None:
+            oprot.writeFieldBegin('hmsTruststore', TType.STRING, 12)
+            oprot.writeString(self.hmsTruststore.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststore)
+            oprot.writeFieldEnd()
+        if self.hmsTruststorePassword is not None:
+            oprot.writeFieldBegin('hmsTruststorePassword', TType.STRING, 13)
+            oprot.writeString(self.hmsTruststorePassword.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststorePassword)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4103,6 +4136,9 @@ CatalogInfo.thrift_spec = (
     (8, TType.BOOL, 'atomicWrites', None, True, ),  # 8
     (9, TType.STRING, 'hmsEndpoint', 'UTF8', None, ),  # 9
     (10, TType.STRING, 'hmsPrefix', 'UTF8', None, ),  # 10
+    (11, TType.BOOL, 'hmsTls', None, None, ),  # 11
+    (12, TType.STRING, 'hmsTruststore', 'UTF8', None, ),  # 12
+    (13, TType.STRING, 'hmsTruststorePassword', 'UTF8', None, ),  # 13
 )
 all_structs.append(Database)
 Database.thrift_spec = (

@@ -1,0 +1,183 @@
+"""TLS on every port of a real daemon, with certificates the test makes (openssl, keytool).
+
+Mutual TLS on the Thrift API (client and CLI) and HTTP; a plaintext client against a TLS port
+fails and the daemon serves on; the HMS endpoint over TLS for hmsclient (thrift's TSSLSocket)
+and for a Spark application of its own (a second JVM) configured by ``catalogd spark-conf``.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import sys
+import urllib.error
+from pathlib import Path
+from typing import Any
+
+import pytest
+from certs import TRUSTSTORE_PASSWORD, Certs, make_certs
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from polling import wait_until
+from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+from thrift.transport import TSocket, TSSLSocket, TTransport
+
+from catalogd.client import CatalogClient
+from catalogd.errors import ServerUnavailableError
+
+from .helpers import CATALOGD, clean_env, http_get
+from .test_hms_restart import CHILD, _Child
+
+pytestmark = pytest.mark.integration
+
+MEMORY = [{"name": "scratch", "type": "memory", "default": True}]
+
+
+def _tls(certs: Certs, mutual: bool) -> dict[str, Any]:
+    section: dict[str, Any] = {"cert": str(certs.server_cert), "key": str(certs.server_key),
+                               "truststore": str(certs.truststore), "truststore-password": TRUSTSTORE_PASSWORD}
+    if mutual:
+        section["client-ca"] = str(certs.ca)
+    return {"server": {"tls": section}}
+
+
+def _cli(daemon: Any, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CATALOGD), "--server", daemon.address, *args], capture_output=True, text=True,
+                          timeout=120, env={**clean_env(), **(env or {})})
+
+
+def _hms(port: int, certs: Certs | None) -> tuple[Any, TTransport.TTransportBase]:
+    if certs is None:
+        sock: TSocket.TSocket = TSocket.TSocket("127.0.0.1", port)
+    else:
+        context = ssl.create_default_context(cafile=str(certs.ca))
+        sock = TSSLSocket.TSSLSocket("127.0.0.1", port, ssl_context=context, server_hostname="127.0.0.1")
+    sock.setTimeout(60_000)
+    transport = TTransport.TBufferedTransport(sock)
+    transport.open()
+    return ThriftHiveMetastore.Client(TBinaryProtocol(transport)), transport
+
+
+def test_mutual_tls_on_the_api_and_http_and_tls_on_the_hms_endpoint(daemon_factory, tmp_path: Path):
+    certs = make_certs(tmp_path / "certs", truststore=True)
+    daemon = daemon_factory(name="mtls", catalogs=MEMORY, extra=_tls(certs, mutual=True))
+    mine = {"tls_ca": str(certs.ca), "tls_cert": str(certs.client_cert), "tls_key": str(certs.client_key)}
+
+    with CatalogClient(daemon.address, timeout=60, **mine) as client:
+        client.create_database("scratch.tls_db")
+        assert "tls_db" in client.list_databases("scratch")
+
+    # No client certificate, one from a CA the daemon does not trust, or no TLS at all: refused.
+    for kwargs in ({"tls_ca": str(certs.ca)},
+                   {"tls_ca": str(certs.ca), "tls_cert": str(certs.stranger_cert), "tls_key": str(certs.stranger_key)},
+                   {}):
+        with CatalogClient(daemon.address, timeout=60, **kwargs) as client, pytest.raises(ServerUnavailableError):
+            client.ping()
+    assert daemon.proc.poll() is None
+
+    # The CLI: flags, or the environment.
+    flags = ["--tls-ca", str(certs.ca), "--tls-cert", str(certs.client_cert), "--tls-key", str(certs.client_key)]
+    done = _cli(daemon, *flags, "db", "list", "scratch")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert "tls_db" in done.stdout
+    env = {"CATALOGD_TLS_CA": str(certs.ca), "CATALOGD_TLS_CERT": str(certs.client_cert),
+           "CATALOGD_TLS_KEY": str(certs.client_key)}
+    assert _cli(daemon, "db", "list", "scratch", env=env).returncode == 0
+    refused = _cli(daemon, "--tls-ca", str(certs.ca), "db", "list", "scratch")
+    assert refused.returncode == 1 and refused.stderr.startswith("error: server-unavailable: "), refused.stderr
+
+    # HTTP: https with a client certificate; without one, or plain http, no answer.
+    assert daemon.http.startswith("https://")
+    with_cert = ssl.create_default_context(cafile=str(certs.ca))
+    with_cert.load_cert_chain(str(certs.client_cert), str(certs.client_key))
+    assert http_get(f"{daemon.http}/healthz", context=with_cert)[0] == 200
+    status, body = http_get(f"{daemon.http}/metrics", context=with_cert)
+    assert status == 200 and "catalogd_" in body
+    with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
+        http_get(f"{daemon.http}/healthz", context=ssl.create_default_context(cafile=str(certs.ca)))
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        http_get(daemon.http.replace("https://", "http://") + "/healthz")
+
+    # The HMS endpoint: TLS without a client certificate (Hive's client has none); plaintext refused.
+    port = daemon.hms_address[1]
+    hms, transport = _hms(port, certs)
+    try:
+        assert "tls_db" in hms.get_all_databases()  # the default catalog's databases keep their names
+    finally:
+        transport.close()
+    plain, transport = _hms(port, None)
+    try:
+        with pytest.raises((TTransport.TTransportException, OSError, EOFError)):
+            plain.get_all_databases()
+    finally:
+        transport.close()
+
+    # Still serving after every refusal.
+    with CatalogClient(daemon.address, timeout=60, **mine) as client:
+        assert client.ping()
+        client.drop_database("scratch.tls_db")
+    assert daemon.proc.poll() is None
+    log = daemon.log_path.read_text()
+    assert "Traceback" not in log  # refusals are not bugs
+    assert "PRIVATE KEY" not in log and TRUSTSTORE_PASSWORD not in log
+
+
+def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path):
+    certs = make_certs(tmp_path / "certs", truststore=True)
+    daemon = daemon_factory(name="tls-spark", extra=_tls(certs, mutual=False))
+    with CatalogClient(daemon.address, timeout=120, tls_ca=str(certs.ca)) as client:
+        client.create_database("main.tls_spark")
+        client.create_table("main.tls_spark.t", "id int")
+
+    done = _cli(daemon, "--tls-ca", str(certs.ca), "spark-conf", "main")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    conf = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    assert conf["spark.hadoop.hive.metastore.uris"] == daemon.hms_uri
+    assert conf["spark.hadoop.hive.metastore.use.SSL"] == "true"
+    assert conf["spark.hadoop.hive.metastore.truststore.path"] == str(certs.truststore)
+    assert conf["spark.hadoop.hive.metastore.truststore.password"] == TRUSTSTORE_PASSWORD
+
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    proc = subprocess.Popen([sys.executable, str(script), json.dumps(conf)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env())
+    child = _Child(proc)
+    try:
+        assert child.answer() == {"ready": True}
+        assert child.sql("INSERT INTO tls_spark.t VALUES (1), (2)") == {"rows": []}
+        assert child.sql("SELECT count(*) FROM tls_spark.t") == {"rows": [[2]]}
+        assert child.sql("SHOW TABLES IN tls_spark")["rows"] == [["tls_spark", "t", False]]
+    finally:
+        proc.kill()
+        proc.wait()
+
+    # Without the SSL settings the same Spark configuration cannot talk to the endpoint.
+    plain = {k: v for k, v in conf.items() if "SSL" not in k and "truststore" not in k}
+    plain["spark.hadoop.hive.metastore.connect.retries"] = "1"
+    plain["spark.hadoop.hive.metastore.client.socket.timeout"] = "10s"
+    proc = subprocess.Popen([sys.executable, str(script), json.dumps(plain)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env())
+    child = _Child(proc)
+    try:
+        assert child.answer() == {"ready": True}
+        assert "error" in child.sql("SELECT count(*) FROM tls_spark.t")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert daemon.proc.poll() is None
+
+
+def test_a_refresh_job_reaches_its_daemon_under_mutual_tls(daemon_factory, tmp_path: Path):
+    from catalogd.model import RunStatus
+
+    certs = make_certs(tmp_path / "certs", truststore=True)
+    daemon = daemon_factory(name="tls-dt", extra=_tls(certs, mutual=True))
+    mine = {"tls_ca": str(certs.ca), "tls_cert": str(certs.client_cert), "tls_key": str(certs.client_key)}
+    with CatalogClient(daemon.address, timeout=300, **mine) as client:
+        client.create_database("main.tls_dt")
+        client.create_table("main.tls_dt.src", "id int")
+        client.create_dynamic_table("main.tls_dt.copy", "SELECT id FROM tls_dt.src", "1 day")
+        # The initial refresh runs at once, in a job that talks to the daemon over TLS.
+        history = wait_until(lambda: [r for r in client.dynamic_table_history("main.tls_dt.copy") if r.status.finished],
+                             600, "the initial refresh", every=1)
+        assert history[0].status is RunStatus.SUCCEEDED, history[0]
