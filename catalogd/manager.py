@@ -253,6 +253,18 @@ class CatalogManager:
         info.hms_prefix = hms_prefix_of(conf)
         return info
 
+    def catalogs_sharing(self, name: str) -> list[str]:
+        """The other hive catalogs on the same metastore as ``name`` (an address in common)."""
+        from catalogd.catalog.hive import HiveCatalog
+
+        catalogs = self.catalogs()
+        mine = catalogs.get(name)
+        if not isinstance(mine, HiveCatalog):
+            return []
+        addresses = set(mine.session.addresses())
+        return [other for other, catalog in catalogs.items()
+                if other != name and isinstance(catalog, HiveCatalog) and addresses & set(catalog.session.addresses())]
+
     def list_catalogs(self) -> list[CatalogInfo]:
         return [self.catalog_info(name) for name in sorted(self.catalogs())]
 

@@ -129,6 +129,7 @@ class MetadataCache:
         #: Tokens older than this are refused (marks older than it were forgotten).
         self._floor = 0
         self._counts: dict[str, _Counts] = {}
+        self._sharing: Callable[[str], list[str]] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -271,12 +272,23 @@ class MetadataCache:
                 oldest = next(iter(self._entries))
                 self._drop(oldest, evicted=True)
 
+    def share(self, sharing: Callable[[str], list[str]]) -> None:
+        """Tell the cache which catalogs read the same metastore (``sharing(name)`` -> the other
+        catalogs' names): a write through one invalidates the same objects in the others."""
+        self._sharing = sharing
+
     def invalidate(self, catalog: str, database: str = "", table: str = "") -> None:
         """Forget what a write may have changed, at once, and keep answers fetched before it out.
 
         A table: its entries, its database's (listings) and the catalog's. A database: its
-        entries, all its tables', the catalog's. A catalog alone: everything of it.
+        entries, all its tables', the catalog's. A catalog alone: everything of it. The same
+        goes for every catalog on the same metastore (``share``).
         """
+        others = self._sharing(catalog) if self._sharing is not None else []
+        for name in [catalog, *others]:
+            self._invalidate_one(name, database, table)
+
+    def _invalidate_one(self, catalog: str, database: str, table: str) -> None:
         database, table = database.lower(), table.lower()
         with self._lock:
             stamp = self._next()

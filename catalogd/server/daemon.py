@@ -123,6 +123,8 @@ class Daemon:
         #: The one metadata cache: the hive catalogs (Thrift API) and the HMS endpoint read through it.
         self.cache = MetadataCache.from_config(config.cache)
         self.manager = CatalogManager(config, cache=self.cache)
+        # Catalogs on one metastore (e.g. a read-only view of another's) see each other's writes at once.
+        self.cache.share(self.manager.catalogs_sharing)
         self.metrics = Metrics()
         self.metrics.watch_cache(self.cache.stats)
         self.thrift: ThriftServer | None = None

@@ -445,3 +445,14 @@ def test_a_catalog_removed_or_replaced_by_a_reload_is_forgotten(tmp_path: object
             "cache: {ttl: 5s}\n"), grace=0).restart_needed
     finally:
         manager.close()
+
+
+def test_a_write_invalidates_the_same_objects_in_catalogs_on_the_same_metastore():
+    cache = MetadataCache(ttl=3600, max_entries=100, max_bytes=10 ** 6)
+    cache.share(lambda name: {"main": ["ro"], "ro": ["main"]}.get(name, []))
+    for catalog in ("main", "ro", "other"):
+        cache.put((catalog, "db", "t"), "k", b"v", cache.token((catalog, "db", "t")))
+    cache.invalidate("main", "db", "t")
+    assert cache.get(("main", "db", "t"), "k") is None
+    assert cache.get(("ro", "db", "t"), "k") is None
+    assert cache.get(("other", "db", "t"), "k") == b"v"
