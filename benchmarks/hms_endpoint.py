@@ -42,8 +42,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from hmsclient import hmsclient
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.transport import TSocket, TTransport
 
 from catalogd.client import CatalogClient
 
@@ -105,10 +107,22 @@ class Daemon:
         self.log.close()
 
 
+class _Client(ThriftHiveMetastore.Client):  # type: ignore[misc]
+    """A metastore client with the C-accelerated binary protocol: it decodes a reply about as
+    fast as a JVM client (Spark's) does, so the figures are the servers', not the client's
+    (hmsclient's pure-Python protocol spends ~0.2 ms decoding one table)."""
+
+    def __init__(self, port: int) -> None:
+        self._transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", port))
+        self._transport.open()
+        super().__init__(TBinaryProtocolAccelerated(self._transport))
+
+    def close(self) -> None:
+        self._transport.close()
+
+
 def _client(port: int) -> Any:
-    c = hmsclient.HMSClient(host="127.0.0.1", port=port)
-    c.open()
-    return c
+    return _Client(port)
 
 
 def _ms(values: list[float], q: float) -> float:

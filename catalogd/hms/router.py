@@ -358,7 +358,8 @@ class Router:
     def _read(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
               hive: HiveCatalog) -> bytes:
         method = message.name
-        cache = self.cache if method in _CACHED_READS else None
+        # A cache that is off (cache.ttl 0s) is skipped, so the reply goes back as it came.
+        cache = self.cache if method in _CACHED_READS and getattr(self.cache, "enabled", True) else None
         scope = self._scope(route, method, args)
         key = ("hms", method, message.body)
         token = 0

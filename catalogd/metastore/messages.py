@@ -138,8 +138,8 @@ class MessageStream(TTransportBase, CReadableTransport):
 
     def cstringio_refill(self, partialread: bytes, reqlen: int) -> BytesIO:
         # The old buffer was read to its end; ``partialread`` is its tail, not yet used.
-        old = self._buf.getvalue()
-        self._keep(old[self._mark:len(old) - len(partialread)])
+        with self._buf.getbuffer() as old:
+            self._keep(bytes(old[self._mark:len(old) - len(partialread)]))
         data = bytearray(partialread)
         while len(data) < reqlen:
             if self._captured_size + len(data) > self._max_size:
@@ -148,7 +148,7 @@ class MessageStream(TTransportBase, CReadableTransport):
             if not chunk:
                 raise EOFError("end of stream inside a message")
             data += chunk
-        self._buf = BytesIO(bytes(data))
+        self._buf = BytesIO(data)
         self._mark = 0
         return self._buf
 
@@ -205,9 +205,10 @@ class MessageStream(TTransportBase, CReadableTransport):
         except (struct.error, UnicodeDecodeError) as e:
             raise ProtocolError(str(e)) from e
         position = self._buf.tell()
-        self._keep(self._buf.getvalue()[self._mark:position])
+        with self._buf.getbuffer() as view:
+            self._keep(bytes(view[self._mark:position]))
         self._mark = position
-        raw = b"".join(self._captured)
+        raw = self._captured[0] if len(self._captured) == 1 else b"".join(self._captured)
         self._captured = []
         name, mtype, seqid, header_size = _parse_header(raw)
         return Message(name, mtype, seqid, raw, header_size)
