@@ -1,7 +1,7 @@
 """The ``catalogd`` command: root group, global options, and ``main`` (errors -> one line and an exit code).
 
 Command groups live one per module beside this one (serve, config, catalog + spark-conf, db,
-table + partitions, view, function, stage, sql + dt); each command returns a result that
+table + partitions, view, function, stage, sql + dt, audit); each command returns a result that
 ``catalogd.cli.output`` prints, as text or, with ``--json``, as JSON. Errors print one line
 ``error: <kind>: <message>`` on stderr and exit 1 (the operation failed) or 2 (usage or
 configuration error).
@@ -15,7 +15,18 @@ import sys
 import click
 
 from catalogd import __version__
-from catalogd.cli import catalogs, configuration, databases, dynamic_tables, functions, serve, stages, tables, views
+from catalogd.cli import (
+    audit,
+    catalogs,
+    configuration,
+    databases,
+    dynamic_tables,
+    functions,
+    serve,
+    stages,
+    tables,
+    views,
+)
 from catalogd.cli.context import Context
 from catalogd.cli.output import emit, print_error
 from catalogd.cli.results import Failed
@@ -48,7 +59,8 @@ def _print_result(result: object, server: str | None, as_json: bool) -> None:
 
 
 for _command in (serve.serve, configuration.config, catalogs.catalog, catalogs.spark_conf, databases.db,
-                 tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt):
+                 tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt,
+                 audit.audit):
     cli.add_command(_command)
 
 
