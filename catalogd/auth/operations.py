@@ -13,8 +13,9 @@ _R, _W, _A = Role.READER, Role.WRITER, Role.ADMIN
 
 #: CatalogService RPC -> the role it needs on the catalog it names (daemon-wide ones: on "*").
 THRIFT_ROLES: dict[str, Role] = {
-    # reads
+    # reads; ping and authenticate are open to every caller (a connection authenticates with the second)
     "ping": _R,
+    "authenticate": _R,
     "listCatalogs": _R,
     "getCatalog": _R,
     "listDatabases": _R,

@@ -38,12 +38,15 @@ from catalogd.errors import EXIT_USAGE, CatalogError
              invoke_without_command=True, subcommand_metavar="COMMAND [ARGS]...")
 @click.option("--server", metavar="HOST:PORT", default=None,
               help="catalogd daemon address [default: $CATALOGD_SERVER or localhost:9190]")
+@click.option("--token", metavar="TOKEN", default=None,
+              help="Authenticate with this token (a daemon with auth enabled needs one) "
+                   "[default: $CATALOGD_TOKEN]; the variable keeps it out of process listings.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.version_option(__version__, prog_name="catalogd")
 @click.pass_context
-def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
+def cli(ctx: click.Context, server: str | None, token: str | None, as_json: bool) -> None:
     """catalogd: a catalog daemon for Spark on Hive Metastores."""
-    ctx.obj = Context(server)
+    ctx.obj = Context(server, token)
     if ctx.invoked_subcommand is None:
         # `catalogd` (maybe with --server or --json) asks what there is: the help, and no error.
         click.echo(ctx.get_help())
@@ -51,7 +54,7 @@ def cli(ctx: click.Context, server: str | None, as_json: bool) -> None:
 
 
 @cli.result_callback()
-def _print_result(result: object, server: str | None, as_json: bool) -> None:
+def _print_result(result: object, server: str | None, token: str | None, as_json: bool) -> None:
     if isinstance(result, Failed):
         emit(result.shown, as_json)
         raise result.error

@@ -1,4 +1,4 @@
-"""What every command is handed: the daemon's address and, made on first use, a client of it."""
+"""What every command is handed: the daemon's address, the token, and, made on first use, a client of it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ if TYPE_CHECKING:
 class Context:
     """The root group's options that commands need (``--json`` is for the output layer, not for them)."""
 
-    def __init__(self, server: str | None) -> None:
+    def __init__(self, server: str | None, token: str | None = None) -> None:
         self.server = server
+        #: ``--token``; None: the client reads ``$CATALOGD_TOKEN``.
+        self._token = token
         self._client: CatalogClient | None = None
 
     @property
@@ -23,7 +25,7 @@ class Context:
             # Imported here: `serve` and `config check` never talk to a daemon.
             from catalogd.client import CatalogClient
 
-            self._client = CatalogClient(self.server)
+            self._client = CatalogClient(self.server, token=self._token)
         return self._client
 
 

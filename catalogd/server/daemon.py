@@ -32,6 +32,7 @@ from catalogd.hms.endpoint import HmsEndpoint
 from catalogd.manager import CatalogManager
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ReloadResult
+from catalogd.server.access import Access
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
@@ -160,7 +161,7 @@ class Daemon:
         #: Opened at start-up, once the data dir is ours.
         self.audit: AuditLog | None = None
         self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
-        self.dynamic = DynamicTables(self.manager, config, self._address)
+        self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority)
         self.metrics.watch_dynamic_tables(self.dynamic.lags)
         self.should_exit = threading.Event()
         self.reload_requested = threading.Event()
@@ -182,7 +183,10 @@ class Daemon:
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)
             self.janitor.start()
-            handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic)
+            manager = self.manager
+            access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs())
+            handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic,
+                                     access=access)
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
                                        server.max_frame_size, server.workers,
                                        max_connections=server.max_connections,
@@ -197,7 +201,7 @@ class Daemon:
                 self.hms.bind()
                 self.manager.hms_endpoint = f"thrift://{_public(server.host)}:{self.hms.port}"
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
-                                       shutdown_grace=server.shutdown_grace.total_seconds())
+                                       shutdown_grace=server.shutdown_grace.total_seconds(), access=access)
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after

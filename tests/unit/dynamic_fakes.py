@@ -53,15 +53,19 @@ class FakeRunner:
         self.stopped: list[FakeProc] = []
         self.json: dict[Path, dict[str, Any]] = {}
         self.on_stop: Any = None
+        #: The environment each launch added (a job's token), in launch order.
+        self.envs: list[dict[str, str]] = []
         self.lock = threading.Lock()
 
     def spark_submit_path(self) -> Path:
         return Path("/fake/spark-submit")
 
-    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path) -> FakeProc:
+    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path,
+               env: dict[str, str] | None = None) -> FakeProc:
         proc = FakeProc()
         with self.lock:
             self.launched.append((proc, spec, work_dir))
+            self.envs.append(dict(env or {}))
         return proc
 
     def stop(self, proc: FakeProc, grace: float) -> None:
