@@ -10,7 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from catalogd.auth.model import Authority
 from catalogd.dynamic.freshness import parse_freshness
+from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.registry import Entry, Stream
 from catalogd.model import RefreshMode, RefreshRun, RefreshState
 
@@ -109,8 +111,15 @@ class FakeRecords:
 
 
 class FakeJobs:
-    def __init__(self, root: Path) -> None:
+    """The job factory's files and tokens (the real token methods, with ``authority``), no metastore."""
+
+    def __init__(self, root: Path, authority: Authority | None = None) -> None:
         self.root = root
+        self.authority = authority
+
+    mint_token = JobFactory.mint_token
+    revoke_token = JobFactory.revoke_token
+    job_env = staticmethod(JobFactory.job_env)
 
     def spark_conf(self, catalog: object, extra: dict[str, str] | None = None) -> dict[str, str]:
         return dict(extra or {})
