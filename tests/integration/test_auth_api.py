@@ -115,9 +115,9 @@ def http(authd: Daemon, method: str, path: str, token: str | None = None,
     request = urllib.request.Request(authd.http + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, dict(response.headers), response.read().decode()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read().decode()
     except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read().decode()
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read().decode()
 
 
 # ---------------------------------------------------------------- the Thrift API
@@ -224,7 +224,7 @@ def test_http_wants_a_bearer_token_and_the_role(authd: Daemon, auth_db: str) -> 
     assert http(authd, "GET", "/healthz")[0] == 200
     assert http(authd, "GET", "/readyz")[0] == 200
     status, headers, body = http(authd, "GET", "/metrics")
-    assert status == 401 and headers.get("WWW-Authenticate") == "Bearer"
+    assert status == 401 and headers.get("www-authenticate") == "Bearer"
     assert json.loads(body)["error"]["kind"] == "permission-denied"
     assert http(authd, "GET", "/metrics", "not-a-token-of-anyone-at-all")[0] == 401
     status, _, body = http(authd, "GET", "/metrics", TOKENS["ana"])
