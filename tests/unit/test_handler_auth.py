@@ -217,3 +217,34 @@ def test_a_failed_write_is_audited_as_an_error(rig: Rig) -> None:
     assert (last["principal"], last["operation"], last["object"], last["outcome"]) == (
         "etl", "dropDatabase", "main.nope", "error")
     assert last["detail"].startswith("not-found: ")
+
+
+def test_a_job_token_cannot_touch_another_table_s_stage(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    from catalogd.model import Stage, StagePurpose, StageState
+
+    stages = {
+        "main.db.00000000000000aa": Stage(id="main.db.00000000000000aa", catalog="main", database="db",
+                                          target="other", purpose=StagePurpose.REPLACE, state=StageState.OPEN,
+                                          owner="etl"),
+        "main.db.00000000000000bb": Stage(id="main.db.00000000000000bb", catalog="main", database="db",
+                                          target="t", purpose=StagePurpose.REPLACE, state=StageState.OPEN,
+                                          owner="job:main.db.t"),
+    }
+    aborted: list[str] = []
+    monkeypatch.setattr(rig.manager, "get_stage", lambda stage_id: stages[stage_id])
+    monkeypatch.setattr(rig.manager, "abort_stage",
+                        lambda stage_id, writer_stopped=False: aborted.append(stage_id) or stages[stage_id])
+    job = rig.connect(rig.authority.mint_job_token("main", "db", "t", 60.0))
+    for rpc, args in (("abortStage", (False,)), ("commitStage", ()), ("heartbeatStage", (0,))):
+        assert "refresh job's token" in denied(lambda rpc=rpc, args=args: rig.call(  # type: ignore[misc]
+            job, rpc, "main.db.00000000000000aa", *args))
+    other_table = t.StageRequest(target=t.ObjectPath("main", "db", "other"), purpose=t.StagePurpose.REPLACE)
+    assert "refresh job's token" in denied(lambda: rig.call(job, "beginStage", other_table))
+    # Its own table's stage it may end.
+    rig.call(job, "abortStage", "main.db.00000000000000bb", False)
+    assert aborted == ["main.db.00000000000000bb"]
+    # A writer may not end the job's stage; an admin may.
+    assert "etl needs role admin on catalog main for abortStage" in denied(
+        lambda: rig.call(rig.connect(TOKENS["etl"]), "abortStage", "main.db.00000000000000bb", False))
+    rig.call(rig.connect(TOKENS["ops"]), "abortStage", "main.db.00000000000000bb", False)
+    assert aborted == ["main.db.00000000000000bb"] * 2
