@@ -54,7 +54,8 @@ def cli(ctx: click.Context, server: str | None, token: str | None, as_json: bool
 
 
 @cli.result_callback()
-def _print_result(result: object, server: str | None, token: str | None, as_json: bool) -> None:
+def _print_result(result: object, as_json: bool, **_options: object) -> None:
+    # click passes every root option by name; only --json matters here.
     if isinstance(result, Failed):
         emit(result.shown, as_json)
         raise result.error
