@@ -12,6 +12,10 @@ list_tables rounds, ...); ``--mixed`` runs every operation in every iteration
 instead, so reads also follow a create+drop (noisier: the metastore is still
 busy with the DDL).
 
+``auth`` compares ``get_table`` through two more daemons that differ only in ``auth.enabled``
+(both serve a remote catalog on the first daemon's metastore; each client keeps one
+connection, which authenticated once): what authentication and the role check add per call.
+
     .venv/bin/python benchmarks/catalog_ops.py [--iterations 300] [--warmup 30] [--output FILE] [--mixed]
                                                [--cache-ttl 0s]
     .venv/bin/python benchmarks/catalog_ops.py --tls [--iterations 2000] [--warmup 200]
@@ -192,6 +196,61 @@ class Daemon:
             return "(no log)"
 
 
+class RemoteDaemon(Daemon):
+    """A daemon whose catalog is a remote one on ``metastore``; with ``auth``, one admin principal."""
+
+    def __init__(self, workdir: Path, metastore: str, auth: bool) -> None:
+        super().__init__(workdir)
+        self.metastore = metastore
+        self.auth = auth
+
+    def config(self) -> str:
+        text = super().config().replace("hive.metastore.uris: embedded", f"hive.metastore.uris: {self.metastore}")
+        if self.auth:
+            # The token comes from the environment the daemon inherits, not from the file.
+            text += ("auth:\n  enabled: true\n  principals:\n"
+                     f"    - name: bench\n      token: ${{{AUTH_TOKEN_ENV}}}\n"
+                     "  grants:\n    - {principal: bench, catalog: \"*\", role: admin}\n")
+        return text
+
+
+AUTH_TOKEN_ENV = "CATALOGD_BENCH_TOKEN"
+
+
+def measure_auth(metastore: str, workdir: Path, iterations: int, warmup: int) -> dict[str, Any]:
+    """``get_table`` through a daemon with auth off and one with auth on, alternating, one connection each."""
+    import secrets
+
+    token = secrets.token_hex(24)
+    os.environ[AUTH_TOKEN_ENV] = token
+    daemons = {"off": RemoteDaemon(workdir / "auth-off", metastore, auth=False),
+               "on": RemoteDaemon(workdir / "auth-on", metastore, auth=True)}
+    clients: dict[str, CatalogClient] = {}
+    try:
+        for side, daemon in daemons.items():
+            daemon.workdir.mkdir()
+            daemon.start()
+            clients[side] = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=60, token=token if side == "on" else "")
+        name = f"{CATALOG}.{DATABASE}.{TABLE}"
+        samples: dict[str, list[int]] = {"off": [], "on": []}
+        for i in range(warmup + iterations):
+            order = ["off", "on"] if i % 2 == 0 else ["on", "off"]
+            for side in order:
+                elapsed = timed(lambda _i, c=clients[side]: c.get_table(name), i)
+                if i >= warmup:
+                    samples[side].append(elapsed)
+        off, on = summary(samples["off"]), summary(samples["on"])
+        added = round(on["p50_ms"] - off["p50_ms"], 4)
+        return {"get_table": {"auth_off": off, "auth_on": on, "added_p50_ms": added},
+                "target": {"added_p50_max_ms": 0.2, "met": added <= 0.2}}
+    finally:
+        for c in clients.values():
+            c.close()
+        for daemon in daemons.values():
+            daemon.stop()
+        os.environ.pop(AUTH_TOKEN_ENV, None)
+
+
 # ---------------------------------------------------------------- direct HMS
 
 
@@ -259,7 +318,8 @@ def timed(fn: Callable[[int], Any], i: int) -> int:
     return time.perf_counter_ns() - start
 
 
-def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None = None) -> dict[str, Any]:
+def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None = None,
+        auth: bool = True) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-") as tmp:
         daemon = Daemon(Path(tmp), cache_ttl)
         client: CatalogClient | None = None
@@ -352,6 +412,7 @@ def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None
                 }
             direct_p50 = results["get_table"]["direct"]["p50_ms"]
             limit = 1.10 * direct_p50 + 0.3
+            auth_results = measure_auth(info.metastore, Path(tmp), iterations, warmup) if auth else None
             return {
                 "benchmark": "catalog_ops",
                 "iterations": iterations,
@@ -370,6 +431,7 @@ def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None
                     "get_table_p50_ms": results["get_table"]["catalogd"]["p50_ms"],
                     "met": results["get_table"]["catalogd"]["p50_ms"] <= limit,
                 },
+                "auth": auth_results,
                 "machine": {
                     "cpu_count": os.cpu_count(),
                     "python": platform.python_version(),
@@ -467,12 +529,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-ttl", default=None,
                         help="the daemon's cache.ttl (0s: reads uncached; default: the daemon's own)")
     parser.add_argument("--tls", action="store_true", help="measure get_table over TLS against plain TCP instead")
+    parser.add_argument("--no-auth", dest="auth", action="store_false",
+                        help="skip get_table with auth on vs off (two more daemons)")
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.warmup < 0:
         parser.error("--iterations must be at least 1 and --warmup at least 0")
     if args.tls:
         return report(lambda: run_tls(args.iterations, args.warmup), args.output)
-    return report(lambda: run(args.iterations, args.warmup, args.mixed, args.cache_ttl), args.output)
+    return report(lambda: run(args.iterations, args.warmup, args.mixed, args.cache_ttl, args.auth), args.output)
 
 
 def tear_down(daemon: Daemon, spark: Any = None, closers: tuple[Any, ...] = ()) -> None:

@@ -22,11 +22,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
 from catalogd import wire
 from catalogd.catalog.types import parse_schema
-from catalogd.errors import InvalidArgumentError, ServerUnavailableError
+from catalogd.errors import InternalError, InvalidArgumentError, ServerUnavailableError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.model import (
     CatalogInfo,
@@ -59,6 +60,8 @@ from catalogd.tls import client_context_from_env
 
 DEFAULT_ADDRESS = "localhost:9190"
 DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
+#: Where a client finds its token when none is given.
+TOKEN_ENV = "CATALOGD_TOKEN"
 T = TypeVar("T")
 
 
@@ -80,6 +83,11 @@ def _tls_closed(handle: ssl.SSLSocket) -> bool:
         return True
     finally:
         handle.settimeout(timeout)
+
+
+def default_token() -> str | None:
+    """``$CATALOGD_TOKEN``, or None when it is unset or empty."""
+    return os.environ.get(TOKEN_ENV) or None
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -115,6 +123,8 @@ class CatalogClient:
     Args:
         address: ``host:port``; default ``$CATALOGD_SERVER`` or ``localhost:9190``.
         timeout: seconds to wait for a connection and for each reply.
+        token: authenticates every connection (a daemon with auth enabled refuses calls
+            without one); default ``$CATALOGD_TOKEN``, else none.
         tls_ca: CA certificates (PEM) to verify a daemon serving TLS (``server.tls``); default
             ``$CATALOGD_TLS_CA``. Any of the three TLS arguments set: the connection uses TLS.
         tls_cert: a client certificate (PEM) for mutual TLS; default ``$CATALOGD_TLS_CERT``.
@@ -122,12 +132,16 @@ class CatalogClient:
         tls_context: a client ``ssl.SSLContext`` of your own, instead of the three above.
     """
 
-    def __init__(self, address: str | None = None, timeout: float = 120.0, *, tls_ca: str | None = None,
-                 tls_cert: str | None = None, tls_key: str | None = None,
+    def __init__(self, address: str | None = None, timeout: float = 120.0, token: str | None = None, *,
+                 tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
                  tls_context: ssl.SSLContext | None = None) -> None:
         self.address = address or default_address()
         self.host, self.port = parse_address(self.address)
         self.timeout = timeout
+        # Kept private and out of repr: a token must not reach a log or a traceback.
+        self._token = token if token is not None else default_token()
+        #: The principal the daemon answered for the token (None until a connection authenticated).
+        self.principal: str | None = None
         self._tls = tls_context or client_context_from_env(tls_ca, tls_cert, tls_key)
         self._lock = threading.Lock()
         self._socket: TSocket.TSocket | None = None
@@ -145,9 +159,26 @@ class CatalogClient:
             transport.open()
         except TTransport.TTransportException as e:
             raise ServerUnavailableError(f"cannot reach catalogd at {self.address}: {e}") from e
+        client = CatalogService.Client(TBinaryProtocolAccelerated(transport))
+        if self._token:
+            # The first call of every connection, reconnects included: the daemon keeps the
+            # principal per connection.
+            try:
+                self.principal = client.authenticate(self._token)
+            except wire.THRIFT_ERRORS as e:
+                _close_quietly(transport)
+                raise wire.error_from_thrift(e) from None
+            except TApplicationException as e:
+                if e.type != TApplicationException.UNKNOWN_METHOD:
+                    _close_quietly(transport)
+                    raise InternalError(f"catalogd at {self.address} failed to authenticate: {e}") from None
+                # A daemon older than authentication: it lets every caller do everything.
+            except (TTransport.TTransportException, OSError, EOFError) as e:
+                _close_quietly(transport)
+                raise ServerUnavailableError(f"lost connection to catalogd at {self.address}: {e}") from e
         self._socket = sock
         self._transport = transport
-        self._client = CatalogService.Client(TBinaryProtocolAccelerated(transport))
+        self._client = client
         return self._client
 
     def _call(self, fn: Callable[[CatalogService.Client], T], idempotent: bool = True) -> T:
@@ -699,3 +730,8 @@ def default_owner() -> str:
     except (KeyError, OSError):
         user = "unknown"
     return f"{user}@{socket.gethostname()}:{os.getpid()}"
+
+
+def _close_quietly(transport: TTransport.TTransportBase) -> None:
+    with contextlib.suppress(OSError, TTransport.TTransportException):
+        transport.close()

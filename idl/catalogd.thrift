@@ -383,11 +383,19 @@ struct StatementResult {
 service CatalogService {
   string ping(),
 
+  // -- authentication: the first call on a connection when the daemon has auth enabled
+  // (auth.enabled); every other call but ping is refused with PermissionDenied until it
+  // succeeded. Returns the principal the token belongs to ("anonymous" with auth off).
+  // A wrong token leaves the connection unauthenticated.
+  string authenticate(1: string token)
+  throws (1: PermissionDenied denied, 2: InternalError internal),
+
   // -- catalogs (CatalogManager)
   list<CatalogInfo> listCatalogs()
-  throws (1: InternalError internal),
+  throws (1: InternalError internal, 2: PermissionDenied denied),
   CatalogInfo getCatalog(1: string name)
-  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: InternalError internal),
+  throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: InternalError internal,
+          4: PermissionDenied denied),
 
   // -- databases
   list<string> listDatabases(1: string catalog)
@@ -544,7 +552,8 @@ service CatalogService {
   // rejected with InvalidArgument whose message lists every problem, one per line, and
   // the running configuration stays.
   ReloadResult reloadConfig()
-  throws (1: InvalidArgument invalid, 2: MetastoreUnavailable unavailable, 3: InternalError internal),
+  throws (1: InvalidArgument invalid, 2: MetastoreUnavailable unavailable, 3: InternalError internal,
+          4: PermissionDenied denied),
 
   // FLIP-30 renameDatabase: Hive Metastores cannot rename a database (Unsupported);
   // memory catalogs can.
@@ -578,7 +587,7 @@ service CatalogService {
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
   RefreshJob getRefreshJob(1: string jobId)
-  throws (1: NotFound notFound, 2: InternalError internal),
+  throws (1: NotFound notFound, 2: InternalError internal, 3: PermissionDenied denied),
   // newest first; limit 0: all that are kept
   list<RefreshRun> dynamicTableHistory(1: ObjectPath path, 2: i32 limit)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,

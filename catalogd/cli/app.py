@@ -1,7 +1,7 @@
 """The ``catalogd`` command: root group, global options, and ``main`` (errors -> one line and an exit code).
 
 Command groups live one per module beside this one (serve, config, catalog + spark-conf, db,
-table + partitions, view, function, stage, sql + dt); each command returns a result that
+table + partitions, view, function, stage, sql + dt, audit); each command returns a result that
 ``catalogd.cli.output`` prints, as text or, with ``--json``, as JSON. Errors print one line
 ``error: <kind>: <message>`` on stderr and exit 1 (the operation failed) or 2 (usage or
 configuration error).
@@ -15,7 +15,18 @@ import sys
 import click
 
 from catalogd import __version__
-from catalogd.cli import catalogs, configuration, databases, dynamic_tables, functions, serve, stages, tables, views
+from catalogd.cli import (
+    audit,
+    catalogs,
+    configuration,
+    databases,
+    dynamic_tables,
+    functions,
+    serve,
+    stages,
+    tables,
+    views,
+)
 from catalogd.cli.context import Context
 from catalogd.cli.output import emit, print_error
 from catalogd.cli.results import Failed
@@ -27,6 +38,9 @@ from catalogd.errors import EXIT_USAGE, CatalogError
              invoke_without_command=True, subcommand_metavar="COMMAND [ARGS]...")
 @click.option("--server", metavar="HOST:PORT", default=None,
               help="catalogd daemon address [default: $CATALOGD_SERVER or localhost:9190]")
+@click.option("--token", metavar="TOKEN", default=None,
+              help="Authenticate with this token (a daemon with auth enabled needs one) "
+                   "[default: $CATALOGD_TOKEN]; the variable keeps it out of process listings.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--tls-ca", metavar="FILE", default=None,
               help="CA certificates (PEM) to verify a daemon serving TLS [default: $CATALOGD_TLS_CA]")
@@ -36,10 +50,10 @@ from catalogd.errors import EXIT_USAGE, CatalogError
               help="the client certificate's key (PEM) [default: $CATALOGD_TLS_KEY]")
 @click.version_option(__version__, prog_name="catalogd")
 @click.pass_context
-def cli(ctx: click.Context, server: str | None, as_json: bool, tls_ca: str | None, tls_cert: str | None,
-        tls_key: str | None) -> None:
+def cli(ctx: click.Context, server: str | None, token: str | None, as_json: bool, tls_ca: str | None,
+        tls_cert: str | None, tls_key: str | None) -> None:
     """catalogd: a catalog daemon for Spark on Hive Metastores."""
-    ctx.obj = Context(server, tls=(tls_ca, tls_cert, tls_key))
+    ctx.obj = Context(server, token, tls=(tls_ca, tls_cert, tls_key))
     if ctx.invoked_subcommand is None:
         # `catalogd` (maybe with --server or --json) asks what there is: the help, and no error.
         click.echo(ctx.get_help())
@@ -47,7 +61,8 @@ def cli(ctx: click.Context, server: str | None, as_json: bool, tls_ca: str | Non
 
 
 @cli.result_callback()
-def _print_result(result: object, server: str | None, as_json: bool, **_tls: str | None) -> None:
+def _print_result(result: object, as_json: bool, **_options: object) -> None:
+    # click passes every root option by name; only --json matters here.
     if isinstance(result, Failed):
         emit(result.shown, as_json)
         raise result.error
@@ -55,7 +70,8 @@ def _print_result(result: object, server: str | None, as_json: bool, **_tls: str
 
 
 for _command in (serve.serve, configuration.config, catalogs.catalog, catalogs.spark_conf, databases.db,
-                 tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt):
+                 tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt,
+                 audit.audit):
     cli.add_command(_command)
 
 

@@ -1,4 +1,4 @@
-"""What every command is handed: the daemon's address and, made on first use, a client of it."""
+"""What every command is handed: the daemon's address, the token, and, made on first use, a client of it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ if TYPE_CHECKING:
 class Context:
     """The root group's options that commands need (``--json`` is for the output layer, not for them)."""
 
-    def __init__(self, server: str | None, tls: tuple[str | None, str | None, str | None] = (None, None, None)) -> None:
+    def __init__(self, server: str | None, token: str | None = None,
+                 tls: tuple[str | None, str | None, str | None] = (None, None, None)) -> None:
         self.server = server
+        #: ``--token``; None: the client reads ``$CATALOGD_TOKEN``.
+        self._token = token
         #: ``--tls-ca``, ``--tls-cert``, ``--tls-key`` (each None: its environment variable).
         self.tls = tls
         self._client: CatalogClient | None = None
@@ -26,7 +29,7 @@ class Context:
             from catalogd.client import CatalogClient
 
             ca, cert, key = self.tls
-            self._client = CatalogClient(self.server, tls_ca=ca, tls_cert=cert, tls_key=key)
+            self._client = CatalogClient(self.server, token=self._token, tls_ca=ca, tls_cert=cert, tls_key=key)
         return self._client
 
 

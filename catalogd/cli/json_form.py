@@ -12,6 +12,7 @@ from typing import Any
 
 from catalogd.cli.human import human_duration, within_target_reason
 from catalogd.cli.results import (
+    AuditEntries,
     Catalogs,
     DescribedTable,
     Done,
@@ -58,6 +59,11 @@ def to_json(result: object) -> Any:
 
 def _columns_json(columns: list[Column]) -> list[dict[str, Any]]:
     return [{"name": c.name, "type": c.type, "comment": c.comment} for c in columns]
+
+
+@to_json.register
+def _audit_json(result: AuditEntries) -> list[dict[str, Any]]:
+    return list(result.entries)
 
 
 @to_json.register

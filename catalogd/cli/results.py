@@ -7,6 +7,7 @@ A command returns a model object (``Table``, ``Stage``, ``DynamicTable``...) or 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from catalogd.errors import CatalogError
 from catalogd.model import CatalogInfo, DynamicTable, Partition, RefreshRun, Stage, Table
@@ -106,6 +107,13 @@ class Runs:
     """Refresh runs, newest first (``dt history``)."""
 
     runs: list[RefreshRun]
+
+
+@dataclass
+class AuditEntries:
+    """``audit tail``: audit log entries, oldest first, each as its JSON line has it."""
+
+    entries: list[dict[str, Any]]
 
 
 @dataclass

@@ -18,6 +18,7 @@ from rich.table import Table as RichTable
 from catalogd.cli.human import clock_time, human_duration, lag_text, within_target_reason
 from catalogd.cli.json_form import catalog_json, iso_millis, stage_json
 from catalogd.cli.results import (
+    AuditEntries,
     Catalogs,
     DescribedTable,
     Done,
@@ -221,6 +222,15 @@ def _function_text(function: Function) -> None:
     if function.resources:
         out.print()
         _rows(["resource", "uri"], [[r.type, r.uri] for r in function.resources])
+
+
+@show_text.register
+def _audit_text(result: AuditEntries) -> None:
+    if not result.entries:
+        out.print("no audit entries")
+        return
+    fields = ["time", "principal", "surface", "client", "operation", "object", "outcome", "detail"]
+    _rows(fields, [[entry.get(f) for f in fields] for entry in result.entries])
 
 
 @show_text.register

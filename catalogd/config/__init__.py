@@ -1,7 +1,7 @@
 """The catalogd configuration: a YAML file turned into validated, typed settings.
 
 The file has one section per concern (``server``, ``catalogs``, ``dynamic-tables``,
-``spark``, ``staging``); keys are spelled with dashes as in YAML, while the Python
+``spark``, ``staging``, ``cache``, ``auth``); keys are spelled with dashes as in YAML, while the Python
 attributes use underscores (both spellings are accepted on input).
 
 Before the YAML is parsed, ``${VAR}`` and ``${VAR:-default}`` are replaced by the
@@ -26,6 +26,7 @@ from __future__ import annotations
 from catalogd.config.durations import Duration, NonNegativeDuration, format_duration, parse_duration
 from catalogd.config.loading import default_config_path, load_config, parse_config
 from catalogd.config.models import (
+    AuthConfig,
     CacheConfig,
     CatalogConfig,
     Config,
@@ -39,6 +40,7 @@ from catalogd.config.models import (
 from catalogd.config.redaction import redact
 
 __all__ = [
+    "AuthConfig",
     "CacheConfig",
     "CatalogConfig",
     "Config",

@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 from catalogd.config.problems import Loc, describe
 
 __all__ = [
+    "NonNegativeInt",
     "Port",
     "PositiveInt",
     "identifier",
@@ -45,10 +46,18 @@ def _positive_int(value: int) -> int:
     return value
 
 
+def _non_negative_int(value: int) -> int:
+    if value < 0:
+        raise ValueError(f"must be 0 or more, got {value}")
+    return value
+
+
 #: A TCP port; 0 picks a free one.
 Port = Annotated[int, BeforeValidator(_no_bool), AfterValidator(_check_port)]
 #: A count of at least 1.
 PositiveInt = Annotated[int, BeforeValidator(_no_bool), AfterValidator(_positive_int)]
+#: A count that may be 0.
+NonNegativeInt = Annotated[int, BeforeValidator(_no_bool), AfterValidator(_non_negative_int)]
 
 
 def lower(value: object) -> object:

@@ -11,6 +11,7 @@ import datetime
 import difflib
 import logging
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -21,6 +22,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     field_validator,
     model_validator,
@@ -33,15 +35,19 @@ from catalogd.config.durations import (
     parse_duration,
     positive_duration,
 )
-from catalogd.config.fields import Port, PositiveInt, identifier, lower, none_as_empty, string_map
+from catalogd.config.fields import NonNegativeInt, Port, PositiveInt, identifier, lower, none_as_empty, string_map
 from catalogd.config.problems import Loc, problems_error, suggest
 from catalogd.config.redaction import redact
 
 __all__ = [
+    "AuditConfig",
+    "AuthConfig",
     "CacheConfig",
     "CatalogConfig",
     "Config",
     "DynamicTablesConfig",
+    "GrantConfig",
+    "PrincipalConfig",
     "ServerConfig",
     "SparkConfig",
     "StagingConfig",
@@ -510,6 +516,152 @@ class CacheConfig(_Model):
     max_bytes: PositiveInt = Field(default=128 * 1024 * 1024, alias="max-bytes")
 
 
+_PRINCIPAL_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]*")
+_MAX_NAME = 128
+#: Names a configured principal cannot take: what an unauthenticated caller and a refresh job are called.
+_RESERVED_PRINCIPALS = ("anonymous",)
+_JOB_PRINCIPAL_PREFIX = "job:"
+
+
+def _read_token_file(path: Path) -> str:
+    """The token in ``path``: a regular file readable by its owner only (0600 or stricter)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ValueError(f"token file {str(path)!r} does not exist") from None
+    except OSError as exc:
+        raise ValueError(f"token file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"token file {str(path)!r} is not a regular file")
+    if info.st_mode & 0o077:
+        raise ValueError(f"token file {str(path)!r} is readable by group or others "
+                         f"(mode {stat.S_IMODE(info.st_mode):o}): run chmod 600 on it")
+    try:
+        # A trailing newline (echo ... > file) is not part of the token.
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"token file {str(path)!r} cannot be read: {exc}") from None
+
+
+class PrincipalConfig(_Model):
+    """One caller that may authenticate: a name and its token (inline or in a file); no token: HMS endpoint only."""
+
+    name: str
+    token: SecretStr | None = None
+    #: A file holding the token, read when the configuration is loaded; must be mode 0600.
+    token_file: Path | None = Field(default=None, alias="token-file")
+    _file_token: SecretStr | None = PrivateAttr(default=None)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        value = value.strip()
+        if not _PRINCIPAL_RE.fullmatch(value) or len(value) > _MAX_NAME:
+            raise ValueError(f"invalid principal name {value!r}: use letters, digits, '_', '.', '@' and '-'")
+        if value.lower() in _RESERVED_PRINCIPALS or value.lower().startswith(_JOB_PRINCIPAL_PREFIX):
+            raise ValueError(f"{value!r} is reserved: choose another principal name")
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _check_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().strip()) < _MIN_SECRET:
+            raise ValueError(f"must be at least {_MIN_SECRET} characters (e.g. the output of `openssl rand -hex 32`)")
+        return value
+
+    @field_validator("token_file")
+    @classmethod
+    def _absolute_token_file(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        value = value.expanduser()
+        return value if value.is_absolute() else Path.cwd() / value
+
+    @model_validator(mode="after")
+    def _load_token_file(self) -> PrincipalConfig:
+        if self.token is not None and self.token_file is not None:
+            raise ValueError("give either token or token-file, not both")
+        if self.token_file is not None:
+            token = _read_token_file(self.token_file)
+            if len(token) < _MIN_SECRET:
+                raise ValueError(f"the token in {str(self.token_file)!r} must be at least {_MIN_SECRET} characters")
+            self._file_token = SecretStr(token)
+        return self
+
+    @property
+    def secret(self) -> SecretStr | None:
+        """The principal's token (from ``token`` or ``token-file``); None: it has none."""
+        return self.token if self.token is not None else self._file_token
+
+
+class GrantConfig(_Model):
+    """A role a principal holds on one catalog, or on every catalog (``*``)."""
+
+    principal: str
+    catalog: str
+    role: Annotated[Literal["reader", "writer", "admin"], BeforeValidator(lower)]
+
+    @field_validator("catalog")
+    @classmethod
+    def _check_catalog(cls, value: str) -> str:
+        return "*" if value.strip() == "*" else identifier(value, "catalog name")
+
+
+class AuditConfig(_Model):
+    """The audit log (<data-dir>/audit/audit.jsonl): when it rotates and how many old files are kept."""
+
+    max_bytes: PositiveInt = Field(default=10 * 1024 * 1024, alias="max-bytes")
+    backups: NonNegativeInt = 5
+
+
+class AuthConfig(_Model):
+    """Who may do what: principals with tokens, and their roles per catalog."""
+
+    #: Off (the default): every caller may do everything, as before authentication existed.
+    enabled: bool = False
+    #: Allow auth off on a non-loopback ``server.host`` (refused at start otherwise).
+    allow_insecure: bool = Field(default=False, alias="allow-insecure")
+    principals: list[PrincipalConfig] = Field(default_factory=list)
+    grants: list[GrantConfig] = Field(default_factory=list)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+
+    @field_validator("principals", "grants", mode="before")
+    @classmethod
+    def _none_lists(cls, value: object) -> object:
+        return [] if value is None else value
+
+    @field_validator("audit", mode="before")
+    @classmethod
+    def _empty_audit(cls, value: object) -> object:
+        return none_as_empty(value)
+
+    @model_validator(mode="after")
+    def _check_principals(self) -> AuthConfig:
+        problems: list[tuple[Loc, str]] = []
+        seen: dict[str, int] = {}
+        for index, principal in enumerate(self.principals):
+            if principal.name in seen:
+                problems.append(((("principals", index, "name")),
+                                 f"two principals named {principal.name!r} (principals[{seen[principal.name]}] "
+                                 f"and principals[{index}])"))
+            seen.setdefault(principal.name, index)
+        for index, grant in enumerate(self.grants):
+            if grant.principal not in seen:
+                problems.append(((("grants", index, "principal")),
+                                 f"unknown principal {grant.principal!r}: declare it under auth.principals"
+                                 + suggest(grant.principal, list(seen))))
+        if self.enabled and not self.principals:
+            problems.append(((("principals",)), "auth is enabled but no principals are declared: nobody could "
+                                                "do anything; add principals or set enabled: false"))
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def principal(self, name: str) -> PrincipalConfig | None:
+        """The principal called ``name`` (exactly), or None."""
+        return next((p for p in self.principals if p.name == name), None)
+
+
 class Config(_Model):
     """The whole configuration file."""
 
@@ -519,10 +671,11 @@ class Config(_Model):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     staging: StagingConfig = Field(default_factory=StagingConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     #: The file the configuration came from (set by the loader, never read from the YAML).
     source: str = Field(default="<string>", exclude=True)
 
-    @field_validator("server", "dynamic_tables", "spark", "staging", "cache", mode="before")
+    @field_validator("server", "dynamic_tables", "spark", "staging", "cache", "auth", mode="before")
     @classmethod
     def _empty_sections(cls, value: object) -> object:
         return none_as_empty(value)
@@ -546,6 +699,17 @@ class Config(_Model):
         if problems:
             raise problems_error([((), problem) for problem in problems])
         return value
+
+    @model_validator(mode="after")
+    def _grants_name_catalogs(self) -> Config:
+        names = [c.name for c in self.catalogs]
+        problems: list[tuple[Loc, str]] = [
+            (("auth", "grants", index, "catalog"),
+             f"unknown catalog {grant.catalog!r}: name a configured catalog or '*'" + suggest(grant.catalog, names))
+            for index, grant in enumerate(self.auth.grants) if grant.catalog != "*" and grant.catalog not in names]
+        if problems:
+            raise problems_error(problems)
+        return self
 
     @property
     def default_catalog(self) -> CatalogConfig:

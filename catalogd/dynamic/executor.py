@@ -188,22 +188,28 @@ class RunExecutor:
         self.records.record(entry, run)
         # Launched from this pool thread, which waits for the job: the job's parent-death
         # signal follows the thread that started it.
-        proc = self.runner.launch(self.config.spark.master, self.jobs.spark_conf(catalog, conf), spec, work_dir)
-        with self._lock:
-            self._procs[run.id] = proc
         timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
+        # Good for this run only: revoked when it ends, and it could not outlive its timeout anyway.
+        token = self.jobs.mint_token(entry, timeout + self._grace + KILL_WAIT + 60.0)
         timed_out = False
-        while proc.poll() is None:
-            if self._stopping.wait(0.5) or not self.registry.is_live(entry):
-                self.runner.stop(proc, self._grace)
-                break
-            if self.clock() - started > timeout:
-                timed_out = True
-                self.runner.stop(proc, self._grace)
-                break
-            status = self.runner.read_json(work_dir / "status.json")
-            run.phase = status.get("phase", run.phase)
-            run.application_id = status.get("application_id", run.application_id)
+        try:
+            proc = self.runner.launch(self.config.spark.master, self.jobs.spark_conf(catalog, conf), spec, work_dir,
+                                      env=self.jobs.job_env(token))
+            with self._lock:
+                self._procs[run.id] = proc
+            while proc.poll() is None:
+                if self._stopping.wait(0.5) or not self.registry.is_live(entry):
+                    self.runner.stop(proc, self._grace)
+                    break
+                if self.clock() - started > timeout:
+                    timed_out = True
+                    self.runner.stop(proc, self._grace)
+                    break
+                status = self.runner.read_json(work_dir / "status.json")
+                run.phase = status.get("phase", run.phase)
+                run.application_id = status.get("application_id", run.application_id)
+        finally:
+            self.jobs.revoke_token(token)
         (work_dir / "spark.properties").unlink(missing_ok=True)  # may hold secrets
         result = self.runner.read_json(work_dir / "result.json")
         run.ended = result.get("ended") or self.clock()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalogd.catalog.base import Catalog
 from catalogd.catalog.hms_cache import uncached
@@ -15,6 +15,12 @@ from catalogd.dynamic.freshness import Freshness
 from catalogd.dynamic.registry import Entry
 from catalogd.manager import CatalogManager
 from catalogd.spark.conf import spark_conf_for
+
+if TYPE_CHECKING:
+    from catalogd.auth.model import Authority
+
+#: The environment variable a job's ``CatalogClient`` reads its token from.
+TOKEN_ENV = "CATALOGD_TOKEN"
 
 
 def trigger_seconds(freshness: Freshness) -> int:
@@ -31,13 +37,35 @@ class JobFactory:
         address: the daemon's Thrift ``host:port`` (jobs commit through it); called when
             a job starts, after the server is bound.
         work_dir: the dynamic tables' directory in the data dir.
+        authority: mints each job's token when auth is enabled; None: jobs get none.
     """
 
-    def __init__(self, manager: CatalogManager, config: Config, address: Callable[[], str], work_dir: Path) -> None:
+    def __init__(self, manager: CatalogManager, config: Config, address: Callable[[], str], work_dir: Path,
+                 authority: Authority | None = None) -> None:
         self.manager = manager
         self.config = config
         self.address = address
         self.work_dir = work_dir
+        self.authority = authority
+
+    def mint_token(self, entry: Entry, ttl: float) -> str | None:
+        """A token for one run of ``entry``'s job, good only for its table's stages (None: auth off).
+
+        It goes to the job in its environment (``TOKEN_ENV``), never in its spec or command line;
+        the caller revokes it with ``revoke_token`` when the run ends.
+        """
+        if self.authority is None or not self.authority.enabled:
+            return None
+        return self.authority.mint_job_token(entry.catalog, entry.database, entry.name, ttl)
+
+    def revoke_token(self, token: str | None) -> None:
+        if token is not None and self.authority is not None:
+            self.authority.revoke_job_token(token)
+
+    @staticmethod
+    def job_env(token: str | None) -> dict[str, str]:
+        """The environment a job gets beyond the daemon's: its token, if it has one."""
+        return {TOKEN_ENV: token} if token else {}
 
     def spark_conf(self, catalog: Catalog, extra: dict[str, str] | None = None) -> dict[str, str]:
         # The catalog's metastore settings win over spark.conf; a request's configuration over both.

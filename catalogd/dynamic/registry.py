@@ -30,6 +30,8 @@ class Stream:
     restarts: int = 0
     ever_started: bool = False
     application_id: str | None = None
+    #: The running job's minted token (auth on), revoked when the job ends or is stopped.
+    token: str | None = None
 
 
 @dataclass

@@ -42,7 +42,8 @@ class JobRunner(Protocol):
 
     def spark_submit_path(self) -> Path: ...
 
-    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path) -> Process: ...
+    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path,
+               env: dict[str, str] | None = None) -> Process: ...
 
     def stop(self, proc: Process, grace: float) -> None: ...
 
@@ -85,8 +86,12 @@ def _die_with_daemon() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path) -> subprocess.Popen[bytes]:
+def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path,
+           env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start ``spark-submit job.py spec.json``; its output goes to ``work_dir/job.log``.
+
+    ``env`` adds to the daemon's environment: the job's token goes there, where only its own
+    user can read it, never in a file or on the command line.
 
     Must be called from a thread that lives as long as the job (the parent-death
     signal follows the thread that started the process).
@@ -107,7 +112,9 @@ def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Pa
     submit = spark_submit_path()
     args = [str(submit), "--master", master, "--properties-file", str(props), "--load-spark-defaults",
             str(JOB_SCRIPT), str(spec_path)]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    # A token the daemon's own environment holds is not the job's: it gets its own, or none.
+    inherited = {k: v for k, v in os.environ.items() if k != "CATALOGD_TOKEN"}
+    env = {**inherited, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})}
     # pip's spark-submit looks for pyspark with whatever `python` is first on PATH.
     env.setdefault("SPARK_HOME", str(_spark_home(submit)))
     log = open(work_dir / "job.log", "ab")  # noqa: SIM115 - the child keeps it

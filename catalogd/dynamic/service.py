@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
+from catalogd.auth.model import Authority
 from catalogd.config import Config
 from catalogd.dynamic import dispatch
 from catalogd.dynamic.analyzer import Analyzers
@@ -59,9 +60,11 @@ class DynamicTables:
             ``server.shutdown-grace``).
         address: the daemon's Thrift ``host:port`` (jobs commit through it); called
             when a job starts, after the server is bound.
+        authority: mints each job run's token when auth is enabled.
     """
 
-    def __init__(self, manager: CatalogManager, config: Config, address: Callable[[], str]) -> None:
+    def __init__(self, manager: CatalogManager, config: Config, address: Callable[[], str],
+                 authority: Authority | None = None) -> None:
         self.manager = manager
         self.config = config
         self.tz = ZoneInfo(config.dynamic_tables.time_zone)
@@ -70,7 +73,7 @@ class DynamicTables:
         self._threads: list[threading.Thread] = []
         registry = self._registry = Registry()
         runs = RunIndex(config.spark.master)
-        jobs = JobFactory(manager, config, address, config.server.data_dir / "dynamic")
+        jobs = JobFactory(manager, config, address, config.server.data_dir / "dynamic", authority)
         records = Records(manager, config, jobs)
         self._analyzers = Analyzers()
         self._executor = RunExecutor(manager, config, registry, runs, records, jobs, self._stopping,

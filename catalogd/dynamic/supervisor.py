@@ -27,6 +27,8 @@ from catalogd.model import RefreshMode, RefreshRun, RefreshState, RunStatus
 logger = logging.getLogger(__name__)
 
 #: Phases of a continuous job's status file while it refreshes (no status update meanwhile).
+#: A streaming job's token: it runs until stopped, and its token is revoked then (or dies with the daemon).
+_STREAM_TOKEN_TTL = 10 * 365 * 86400.0
 REFRESH_PHASES = ("refreshing", "planning", "writing", "committing")
 
 
@@ -64,6 +66,8 @@ class Detached:
     entry: Entry
     proc: Process
     run: RefreshRun | None
+    #: The job's token, revoked once the job is stopped.
+    token: str | None = None
 
 
 class Supervisor:
@@ -170,6 +174,8 @@ class Supervisor:
         stream.failures += 1
         stream.restart_at = now + delay
         stream.proc = None
+        self.jobs.revoke_token(stream.token)
+        stream.token = None
         logger.warning("continuous job of %s stopped (%s); restarting in %.0fs", entry.full_name, error, delay)
         if stream.run is not None:
             stream.run.status, stream.run.ended, stream.run.error = RunStatus.FAILED, now, error
@@ -187,7 +193,15 @@ class Supervisor:
         catalog = self.manager.catalog(entry.catalog)
         run = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger="continuous",
                          status=RunStatus.RUNNING, submitted=now, started=now, phase="starting")
-        stream.proc = self.runner.launch(self.config.spark.master, self.jobs.spark_conf(catalog), spec, work_dir)
+        # A streaming job runs until it is stopped: its token lives as long, and is revoked when it ends.
+        token = self.jobs.mint_token(entry, _STREAM_TOKEN_TTL)
+        try:
+            stream.proc = self.runner.launch(self.config.spark.master, self.jobs.spark_conf(catalog), spec, work_dir,
+                                             env=self.jobs.job_env(token))
+        except BaseException:
+            self.jobs.revoke_token(token)
+            raise
+        stream.token = token
         stream.work_dir, stream.started, stream.run, stream.application_id = work_dir, now, run, None
         stream.failures -= 1
         if stream.ever_started:
@@ -207,7 +221,8 @@ class Supervisor:
         stream = entry.stream
         if stream is None or stream.proc is None:
             return None
-        detached = Detached(entry, stream.proc, stream.run)
+        detached = Detached(entry, stream.proc, stream.run, stream.token)
+        stream.token = None
         entry.retiring.append(stream.proc)
         stream.run = None
         stream.proc = None
@@ -220,6 +235,7 @@ class Supervisor:
         going = [d for d in detached if d is not None]
         self.runner.stop_all([d.proc for d in going], self.grace)
         for d in going:
+            self.jobs.revoke_token(d.token)
             with d.entry.lock:
                 if d.proc in d.entry.retiring:
                     d.entry.retiring.remove(d.proc)

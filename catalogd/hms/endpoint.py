@@ -15,6 +15,8 @@ from catalogd.hms.server import HmsServer
 from catalogd.names import ObjectPath
 
 if TYPE_CHECKING:
+    from catalogd.auth.audit import AuditLog
+    from catalogd.auth.model import Authority
     from catalogd.config import Config
     from catalogd.manager import CatalogManager
 
@@ -32,8 +34,8 @@ class HmsEndpoint:
     """ThriftHiveMetastore on ``server.hms-port`` for every catalog of ``manager``."""
 
     def __init__(self, manager: CatalogManager, config: Config, *, cache: HmsCache | None = None,
-                 drop_dynamic: Callable[[ObjectPath], None] | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 drop_dynamic: Callable[[ObjectPath], None] | None = None, authority: Authority | None = None,
+                 audit: AuditLog | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.manager = manager
         self.config = config
         server = config.server
@@ -42,7 +44,8 @@ class HmsEndpoint:
         self._stores: dict[str, tuple[object, Any]] = {}
         self._stores_lock = threading.Lock()
         self.router = Router(manager, cache=cache, locks=self.locks, memory_store=self._store,
-                             drop_dynamic=drop_dynamic, max_message=MAX_MESSAGE)
+                             drop_dynamic=drop_dynamic, max_message=MAX_MESSAGE, authority=authority,
+                             audit=audit)
         self.server = HmsServer(self.router.handle, server.host, server.hms_port,
                                 max_connections=server.max_connections,
                                 idle_timeout=server.idle_timeout.total_seconds(),

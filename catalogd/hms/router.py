@@ -13,7 +13,10 @@ must change is decoded with hmsclient's IDL:
 * reads of databases, tables and partitions are answered from the metadata cache when
   it has them, and every write invalidates what it touched;
 * memory catalogs are answered by ``MemoryMetastore``; the lock API by ``LockManager``
-  when the default catalog's metastore cannot hold locks (an embedded one).
+  when the default catalog's metastore cannot hold locks (an embedded one);
+* with auth enabled, the connection's ``set_ugi`` user must be a principal holding the
+  call's role (``catalogd.auth.operations.hms_role``) on the call's catalog (global calls:
+  the default catalog); every write and every denial goes to the audit log.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
+from catalogd.auth.model import ANONYMOUS
+from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, is_stage_table
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
 from catalogd.errors import (
@@ -41,11 +46,23 @@ from catalogd.errors import (
 from catalogd.hms import methods, view_text
 from catalogd.hms.federation import Federation, Place, matches_pattern
 from catalogd.manager import parse_stage_id
-from catalogd.metastore.messages import CALL, EXCEPTION, ONEWAY, REPLY, Message, decode, encode, header
+from catalogd.metastore.messages import (
+    CALL,
+    EXCEPTION,
+    ONEWAY,
+    REPLY,
+    Message,
+    decode,
+    encode,
+    header,
+    parse_message,
+)
 from catalogd.metastore.relay import RelayPool
 from catalogd.names import NamespacePath, ObjectPath
 
 if TYPE_CHECKING:
+    from catalogd.auth.audit import AuditLog
+    from catalogd.auth.model import Authority, Principal
     from catalogd.catalog.hive import HiveCatalog
     from catalogd.hms.server import ClientConnection
     from catalogd.manager import CatalogManager
@@ -127,6 +144,20 @@ def meta_error(message: str) -> _Refused:
 
 
 @dataclass
+class _Call:
+    """What one call's authorization found, for its audit line and for listings across catalogs."""
+
+    principal: Principal | None = None
+    #: The call writes metadata: its outcome is audited.
+    audited: bool = False
+    object: str | None = None
+
+
+#: What the audit log calls a connection that never called set_ugi.
+_NO_UGI = "a connection without set_ugi"
+
+
+@dataclass
 class _Route:
     """Where one call goes."""
 
@@ -145,13 +176,18 @@ class Router:
         memory_store: the ``MemoryMetastore`` of a memory catalog, by name.
         drop_dynamic: drops a dynamic table as ``dt drop`` does (its job stopped first).
         max_message: the largest reply relayed.
+        authority: who may do what; None: everyone may do everything.
+        audit: where writes and denials are recorded; None: nowhere.
     """
 
     def __init__(self, manager: CatalogManager, *, cache: HmsCache | None = None,
                  locks: LockService | None = None, memory_store: Callable[[str], MemoryStore] | None = None,
                  drop_dynamic: Callable[[ObjectPath], None] | None = None,
-                 max_message: int = 256 * 1024 * 1024) -> None:
+                 max_message: int = 256 * 1024 * 1024, authority: Authority | None = None,
+                 audit: AuditLog | None = None) -> None:
         self.manager = manager
+        self.authority = authority
+        self.audit = audit
         self.cache = cache
         self.locks = locks
         self._memory_store = memory_store
@@ -251,43 +287,60 @@ class Router:
         if message.type not in (CALL, ONEWAY):
             app = TApplicationException(TApplicationException.INVALID_MESSAGE_TYPE, "expected a call")
             return encode(method, EXCEPTION, message.seqid, app)
+        call = _Call()
         try:
-            reply = self._handle(conn, message)
+            reply = self._handle(conn, message, call)
             self._count(method, "ok")
+            if call.audited:
+                self._audit_reply(conn, method, call, reply)
         except _Refused as refused:
             self._count(method, "refused")
             reply = self._error_reply(method, message.seqid, refused.exc)
+            if call.audited:
+                self._record(conn, method, call, "error", _message_of(refused.exc))
         except CatalogError as e:
             self._count(method, "refused")
             reply = self._error_reply(method, message.seqid, to_hms_error(e))
+            if call.audited:
+                self._record(conn, method, call, "error", f"{e.kind}: {e.message}")
         except Exception as e:  # a bug must not take the connection down with no answer
             self._count(method, "error")
             logger.exception("HMS endpoint: %s from %s failed", method, conn.peer)
             internal = hms.MetaException(message=f"catalogd: internal error: {e}")
             reply = self._error_reply(method, message.seqid, internal)
+            if call.audited:
+                self._record(conn, method, call, "error", f"internal error: {e}")
         return None if message.type == ONEWAY else reply
 
-    def _handle(self, conn: ClientConnection, message: Message) -> bytes:
+    def _handle(self, conn: ClientConnection, message: Message, call: _Call) -> bytes:
         method = message.name
         if method == "set_ugi":
             return self._set_ugi(conn, message)
-        if method in _LOCK_METHODS and self.locks is not None:
-            return self._lock_call(message)
         kind = methods.kind(method)
+        if method in _LOCK_METHODS and self.locks is not None:
+            self._authorize(conn, method, kind, self.federation.default, call)
+            return self._lock_call(message)
         if kind is None or method not in _ARGS:
+            self._authorize(conn, method, kind, self.federation.default, call)
             return self._global(conn, message)
         args = decode(_ARGS[method](), message.body)
-        if method in ("get_databases", "get_all_databases"):
-            return self._databases(conn, message, args)
-        if method == "get_table_meta":
-            return self._table_meta(conn, message, args)
+        if method in ("get_databases", "get_all_databases", "get_table_meta"):
+            # Across catalogs: a reader of any catalog may list, and sees the catalogs it reads.
+            self._authorize(conn, method, kind, None, call)
+            if method == "get_table_meta":
+                return self._table_meta(conn, message, args, call.principal)
+            return self._databases(conn, message, args, call.principal)
         if kind in (methods.Kind.GLOBAL_READ, methods.Kind.GLOBAL_WRITE):
+            self._authorize(conn, method, kind, self.federation.default, call)
             if kind is methods.Kind.GLOBAL_WRITE and method not in _READER_GLOBAL_WRITES:
                 self._check_writable(self.federation.default, method)
             return self._global(conn, message)
         route = self._route(method, args)
         if route is None:
+            self._authorize(conn, method, kind, self.federation.default, call)
             return self._global(conn, message)
+        self._authorize(conn, method, kind, route.catalog, call,
+                        lambda: ".".join(part for part in self._scope(route, method, args) if part))
         catalog = self.manager.catalogs().get(route.catalog)
         if catalog is None:
             raise _Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog {route.catalog!r}"))
@@ -302,6 +355,74 @@ class Router:
         if writes:
             return self._write(conn, message, args, route, hive)
         return self._read(conn, message, args, route, hive)
+
+    # ------------------------------------------------------------ authorization and audit
+
+    def _authorize(self, conn: ClientConnection, method: str, kind: methods.Kind | None, catalog: str | None,
+                   call: _Call, obj: Callable[[], str] | None = None) -> None:
+        """Refuse the call unless the connection's set_ugi user holds its role on ``catalog``
+        (None: on any catalog); note what the audit line of a write needs."""
+        needed = hms_role(kind.value if kind is not None else None, method)
+        writes = kind is methods.Kind.WRITE or (kind is methods.Kind.GLOBAL_WRITE and method not in
+                                                _READER_GLOBAL_WRITES) or kind is None
+        call.audited = writes and self.audit is not None
+        authority = self.authority
+        if call.audited:
+            call.object = obj() if obj is not None else catalog
+        if authority is None or not authority.enabled:
+            call.principal = ANONYMOUS
+            return
+        user = conn.identity[0] if conn.identity else None
+        principal = authority.principal_named(user) if user else None
+        call.principal = principal
+        if principal is not None:
+            if catalog is None:
+                if any(authority.allows(principal, name, needed) for name in self.manager.catalogs()):
+                    return
+            elif authority.allows(principal, catalog, needed):
+                return
+        who = f"user {user!r}" if user else _NO_UGI
+        if user and principal is None:
+            who += " (not a configured principal)"
+        where = f"catalog {catalog}" if catalog is not None else "any catalog"
+        text = f"catalogd: permission denied: {who} needs role {needed.label} on {where} for {method}"
+        call.audited = False
+        if self.audit is not None:
+            if call.object is None:
+                call.object = obj() if obj is not None else catalog
+            self.audit.record(principal=user or None, surface="hms", client=conn.peer, operation=method,
+                              object=call.object, outcome="denied", detail=text)
+        raise meta_error(text)
+
+    def _readable(self, principal: Principal | None, catalog: str) -> bool:
+        authority = self.authority
+        if authority is None or not authority.enabled:
+            return True
+        return principal is not None and authority.allows(principal, catalog, hms_role("read"))
+
+    def _record(self, conn: ClientConnection, method: str, call: _Call, outcome: str, detail: str | None) -> None:
+        assert self.audit is not None
+        name = call.principal.name if call.principal is not None else None
+        self.audit.record(principal=name, surface="hms", client=conn.peer, operation=method, object=call.object,
+                          outcome=outcome, detail=detail)
+
+    def _audit_reply(self, conn: ClientConnection, method: str, call: _Call, reply: bytes) -> None:
+        """Audit a write by what its reply says: an HMS exception in the result is an error."""
+        outcome, detail = "ok", None
+        try:
+            answer = parse_message(reply)
+            if answer.type == EXCEPTION:
+                outcome = "error"
+                detail = decode(TApplicationException(), answer.body).message
+            elif method in _RESULTS:
+                result = decode(_RESULTS[method](), answer.body)
+                failure = next((value for key, value in vars(result).items()
+                                if key != "success" and value is not None), None)
+                if failure is not None:
+                    outcome, detail = "error", _message_of(failure)
+        except Exception as e:  # an answer we cannot read is still recorded
+            logger.debug("HMS endpoint: reading the reply of %s for the audit log: %s", method, e)
+        self._record(conn, method, call, outcome, detail)
 
     def _check_writable(self, catalog: str, method: str) -> None:
         conf = self.manager.config.catalog(catalog)
@@ -389,12 +510,15 @@ class Router:
             cache.put(scope, key, body, token)
         return header(method, REPLY, message.seqid) + body
 
-    def _databases(self, conn: ClientConnection, message: Message, args: Any) -> bytes:
-        """get_databases / get_all_databases: every catalog's, under their client names."""
+    def _databases(self, conn: ClientConnection, message: Message, args: Any,
+                   principal: Principal | None = None) -> bytes:
+        """get_databases / get_all_databases: every (readable) catalog's, under their client names."""
         pattern = getattr(args, "pattern", None)
         federation = self.federation
         names: set[str] = set()
         for name, catalog in self.manager.catalogs().items():
+            if not self._readable(principal, name):
+                continue
             hive = self._hive(name)
             try:
                 if hive is not None:
@@ -415,11 +539,14 @@ class Router:
         result = _RESULTS[message.name](success=sorted(names))
         return self._reply(message.name, message.seqid, result)
 
-    def _table_meta(self, conn: ClientConnection, message: Message, args: Any) -> bytes:
-        """get_table_meta(db_patterns, tbl_patterns, tbl_types) across catalogs, stages left out."""
+    def _table_meta(self, conn: ClientConnection, message: Message, args: Any,
+                    principal: Principal | None = None) -> bytes:
+        """get_table_meta(db_patterns, tbl_patterns, tbl_types) across (readable) catalogs, stages left out."""
         federation = self.federation
         metas: list[Any] = []
         for name in self.manager.catalogs():
+            if not self._readable(principal, name):
+                continue
             hive = self._hive(name)
             if hive is None:
                 try:
@@ -632,6 +759,10 @@ def to_hms_error(error: CatalogError) -> Exception:
     if isinstance(error, InvalidArgumentError):
         return hms.InvalidOperationException(message=text)
     return hms.MetaException(message=text)
+
+
+def _message_of(exc: object) -> str:
+    return str(getattr(exc, "message", None) or exc)
 
 
 def _spark_default_location(database: Any) -> None:

@@ -7,6 +7,7 @@ CatalogError whose ``exit_code`` the CLI uses (2 for config errors, else 1).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -20,6 +21,8 @@ from types import FrameType
 from typing import Any
 
 from catalogd import __version__
+from catalogd.auth.audit import AuditLog, audit_path
+from catalogd.auth.model import Authority
 from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.config import Config, load_config
 from catalogd.datadir import DataDirLock
@@ -30,6 +33,7 @@ from catalogd.hms.endpoint import HmsEndpoint
 from catalogd.manager import CatalogManager
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ReloadResult
+from catalogd.server.access import Access
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
@@ -60,6 +64,36 @@ def check_ports(config: Config) -> None:
                 for host, port, key in wanted if port and not port_free(host, port)]
     if problems:
         raise ConfigError("; ".join(problems))
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` is only reachable from this machine (a name counts when all its addresses are)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(str(a).split("%")[0]).is_loopback for a in addresses)
+
+
+def check_insecure(config: Config) -> None:
+    """Refuse to serve every caller as everyone on a network: auth off on a non-loopback host.
+
+    Raises:
+        ConfigError: ``server.host`` is not loopback, ``auth.enabled`` is false and
+            ``auth.allow-insecure`` does not allow it.
+    """
+    auth = config.auth
+    if auth.enabled or auth.allow_insecure or _is_loopback(config.server.host):
+        return
+    raise ConfigError(f"{config.source}: server.host: {config.server.host} is reachable from other machines and "
+                      "auth.enabled is false: anyone reaching a port could do everything; enable auth, bind "
+                      "to 127.0.0.1, or set auth.allow-insecure: true to accept that")
 
 
 #: Where the CLI and ``CatalogClient`` look when no server is given.
@@ -130,8 +164,11 @@ class Daemon:
         self.thrift: ThriftServer | None = None
         self.http: HttpServer | None = None
         self.hms: HmsEndpoint | None = None
+        self.authority = Authority.from_config(config)
+        #: Opened at start-up, once the data dir is ours.
+        self.audit: AuditLog | None = None
         self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
-        self.dynamic = DynamicTables(self.manager, config, self._address)
+        self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority)
         self.metrics.watch_dynamic_tables(self.dynamic.lags)
         self.should_exit = threading.Event()
         self.reload_requested = threading.Event()
@@ -144,13 +181,19 @@ class Daemon:
         server = self.config.server
         self.lock.acquire()
         try:
+            check_insecure(self.config)
             # Before any metastore starts (which takes many seconds): a port in use is a config error now.
             check_ports(self.config)
+            audit = self.config.auth.audit
+            self.audit = AuditLog(audit_path(server.data_dir), audit.max_bytes, audit.backups)
             self.manager.open()
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)
             self.janitor.start()
-            handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic)
+            manager = self.manager
+            access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs())
+            handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic,
+                                     access=access)
             tls = server.tls
             # Mutual TLS is for the Thrift API and HTTP: Hive's metastore client has no client certificate.
             api_tls = server_context(tls.cert, tls.key, tls.client_ca) if tls is not None else None
@@ -162,7 +205,7 @@ class Daemon:
                                        frame_timeout=server.frame_timeout.total_seconds(),
                                        max_buffered_bytes=server.max_buffered_bytes, ssl_context=api_tls)
             self.hms = HmsEndpoint(self.manager, self.config, cache=self.cache, drop_dynamic=self.dynamic.drop,
-                                   ssl_context=hms_tls)
+                                   authority=self.authority, audit=self.audit, ssl_context=hms_tls)
             self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats)
             try:
                 self.thrift.bind()
@@ -170,7 +213,8 @@ class Daemon:
                 self.manager.hms_endpoint = f"thrift://{_public(server.host)}:{self.hms.port}"
                 self.manager.hms_tls = tls
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
-                                       shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls)
+                                       shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
+                                       access=access)
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after
@@ -221,7 +265,10 @@ class Daemon:
         """
         source = self.config.source
         new = load_config(source)
+        # The server section applies at the next start: the running host is the one that counts.
+        check_insecure(new.model_copy(update={"server": self.config.server}))
         result = self.manager.reload(new)
+        self.authority.reload(self.manager.config)
         self.config = self.manager.config
         # New catalogs get their dynamic tables driven; removed ones let go. Only once the
         # reload is through: a catalog's tables move with it.
@@ -242,6 +289,8 @@ class Daemon:
         if self.http is not None:
             self.http.stop()
         self.manager.close()
+        if self.audit is not None:
+            self.audit.close()
         with contextlib.suppress(OSError):
             (self.config.server.data_dir / "catalogd.json").unlink(missing_ok=True)
         self.lock.release()

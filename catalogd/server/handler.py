@@ -1,11 +1,14 @@
 """The Thrift handler of CatalogService: RPC names -> CatalogManager calls.
 
-Every RPC goes through ``_rpc``, the one place where catalogd errors become
-IDL exceptions, where bugs are logged, and where metrics are recorded.
+Every RPC goes through ``_rpc``, the one place where the caller's role is checked (with auth
+on: ``catalogd.auth.operations.THRIFT_ROLES`` on the catalog the call names, plus the stage
+owner for heartbeat, commit and abort), where writes and denials are audited, where catalogd
+errors become IDL exceptions, where bugs are logged, and where metrics are recorded.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import time
@@ -13,11 +16,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from catalogd import __version__, wire
-from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError
+from catalogd.auth.model import ANONYMOUS, Principal, Role
+from catalogd.auth.operations import OWNED_STAGE_RPCS, THRIFT_ROLES
+from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError, PermissionDeniedError
 from catalogd.gen.catalogd_thrift import ttypes as t
-from catalogd.manager import CatalogManager
-from catalogd.names import parse_object, split_name
+from catalogd.manager import CatalogManager, parse_stage_id
+from catalogd.names import ObjectPath, parse_object, split_name
+from catalogd.server.access import JOB_WRITES, NOT_AUTHENTICATED, Access
 from catalogd.server.metrics import Metrics
+from catalogd.server.session import Session, current_session
 
 if TYPE_CHECKING:
     from catalogd.dynamic.service import DynamicTables
@@ -26,23 +33,60 @@ logger = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The principal of the call running on this thread (``_rpc`` sets it; ANONYMOUS with auth off).
+_CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("catalogd_caller", default=ANONYMOUS)
+#: RPCs whose one string argument is a catalog name (empty: the default catalog).
+_CATALOG_ARG = frozenset({"getCatalog", "listDatabases", "listStages", "listDynamicTables"})
+#: RPCs whose one string argument is a stage id (``catalog.database.key``).
+_STAGE_ARG = frozenset({"heartbeatStage", "commitStage", "abortStage", "getStage"})
+
 
 def _rpc(func: F) -> F:
     name = func.__name__
+    needed = THRIFT_ROLES[name]
+    writes = needed > Role.READER
 
     @functools.wraps(func)
     def wrapper(self: CatalogHandler, *args: Any) -> Any:
         start = time.perf_counter()
         outcome = "ok"
+        access = self.access
+        audited = writes and access is not None and access.audit is not None
+        caller = ANONYMOUS
+        target: str | None = None
         try:
-            return func(self, *args)
+            if access is not None and access.enabled:
+                session = current_session()
+                try:
+                    caller, target = self._authorize(access, name, needed, session, args)
+                except PermissionDeniedError as e:
+                    audited = False
+                    who = session.principal.name if session is not None and session.principal else None
+                    access.record(principal=who, surface="thrift", client=session.peer if session else "local",
+                                  operation=name, object=target or self._object_of(name, args), outcome="denied",
+                                  detail=e.message)
+                    raise
+            elif audited:
+                target = self._object_of(name, args)
+            token = _CALLER.set(caller)
+            try:
+                result = func(self, *args)
+            finally:
+                _CALLER.reset(token)
+            if audited:
+                self._audit(caller, name, target, "ok", None)
+            return result
         except CatalogError as e:
             outcome = e.kind
             logger.debug("rpc %s failed: %s: %s", name, e.kind, e.message)
+            if audited:
+                self._audit(caller, name, target, "error", f"{e.kind}: {e.message}")
             raise wire.error_to_thrift(e) from e
         except Exception as e:
             outcome = "internal"
             logger.exception("rpc %s: unexpected error", name)
+            if audited:
+                self._audit(caller, name, target, "error", f"internal error: {type(e).__name__}")
             raise t.InternalError(
                 message=f"internal error in {name}: {type(e).__name__}: {e} (details in the daemon log)"
             ) from e
@@ -51,6 +95,10 @@ def _rpc(func: F) -> F:
             self.metrics.latency.labels(name).observe(time.perf_counter() - start)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _dotted(*parts: str | None) -> str:
+    return ".".join(p for p in parts if p)
 
 
 def _name(value: str | None, what: str) -> str:
@@ -78,11 +126,135 @@ class CatalogHandler:
     """Implements ``CatalogService`` (method names follow the IDL)."""
 
     def __init__(self, manager: CatalogManager, metrics: Metrics, reload: Callable[[], Any] | None = None,
-                 dynamic: DynamicTables | None = None) -> None:
+                 dynamic: DynamicTables | None = None, access: Access | None = None) -> None:
         self.manager = manager
         self.metrics = metrics
         self._reload = reload
         self._dynamic_tables = dynamic
+        #: Authentication, roles and the audit log; None: every caller may do everything, unaudited.
+        self.access = access
+
+    # ------------------------------------------------------------ who may do what
+
+    def _authorize(self, access: Access, name: str, needed: Role, session: Session | None,
+                   args: tuple[Any, ...]) -> tuple[Principal, str | None]:
+        """The caller, and the object its call is about, once it may make the call.
+
+        Raises:
+            PermissionDeniedError: the connection has not authenticated, or its principal lacks
+                the role on the call's catalog, or (heartbeat, commit, abort) the stage is another
+                principal's and it is not an admin there, or a refresh job's token reaches beyond
+                its table.
+        """
+        principal = session.principal if session is not None else None
+        if principal is None:
+            raise PermissionDeniedError(NOT_AUTHENTICATED)
+        if name == "listCatalogs" or name == "getRefreshJob":
+            # Not about one catalog: a reader of any may ask (listCatalogs shows only those it reads).
+            access.require_any(principal, needed, name)
+            return principal, args[0] if args else None
+        if name == "reloadConfig":
+            access.require(principal, None, needed, name)
+            return principal, None
+        if name == "executeStatement":
+            return principal, self._authorize_statement(access, principal, str(args[0] or ""))
+        if name == "refreshDynamicTables":
+            tables = list(args[0].tables or [])
+            for text in tables:
+                access.require(principal, access.catalog(parse_object(text).catalog), needed, name)
+            return principal, ", ".join(tables) or None
+        if name in _STAGE_ARG:
+            return principal, self._authorize_stage(access, principal, name, needed, str(args[0] or ""))
+        job_write = False
+        if name in _CATALOG_ARG:
+            catalog = access.catalog(args[0] or None)
+            target = catalog
+        else:
+            path = self._path_of(args[0])
+            catalog = access.catalog(path.catalog)
+            target = _dotted(catalog, path.database, path.name)
+            if name in JOB_WRITES and principal.job_scope is not None:
+                _, database, table = self.manager.resolve_object(ObjectPath(catalog, path.database, path.name))
+                job_write = access.in_job_scope(principal, catalog, database, table)
+        access.require(principal, catalog, needed, name, job_write=job_write)
+        return principal, target
+
+    def _authorize_stage(self, access: Access, principal: Principal, name: str, needed: Role, stage_id: str) -> str:
+        """Heartbeat, commit, abort, get: the role on the stage's catalog; a job's own table; the owner or an admin."""
+        catalog = access.catalog(parse_stage_id(stage_id)[0])
+        job = principal.job_scope is not None
+        if not job:
+            access.require(principal, catalog, needed, name)
+        if job or name in OWNED_STAGE_RPCS:
+            stage = self.manager.get_stage(stage_id)
+            if job:
+                in_scope = access.in_job_scope(principal, stage.catalog, stage.database, stage.target)
+                access.require(principal, catalog, needed, f"{name} of a stage of {stage.catalog}.{stage.database}."
+                               f"{stage.target}", job_write=in_scope)
+            if name in OWNED_STAGE_RPCS and stage.owner != principal.name:
+                # Another principal's stage: only an admin may end or extend it.
+                access.require(principal, catalog, Role.ADMIN,
+                               f"{name} of stage {stage_id}, which {stage.owner or 'another principal'} began")
+        return stage_id
+
+    def _authorize_statement(self, access: Access, principal: Principal, text: str) -> str:
+        """A dynamic-table statement needs what its verb needs: create and refresh writer, the others admin."""
+        from catalogd.dynamic.statements import AlterAction, AlterDynamicTable, CreateDynamicTable, parse_statement
+
+        statement = parse_statement(text)
+        verb = type(statement).__name__
+        refresh = isinstance(statement, AlterDynamicTable) and statement.action is AlterAction.REFRESH
+        needed = Role.WRITER if isinstance(statement, CreateDynamicTable) or refresh else Role.ADMIN
+        path = parse_object(statement.name)
+        catalog = access.catalog(path.catalog)
+        access.require(principal, catalog, needed, f"executeStatement ({verb})")
+        return _dotted(catalog, path.database, path.name)
+
+    @staticmethod
+    def _path_of(arg: Any) -> ObjectPath:
+        """The catalog, database and name a call's first argument is about (parts may be empty)."""
+        if isinstance(arg, t.StageRequest):
+            arg = arg.target
+        elif isinstance(arg, t.DynamicTableSpec):
+            arg = arg.path
+        if isinstance(arg, t.ObjectPath):
+            return ObjectPath(arg.catalog or None, arg.database or "", arg.name or "")
+        if isinstance(arg, t.NamespacePath):
+            return ObjectPath(arg.catalog or None, "", arg.database or "")
+        if isinstance(arg, t.Database):
+            return ObjectPath(arg.catalog or None, "", arg.name or "")
+        if isinstance(arg, t.Table | t.Function):
+            return ObjectPath(arg.catalog or None, arg.database or "", arg.name or "")
+        raise InvalidArgumentError(f"cannot tell which catalog a {type(arg).__name__} is about")
+
+    def _object_of(self, name: str, args: tuple[Any, ...]) -> str | None:
+        """What an audit line names as the call's object, when the call was not authorized (auth off, or refused)."""
+        if not args:
+            return None
+        if name == "executeStatement":
+            # The table's name, not the text: a statement's options (WITH (...)) may carry a secret.
+            from catalogd.dynamic.statements import parse_statement
+
+            try:
+                return parse_statement(str(args[0] or "")).name
+            except CatalogError:
+                return None
+        first = args[0]
+        if isinstance(first, str):
+            return first or None
+        if isinstance(first, t.RefreshRequest):
+            return ", ".join(first.tables or []) or None
+        try:
+            path = self._path_of(first)
+        except CatalogError:
+            return None
+        return _dotted(path.catalog or self.manager.default_catalog, path.database, path.name)
+
+    def _audit(self, caller: Principal, name: str, target: str | None, outcome: str, detail: str | None) -> None:
+        assert self.access is not None
+        session = current_session()
+        self.access.record(principal=caller.name, surface="thrift", client=session.peer if session else "local",
+                           operation=name, object=target, outcome=outcome, detail=detail)
 
     def _dynamic(self) -> DynamicTables:
         from catalogd.errors import UnsupportedError
@@ -94,11 +266,35 @@ class CatalogHandler:
     def ping(self) -> str:
         return f"catalogd {__version__}"
 
+    def authenticate(self, token: str) -> str:
+        """The connection's principal from now on (open to every caller, as ping is)."""
+        session = current_session()
+        access = self.access
+        try:
+            principal = access.authenticate(token or None) if access is not None else ANONYMOUS
+        except PermissionDeniedError as e:
+            if session is not None:
+                session.principal = None  # a wrong token undoes an earlier authentication
+            if access is not None:
+                access.record(principal=None, surface="thrift", client=session.peer if session else "local",
+                              operation="authenticate", object=None, outcome="denied", detail=e.message)
+            raise wire.error_to_thrift(e) from None
+        except Exception as e:
+            logger.exception("rpc authenticate: unexpected error")
+            raise t.InternalError(message=f"internal error in authenticate: {type(e).__name__}") from e
+        if session is not None:
+            session.principal = principal
+        return principal.name
+
     # -- catalogs
 
     @_rpc
     def listCatalogs(self) -> list[t.CatalogInfo]:
-        return [wire.catalog_to_thrift(c) for c in self.manager.list_catalogs()]
+        caller = _CALLER.get()
+        found = self.manager.list_catalogs()
+        if self.access is not None:
+            found = [c for c in found if self.access.allows(caller, c.name, Role.READER)]
+        return [wire.catalog_to_thrift(c) for c in found]
 
     @_rpc
     def getCatalog(self, name: str) -> t.CatalogInfo:
@@ -260,6 +456,9 @@ class CatalogHandler:
         req.target = _name(req.target, "table")
         req.database = _name(req.database, "database") if req.database else ""
         req.catalog = _name(req.catalog, "catalog") if req.catalog else ""
+        if self.access is not None and self.access.enabled:
+            # The stage is the caller's: only it (or an admin) may heartbeat, commit or abort it.
+            req.owner = _CALLER.get().name
         return wire.stage_to_thrift(self.manager.begin_stage(req))
 
     @_rpc

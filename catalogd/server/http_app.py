@@ -9,6 +9,11 @@
 
 Errors are ``{"error": {"kind", "message"}}`` with the status of the catalogd error kind.
 Calls that take locks or talk to a metastore run in the threadpool, never on the event loop.
+
+With auth on, every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer
+<token>`` (401 with ``WWW-Authenticate: Bearer`` without a valid one) and the route's role
+(``catalogd.auth.operations.REST_ROLES``; 403 without it): a refresh on the catalog of each
+table, the others on any catalog. Writes and denials are audited (surface ``http``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from fastapi import FastAPI, Path, Request
+from fastapi import Depends, FastAPI, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -29,7 +34,11 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from catalogd import __version__, model
-from catalogd.errors import CatalogError, InvalidArgumentError, UnsupportedError
+from catalogd.auth.model import ANONYMOUS, Principal
+from catalogd.auth.operations import REST_ROLES
+from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, UnsupportedError
+from catalogd.names import parse_object
+from catalogd.server.access import Access
 from catalogd.server.http_models import Error, Health, Readiness, RefreshJob, RefreshRequest
 from catalogd.server.metrics import Metrics
 
@@ -87,10 +96,13 @@ def _doc(description: str) -> dict[str, Any]:
 
 
 _INTERNAL = _doc("a bug in the daemon (details in its log)")
+_UNAUTHENTICATED = _doc("auth is enabled and the request has no valid Authorization: Bearer <token>")
+_NO_ROLE = _doc("the token's principal lacks the role the route needs")
 _NOT_SERVED = _doc("dynamic tables are not served by this daemon")
 _REFRESH_ERRORS: dict[int | str, dict[str, Any]] = {
     400: _doc("bad request: not JSON, an unknown field, a bad time, partition, table name or setting"),
-    403: _doc("the table's catalog is read-only"),
+    401: _UNAUTHENTICATED,
+    403: _doc("the table's catalog is read-only, or the principal is not a writer there"),
     404: _doc("no such catalog, database or dynamic table"),
     409: _doc("the request conflicts with the table's state"),
     500: _INTERNAL,
@@ -98,6 +110,8 @@ _REFRESH_ERRORS: dict[int | str, dict[str, Any]] = {
     503: _doc("the metastore is unavailable"),
 }
 _JOB_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: _UNAUTHENTICATED,
+    403: _NO_ROLE,
     404: _doc("no such job (this daemon keeps the last ones; older runs are in `catalogd dt history`)"),
     500: _INTERNAL,
     501: _NOT_SERVED,
@@ -128,13 +142,73 @@ class _App(FastAPI):
         return doc
 
 
-def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None = None) -> FastAPI:
-    """The HTTP API of one daemon."""
+class _Unauthenticated(Exception):
+    """No valid bearer token: answered 401 with ``WWW-Authenticate: Bearer``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _bearer(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or None."""
+    scheme, _, value = (request.headers.get("authorization") or "").strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return value.strip() or None
+
+
+def _client(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client is not None else "?"
+
+
+def _route(request: Request) -> str:
+    """The ``REST_ROLES`` key of a request: method and route template."""
+    path = request.url.path
+    if request.method == "GET" and path.startswith(REFRESH + "/"):
+        path = REFRESH + "/{jobId}"
+    return f"{request.method} {path}"
+
+
+def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None = None,
+               access: Access | None = None) -> FastAPI:
+    """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited)."""
     app = _App(title="catalogd REST API", version=__version__,
                description="Refresh dynamic tables from workflow schedulers (FLIP-435's gateway API); "
                            "health, readiness and metrics of the daemon.",
                openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False,
                default_response_class=PrettyJSON)
+
+    async def caller(request: Request) -> Principal:
+        """The request's principal (a FastAPI dependency); ``_Unauthenticated`` without a valid token."""
+        if access is None or not access.enabled:
+            return ANONYMOUS
+        token = _bearer(request)
+        try:
+            if token is None:
+                raise PermissionDeniedError("no token given: send the header Authorization: Bearer <token>")
+            return access.authenticate(token)
+        except PermissionDeniedError as e:
+            access.record(principal=None, surface="http", client=_client(request), operation=_route(request),
+                          object=None, outcome="denied", detail=e.message)
+            raise _Unauthenticated(e.message) from None
+
+    def check(principal: Principal, request: Request, catalogs: list[str] | None = None,
+              target: str | None = None) -> None:
+        """The route's role on each of ``catalogs`` (None: on any catalog); a denial is audited."""
+        if access is None or not access.enabled:
+            return
+        route = _route(request)
+        needed = REST_ROLES[route]
+        try:
+            if catalogs is None:
+                access.require_any(principal, needed, route)
+            for catalog in catalogs or []:
+                access.require(principal, catalog, needed, route)
+        except PermissionDeniedError as e:
+            access.record(principal=principal.name, surface="http", client=_client(request), operation=route,
+                          object=target, outcome="denied", detail=e.message)
+            raise
 
     async def rest(call: Callable[[RefreshService], Awaitable[model.RefreshJob]]) -> PrettyJSON:
         try:
@@ -164,13 +238,22 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
     @app.get("/metrics", operation_id="metrics", tags=["daemon"], summary="Prometheus metrics",
              response_class=Response,
              responses={200: {"description": "the Prometheus text format",
-                              "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}})
-    def prometheus() -> Response:
+                              "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}},
+                        401: _UNAUTHENTICATED, 403: _NO_ROLE})
+    def prometheus(request: Request, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
+        try:
+            check(principal, request)
+        except CatalogError as e:
+            return error_response(e)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get(OPENAPI, include_in_schema=False)
     @app.get("/openapi.json", include_in_schema=False)
-    async def openapi() -> PrettyJSON:
+    async def openapi(request: Request, principal: Principal = Depends(caller)) -> PrettyJSON:  # noqa: B008
+        try:
+            check(principal, request)
+        except CatalogError as e:
+            return error_response(e)
         return _json(200, app.openapi())
 
     @app.post(REFRESH, operation_id="refreshDynamicTables", response_model=RefreshJob, tags=["dynamic tables"],
@@ -182,23 +265,52 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
               responses=_REFRESH_ERRORS,
               openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                   "schema": {"$ref": "#/components/schemas/RefreshRequest"}}}}})
-    async def refresh(request: Request) -> Response:
+    async def refresh(request: Request, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
+        tables: list[str] = []
+        denied: list[bool] = []
+
         async def call(service: RefreshService) -> model.RefreshJob:
             body = RefreshRequest.parse(_decode(await _read_body(request)))
+            tables.extend(body.tables)
+            if access is not None and access.enabled:
+                catalogs = sorted({access.catalog(parse_object(t).catalog) for t in body.tables})
+                try:
+                    check(principal, request, catalogs, ", ".join(body.tables))
+                except PermissionDeniedError:
+                    denied.append(True)  # audited by check
+                    raise
             return await run_in_threadpool(service.refresh, body.tables, body.schedule_time,
                                            body.partition or None, body.configuration or {}, trigger="api")
 
         try:
-            return await rest(call)
+            response = await rest(call)
         except ClientDisconnect:
             # The client left (or was cut for being slow) mid-body: nobody to answer.
             return Response(status_code=400)
+        if access is not None and access.audit is not None and not denied:
+            ok = response.status_code == 200
+            detail = None if ok else json.loads(bytes(response.body)).get("error", {}).get("message")
+            access.record(principal=principal.name, surface="http", client=_client(request),
+                          operation=_route(request), object=", ".join(tables) or None,
+                          outcome="ok" if ok else "error", detail=detail)
+        return response
 
     @app.get(REFRESH + "/{jobId:path}", operation_id="getRefreshJob", response_model=RefreshJob,
              tags=["dynamic tables"], summary="A refresh job's status", responses=_JOB_ERRORS,
              response_description="the job with its current status")
-    async def job(job_id: str = Path(alias="jobId", description="the jobId a refresh answered")) -> Response:
+    # The annotations are strings (PEP 563) that FastAPI resolves in the module: a dependency
+    # defined in here can only be named in a default.
+    async def job(request: Request, job_id: str = Path(alias="jobId", description="the jobId a refresh answered"),
+                  principal: Principal = Depends(caller)) -> Response:  # noqa: B008
+        try:
+            check(principal, request)
+        except CatalogError as e:
+            return error_response(e)
         return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
+
+    @app.exception_handler(_Unauthenticated)
+    async def unauthenticated(request: Request, e: _Unauthenticated) -> Response:
+        return _error(401, "permission-denied", e.message, {"WWW-Authenticate": "Bearer"})
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, e: HTTPException) -> Response:

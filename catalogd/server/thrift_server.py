@@ -48,6 +48,8 @@ from typing import Any
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
 from thrift.transport import TTransport
 
+from catalogd.server.session import Session, reset_session, use_session
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["ThriftServer"]
@@ -94,7 +96,7 @@ class _RateLimited:
 class _Connection:
     """One client connection, owned by the selector thread (workers only see its frame)."""
 
-    __slots__ = ("body", "header", "held", "length", "peer", "reply", "sent", "since", "sock", "state")
+    __slots__ = ("body", "header", "held", "length", "peer", "reply", "sent", "session", "since", "sock", "state")
 
     def __init__(self, sock: socket.socket, peer: str, now: float) -> None:
         self.sock = sock
@@ -107,6 +109,8 @@ class _Connection:
         self.reply: memoryview | None = None
         self.sent = 0
         self.held = 0  # request bytes counted in the server's buffered total
+        #: Who the connection authenticated as; its calls see it (``catalogd.server.session``).
+        self.session = Session(peer)
 
     def buffered(self) -> int:
         return len(self.header) + len(self.body)
@@ -513,6 +517,8 @@ class ThriftServer:
         """In a worker: run the processor on ``frame``; hand the framed reply to the selector thread."""
         reply: bytes | None
         otrans = TTransport.TMemoryBuffer()
+        # The worker runs calls of many connections: the handler finds this one's principal here.
+        token = use_session(conn.session)
         try:
             itrans = TTransport.TMemoryBuffer(frame)
             self.processor.process(self._protocol_factory.getProtocol(itrans),
@@ -527,6 +533,8 @@ class ThriftServer:
                 logger.debug("closing the Thrift connection from %s: unreadable request (%s: %s)",
                              conn.peer, type(e).__name__, e)
             reply = None
+        finally:
+            reset_session(token)
         self._done.append((conn, reply))
         if self._exit.is_set():
             _close_quietly(conn.sock)  # the selector thread has stopped: nobody will send the reply

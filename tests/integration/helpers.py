@@ -47,7 +47,7 @@ def free_port() -> int:
 
 def clean_env() -> dict[str, str]:
     """The environment for child processes, without settings that would point them elsewhere."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CATALOGD_SERVER", "CATALOGD_CONFIG")}
+    env = {k: v for k, v in os.environ.items() if k not in ("CATALOGD_SERVER", "CATALOGD_CONFIG", "CATALOGD_TOKEN")}
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

@@ -10,7 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from catalogd.auth.model import Authority
 from catalogd.dynamic.freshness import parse_freshness
+from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.registry import Entry, Stream
 from catalogd.model import RefreshMode, RefreshRun, RefreshState
 
@@ -53,15 +55,19 @@ class FakeRunner:
         self.stopped: list[FakeProc] = []
         self.json: dict[Path, dict[str, Any]] = {}
         self.on_stop: Any = None
+        #: The environment each launch added (a job's token), in launch order.
+        self.envs: list[dict[str, str]] = []
         self.lock = threading.Lock()
 
     def spark_submit_path(self) -> Path:
         return Path("/fake/spark-submit")
 
-    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path) -> FakeProc:
+    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path,
+               env: dict[str, str] | None = None) -> FakeProc:
         proc = FakeProc()
         with self.lock:
             self.launched.append((proc, spec, work_dir))
+            self.envs.append(dict(env or {}))
         return proc
 
     def stop(self, proc: FakeProc, grace: float) -> None:
@@ -105,8 +111,15 @@ class FakeRecords:
 
 
 class FakeJobs:
-    def __init__(self, root: Path) -> None:
+    """The job factory's files and tokens (the real token methods, with ``authority``), no metastore."""
+
+    def __init__(self, root: Path, authority: Authority | None = None) -> None:
         self.root = root
+        self.authority = authority
+
+    mint_token = JobFactory.mint_token
+    revoke_token = JobFactory.revoke_token
+    job_env = staticmethod(JobFactory.job_env)
 
     def spark_conf(self, catalog: object, extra: dict[str, str] | None = None) -> dict[str, str]:
         return dict(extra or {})

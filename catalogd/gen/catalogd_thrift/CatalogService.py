@@ -22,6 +22,14 @@ class Iface(object):
     def ping(self):
         pass
 
+    def authenticate(self, token):
+        """
+        Parameters:
+         - token
+
+        """
+        pass
+
     def listCatalogs(self):
         pass
 
@@ -467,6 +475,42 @@ class Client(Iface):
             return result.success
         raise TApplicationException(TApplicationException.MISSING_RESULT, "ping failed: unknown result")
 
+    def authenticate(self, token):
+        """
+        Parameters:
+         - token
+
+        """
+        self.send_authenticate(token)
+        return self.recv_authenticate()
+
+    def send_authenticate(self, token):
+        self._oprot.writeMessageBegin('authenticate', TMessageType.CALL, self._seqid)
+        args = authenticate_args()
+        args.token = token
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_authenticate(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = authenticate_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.denied is not None:
+            raise result.denied
+        if result.internal is not None:
+            raise result.internal
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "authenticate failed: unknown result")
+
     def listCatalogs(self):
         self.send_listCatalogs()
         return self.recv_listCatalogs()
@@ -493,6 +537,8 @@ class Client(Iface):
             return result.success
         if result.internal is not None:
             raise result.internal
+        if result.denied is not None:
+            raise result.denied
         raise TApplicationException(TApplicationException.MISSING_RESULT, "listCatalogs failed: unknown result")
 
     def getCatalog(self, name):
@@ -531,6 +577,8 @@ class Client(Iface):
             raise result.invalid
         if result.internal is not None:
             raise result.internal
+        if result.denied is not None:
+            raise result.denied
         raise TApplicationException(TApplicationException.MISSING_RESULT, "getCatalog failed: unknown result")
 
     def listDatabases(self, catalog):
@@ -2165,6 +2213,8 @@ class Client(Iface):
             raise result.unavailable
         if result.internal is not None:
             raise result.internal
+        if result.denied is not None:
+            raise result.denied
         raise TApplicationException(TApplicationException.MISSING_RESULT, "reloadConfig failed: unknown result")
 
     def renameDatabase(self, path, newName, ignoreIfNotExists):
@@ -2521,6 +2571,8 @@ class Client(Iface):
             raise result.notFound
         if result.internal is not None:
             raise result.internal
+        if result.denied is not None:
+            raise result.denied
         raise TApplicationException(TApplicationException.MISSING_RESULT, "getRefreshJob failed: unknown result")
 
     def dynamicTableHistory(self, path, limit):
@@ -2621,6 +2673,7 @@ class Processor(Iface, TProcessor):
         self._handler = handler
         self._processMap = {}
         self._processMap["ping"] = Processor.process_ping
+        self._processMap["authenticate"] = Processor.process_authenticate
         self._processMap["listCatalogs"] = Processor.process_listCatalogs
         self._processMap["getCatalog"] = Processor.process_getCatalog
         self._processMap["listDatabases"] = Processor.process_listDatabases
@@ -2714,6 +2767,35 @@ class Processor(Iface, TProcessor):
         oprot.writeMessageEnd()
         oprot.trans.flush()
 
+    def process_authenticate(self, seqid, iprot, oprot):
+        args = authenticate_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = authenticate_result()
+        try:
+            result.success = self._handler.authenticate(args.token)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("authenticate", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
     def process_listCatalogs(self, seqid, iprot, oprot):
         args = listCatalogs_args()
         args.read(iprot)
@@ -2727,6 +2809,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -2759,6 +2844,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -4259,6 +4347,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -4581,6 +4672,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -4786,6 +4880,153 @@ ping_result.thrift_spec = (
 )
 
 
+class authenticate_args(object):
+    """
+    Attributes:
+     - token
+
+    """
+
+
+    def __init__(self, token=None,):
+        self.token = token
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.token = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('authenticate_args')
+        if self.token is not None:
+            oprot.writeFieldBegin('token', TType.STRING, 1)
+            oprot.writeString(self.token.encode('utf-8') if sys.version_info[0] == 2 else self.token)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(authenticate_args)
+authenticate_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'token', 'UTF8', None, ),  # 1
+)
+
+
+class authenticate_result(object):
+    """
+    Attributes:
+     - success
+     - denied
+     - internal
+
+    """
+
+
+    def __init__(self, success=None, denied=None, internal=None,):
+        self.success = success
+        self.denied = denied
+        self.internal = internal
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRING:
+                    self.success = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('authenticate_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRING, 0)
+            oprot.writeString(self.success.encode('utf-8') if sys.version_info[0] == 2 else self.success)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 1)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 2)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(authenticate_result)
+authenticate_result.thrift_spec = (
+    (0, TType.STRING, 'success', 'UTF8', None, ),  # 0
+    (1, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 1
+    (2, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 2
+)
+
+
 class listCatalogs_args(object):
 
 
@@ -4834,13 +5075,15 @@ class listCatalogs_result(object):
     Attributes:
      - success
      - internal
+     - denied
 
     """
 
 
-    def __init__(self, success=None, internal=None,):
+    def __init__(self, success=None, internal=None, denied=None,):
         self.success = success
         self.internal = internal
+        self.denied = denied
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -4867,6 +5110,11 @@ class listCatalogs_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -4888,6 +5136,10 @@ class listCatalogs_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 1)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 2)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -4908,6 +5160,7 @@ all_structs.append(listCatalogs_result)
 listCatalogs_result.thrift_spec = (
     (0, TType.LIST, 'success', (TType.STRUCT, [CatalogInfo, None], False), None, ),  # 0
     (1, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 1
+    (2, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 2
 )
 
 
@@ -4980,15 +5233,17 @@ class getCatalog_result(object):
      - notFound
      - invalid
      - internal
+     - denied
 
     """
 
 
-    def __init__(self, success=None, notFound=None, invalid=None, internal=None,):
+    def __init__(self, success=None, notFound=None, invalid=None, internal=None, denied=None,):
         self.success = success
         self.notFound = notFound
         self.invalid = invalid
         self.internal = internal
+        self.denied = denied
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -5020,6 +5275,11 @@ class getCatalog_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -5046,6 +5306,10 @@ class getCatalog_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 3)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -5068,6 +5332,7 @@ getCatalog_result.thrift_spec = (
     (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
     (2, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 2
     (3, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
 )
 
 
@@ -12458,15 +12723,17 @@ class reloadConfig_result(object):
      - invalid
      - unavailable
      - internal
+     - denied
 
     """
 
 
-    def __init__(self, success=None, invalid=None, unavailable=None, internal=None,):
+    def __init__(self, success=None, invalid=None, unavailable=None, internal=None, denied=None,):
         self.success = success
         self.invalid = invalid
         self.unavailable = unavailable
         self.internal = internal
+        self.denied = denied
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -12498,6 +12765,11 @@ class reloadConfig_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -12524,6 +12796,10 @@ class reloadConfig_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 3)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 4)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -12546,6 +12822,7 @@ reloadConfig_result.thrift_spec = (
     (1, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 1
     (2, TType.STRUCT, 'unavailable', [MetastoreUnavailable, None], None, ),  # 2
     (3, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 3
+    (4, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 4
 )
 
 
@@ -14076,14 +14353,16 @@ class getRefreshJob_result(object):
      - success
      - notFound
      - internal
+     - denied
 
     """
 
 
-    def __init__(self, success=None, notFound=None, internal=None,):
+    def __init__(self, success=None, notFound=None, internal=None, denied=None,):
         self.success = success
         self.notFound = notFound
         self.internal = internal
+        self.denied = denied
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -14110,6 +14389,11 @@ class getRefreshJob_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -14132,6 +14416,10 @@ class getRefreshJob_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 2)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 3)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -14153,6 +14441,7 @@ getRefreshJob_result.thrift_spec = (
     (0, TType.STRUCT, 'success', [RefreshJob, None], None, ),  # 0
     (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
     (2, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 2
+    (3, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 3
 )
 
 
