@@ -1,0 +1,165 @@
+"""The HMS endpoint with auth on: the set_ugi user is the principal, its grants decide, writes and denials are
+audited, no token lands in any file; and a daemon bound to a non-loopback address with auth off does not start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import hmsclient
+import pytest
+import yaml
+from hmsclient.genthrift.hive_metastore import ttypes
+
+from .helpers import CATALOGD, clean_env, embedded_catalog, free_port, metastore_pids, write_config
+
+pytestmark = pytest.mark.integration
+
+ETL_TOKEN = "etl-token-0123456789abcdef-A1"
+ANALYST_TOKEN = "analyst-token-0123456789abcdef-A1"
+
+
+def _conn(address: tuple[str, int], user: str | None) -> Any:
+    client = hmsclient.HMSClient(host=address[0], port=address[1])
+    client.open()
+    if user is not None:
+        client.set_ugi(user, [user])
+    return client
+
+
+def _audit(data_dir: Path) -> list[dict[str, Any]]:
+    path = data_dir / "audit" / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _without_time_and_port(entry: dict[str, Any]) -> dict[str, Any]:
+    shown = {k: v for k, v in entry.items() if k != "time"}
+    shown["client"] = shown["client"].rsplit(":", 1)[0]
+    return shown
+
+
+def test_the_set_ugi_user_needs_its_role_on_the_call_s_catalog(daemon_factory, tmp_path: Path) -> None:
+    token_file = tmp_path / "analyst.token"
+    token_file.write_text(ANALYST_TOKEN + "\n")
+    token_file.chmod(0o600)
+    auth = {"enabled": True,
+            "principals": [{"name": "etl", "token": ETL_TOKEN}, {"name": "analyst", "token-file": str(token_file)},
+                           {"name": "scratchy"}],
+            "grants": [{"principal": "etl", "catalog": "main", "role": "writer"},
+                       {"principal": "analyst", "catalog": "*", "role": "reader"},
+                       {"principal": "scratchy", "catalog": "scratch", "role": "writer"}]}
+    proc = daemon_factory(catalogs=[embedded_catalog("main"), {"name": "scratch", "type": "memory"}],
+                          extra={"auth": auth}, name="auth")
+    address = proc.hms_address
+    denied = ttypes.MetaException
+
+    # No set_ugi, or a user who is no principal: refused, the message naming the role.
+    anonymous = _conn(address, None)
+    try:
+        with pytest.raises(denied, match="a connection without set_ugi needs role reader on catalog main "
+                                         "for get_database"):
+            anonymous.get_database("default")
+    finally:
+        anonymous.close()
+    stranger = _conn(address, "mallory")
+    try:
+        with pytest.raises(denied, match=r"user 'mallory' \(not a configured principal\) needs role reader "
+                                         r"on any catalog for get_all_databases"):
+            stranger.get_all_databases()
+        with pytest.raises(denied, match="needs role writer on catalog main for create_database"):
+            stranger.create_database(ttypes.Database(name="by_mallory", parameters={}))
+    finally:
+        stranger.close()
+
+    # A reader reads and cannot write.
+    analyst = _conn(address, "analyst")
+    try:
+        assert "default" in analyst.get_all_databases()
+        assert analyst.get_database("default").name == "default"
+        with pytest.raises(denied, match="user 'analyst' needs role writer on catalog main for create_database"):
+            analyst.create_database(ttypes.Database(name="by_analyst", parameters={}))
+        with pytest.raises(denied, match="needs role writer on catalog main for drop_database"):
+            analyst.drop_database("default", True, True)
+    finally:
+        analyst.close()
+
+    # A writer writes on its catalog, and only there.
+    etl = _conn(address, "etl")
+    try:
+        etl.create_database(ttypes.Database(name="by_etl", description="made by etl", parameters={}))
+        assert etl.get_database("by_etl").description == "made by etl"
+        with pytest.raises(ttypes.NoSuchObjectException):
+            etl.get_database("by_analyst")  # the reader's create changed nothing
+        with pytest.raises(ttypes.NoSuchObjectException):
+            etl.get_database("by_mallory")
+        with pytest.raises(denied, match="user 'etl' needs role writer on catalog scratch for create_database"):
+            etl.create_database(ttypes.Database(name="scratch__by_etl", parameters={}))
+        with pytest.raises(ttypes.AlreadyExistsException):
+            etl.create_database(ttypes.Database(name="by_etl", parameters={}))  # audited as an error
+    finally:
+        etl.close()
+
+    # A principal granted one catalog lists only that catalog's databases.
+    scratchy = _conn(address, "scratchy")
+    try:
+        scratchy.create_database(ttypes.Database(name="scratch__mine", parameters={}))
+        assert scratchy.get_all_databases() == ["scratch__default", "scratch__mine"]
+        with pytest.raises(denied, match="user 'scratchy' needs role reader on catalog main for get_database"):
+            scratchy.get_database("default")
+    finally:
+        scratchy.close()
+
+    entries = [_without_time_and_port(e) for e in _audit(proc.data_dir)]
+    hms = {"surface": "hms", "client": "127.0.0.1"}
+    assert {**hms, "principal": None, "operation": "get_database", "object": "main.default", "outcome": "denied",
+            "detail": "catalogd: permission denied: a connection without set_ugi needs role reader on catalog main "
+                      "for get_database"} in entries
+    # The principal of a denial is the user the client asserted, even one that is no principal.
+    assert {**hms, "principal": "mallory", "operation": "create_database", "object": "main.by_mallory",
+            "outcome": "denied",
+            "detail": "catalogd: permission denied: user 'mallory' (not a configured principal) needs role writer "
+                      "on catalog main for create_database"} in entries
+    assert {**hms, "principal": "analyst", "operation": "create_database", "object": "main.by_analyst",
+            "outcome": "denied", "detail": "catalogd: permission denied: user 'analyst' needs role writer on "
+                                           "catalog main for create_database"} in entries
+    assert {**hms, "principal": "etl", "operation": "create_database", "object": "main.by_etl", "outcome": "ok",
+            "detail": None} in entries
+    assert {**hms, "principal": "scratchy", "operation": "create_database", "object": "scratch.mine",
+            "outcome": "ok", "detail": None} in entries
+    errors = [e for e in entries if e["outcome"] == "error"]
+    assert len(errors) == 1 and errors[0]["principal"] == "etl" and errors[0]["object"] == "main.by_etl"
+    # Reads are not audited; every denial is.
+    assert not [e for e in entries if e["outcome"] == "ok" and e["operation"].startswith("get_")]
+    assert sum(e["outcome"] == "denied" for e in entries) == 7
+    audit_file = proc.data_dir / "audit" / "audit.jsonl"
+    assert audit_file.stat().st_mode & 0o777 == 0o600
+    assert audit_file.parent.stat().st_mode & 0o777 == 0o700
+
+    assert proc.stop() == 0
+    # No token in any file the daemon wrote (its log, the audit log, its state, the metastore's files).
+    for path in [proc.log_path, *proc.data_dir.rglob("*")]:
+        if path.is_file():
+            data = path.read_bytes()
+            assert ETL_TOKEN.encode() not in data and ANALYST_TOKEN.encode() not in data, path
+
+
+def _serve(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CATALOGD), "serve", "--config", str(config)], capture_output=True, text=True,
+                          timeout=60, env=clean_env())
+
+
+def test_auth_off_on_a_non_loopback_address_does_not_start(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    config = write_config(tmp_path / "c.yaml", port=free_port(), http_port=free_port(), data_dir=data_dir,
+                          catalogs=[embedded_catalog("main")])
+    text = yaml.safe_load(config.read_text())
+    text["server"]["host"] = "0.0.0.0"
+    config.write_text(yaml.safe_dump(text))
+    done = _serve(config)
+    assert done.returncode == 2, done.stderr
+    error = done.stderr.splitlines()[-1]
+    assert error.startswith("error: config: ") and "auth.allow-insecure" in error, done.stderr
+    assert metastore_pids(data_dir) == []
+    assert not (data_dir / "catalogs").exists(), "no metastore was started"
