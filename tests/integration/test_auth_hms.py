@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,60 @@ def test_auth_off_on_a_non_loopback_address_does_not_start(tmp_path: Path) -> No
     assert error.startswith("error: config: ") and "auth.allow-insecure" in error, done.stderr
     assert metastore_pids(data_dir) == []
     assert not (data_dir / "catalogs").exists(), "no metastore was started"
+
+
+def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_as_a_reader(
+        daemon_factory, tmp_path: Path) -> None:
+    """Spark (its own JVM, settings from `catalogd spark-conf`) names its user with set_ugi:
+    the OS user, or HADOOP_USER_NAME."""
+    from catalogd.client import CatalogClient
+    from catalogd.spark.conf import spark_conf_for
+
+    from .test_hms_restart import CHILD, _Child
+
+    auth = {"enabled": True,
+            "principals": [{"name": "admin", "token": ETL_TOKEN}, {"name": "viewer"}],
+            "grants": [{"principal": "admin", "catalog": "*", "role": "admin"},
+                       {"principal": "viewer", "catalog": "main", "role": "reader"}]}
+    proc = daemon_factory(catalogs=[embedded_catalog("main")], extra={"auth": auth}, name="spark-auth")
+    with CatalogClient(proc.address, token=ETL_TOKEN) as c:
+        c.create_database("main.shop")
+        c.create_table("main.shop.t", "id int")
+        conf = spark_conf_for(c.get_catalog("main"))
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+
+    def spark_as(user: str) -> _Child:
+        env = {**clean_env(), "HADOOP_USER_NAME": user}
+        child = _Child(subprocess.Popen([sys.executable, str(script), json.dumps(conf)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        text=True, env=env))
+        assert child.answer() == {"ready": True}
+        return child
+
+    def done(child: _Child) -> None:
+        assert child.proc.stdin is not None
+        child.proc.stdin.close()
+        try:
+            child.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.proc.kill()
+            child.proc.wait()
+
+    stranger = spark_as("mallory")
+    try:
+        refused = stranger.sql("SELECT * FROM shop.t")
+        assert "needs role reader" in str(refused.get("error")), refused
+    finally:
+        done(stranger)
+    viewer = spark_as("viewer")
+    try:
+        assert viewer.sql("SELECT count(*) FROM shop.t") == {"rows": [[0]]}
+        written = viewer.sql("CREATE TABLE shop.u (id INT)")
+        assert "needs role writer on catalog main" in str(written.get("error")), written
+    finally:
+        done(viewer)
+    with CatalogClient(proc.address, token=ETL_TOKEN) as c:
+        assert c.list_tables("main.shop") == ["t"]
+    denials = [e for e in _audit(proc.data_dir) if e["outcome"] == "denied" and e["surface"] == "hms"]
+    assert {e["principal"] for e in denials} >= {"mallory", "viewer"}
