@@ -58,7 +58,10 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
                 "connection": {"hive.metastore.uris": f"thrift://127.0.0.1:{metastore_port}"},
             },
         ],
-        extra={"staging": {"secret": SESSION_STAGE_SECRET, "max-retired-versions": 3}},
+        # No metadata cache here: many test daemons write this daemon's metastore behind its back
+        # (other daemons' commits, direct metastore writes) and read the result through it at once.
+        # The cache and its TTL are tested with daemons of their own (test_cache.py).
+        extra={"staging": {"secret": SESSION_STAGE_SECRET, "max-retired-versions": 3}, "cache": {"ttl": "0s"}},
     )
     proc = start_daemon(config_path, data_dir, root / "catalogd.log")
     yield proc
