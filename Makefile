@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 CONFIG ?= conf/catalogd.yaml
 
-.PHONY: run test unit integration lint idl install java clean bench lock
+.PHONY: run test unit integration lint docs idl install java clean bench lock
 
 # uv installs the pinned set in requirements.lock (made by `make lock`) in seconds; pip only
 # bootstraps uv itself.
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml requirements.lock
 # Re-pin the dependencies after a change to pyproject.toml.
 lock: $(STAMP)
 	test -x $(BIN)/uv || $(BIN)/python -m pip install -qq --disable-pip-version-check uv
-	$(BIN)/uv pip compile -q --universal --python-version 3.11 pyproject.toml --extra test -o requirements.lock
+	$(BIN)/uv pip compile -q --universal --python-version 3.11 pyproject.toml --extra test --extra docs -o requirements.lock
 
 install: $(STAMP)
 
@@ -36,7 +36,7 @@ java:
 run: $(STAMP)
 	$(BIN)/catalogd serve --config $(CONFIG)
 
-test: $(STAMP) lint
+test: $(STAMP) lint docs
 	$(BIN)/python -m pytest -q tests
 
 unit: $(STAMP)
@@ -48,6 +48,11 @@ integration: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check catalogd tests benchmarks examples
 	$(BIN)/mypy
+
+# The documentation site (docs/, mkdocs.yml) into site/; --strict: a warning (a broken link or
+# anchor, a page missing from the nav) fails the build, and so `make test`.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # Regenerate the Thrift code from idl/ (Debian: apt-get install thrift-compiler).
 idl:
@@ -61,4 +66,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/dynamic_tables.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .ruff_cache
