@@ -46,7 +46,7 @@ integration: $(STAMP)
 	$(BIN)/python -m pytest -q -m integration tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check catalogd tests benchmarks examples
+	$(BIN)/ruff check catalogd tests benchmarks examples docs/hooks
 	$(BIN)/mypy
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict: a warning (a broken link or

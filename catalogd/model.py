@@ -264,7 +264,7 @@ class StageRequest:
 
 @dataclass
 class Stage:
-    """A write in progress on one target table (see DESIGN.md section 4)."""
+    """A write in progress on one target table (see docs/atomic-writes.md)."""
 
     id: str
     catalog: str

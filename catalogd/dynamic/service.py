@@ -1,4 +1,4 @@
-"""The daemon's dynamic-table service (DESIGN.md section 5, FLIP-435): wires the parts
+"""The daemon's dynamic-table service (docs/dynamic-tables.md, FLIP-435): wires the parts
 together, runs their threads, and is the one object the server calls.
 
     registry   the driven tables in memory (Entry, Stream)

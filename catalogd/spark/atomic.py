@@ -1,7 +1,7 @@
 """Atomic writes from PySpark: CTAS, REPLACE and INSERT OVERWRITE through catalogd stages.
 
 The Spark job writes into a hidden staging table; the daemon publishes it in one
-metastore call on success and drops it on failure (DESIGN.md section 4).
+metastore call on success and drops it on failure (docs/atomic-writes.md).
 
     >>> from catalogd.spark import atomic_ctas
     >>> atomic_ctas(spark, "main.sales.daily", "SELECT ds, sum(amount) AS total FROM main_sales GROUP BY ds",

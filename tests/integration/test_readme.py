@@ -1,10 +1,12 @@
-"""The README's walk-through and dynamic-tables example, run as a new user runs them.
+"""The README's walk-through and the docs' dynamic-tables example, run as a new user runs them.
 
-The commands are read from README.md itself (its ``sh`` blocks), so this test breaks when
-the README drifts from what works. They run in bash, in a directory whose ``.venv`` is
-this environment, against a daemon of their own that serves ``conf/catalogd.yaml`` (what
-``make run`` serves) on free ports: the only edits to the text are those ports. No output
-(the commands', the Spark scripts', the daemon's) may hold a stack trace.
+The commands are read from the text itself (the ``sh`` blocks of README.md's walk-through,
+which the docs' Getting started page includes, and of docs/dynamic-tables.md's complete
+example), so this test breaks when the documentation drifts from what works. They run in
+bash, in a directory whose ``.venv`` is this environment, against a daemon of their own
+that serves ``conf/catalogd.yaml`` (what ``make run`` serves) on free ports: the only edits
+to the text are those ports. No output (the commands', the Spark scripts', the daemon's)
+may hold a stack trace.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+DYNAMIC_TABLES = REPO / "docs" / "dynamic-tables.md"
 MARK = "@@readme-step "
 
 # A stack trace: Java frames, a Java exception line, a Python traceback.
@@ -36,9 +39,9 @@ _EXCEPTION = re.compile(r"^([a-z_$][\w$]*\.)+[\w$]*(Exception|Error)(: |$)")
 _ALARMING = re.compile(r"\b(WARN|WARNING|ERROR|FATAL|SEVERE)\b")
 
 
-def section(title: str) -> str:
-    """The text of the README section ``## title`` (up to the next ``## ``)."""
-    text = README.read_text()
+def section(title: str, page: Path = README) -> str:
+    """The text of the section ``## title`` of ``page`` (up to the next ``## ``)."""
+    text = page.read_text()
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start:end if end >= 0 else len(text)]
@@ -202,8 +205,7 @@ def test_readme_walk_through_and_dynamic_tables_example(daemon_factory: Callable
 
     # The dynamic-tables example, the whole block: source by CTAS, CREATE DYNAMIC TABLE,
     # a refresh over REST, history, partitions, clean-up.
-    example = section("Dynamic tables")
-    example = example[example.index("A complete example"):]
+    example = section("A complete example", DYNAMIC_TABLES)
     dynamic_block = commands(sh_blocks(example)[0])
     ran_dt = session.run(dynamic_block, timeout=900)
     job = json.loads(output_of(ran_dt, "curl -s localhost:9191/v3/dynamic-tables/refresh/$JOB"))
