@@ -71,6 +71,14 @@ def tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+def log_text(daemon: Daemon) -> str:
+    """The whole of a daemon's log so far ("" before it has one)."""
+    try:
+        return daemon.log_path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs: list[dict[str, Any]],
                  extra: dict[str, Any] | None = None) -> Path:
     extra = dict(extra or {})
@@ -296,3 +304,43 @@ def raw_thrift(address: str) -> Iterator[Any]:
         yield CatalogService.Client(TBinaryProtocolAccelerated(transport))
     finally:
         transport.close()
+
+
+@contextlib.contextmanager
+def hms_connection(address: tuple[str, int], user: str | None = None) -> Iterator[Any]:
+    """A plain HMS client connection (the ThriftHiveMetastore client hmsclient ships), as ``user``
+    (``set_ugi``) when one is given."""
+    from hmsclient import hmsclient
+
+    client = hmsclient.HMSClient(host=address[0], port=address[1])
+    client.open()
+    try:
+        if user is not None:
+            client.set_ugi(user, [user])
+        yield client
+    finally:
+        client.close()
+
+
+# ---------------------------------------------------------------- Spark
+
+def short(name: str) -> str:
+    """``main.db.t`` -> ``db.t``, ``main.db`` -> ``db``: the name in Spark's session catalog (main's metastore)."""
+    return name.split(".", 1)[1]
+
+
+def sql(spark: Any, statement: str) -> list[tuple[Any, ...]]:
+    """A statement's result rows as tuples, in the order Spark gives them."""
+    return [tuple(row) for row in spark.sql(statement).collect()]
+
+
+def spark_rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
+    """The rows of the table Spark names ``table`` (``db.t``), sorted, read after a refresh of what
+    Spark has cached about it."""
+    spark.catalog.refreshTable(table)
+    return sorted(tuple(r) for r in spark.table(table).collect())
+
+
+def rows(spark: Any, name: str) -> list[tuple[Any, ...]]:
+    """The rows of main's table ``name`` (``main.db.t``), sorted, as Spark reads them."""
+    return spark_rows(spark, short(name))

@@ -10,22 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pytest
 from hmsclient import hmsclient
 
+from .helpers import local_path, sql
+
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-
-def sql(spark: Any, statement: str) -> list[tuple[Any, ...]]:
-    return [tuple(row) for row in spark.sql(statement).collect()]
-
-
-def local(uri: str) -> Path:
-    parsed = urlparse(uri)
-    assert parsed.scheme in ("", "file"), uri
-    return Path(parsed.path)
 
 
 @pytest.fixture
@@ -68,7 +59,7 @@ def test_spark_statements_on_a_memory_catalog(spark, client, scratch_db, warehou
     assert set(client.list_tables(f"scratch.{name}")) >= {"hive_t", "ds_t"}
     hive_t = client.get_table(f"scratch.{name}.hive_t")
     assert [c.name for c in hive_t.columns] == ["id", "name"] and [c.name for c in hive_t.partition_keys] == ["ds"]
-    assert local(hive_t.location).resolve() == (db_dir / "hive_t").resolve()
+    assert local_path(hive_t.location).resolve() == (db_dir / "hive_t").resolve()
     # Both CTAS kinds, a view, a Java function.
     spark.sql(f"CREATE TABLE {db}.ctas_hive STORED AS ORC AS SELECT id, name FROM {db}.hive_t")
     spark.sql(f"CREATE TABLE {db}.ctas_ds USING parquet AS SELECT id FROM {db}.ds_t")
@@ -95,7 +86,7 @@ def test_spark_statements_on_a_memory_catalog(spark, client, scratch_db, warehou
     spark.sql(f"ANALYZE TABLE {db}.renamed COMPUTE STATISTICS")
     assert client.get_table(f"scratch.{name}.renamed").statistics.row_count == 3
     # DROP: table (its files go), view, function, then the database.
-    ds_dir = local(client.get_table(f"scratch.{name}.ds_t").location)
+    ds_dir = local_path(client.get_table(f"scratch.{name}.ds_t").location)
     assert ds_dir.is_dir()
     spark.sql(f"DROP TABLE {db}.ds_t")
     spark.sql(f"DROP VIEW {db}.v")
