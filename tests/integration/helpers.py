@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import textwrap
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -344,3 +346,52 @@ def spark_rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
 def rows(spark: Any, name: str) -> list[tuple[Any, ...]]:
     """The rows of main's table ``name`` (``main.db.t``), sorted, as Spark reads them."""
     return spark_rows(spark, short(name))
+
+
+#: A Spark application of its own (a second JVM: the test session's SparkSession is another
+#: daemon's), reading SQL statements from stdin and answering each with one JSON line.
+SPARK_CHILD = textwrap.dedent("""
+    import json, sys
+    from pyspark.sql import SparkSession
+    builder = SparkSession.builder.master("local[1]").appName("restart-child").enableHiveSupport()
+    for key, value in json.loads(sys.argv[1]).items():
+        builder = builder.config(key, value)
+    spark = builder.config("spark.ui.enabled", "false").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        try:
+            rows = [list(r) for r in spark.sql(line.strip()).collect()]
+            print(json.dumps({"rows": rows}), flush=True)
+        except Exception as e:
+            print(json.dumps({"error": str(e)[:2000]}), flush=True)
+""")
+
+
+class SparkChild:
+    """A running SPARK_CHILD: ``sql(statement)`` answers the statement's JSON line."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+
+    @classmethod
+    def start(cls, script: Path, conf: dict[str, str]) -> SparkChild:
+        """SPARK_CHILD written to ``script`` and started on the Spark configuration ``conf``."""
+        script.write_text(SPARK_CHILD)
+        return cls(subprocess.Popen([sys.executable, str(script), json.dumps(conf)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env()))
+
+    def answer(self) -> dict[str, object]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"the Spark child exited with {self.proc.poll()}")
+            if line.startswith("{"):
+                return json.loads(line)  # type: ignore[no-any-return]
+
+    def sql(self, statement: str) -> dict[str, object]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(statement + "\n")
+        self.proc.stdin.flush()
+        return self.answer()
