@@ -40,7 +40,16 @@ from catalogd.errors import (
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .conftest import CliResult
-from .helpers import CATALOGD, Daemon, clean_env, free_port, spark_rows, start_daemon, write_config
+from .helpers import (
+    CATALOGD,
+    Daemon,
+    clean_env,
+    free_port,
+    process_alive,
+    spark_rows,
+    start_daemon,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -317,7 +326,7 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     suspended = spark_sql(spark, f"ALTER DYNAMIC TABLE {name} SUSPEND", client=dc).table
     assert suspended.state is RefreshState.SUSPENDED
     pid = dt.job_detail["pid"]
-    wait_until(lambda: not _alive(pid), 60.0, "the streaming job to stop")
+    wait_until(lambda: not process_alive(pid), 60.0, "the streaming job to stop")
     spark.sql(f"INSERT INTO {source} SELECT id, 'c' FROM range(3)")
     holds_for(lambda: spark_rows(spark, table) == [("a", 10), ("b", 5)], 8.0, "the suspended table unchanged", every=1)
 
@@ -342,7 +351,7 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     pid = wait_until(lambda: dc.get_dynamic_table(name).job_detail.get("pid"), 120.0, "the pid")
     checkpoint = Path(dt.job_detail["checkpoint"])
     assert cli(dtd, "sql", f"DROP DYNAMIC TABLE {name}").code == 0
-    assert not _alive(pid)
+    assert not process_alive(pid)
     assert not checkpoint.exists()
     assert not dc.table_exists(name)
     assert cli(dtd, "sql", f"DROP DYNAMIC TABLE IF EXISTS {name}").code == 0
@@ -369,18 +378,6 @@ def test_a_continuous_table_over_a_hive_text_table_sees_its_appends(
     spark.sql(f"INSERT INTO {source} SELECT id FROM range(4)")
     wait_until(lambda: spark_rows(spark, table) == [(7,)], JOB_TIMEOUT, "the append", every=1)
     dc.drop_dynamic_table(name)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped by the daemon) is not running.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------- restart
