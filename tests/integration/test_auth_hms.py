@@ -9,25 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import hmsclient
 import pytest
 import yaml
 from hmsclient.genthrift.hive_metastore import ttypes
 
-from .helpers import CATALOGD, clean_env, embedded_catalog, free_port, metastore_pids, write_config
+from .helpers import CATALOGD, clean_env, embedded_catalog, free_port, hms_connection, metastore_pids, write_config
 
 pytestmark = pytest.mark.integration
 
 ETL_TOKEN = "etl-token-0123456789abcdef-A1"
 ANALYST_TOKEN = "analyst-token-0123456789abcdef-A1"
-
-
-def _conn(address: tuple[str, int], user: str | None) -> Any:
-    client = hmsclient.HMSClient(host=address[0], port=address[1])
-    client.open()
-    if user is not None:
-        client.set_ugi(user, [user])
-    return client
 
 
 def _audit(data_dir: Path) -> list[dict[str, Any]]:
@@ -57,38 +48,28 @@ def test_the_set_ugi_user_needs_its_role_on_the_call_s_catalog(daemon_factory, t
     denied = ttypes.MetaException
 
     # No set_ugi, or a user who is no principal: refused, the message naming the role.
-    anonymous = _conn(address, None)
-    try:
-        with pytest.raises(denied, match="a connection without set_ugi needs role reader on catalog main "
-                                         "for get_database"):
-            anonymous.get_database("default")
-    finally:
-        anonymous.close()
-    stranger = _conn(address, "mallory")
-    try:
+    with hms_connection(address) as anonymous, \
+            pytest.raises(denied, match="a connection without set_ugi needs role reader on catalog main "
+                                        "for get_database"):
+        anonymous.get_database("default")
+    with hms_connection(address, "mallory") as stranger:
         with pytest.raises(denied, match=r"user 'mallory' \(not a configured principal\) needs role reader "
                                          r"on any catalog for get_all_databases"):
             stranger.get_all_databases()
         with pytest.raises(denied, match="needs role writer on catalog main for create_database"):
             stranger.create_database(ttypes.Database(name="by_mallory", parameters={}))
-    finally:
-        stranger.close()
 
     # A reader reads and cannot write.
-    analyst = _conn(address, "analyst")
-    try:
+    with hms_connection(address, "analyst") as analyst:
         assert "default" in analyst.get_all_databases()
         assert analyst.get_database("default").name == "default"
         with pytest.raises(denied, match="user 'analyst' needs role writer on catalog main for create_database"):
             analyst.create_database(ttypes.Database(name="by_analyst", parameters={}))
         with pytest.raises(denied, match="needs role writer on catalog main for drop_database"):
             analyst.drop_database("default", True, True)
-    finally:
-        analyst.close()
 
     # A writer writes on its catalog, and only there.
-    etl = _conn(address, "etl")
-    try:
+    with hms_connection(address, "etl") as etl:
         etl.create_database(ttypes.Database(name="by_etl", description="made by etl", parameters={}))
         assert etl.get_database("by_etl").description == "made by etl"
         with pytest.raises(ttypes.NoSuchObjectException):
@@ -99,18 +80,13 @@ def test_the_set_ugi_user_needs_its_role_on_the_call_s_catalog(daemon_factory, t
             etl.create_database(ttypes.Database(name="scratch__by_etl", parameters={}))
         with pytest.raises(ttypes.AlreadyExistsException):
             etl.create_database(ttypes.Database(name="by_etl", parameters={}))  # audited as an error
-    finally:
-        etl.close()
 
     # A principal granted one catalog lists only that catalog's databases.
-    scratchy = _conn(address, "scratchy")
-    try:
+    with hms_connection(address, "scratchy") as scratchy:
         scratchy.create_database(ttypes.Database(name="scratch__mine", parameters={}))
         assert scratchy.get_all_databases() == ["scratch__default", "scratch__mine"]
         with pytest.raises(denied, match="user 'scratchy' needs role reader on catalog main for get_database"):
             scratchy.get_database("default")
-    finally:
-        scratchy.close()
 
     entries = [_without_time_and_port(e) for e in _audit(proc.data_dir)]
     hms = {"surface": "hms", "client": "127.0.0.1"}
