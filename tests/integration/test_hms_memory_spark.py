@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient import hmsclient
 
-from .helpers import local_path, sql
+from .helpers import hms_connection, local_path, sql
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -133,12 +132,8 @@ def test_table_made_through_the_api_is_read_by_spark_and_one_dropped_there_is_go
     spark.sql(f"INSERT INTO {db}.api_t VALUES (7)")
     assert sql(spark, f"SELECT id FROM {db}.api_t") == [(7,)]
     client.drop_table(f"scratch.{scratch_db}.api_t")
-    conn = hmsclient.HMSClient(host=hms_address[0], port=hms_address[1])
-    conn.open()
-    try:
+    with hms_connection(hms_address) as conn:
         assert "api_t" not in conn.get_all_tables(db)
-    finally:
-        conn.close()
 
 
 def test_daemon_stop_removes_the_scratch_warehouse_and_nothing_else(daemon_factory, tmp_path):
@@ -163,16 +158,12 @@ def test_daemon_stop_removes_the_scratch_warehouse_and_nothing_else(daemon_facto
         return ttypes.Table(tableName=name, dbName="db1", owner="me", sd=sd, partitionKeys=[],
                             parameters={"EXTERNAL": "TRUE"} if kind == "EXTERNAL_TABLE" else {}, tableType=kind)
 
-    conn = hmsclient.HMSClient(host=proc.hms_address[0], port=proc.hms_address[1])
-    conn.open()
-    try:
+    with hms_connection(proc.hms_address) as conn:
         conn.create_database(ttypes.Database(name="db1", parameters={}))
         assert conn.get_database("db1").locationUri == f"file://{warehouse}/db1.db"
         conn.create_table(tbl("t", None, "MANAGED_TABLE"))
         conn.create_table(tbl("ext", f"file://{victim}", "EXTERNAL_TABLE"))
         assert sorted(conn.get_all_tables("db1")) == ["ext", "t"]
-    finally:
-        conn.close()
     assert (warehouse / "db1.db" / "t").is_dir()
     assert proc.stop() == 0
     assert not warehouse.exists()
