@@ -375,11 +375,13 @@ class SparkChild:
         self.proc = proc
 
     @classmethod
-    def start(cls, script: Path, conf: dict[str, str]) -> SparkChild:
-        """SPARK_CHILD written to ``script`` and started on the Spark configuration ``conf``."""
+    def start(cls, script: Path, conf: dict[str, str], env: dict[str, str] | None = None) -> SparkChild:
+        """SPARK_CHILD written to ``script`` and started on the Spark configuration ``conf``, in
+        ``env`` (by default clean_env())."""
         script.write_text(SPARK_CHILD)
         return cls(subprocess.Popen([sys.executable, str(script), json.dumps(conf)], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env()))
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                    env=clean_env() if env is None else env))
 
     def answer(self) -> dict[str, object]:
         assert self.proc.stdout is not None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,16 @@ import pytest
 import yaml
 from hmsclient.genthrift.hive_metastore import ttypes
 
-from .helpers import CATALOGD, clean_env, embedded_catalog, free_port, hms_connection, metastore_pids, write_config
+from .helpers import (
+    CATALOGD,
+    SparkChild,
+    clean_env,
+    embedded_catalog,
+    free_port,
+    hms_connection,
+    metastore_pids,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -149,8 +157,6 @@ def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_
     from catalogd.client import CatalogClient
     from catalogd.spark.conf import spark_conf_for
 
-    from .test_hms_restart import CHILD, _Child
-
     auth = {"enabled": True,
             "principals": [{"name": "admin", "token": ETL_TOKEN}, {"name": "viewer"}],
             "grants": [{"principal": "admin", "catalog": "*", "role": "admin"},
@@ -160,18 +166,14 @@ def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_
         c.create_database("main.shop")
         c.create_table("main.shop.t", "id int")
         conf = spark_conf_for(c.get_catalog("main"))
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
 
-    def spark_as(user: str) -> _Child:
+    def spark_as(user: str) -> SparkChild:
         env = {**clean_env(), "HADOOP_USER_NAME": user}
-        child = _Child(subprocess.Popen([sys.executable, str(script), json.dumps(conf)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        text=True, env=env))
+        child = SparkChild.start(tmp_path / "child.py", conf, env)
         assert child.answer() == {"ready": True}
         return child
 
-    def done(child: _Child) -> None:
+    def done(child: SparkChild) -> None:
         assert child.proc.stdin is not None
         child.proc.stdin.close()
         try:
