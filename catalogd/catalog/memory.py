@@ -7,7 +7,6 @@ import threading
 import time
 
 from catalogd.catalog.base import BaseCatalog, check_name
-from catalogd.catalog.types import parse_type
 from catalogd.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
@@ -19,6 +18,7 @@ from catalogd.errors import (
     TableNotFoundError,
     ViewAlreadyExistsError,
 )
+from catalogd.hive_types import parse_type
 from catalogd.model import (
     CatalogInfo,
     Column,

@@ -160,7 +160,7 @@ def hive_columns(schema: Any) -> list[Column]:
     """
     from pyspark.sql.types import NullType
 
-    from catalogd.catalog.types import parse_type
+    from catalogd.hive_types import parse_type
 
     columns = []
     for field in schema.fields:
@@ -283,7 +283,7 @@ def staged_table(
         A StagedTable: write into ``.name`` while the block runs; ``.active`` is False
         (and ``.name`` None) when there is nothing to do. ``.result`` holds the final stage.
     """
-    from catalogd.catalog.types import parse_schema
+    from catalogd.hive_types import parse_schema
 
     if schema is None:
         columns: list[Column] = []
