@@ -538,7 +538,7 @@ def sql(spark: SparkSession, statement: str, client: CatalogClient | None = None
     import sqlglot
     from sqlglot import exp
 
-    from catalogd.dynamic.statements import is_dynamic_statement
+    from catalogd.sql_lexer import is_dynamic_statement
 
     if is_dynamic_statement(statement):
         with _client(client) as c:
