@@ -9,7 +9,7 @@ both packages, lets ``catalogd.spark`` and ``catalogd.dynamic`` depend on it and
 other; it imports only the client side (``catalogd.client``, ``model``, ``errors``, ``hive_types``).
 
 A stage, in short: the job writes into a hidden staging table, and the daemon publishes it
-in one metastore call on success and drops it on failure (docs: atomic writes).
+in one metastore call on success and drops it on failure (docs/atomic-writes.md).
 """
 
 from __future__ import annotations
