@@ -160,7 +160,7 @@ class HiveCatalog(BaseCatalog):
         if conf.is_embedded:
             embedded = EmbeddedMetastore(
                 conf.name, config.server.data_dir, conf.metastore_port, conf.warehouse, hive_conf,
-                stop_grace=config.server.shutdown_grace.total_seconds(),
+                stop_grace=config.server.shutdown_grace.total_seconds(), database=conf.metastore_database,
             )
         else:
             uris = parse_uris(conf.uris)
