@@ -29,7 +29,7 @@ from xml.sax.saxutils import escape
 
 from catalogd.config.metastore_db import PostgresDatabase
 from catalogd.errors import ConflictError, MetastoreUnavailableError
-from catalogd.metastore.database import driver_jars, jdo_settings
+from catalogd.metastore.database import database_settings, driver_jars
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class EmbeddedMetastore:
 
     def hive_site(self) -> str:
         settings = {
-            **jdo_settings(self.database, self.home),
+            **database_settings(self.database, self.home),
             # Creates the schema in an empty database on first start; an existing one is left as it is.
             "datanucleus.schema.autoCreateAll": "true",
             "hive.metastore.schema.verification": "false",
@@ -176,34 +176,15 @@ class EmbeddedMetastore:
         )
         return f'<?xml version="1.0"?>\n<configuration>\n{props}\n</configuration>\n'
 
-    def start(self, timeout: float = 180.0) -> None:
-        """Start the metastore and wait until it answers on its port.
-
-        A restart keeps the port chosen by the first start, so clients (Spark sessions
-        too) keep their settings.
+    def command(self, java: str, jars: Path) -> list[str]:
+        """The JVM's command line: everyone may read it (``ps``), so no secret is on it; they are in hive-site.xml.
 
         Raises:
-            MetastoreUnavailableError: Java is missing, or the process died or
-                did not answer within ``timeout`` (the log's tail is in the message).
-            ConflictError: the chosen port is taken by another process.
+            ConfigError: ``metastore-db`` names PostgreSQL and its JDBC driver is not installed.
         """
-        java = find_java()
-        jars = pyspark_jars_dir()
-        # Before anything is written or started: a missing driver is a set-up problem to report at once.
+        conf_dir = self.home / "conf"
         extra_jars = "".join(f":{jar}" for jar in driver_jars(self.database, self.name))
-        # hive-site.xml may hold the metastore database's password.
-        conf_dir = private_dir(self.home / "conf")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        write_private(conf_dir / "hive-site.xml", self.hive_site())
-        if self.warehouse.startswith("file:"):
-            Path(self.warehouse.removeprefix("file://").removeprefix("file:")).mkdir(parents=True, exist_ok=True)
-        self.port = self.port or self.requested_port or free_port(self.host)
-        if port_answers(self.host, self.port) or not port_free(self.host, self.port):
-            raise ConflictError(
-                f"port {self.port} for the embedded metastore of catalog {self.name!r} is already in use; "
-                "set metastore-port to a free port or 0"
-            )
-        cmd = [
+        return [
             java,
             f"-Xmx{self.heap}",
             f"-Dderby.system.home={self.home}",
@@ -217,6 +198,33 @@ class EmbeddedMetastore:
             "--enable-auth",
             "0",
         ]
+
+    def start(self, timeout: float = 180.0) -> None:
+        """Start the metastore and wait until it answers on its port.
+
+        A restart keeps the port chosen by the first start, so clients (Spark sessions
+        too) keep their settings.
+
+        Raises:
+            MetastoreUnavailableError: Java is missing, or the process died or
+                did not answer within ``timeout`` (the log's tail is in the message).
+            ConflictError: the chosen port is taken by another process.
+            ConfigError: ``metastore-db`` names PostgreSQL and its JDBC driver is not installed.
+        """
+        # Before anything is written or started: a missing driver is a set-up problem to report at once.
+        cmd = self.command(find_java(), pyspark_jars_dir())
+        # hive-site.xml may hold the metastore database's password.
+        conf_dir = private_dir(self.home / "conf")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        write_private(conf_dir / "hive-site.xml", self.hive_site())
+        if self.warehouse.startswith("file:"):
+            Path(self.warehouse.removeprefix("file://").removeprefix("file:")).mkdir(parents=True, exist_ok=True)
+        self.port = self.port or self.requested_port or free_port(self.host)
+        if port_answers(self.host, self.port) or not port_free(self.host, self.port):
+            raise ConflictError(
+                f"port {self.port} for the embedded metastore of catalog {self.name!r} is already in use; "
+                "set metastore-port to a free port or 0"
+            )
         logger.info(
             "starting embedded metastore for catalog %s on %s:%d, database %s (log: %s)", self.name, self.host,
             self.port, self.database or "Derby", self.log_path,
