@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,3 +229,29 @@ def test_a_bad_metastore_db_exits_2_naming_the_key(tmp_path: Path, entry: dict[s
     assert message in lines[0]
     assert "hunter2" not in done.stderr + done.stdout
     assert not (data_dir / "catalogs").exists(), "no metastore was started"
+
+
+#: ``catalogd serve`` as the console script runs it, on a machine without the PostgreSQL JDBC driver.
+WITHOUT_DRIVER = """
+import pathlib, sys
+import catalogd.metastore.database
+catalogd.metastore.database.POSTGRESQL_JAR = pathlib.Path(sys.argv[1])
+from catalogd.cli import main
+sys.exit(main(["serve", "--config", sys.argv[2]]))
+"""
+
+
+def test_a_missing_jdbc_driver_exits_2_naming_the_key_and_the_package(tmp_path: Path) -> None:
+    absent = tmp_path / "postgresql.jar"
+    catalog = embedded_catalog("main", **{"metastore-db": "postgresql://u:hunter2hunter2@127.0.0.1:1/m"})
+    data_dir = tmp_path / "data"
+    config = write_config(tmp_path / "c.yaml", port=free_port(), http_port=free_port(), data_dir=data_dir,
+                          catalogs=[catalog])
+    done = subprocess.run([sys.executable, "-c", WITHOUT_DRIVER, str(absent), str(config)], capture_output=True,
+                          text=True, timeout=60, env=clean_env())
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: config: catalogs[main].metastore-db: the PostgreSQL JDBC driver {absent} is missing: "
+        "install it (apt-get install libpostgresql-jdbc-java)")
+    assert "hunter2" not in done.stderr + done.stdout
+    assert metastore_pids(data_dir) == []
