@@ -763,6 +763,26 @@ class Config(_Model):
             raise problems_error(problems)
         return self
 
+    @model_validator(mode="after")
+    def _one_catalog_per_metastore_db(self) -> Config:
+        # Two catalogs of one daemon on one database would be one metastore under two names, which
+        # catalogd does not know they share (it tells shared metastores by their addresses).
+        problems: list[tuple[Loc, str]] = []
+        seen: dict[tuple[str, int, str], str] = {}
+        for index, catalog in enumerate(self.catalogs):
+            database = catalog.metastore_database
+            if database is None:
+                continue
+            key = (database.host.lower(), database.port, database.name)
+            if key in seen:
+                problems.append((("catalogs", index, "metastore-db"),
+                                 f"catalog {seen[key]!r} uses the same database: give each embedded catalog its own "
+                                 f"database, or make this one remote on the other's metastore-port"))
+            seen.setdefault(key, catalog.name)
+        if problems:
+            raise problems_error(problems)
+        return self
+
     @property
     def default_catalog(self) -> CatalogConfig:
         """The catalog used when a name leaves its catalog out."""

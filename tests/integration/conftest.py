@@ -72,7 +72,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    """A real PostgreSQL server for the session, started when a test first asks for it (about 2 s)."""
+    """A real PostgreSQL server for the session, started when a test first asks for it (1-2 s), never before."""
     with running_postgres() as server:
         yield server
 

@@ -152,3 +152,15 @@ def test_the_password_comes_through_env_expansion(monkeypatch: pytest.MonkeyPatc
     assert database is not None and database.password is not None
     assert database.password.get_secret_value() == SECRET
     assert SECRET not in repr(config)
+
+
+def test_two_catalogs_of_one_daemon_cannot_share_a_database() -> None:
+    catalog = ("  - name: {name}\n    type: hive\n    connection: {{hive.metastore.uris: embedded}}\n"
+               "    metastore-db: postgresql://u:{secret}@{host}:5432/meta\n")
+    text = "catalogs:\n" + catalog.format(name="a", secret=SECRET, host="db") + catalog.format(
+        name="b", secret=SECRET, host="DB") + "    default: true\n"
+    assert problems_of(text) == [f"{SRC}: catalogs[1].metastore-db: catalog 'a' uses the same database: give each "
+                                 "embedded catalog its own database, or make this one remote on the other's "
+                                 "metastore-port"]
+    other = text.replace("DB:5432/meta", "DB:5432/meta2")
+    assert [c.name for c in parse_config(other).catalogs] == ["a", "b"]
