@@ -37,7 +37,8 @@ def encode(obj: Any) -> bytes:
 
 
 def decode(kind: type[T], data: bytes) -> T:
-    return deserialize(kind(), data, _PROTOCOL)
+    obj: T = deserialize(kind(), data, _PROTOCOL)
+    return obj
 
 
 def is_external(tbl: hms.Table) -> bool:

@@ -51,10 +51,10 @@ def to_hms_error(error: CatalogError, method: str) -> Exception:
     that fits (nearly every method declares that one; ``methods.error_result`` handles the rest)."""
     text = f"catalogd: {error.message}"
     declared = _declared(method)
+    make: Callable[..., Exception] = hms.MetaException
     for kind, candidates in _CANDIDATES:
         if isinstance(error, kind):
-            for exc in candidates:
-                if exc in declared:
-                    return exc(message=text)
+            make = next((c for c in candidates if c in declared), make)
             break
-    return hms.MetaException(message=text)
+    exc: Exception = make(message=text)
+    return exc
