@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 CONFIG ?= conf/catalogd.yaml
 
-.PHONY: run test unit integration lint docs idl install java clean bench lock
+.PHONY: run test unit integration lint docs idl install java postgresql clean bench lock
 
 # uv installs the pinned set in requirements.lock (made by `make lock`) in seconds; pip only
 # bootstraps uv itself.
@@ -33,16 +33,25 @@ java:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	else echo "Java 17 is required: install it and re-run" >&2; exit 1; fi
 
+# A PostgreSQL server and its JDBC driver: the integration tests start a real server under
+# embedded metastores (`make run` stays on Derby and needs neither).
+postgresql:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -f /usr/share/java/postgresql.jar; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing PostgreSQL and its JDBC driver (postgresql, libpostgresql-jdbc-java) for the tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql libpostgresql-jdbc-java >/dev/null; \
+	else echo "the tests need PostgreSQL: install postgresql and libpostgresql-jdbc-java and re-run" >&2; exit 1; fi
+
 run: $(STAMP)
 	$(BIN)/catalogd serve --config $(CONFIG)
 
-test: $(STAMP) lint docs
+test: $(STAMP) postgresql lint docs
 	$(BIN)/python -m pytest -q tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: $(STAMP)
+integration: $(STAMP) postgresql
 	$(BIN)/python -m pytest -q -m integration tests
 
 lint: $(STAMP)

@@ -26,9 +26,9 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
 from catalogd import wire
-from catalogd.catalog.types import parse_schema
 from catalogd.errors import InternalError, InvalidArgumentError, ServerUnavailableError
 from catalogd.gen.catalogd_thrift import CatalogService
+from catalogd.hive_types import parse_schema
 from catalogd.model import (
     CatalogInfo,
     Column,

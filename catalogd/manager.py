@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from catalogd import not_found
@@ -16,6 +17,7 @@ from catalogd.catalog.hms_cache import uncached
 from catalogd.config import CatalogConfig, Config, TlsConfig, hms_prefix_of
 from catalogd.errors import (
     CatalogNotFoundError,
+    InternalError,
     InvalidArgumentError,
     NotFoundError,
     PermissionDeniedError,
@@ -73,6 +75,20 @@ def parse_stage_id(stage_id: str) -> tuple[str, str, str]:
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class ServedEndpoint:
+    """catalogd's HMS endpoint as clients reach it: what catalog infos (and ``spark-conf``) show.
+
+    Known only once the endpoint listens (its port may be chosen then), so the daemon hands
+    it over with ``CatalogManager.serve_endpoint`` after binding, as one value.
+    """
+
+    #: ``thrift://host:port``.
+    uri: str
+    #: The endpoint's TLS settings (None: plain).
+    tls: TlsConfig | None = None
+
+
 class CatalogManager:
     """Holds the open catalogs of one config and resolves names against them.
 
@@ -93,10 +109,18 @@ class CatalogManager:
         #: dropped or renamed, ("drop-database", catalog, database, "") before a cascading
         #: database drop (the dynamic-table service stops the tables' jobs first).
         self.table_hooks: list[Callable[[str, str, str, str], None]] = []
-        #: catalogd's HMS endpoint as clients reach it (``thrift://host:port``), once it listens.
-        self.hms_endpoint: str | None = None
-        #: The endpoint's TLS settings (None: plain), for what spark-conf prints.
-        self.hms_tls: TlsConfig | None = None
+        #: catalogd's HMS endpoint, once it listens (None: not yet, or a manager without one).
+        self._endpoint: ServedEndpoint | None = None
+
+    def serve_endpoint(self, endpoint: ServedEndpoint) -> None:
+        """Show ``endpoint`` in every catalog's info from now on; called once, after it is bound.
+
+        Raises:
+            InternalError: an endpoint was handed over already (one daemon binds one endpoint).
+        """
+        if self._endpoint is not None:
+            raise InternalError(f"the HMS endpoint is {self._endpoint.uri} already, not {endpoint.uri}")
+        self._endpoint = endpoint
 
     # ------------------------------------------------------------ lifecycle
 
@@ -244,11 +268,12 @@ class CatalogManager:
         info.read_only = conf.read_only
         # The backend may have nothing to stage (memory): then no config makes its writes atomic.
         info.atomic_writes = conf.atomic_writes and info.atomic_writes
-        info.hms_endpoint = self.hms_endpoint
-        if self.hms_tls is not None:
+        endpoint = self._endpoint
+        info.hms_endpoint = endpoint.uri if endpoint is not None else None
+        if endpoint is not None and endpoint.tls is not None:
             info.hms_tls = True
-            info.hms_truststore = str(self.hms_tls.truststore) if self.hms_tls.truststore else None
-            password = self.hms_tls.truststore_password
+            info.hms_truststore = str(endpoint.tls.truststore) if endpoint.tls.truststore else None
+            password = endpoint.tls.truststore_password
             info.hms_truststore_password = password.get_secret_value() if password is not None else None
         info.hms_prefix = hms_prefix_of(conf)
         return info

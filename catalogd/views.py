@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from catalogd.catalog.types import parse_type
 from catalogd.errors import InvalidArgumentError, NotFoundError
+from catalogd.hive_types import parse_type
 from catalogd.model import Column
 
 #: ``resolve(database, table)`` -> the columns (partition keys last) of a table or view.

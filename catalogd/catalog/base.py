@@ -501,7 +501,7 @@ class BaseCatalog(Catalog, abc.ABC):
     @staticmethod
     def check_new_table(table: Table) -> None:
         """Validate a table definition before any store sees it."""
-        from catalogd.catalog import types
+        from catalogd import hive_types
 
         if is_stage_table(table.name):
             raise InvalidArgumentError(
@@ -515,6 +515,6 @@ class BaseCatalog(Catalog, abc.ABC):
             if key in seen:
                 raise InvalidArgumentError(f"duplicate column {col.name!r} in {table.database}.{table.name}")
             seen.add(key)
-            types.parse_type(col.type)
+            hive_types.parse_type(col.type)
         if table.kind is TableKind.EXTERNAL and not table.location:
             raise InvalidArgumentError(f"table {table.database}.{table.name}: an external table needs a location")

@@ -35,7 +35,6 @@ from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, is_stage_table
 from catalogd.catalog.hive_client import HiveClient, HiveSession
 from catalogd.catalog.hms_cache import MetadataCache, bypassed
-from catalogd.catalog.types import parse_type
 from catalogd.errors import (
     AlreadyExistsError,
     ConfigError,
@@ -55,6 +54,7 @@ from catalogd.errors import (
     ViewAlreadyExistsError,
     ViewNotFoundError,
 )
+from catalogd.hive_types import parse_type
 from catalogd.metastore.client import parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.model import (
@@ -160,7 +160,7 @@ class HiveCatalog(BaseCatalog):
         if conf.is_embedded:
             embedded = EmbeddedMetastore(
                 conf.name, config.server.data_dir, conf.metastore_port, conf.warehouse, hive_conf,
-                stop_grace=config.server.shutdown_grace.total_seconds(),
+                stop_grace=config.server.shutdown_grace.total_seconds(), database=conf.metastore_database,
             )
         else:
             uris = parse_uris(conf.uris)

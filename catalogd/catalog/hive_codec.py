@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import spark_schema
-from catalogd.catalog.types import parse_type
+from catalogd.hive_types import parse_type
 from catalogd.model import (
     Column,
     Database,

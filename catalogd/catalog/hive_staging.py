@@ -48,7 +48,6 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, is_stage_table
 from catalogd.catalog.hive_client import HiveClient, HiveSession
-from catalogd.catalog.types import parse_type
 from catalogd.config.durations import format_duration
 from catalogd.errors import (
     AlreadyExistsError,
@@ -63,6 +62,7 @@ from catalogd.errors import (
     TableNotFoundError,
 )
 from catalogd.faults import fault_point
+from catalogd.hive_types import parse_type
 from catalogd.model import Column, Stage, StagePurpose, StageRequest, StageState, Table, TableFormat, TableKind
 
 logger = logging.getLogger(__name__)

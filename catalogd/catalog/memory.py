@@ -1,13 +1,19 @@
-"""An in-process catalog for scratch use: nothing survives a restart."""
+"""An in-process catalog for scratch use: nothing survives a restart.
+
+Its objects live once, as HMS objects in a ``MemoryStore``; this class reads and writes
+them through the codec, as ``HiveCatalog`` does over a metastore client, and the HMS
+endpoint (``hms.memory.MemoryMetastore``) serves the same store to Spark. So the API and
+CLI see what Spark made and Spark sees what the API made, with nothing to keep in step.
+"""
 
 from __future__ import annotations
 
-import copy
-import threading
-import time
+from hmsclient.genthrift.hive_metastore import ttypes as hms
 
+from catalogd.catalog import hive_codec as codec
+from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, check_name
-from catalogd.catalog.types import parse_type
+from catalogd.catalog.memory_store import MemoryStore
 from catalogd.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
@@ -19,13 +25,13 @@ from catalogd.errors import (
     TableNotFoundError,
     ViewAlreadyExistsError,
 )
+from catalogd.hive_types import parse_type
 from catalogd.model import (
     CatalogInfo,
     Column,
     Database,
     DatabaseUpdate,
     Function,
-    Statistics,
     Table,
     TableKind,
     TableUpdate,
@@ -38,14 +44,11 @@ def _normalized(columns: list[Column]) -> list[Column]:
 
 
 class MemoryCatalog(BaseCatalog):
-    """Databases and tables in a dict, guarded by one lock; copies in and out."""
+    """The catalog API over one ``MemoryStore`` (``store``), which the HMS endpoint serves too."""
 
     def __init__(self, name: str, default_database: str = "default") -> None:
         super().__init__(name)
-        self._lock = threading.RLock()
-        self._databases: dict[str, Database] = {}
-        self._tables: dict[str, dict[str, Table]] = {}
-        self._functions: dict[tuple[str, str], Function] = {}
+        self.store = MemoryStore()
         self.default_database = default_database
         self.create_database(Database(name=default_database, comment="default database"), ignore_if_exists=True)
 
@@ -56,289 +59,305 @@ class MemoryCatalog(BaseCatalog):
     def ping(self, timeout: float | None = None) -> None:
         return None
 
-    def _tables_of(self, database: str) -> dict[str, Table]:
-        if database not in self._databases:
-            raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
-        return self._tables[database]
+    # ------------------------------------------------------------ the rules both faces apply
 
-    def _tables_holding(self, database: str, name: str) -> dict[str, Table]:
-        """The tables of ``database`` for an operation on table ``name``: no database, no table."""
+    def check_table(self, table: Table) -> None:
+        """A new table's definition (made through the API or by Spark at the endpoint)."""
+        check_name(table.name, "table")
+        self.check_new_table(table)
+
+    def check_view(self, view: Table) -> None:
+        """A new view's definition (made through the API or by Spark at the endpoint)."""
+        check_name(view.name, "view")
+        self.check_new_view(view)
+
+    def check_connector(self, table: Table) -> None:
+        """A generic (connector) table: its connector has the data, so it has no location."""
+        if codec.CONNECTOR in table.properties and (table.location or table.kind is TableKind.EXTERNAL):
+            raise InvalidArgumentError(f"table {self.name}.{table.database}.{table.name}: "
+                                       "a connector table has no location (its connector has the data)")
+
+    @staticmethod
+    def added_columns(current: Table, add: list[Column]) -> list[Column]:
+        """``add`` normalized, each a new name (partition keys included)."""
+        existing = {c.name for c in [*current.columns, *current.partition_keys]}
+        added = []
+        for col in add:
+            if col.name.lower() in existing:
+                raise InvalidArgumentError(f"column {col.name!r} already exists in {current.database}.{current.name}")
+            existing.add(col.name.lower())
+            added.extend(_normalized([col]))
+        return added
+
+    # ------------------------------------------------------------ lookups (callers hold the lock)
+
+    def _database(self, name: str) -> hms.Database:
+        db = self.store.database(name)
+        if db is None:
+            raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+        return db
+
+    def _table(self, database: str, name: str) -> hms.Table:
+        """No database, no table: both are a missing table."""
         try:
-            return self._tables_of(database)
+            self._database(database)
         except DatabaseNotFoundError as e:
             raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist: {e}") from e
+        tbl = self.store.table(database, name)
+        if tbl is None:
+            raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+        return tbl
+
+    def _names(self, database: str, views: bool) -> list[str]:
+        self._database(database)
+        return [n for n in self.store.table_names(database)
+                if (self.store.table_type(database, n) == codec.VIRTUAL_VIEW) == views]
 
     # ------------------------------------------------------------ databases
 
     def list_databases(self) -> list[str]:
-        with self._lock:
-            return sorted(self._databases)
+        with self.store.lock:
+            return self.store.database_names()
 
     def get_database(self, name: str) -> Database:
-        with self._lock:
-            if name not in self._databases:
-                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
-            return copy.deepcopy(self._databases[name])
+        with self.store.lock:
+            return codec.to_database(self.name, self._database(name))
 
     def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
         check_name(database.name, "database")
-        with self._lock:
-            if database.name in self._databases:
+        with self.store.lock:
+            if self.store.database(database.name) is not None:
                 if ignore_if_exists:
                     return
                 raise DatabaseAlreadyExistsError(f"database {self.name}.{database.name} already exists")
-            stored = copy.deepcopy(database)
-            stored.catalog = self.name
-            stored.location = stored.location or f"memory://{self.name}/{database.name}.db"
-            self._databases[database.name] = stored
-            self._tables[database.name] = {}
+            db = codec.to_hms_database(database, database.owner)
+            db.locationUri = database.location or f"memory://{self.name}/{database.name}.db"
+            self.store.put_database(db)
 
     def alter_database(self, name: str, update: DatabaseUpdate) -> None:
-        with self._lock:
-            if name not in self._databases:
-                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
-            db = self._databases[name]
+        with self.store.lock:
+            db = self._database(name)
             if update.comment is not None:
-                db.comment = update.comment
-            db.properties.update(update.set_properties)
+                db.description = update.comment
+            params = dict(db.parameters or {})
+            params.update(update.set_properties)
             for key in update.unset_properties:
-                db.properties.pop(key, None)
+                params.pop(key, None)
+            db.parameters = params
+            self.store.put_database(db)
 
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
-        with self._lock:
-            if name not in self._databases:
+        with self.store.lock:
+            if self.store.database(name) is None:
                 if ignore_if_not_exists:
                     return
                 raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
             if name == self.default_database:  # as HMS refuses to drop `default`
                 raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be dropped")
-            if self._tables[name] and not cascade:
+            tables = self.store.table_names(name)
+            if tables and not cascade:
                 raise DatabaseNotEmptyError(
-                    f"database {self.name}.{name} is not empty ({len(self._tables[name])} tables); "
-                    "drop it with cascade"
+                    f"database {self.name}.{name} is not empty ({len(tables)} tables); drop it with cascade"
                 )
-            del self._databases[name]
-            self._functions = {k: v for k, v in self._functions.items() if k[0] != name}
-            del self._tables[name]
+            self.store.drop_database(name, delete_data=True)
 
     def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
         check_name(new_name, "database")
-        with self._lock:
-            if name not in self._databases:
+        with self.store.lock:
+            if self.store.database(name) is None:
                 if ignore_if_not_exists:
                     return
                 raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
-            if new_name in self._databases:
+            if self.store.database(new_name) is not None:
                 raise DatabaseAlreadyExistsError(f"database {self.name}.{new_name} already exists")
-            database = self._databases.pop(name)
-            database.name = new_name
-            self._databases[new_name] = database
-            tables = self._tables.pop(name)
-            for table in tables.values():
-                table.database = new_name
-            self._tables[new_name] = tables
-            self._functions = {(new_name if d == name else d, n): f for (d, n), f in self._functions.items()}
-            for (d, _), function in self._functions.items():
-                function.database = d
+            self.store.rename_database(name, new_name)
 
     # ------------------------------------------------------------ tables
 
     def list_tables(self, database: str) -> list[str]:
-        with self._lock:
-            tables = self._tables_of(database)
-            return sorted(n for n, t in tables.items() if t.kind != TableKind.VIEW)
+        with self.store.lock:
+            return self._names(database, views=False)
 
     def get_table(self, database: str, name: str) -> Table:
-        with self._lock:
-            tables = self._tables_holding(database, name)
-            if name not in tables:
-                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
-            return copy.deepcopy(tables[name])
+        with self.store.lock:
+            return codec.to_table(self.name, self._table(database, name))
 
     def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
-        check_name(table.name, "table")
-        self.check_new_table(table)
-        with self._lock:
-            tables = self._tables_of(table.database)
-            if table.name in tables:
+        self.check_table(table)
+        with self.store.lock:
+            db = self._database(table.database)
+            existing = self.store.table(table.database, table.name)
+            if existing is not None:
                 if ignore_if_exists:
-                    return copy.deepcopy(tables[table.name])
+                    return codec.to_table(self.name, existing)
                 raise TableAlreadyExistsError(f"table {self.name}.{table.database}.{table.name} already exists")
-            stored = copy.deepcopy(table)
-            stored.catalog = self.name
-            stored.columns = _normalized(table.columns)
-            stored.partition_keys = _normalized(table.partition_keys)
-            if "connector" in stored.properties:
-                # A generic (connector) table: its connector has the data.
-                if stored.location or stored.kind is TableKind.EXTERNAL:
-                    raise InvalidArgumentError(f"table {self.name}.{table.database}.{table.name}: "
-                                               "a connector table has no location (its connector has the data)")
-                stored.format = None
-            elif stored.location is None:
-                stored.location = f"{self._databases[table.database].location}/{table.name}"
-            stored.created = int(time.time())
-            tables[table.name] = stored
-            return copy.deepcopy(stored)
+            self.check_connector(table)
+            model = Table(**{**table.__dict__, "catalog": self.name, "columns": _normalized(table.columns),
+                             "partition_keys": _normalized(table.partition_keys)})
+            if codec.CONNECTOR in model.properties:
+                model.format = None
+            elif model.location is None:
+                model.location = f"{db.locationUri}/{table.name}"
+            # A view handed to create_table stays a view, as before views had calls of their own.
+            make = codec.to_hms_view if model.kind is TableKind.VIEW else codec.to_hms_table
+            tbl = make(model, model.owner)
+            self.store.put_table(tbl)
+            if self.store.files is not None and model.kind is TableKind.MANAGED:
+                self.store.files.make_dir(tbl.sd.location)
+            return codec.to_table(self.name, tbl)
 
     def alter_table(self, database: str, name: str, update: TableUpdate) -> Table:
-        with self._lock:
-            table = self._tables_holding(database, name).get(name)
-            if table is None:
-                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
-            if "connector" in table.properties and "connector" in update.unset_properties:
+        with self.store.lock:
+            tbl = self._table(database, name)
+            current = codec.to_table(self.name, tbl)
+            params = dict(tbl.parameters or {})
+            generic = params.get(codec.GENERIC) == "true"
+            if generic and codec.CONNECTOR in update.unset_properties:
                 raise InvalidArgumentError(f"table {self.name}.{database}.{name}: a connector table keeps its "
                                            "connector option")
-            existing = {c.name for c in [*table.columns, *table.partition_keys]}
-            added = []
-            for col in update.add_columns:
-                if col.name.lower() in existing:
-                    raise InvalidArgumentError(f"column {col.name!r} already exists in {database}.{name}")
-                existing.add(col.name.lower())
-                added.extend(_normalized([col]))
-            table.columns.extend(added)
+            added = self.added_columns(current, update.add_columns)
+            if added:
+                tbl.sd.cols = [*(tbl.sd.cols or []), *codec.field_schemas(added)]
+                if spark_schema.PROVIDER in params and spark_schema.has_schema(params):
+                    # Spark reads a data source table's columns from its own schema: it gets them too.
+                    params = {k: v for k, v in params.items() if not spark_schema.is_schema_key(k)}
+                    params.update(spark_schema.schema_properties([*current.columns, *added],
+                                                                 current.partition_keys))
             if update.comment is not None:
-                table.comment = update.comment
-            table.properties.update(update.set_properties)
+                params["comment"] = update.comment
+            # A connector table keeps its options under a prefix (see the codec).
+            prefix = codec.GENERIC_OPTION if generic else ""
+            params.update({prefix + k: v for k, v in update.set_properties.items()})
             for key in update.unset_properties:
-                table.properties.pop(key, None)
-            return copy.deepcopy(table)
-
-    def set_statistics(self, database: str, name: str, statistics: Statistics) -> None:
-        """Record a table's basic statistics (the HMS endpoint's ANALYZE writes them here)."""
-        with self._lock:
-            table = self._tables_holding(database, name).get(name)
-            if table is None:
-                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
-            table.statistics = copy.deepcopy(statistics)
+                params.pop(prefix + key, None)
+            tbl.parameters = params
+            self.store.put_table(tbl)
+            return codec.to_table(self.name, tbl)
 
     def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
         check_name(new_name, "table")
-        with self._lock:
+        with self.store.lock:
             try:
-                tables = self._tables_holding(database, name)
+                tbl = self._table(database, name)
             except TableNotFoundError:
                 if ignore_if_not_exists:
                     return
                 raise
-            if name not in tables:
-                if ignore_if_not_exists:
-                    return
-                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
-            if new_name in tables:
+            if self.store.table(database, new_name) is not None:
                 raise TableAlreadyExistsError(f"table {self.name}.{database}.{new_name} already exists")
-            table = tables.pop(name)
-            table.name = new_name
-            tables[new_name] = table
+            tbl.tableName = new_name
+            self.store.rename_table(database, name, tbl)
 
     def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
-        with self._lock:
+        with self.store.lock:
             try:
-                tables = self._tables_holding(database, name)
+                self._table(database, name)
             except TableNotFoundError:
                 if ignore_if_not_exists:
                     return
                 raise
-            if name not in tables:
-                if ignore_if_not_exists:
-                    return
-                raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
-            del tables[name]
+            self.store.drop_table(database, name, delete_data=True)
 
     # ------------------------------------------------------------ views
 
     def list_views(self, database: str) -> list[str]:
-        with self._lock:
-            return sorted(n for n, t in self._tables_of(database).items() if t.kind == TableKind.VIEW)
+        with self.store.lock:
+            return self._names(database, views=True)
 
     def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
-        check_name(view.name, "view")
-        self.check_new_view(view)
-        with self._lock:
-            tables = self._tables_of(view.database)
-            existing = tables.get(view.name)
+        self.check_view(view)
+        with self.store.lock:
+            self._database(view.database)
+            existing = self.store.table(view.database, view.name)
             if existing is not None:
-                if existing.kind != TableKind.VIEW:
+                if existing.tableType != codec.VIRTUAL_VIEW:
                     raise ViewAlreadyExistsError(
                         f"{self.name}.{view.database}.{view.name} already exists and is a table, not a view"
                     )
                 if ignore_if_exists:
-                    return copy.deepcopy(existing)
+                    return codec.to_table(self.name, existing)
                 raise ViewAlreadyExistsError(f"view {self.name}.{view.database}.{view.name} already exists")
-            stored = copy.deepcopy(view)
-            stored.catalog, stored.kind, stored.format, stored.location = self.name, TableKind.VIEW, None, None
-            stored.columns = _normalized(view.columns)
-            stored.partition_keys = []
-            stored.created = int(time.time())
-            tables[view.name] = stored
-            return copy.deepcopy(stored)
+            model = Table(**{**view.__dict__, "columns": _normalized(view.columns)})
+            tbl = codec.to_hms_view(model, model.owner)
+            self.store.put_table(tbl)
+            return codec.to_table(self.name, tbl)
 
     def alter_view(self, database: str, name: str, update: ViewUpdate) -> Table:
-        with self._lock:
+        with self.store.lock:
             self.get_view(database, name)
-            view = self._tables_of(database)[name]
+            tbl = self._table(database, name)
             if update.expanded_text is not None and update.columns is not None and update.query is not None:
-                view.view_text, view.view_expanded_text = update.query, update.expanded_text
-                view.columns = _normalized(update.columns)
+                tbl.viewOriginalText, tbl.viewExpandedText = update.query, update.expanded_text
+                tbl.sd.cols = codec.field_schemas(_normalized(update.columns))
+            params = dict(tbl.parameters or {})
             if update.comment is not None:
-                view.comment = update.comment
-            view.properties.update(update.set_properties)
+                params["comment"] = update.comment
+            params.update(update.set_properties)
             for key in update.unset_properties:
-                view.properties.pop(key, None)
-            return copy.deepcopy(view)
+                params.pop(key, None)
+            tbl.parameters = params
+            self.store.put_table(tbl)
+            return codec.to_table(self.name, tbl)
 
     # ------------------------------------------------------------ functions
 
     def list_functions(self, database: str) -> list[str]:
-        with self._lock:
-            self._tables_of(database)
-            return sorted(n for d, n in self._functions if d == database)
+        with self.store.lock:
+            self._database(database)
+            return self.store.function_names(database)
+
+    def _function(self, database: str, name: str) -> hms.Function:
+        fn = self.store.function(database, name)
+        if fn is None:
+            raise FunctionNotFoundError(f"function {self.name}.{database}.{name} does not exist")
+        return fn
 
     def get_function(self, database: str, name: str) -> Function:
-        with self._lock:
-            found = self._functions.get((database, name))
-            if found is None:
-                raise FunctionNotFoundError(f"function {self.name}.{database}.{name} does not exist")
-            return copy.deepcopy(found)
+        with self.store.lock:
+            return codec.to_function(self.name, self._function(database, name))
 
     def create_function(self, function: Function, ignore_if_exists: bool = False) -> Function:
         check_name(function.name, "function")
         self.check_function(function)
-        with self._lock:
-            self._tables_of(function.database)
-            key = (function.database, function.name)
-            if key in self._functions:
+        with self.store.lock:
+            self._database(function.database)
+            existing = self.store.function(function.database, function.name)
+            if existing is not None:
                 if ignore_if_exists:
-                    return copy.deepcopy(self._functions[key])
+                    return codec.to_function(self.name, existing)
                 raise FunctionAlreadyExistsError(
                     f"function {self.name}.{function.database}.{function.name} already exists")
-            stored = copy.deepcopy(function)
-            stored.catalog, stored.created = self.name, int(time.time())
-            self._functions[key] = stored
-            return copy.deepcopy(stored)
+            fn = codec.to_hms_function(function, function.owner)
+            self.store.put_function(fn)
+            return codec.to_function(self.name, fn)
 
     def alter_function(self, database: str, name: str, function: Function) -> Function:
         self.check_function(function)
-        with self._lock:
-            current = self.get_function(database, name)
-            stored = copy.deepcopy(function)
-            stored.name, stored.database, stored.catalog, stored.created = name, database, self.name, current.created
-            self._functions[(database, name)] = stored
-            return copy.deepcopy(stored)
+        with self.store.lock:
+            current = self._function(database, name)
+            fn = codec.to_hms_function(function, function.owner)
+            fn.functionName, fn.dbName, fn.createTime = name, database, current.createTime
+            self.store.put_function(fn)
+            return codec.to_function(self.name, fn)
 
     def rename_function(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
         check_name(new_name, "function")
-        with self._lock:
-            if (database, name) not in self._functions:
+        with self.store.lock:
+            fn = self.store.function(database, name)
+            if fn is None:
                 if ignore_if_not_exists:
                     return
                 raise FunctionNotFoundError(f"function {self.name}.{database}.{name} does not exist")
-            if (database, new_name) in self._functions:
+            if self.store.function(database, new_name) is not None:
                 raise FunctionAlreadyExistsError(f"function {self.name}.{database}.{new_name} already exists")
-            function = self._functions.pop((database, name))
-            function.name = new_name
-            self._functions[(database, new_name)] = function
+            self.store.drop_function(database, name)
+            fn.functionName = new_name
+            self.store.put_function(fn)
 
     def drop_function(self, database: str, name: str, ignore_if_not_exists: bool = False) -> None:
-        with self._lock:
-            if self._functions.pop((database, name), None) is None and not ignore_if_not_exists:
+        with self.store.lock:
+            if not self.store.drop_function(database, name) and not ignore_if_not_exists:
                 raise FunctionNotFoundError(f"function {self.name}.{database}.{name} does not exist")
+
+
+__all__ = ["MemoryCatalog"]

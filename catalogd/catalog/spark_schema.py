@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
-from catalogd.catalog.types import _split_top_level, parse_type
 from catalogd.errors import InvalidArgumentError
+from catalogd.hive_types import parse_type, split_top_level
 from catalogd.model import Column
 
 SCHEMA_PREFIX = "spark.sql.sources.schema"
@@ -47,12 +47,12 @@ def hive_to_spark(hive_type: str) -> Any:
     if t.startswith("array<"):
         return {"type": "array", "elementType": hive_to_spark(inner), "containsNull": True}
     if t.startswith("map<"):
-        key, value = _split_top_level(inner)
+        key, value = split_top_level(inner)
         return {"type": "map", "keyType": hive_to_spark(key), "valueType": hive_to_spark(value),
                 "valueContainsNull": True}
     if t.startswith("struct<"):
         fields = []
-        for part in _split_top_level(inner):
+        for part in split_top_level(inner):
             name, _, ftype = part.partition(":")
             fields.append({"name": name, "type": hive_to_spark(ftype), "nullable": True, "metadata": {}})
         return {"type": "struct", "fields": fields}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import logging
+import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,7 @@ from catalogd.config.durations import (
     positive_duration,
 )
 from catalogd.config.fields import NonNegativeInt, Port, PositiveInt, identifier, lower, none_as_empty, string_map
+from catalogd.config.metastore_db import METASTORE_DB_FORM, PostgresDatabase, parse_metastore_db, read_password_file
 from catalogd.config.problems import Loc, problems_error, suggest
 from catalogd.config.redaction import redact
 
@@ -251,6 +253,12 @@ class CatalogConfig(_Model):
     #: What this catalog's database names start with on the HMS endpoint; None: ``<name>__``
     #: (none for the default catalog, whose databases keep their own names).
     hms_prefix: str | None = Field(default=None, alias="hms-prefix")
+    #: The database of an embedded metastore: postgresql://USER:PASSWORD@HOST:PORT/DB; None: Derby under
+    #: the data dir. Secret as a whole, because the URL may hold the password.
+    metastore_db: SecretStr | None = Field(default=None, alias="metastore-db")
+    #: A file holding the password of ``metastore-db`` (mode 0600, the daemon user's), read at load.
+    metastore_db_password_file: Path | None = Field(default=None, alias="metastore-db-password-file")
+    _metastore_db_password: SecretStr | None = PrivateAttr(default=None)
 
     @field_validator("hms_prefix")
     @classmethod
@@ -330,6 +338,50 @@ class CatalogConfig(_Model):
         if problems:
             raise problems_error(problems)
         return self
+
+    @field_validator("metastore_db")
+    @classmethod
+    def _check_metastore_db(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_metastore_db(value.get_secret_value())
+        return value
+
+    @field_validator("metastore_db_password_file")
+    @classmethod
+    def _absolute_password_file(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        value = value.expanduser()
+        return value if value.is_absolute() else Path.cwd() / value
+
+    @model_validator(mode="after")
+    def _check_metastore_db_rules(self) -> CatalogConfig:
+        problems: list[tuple[Loc, str]] = []
+        if self.metastore_db is not None and not self.is_embedded:
+            problems.append((("metastore-db",), f"only used by an embedded metastore ({_URIS_KEY}: embedded)"))
+        file = self.metastore_db_password_file
+        if file is not None and self.metastore_db is None:
+            problems.append((("metastore-db-password-file",), f"only used with metastore-db ({METASTORE_DB_FORM})"))
+        elif file is not None and self.metastore_db is not None:
+            if parse_metastore_db(self.metastore_db.get_secret_value()).password is not None:
+                problems.append((("metastore-db-password-file",),
+                                 "metastore-db has a password already: give it there or in this file, not both"))
+            else:
+                try:
+                    self._metastore_db_password = read_password_file(file, os.geteuid())
+                except ValueError as exc:
+                    problems.append((("metastore-db-password-file",), str(exc)))
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @property
+    def metastore_database(self) -> PostgresDatabase | None:
+        """The PostgreSQL database of an embedded metastore, its password included; None: Derby."""
+        if self.metastore_db is None or not self.is_embedded:
+            return None
+        database = parse_metastore_db(self.metastore_db.get_secret_value())
+        return database if database.password is not None else database.with_password(self._metastore_db_password)
 
     @property
     def is_embedded(self) -> bool:
@@ -707,6 +759,26 @@ class Config(_Model):
             (("auth", "grants", index, "catalog"),
              f"unknown catalog {grant.catalog!r}: name a configured catalog or '*'" + suggest(grant.catalog, names))
             for index, grant in enumerate(self.auth.grants) if grant.catalog != "*" and grant.catalog not in names]
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _one_catalog_per_metastore_db(self) -> Config:
+        # Two catalogs of one daemon on one database would be one metastore under two names, which
+        # catalogd does not know they share (it tells shared metastores by their addresses).
+        problems: list[tuple[Loc, str]] = []
+        seen: dict[tuple[str, int, str], str] = {}
+        for index, catalog in enumerate(self.catalogs):
+            database = catalog.metastore_database
+            if database is None:
+                continue
+            key = (database.host.lower(), database.port, database.name)
+            if key in seen:
+                problems.append((("catalogs", index, "metastore-db"),
+                                 f"catalog {seen[key]!r} uses the same database: give each embedded catalog its own "
+                                 f"database, or make this one remote on the other's metastore-port"))
+            seen.setdefault(key, catalog.name)
         if problems:
             raise problems_error(problems)
         return self

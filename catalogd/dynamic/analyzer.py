@@ -215,7 +215,7 @@ def _warm_up(spark: Any) -> None:
 def _serve(conf: dict[str, str], out: IO[str]) -> None:
     from pyspark.sql import SparkSession
 
-    from catalogd.spark.atomic import hive_columns
+    from catalogd.spark_common import hive_columns
 
     builder = SparkSession.builder.master("local[1]").appName("catalogd analyzer").enableHiveSupport()
     for key, value in {"spark.ui.enabled": "false", **conf}.items():

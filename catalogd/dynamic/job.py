@@ -71,7 +71,7 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
     from pyspark.sql import functions as F
 
     from catalogd.model import StagePurpose
-    from catalogd.spark.atomic import _write, staged_table
+    from catalogd.spark_common import staged_table, write_staged
 
     table = client.get_table(spec["table"])
     keys = [k.name for k in table.partition_keys]
@@ -90,7 +90,7 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
     started = time.time()
     with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
                       mode=purpose, properties=props, comment=table.comment, client=client, spark=spark) as staged:
-        _write(spark, df, staged)
+        write_staged(spark, df, staged)
         rows = spark.table(staged.name).count()
         reporter.update(phase="committing", rows=rows)
     if partition and rows == 0:

@@ -14,7 +14,7 @@ from catalogd.dynamic import store
 from catalogd.dynamic.freshness import Freshness
 from catalogd.dynamic.registry import Entry
 from catalogd.manager import CatalogManager
-from catalogd.spark.conf import spark_conf_for
+from catalogd.spark_common import spark_conf_for
 
 if TYPE_CHECKING:
     from catalogd.auth.model import Authority

@@ -21,7 +21,6 @@ The clauses before ``AS`` may come in any order.
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -29,6 +28,7 @@ from catalogd.dynamic.freshness import Freshness, TimeUnit
 from catalogd.errors import InvalidArgumentError, UnsupportedError
 from catalogd.model import RefreshMode
 from catalogd.names import quote, split_name
+from catalogd.sql_lexer import END, IDENT, STRING, VERBS, WORD, Lexer, Token, where
 
 __all__ = [
     "NOT_DYNAMIC",
@@ -37,7 +37,6 @@ __all__ = [
     "CreateDynamicTable",
     "DropDynamicTable",
     "Statement",
-    "is_dynamic_statement",
     "parse_statement",
 ]
 
@@ -96,140 +95,34 @@ class DropDynamicTable:
 Statement: TypeAlias = CreateDynamicTable | AlterDynamicTable | DropDynamicTable
 
 
-# ------------------------------------------------------------------------------- lexer
-
-_WORD, _STRING, _IDENT, _PUNCT, _END = "word", "string", "identifier", "punctuation", "end"
-_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
-_PUNCTUATION = "(),=.;"
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str
-    #: Words as written, strings and identifiers unquoted, punctuation itself.
-    value: str
-    start: int
-    end: int
-
-    def is_word(self, *words: str) -> bool:
-        return self.kind == _WORD and self.value.upper() in words
-
-    def is_punct(self, char: str) -> bool:
-        return self.kind == _PUNCT and self.value == char
-
-
-def _where(text: str, pos: int) -> str:
-    line = text.count("\n", 0, pos) + 1
-    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    return f"line {line}, column {column}"
-
-
-class _Lexer:
-    """Hands out tokens one at a time, so that the query after AS is never lexed."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        #: Where the last token handed out ends.
-        self.consumed = 0
-        self._peeked: _Token | None = None
-
-    def peek(self) -> _Token:
-        if self._peeked is None:
-            self._peeked = self._scan()
-        return self._peeked
-
-    def next(self) -> _Token:
-        token = self.peek()
-        self._peeked = None
-        self.consumed = token.end
-        return token
-
-    def _error(self, message: str, pos: int) -> InvalidArgumentError:
-        return InvalidArgumentError(f"{message} at {_where(self.text, pos)}")
-
-    def _quoted(self, start: int, quote_char: str) -> tuple[str, int]:
-        """The text between quotes starting at ``start`` (a doubled quote is one) and the end."""
-        text, chars = self.text, []
-        i = start + 1
-        while True:
-            end = text.find(quote_char, i)
-            if end < 0:
-                what = "string" if quote_char == "'" else "quoted identifier"
-                raise self._error(f"unterminated {what} starting with {text[start : start + 20]!r}", start)
-            chars.append(text[i:end])
-            if text.startswith(quote_char * 2, end):
-                chars.append(quote_char)
-                i = end + 2
-                continue
-            return "".join(chars), end + 1
-
-    def _scan(self) -> _Token:
-        text, n, i = self.text, len(self.text), self.pos
-        while i < n:
-            if text[i].isspace():
-                i += 1
-            elif text.startswith("--", i):
-                newline = text.find("\n", i)
-                i = n if newline < 0 else newline + 1
-            elif text.startswith("/*", i):
-                close = text.find("*/", i + 2)
-                if close < 0:
-                    raise self._error("unterminated /* comment", i)
-                i = close + 2
-            else:
-                break
-        if i >= n:
-            self.pos = n
-            return _Token(_END, "", n, n)
-        ch = text[i]
-        if ch == "'":
-            value, end = self._quoted(i, "'")
-            token = _Token(_STRING, value, i, end)
-        elif ch == "`":
-            value, end = self._quoted(i, "`")
-            if not value:
-                raise self._error("empty quoted identifier ``", i)
-            token = _Token(_IDENT, value, i, end)
-        elif ch in _PUNCTUATION:
-            token = _Token(_PUNCT, ch, i, i + 1)
-        elif match := _WORD_RE.match(text, i):
-            token = _Token(_WORD, match.group(), i, match.end())
-        else:
-            hint = " (strings take single quotes)" if ch == '"' else ""
-            raise self._error(f"unexpected character {ch!r}{hint}", i)
-        self.pos = token.end
-        return token
-
-
 # ------------------------------------------------------------------------------ parser
 
 
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lexer = _Lexer(text)
+        self.lexer = Lexer(text)
 
     # -- helpers
 
-    def describe(self, token: _Token) -> str:
-        if token.kind == _END:
+    def describe(self, token: Token) -> str:
+        if token.kind == END:
             return "the end of the statement"
         raw = self.text[token.start : token.end]
         if len(raw) > 40:
             raw = raw[:37] + "..."
-        return f"{raw!r} at {_where(self.text, token.start)}"
+        return f"{raw!r} at {where(self.text, token.start)}"
 
-    def error(self, expected: str, token: _Token) -> InvalidArgumentError:
+    def error(self, expected: str, token: Token) -> InvalidArgumentError:
         return InvalidArgumentError(f"expected {expected}, found {self.describe(token)}")
 
-    def expect_word(self, word: str, expected: str | None = None) -> _Token:
+    def expect_word(self, word: str, expected: str | None = None) -> Token:
         token = self.lexer.next()
         if not token.is_word(word):
             raise self.error(expected or word, token)
         return token
 
-    def expect_punct(self, char: str, expected: str | None = None) -> _Token:
+    def expect_punct(self, char: str, expected: str | None = None) -> Token:
         token = self.lexer.next()
         if not token.is_punct(char):
             raise self.error(expected or f"'{char}'", token)
@@ -249,7 +142,7 @@ class _Parser:
 
     def expect_string(self, expected: str) -> str:
         token = self.lexer.next()
-        if token.kind != _STRING:
+        if token.kind != STRING:
             raise self.error(expected, token)
         return token.value
 
@@ -257,12 +150,12 @@ class _Parser:
         # One statement only: a final ';' is fine, anything after it is not.
         self.accept_punct(";")
         token = self.lexer.next()
-        if token.kind != _END:
+        if token.kind != END:
             raise self.error("the end of the statement", token)
 
     def identifier(self, expected: str) -> str:
         token = self.lexer.next()
-        if token.kind not in (_WORD, _IDENT):
+        if token.kind not in (WORD, IDENT):
             raise self.error(expected, token)
         return token.value.lower()
 
@@ -275,13 +168,13 @@ class _Parser:
             written = self.text[first.start : self.lexer.consumed]
             raise InvalidArgumentError(
                 f"expected a name of 1 to 3 parts (catalog.database.table), found {written!r} "
-                f"at {_where(self.text, first.start)}"
+                f"at {where(self.text, first.start)}"
             )
         name = ".".join(quote(part) for part in parts)
         try:
             split_name(name)
         except InvalidArgumentError as err:
-            raise InvalidArgumentError(f"{err.message} at {_where(self.text, first.start)}") from None
+            raise InvalidArgumentError(f"{err.message} at {where(self.text, first.start)}") from None
         return name
 
     def freshness(self) -> Freshness:
@@ -290,12 +183,12 @@ class _Parser:
         self.accept_punct("=")
         self.expect_word("INTERVAL", expected)
         amount_token = self.lexer.next()
-        amount = amount_token.value.strip() if amount_token.kind in (_STRING, _WORD) else ""
+        amount = amount_token.value.strip() if amount_token.kind in (STRING, WORD) else ""
         if not (amount.isascii() and amount.isdigit()) or int(amount) <= 0:
             raise self.error("a positive whole number of units after INTERVAL, e.g. INTERVAL '1' DAY", amount_token)
         unit_token = self.lexer.next()
         try:
-            unit = TimeUnit.parse(unit_token.value) if unit_token.kind == _WORD else None
+            unit = TimeUnit.parse(unit_token.value) if unit_token.kind == WORD else None
         except InvalidArgumentError:
             unit = None
         if unit is None:
@@ -303,7 +196,7 @@ class _Parser:
         try:
             return Freshness(int(amount), unit)
         except InvalidArgumentError as err:
-            raise InvalidArgumentError(f"{err.message} at {_where(self.text, amount_token.start)}") from None
+            raise InvalidArgumentError(f"{err.message} at {where(self.text, amount_token.start)}") from None
 
     def refresh_mode(self) -> RefreshMode:
         """``[=] FULL|CONTINUOUS``, after REFRESH_MODE."""
@@ -330,11 +223,11 @@ class _Parser:
         seen: set[str] = set()
         while True:
             token = self.lexer.peek()
-            clause = token.value.upper() if token.kind == _WORD else ""
+            clause = token.value.upper() if token.kind == WORD else ""
             if clause in ("COMMENT", "PARTITIONED", "WITH", "FRESHNESS", "REFRESH_MODE"):
                 if clause in seen:
                     label = "PARTITIONED BY" if clause == "PARTITIONED" else clause
-                    raise InvalidArgumentError(f"duplicate {label} clause at {_where(self.text, token.start)}")
+                    raise InvalidArgumentError(f"duplicate {label} clause at {where(self.text, token.start)}")
                 seen.add(clause)
                 self.lexer.next()
             if clause == "COMMENT":
@@ -366,7 +259,7 @@ class _Parser:
                     comment=comment,
                     if_not_exists=if_not_exists,
                 )
-            elif token.kind == _END:
+            elif token.kind == END:
                 if freshness is None:
                     raise InvalidArgumentError(
                         "the statement has no AS <query> (and needs FRESHNESS = INTERVAL '<n>' <unit> before it)"
@@ -384,7 +277,7 @@ class _Parser:
             column = self.identifier("a partition column name")
             if column in columns:
                 raise InvalidArgumentError(
-                    f"partition column {column} is listed twice at {_where(self.text, start.start)}"
+                    f"partition column {column} is listed twice at {where(self.text, start.start)}"
                 )
             columns.append(column)
             if self.accept_punct(")"):
@@ -401,7 +294,7 @@ class _Parser:
             start = self.lexer.peek()
             key = self.expect_string("a quoted option key in WITH, e.g. 'k' = 'v'")
             if key in options:
-                raise InvalidArgumentError(f"option {key!r} is given twice at {_where(self.text, start.start)}")
+                raise InvalidArgumentError(f"option {key!r} is given twice at {where(self.text, start.start)}")
             self.expect_punct("=", f"'=' after option {key!r}")
             options[key] = self.expect_string(f"a quoted value for option {key!r}")
             if self.accept_punct(")"):
@@ -417,12 +310,12 @@ class _Parser:
             column = self.identifier("a partition column name")
             if column in spec:
                 raise InvalidArgumentError(
-                    f"partition column {column} is given twice at {_where(self.text, start.start)}"
+                    f"partition column {column} is given twice at {where(self.text, start.start)}"
                 )
             self.expect_punct("=", f"'=' after partition column {column}")
             token = self.lexer.next()
             # Unquoted numbers are common for hour partitions: hr = 10.
-            if token.kind == _STRING or (token.kind == _WORD and token.value.isdigit()):
+            if token.kind == STRING or (token.kind == WORD and token.value.isdigit()):
                 spec[column] = token.value
             else:
                 raise self.error(f"a quoted value for partition column {column}", token)
@@ -462,9 +355,6 @@ class _Parser:
         return DropDynamicTable(name, if_exists)
 
 
-_VERBS = ("CREATE", "ALTER", "DROP")
-
-
 def parse_statement(text: str) -> Statement:
     """Parse one CREATE, ALTER or DROP DYNAMIC TABLE statement.
 
@@ -485,9 +375,9 @@ def parse_statement(text: str) -> Statement:
         raise InvalidArgumentError(f"expected a SQL statement, got {type(text).__name__}")
     parser = _Parser(text)
     verb = parser.lexer.next()
-    if verb.kind == _END:
+    if verb.kind == END:
         raise InvalidArgumentError("empty statement: expected CREATE, ALTER or DROP DYNAMIC TABLE")
-    if not verb.is_word(*_VERBS):
+    if not verb.is_word(*VERBS):
         raise UnsupportedError(NOT_DYNAMIC)
     try:
         second = parser.lexer.next()
@@ -510,23 +400,3 @@ def parse_statement(text: str) -> Statement:
     if keyword == "ALTER":
         return parser.alter()
     return parser.drop()
-
-
-def is_dynamic_statement(text: str) -> bool:
-    """Whether a statement is one ``catalogd sql`` runs itself.
-
-    Args:
-        text: A SQL statement.
-
-    Returns:
-        True when it starts, after whitespace and SQL comments, with
-        ``CREATE DYNAMIC TABLE``, ``ALTER DYNAMIC TABLE`` or ``DROP DYNAMIC TABLE``.
-    """
-    if not isinstance(text, str):
-        return False
-    lexer = _Lexer(text)
-    try:
-        verb, dynamic, table = lexer.next(), lexer.next(), lexer.next()
-    except InvalidArgumentError:
-        return False
-    return verb.is_word(*_VERBS) and dynamic.is_word("DYNAMIC") and table.is_word("TABLE")

@@ -1,59 +1,43 @@
 """ThriftHiveMetastore answers for a memory catalog, which has no metastore behind it.
 
-The endpoint keeps the HMS objects clients wrote (encoded, so nothing mutable is
-shared) and keeps the ``MemoryCatalog`` in step through the codec, so the catalogd
-API and CLI see what Spark made and Spark sees what the API made. Files of managed
-tables live under one scratch warehouse directory; nothing outside it is ever deleted.
+The answers come from the catalog's ``MemoryStore``, the one place a memory catalog keeps
+its objects: the HMS objects clients wrote are served back as they were written, and the
+catalogd API reads the same objects through the codec. This module holds the endpoint's
+rules (HMS's names, patterns, partitions, statistics and its answers to each call); the
+files of managed tables live under one scratch warehouse directory
+(``catalog.memory_files``), outside of which nothing is ever deleted.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import os
 import re
-import shutil
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlparse
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
-from thrift.protocol import TBinaryProtocol
-from thrift.TSerialization import deserialize, serialize
 
 from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.base import check_name
 from catalogd.catalog.memory import MemoryCatalog
-from catalogd.errors import (
-    AlreadyExistsError,
-    CatalogError,
-    DatabaseNotEmptyError,
-    InvalidArgumentError,
-    NotFoundError,
-)
+from catalogd.catalog.memory_files import ScratchWarehouse
+from catalogd.catalog.memory_store import decode, encode, is_external
+from catalogd.errors import CatalogError, InvalidArgumentError, TableAlreadyExistsError
+from catalogd.hms.errors import to_hms_error
 from catalogd.hms.partition_filter import FilterError, PartitionFilter
-from catalogd.model import Database, DatabaseUpdate, Table, TableKind, TableUpdate, ViewUpdate
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["MemoryMetastore"]
 
 T = TypeVar("T")
-_PROTOCOL = TBinaryProtocol.TBinaryProtocolFactory()
 
 #: Characters Hive escapes in a partition directory name (FileUtils.escapePathName).
 _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-
-
-def _encode(obj: Any) -> bytes:
-    return bytes(serialize(obj, _PROTOCOL))
-
-
-def _decode(kind: type[T], data: bytes) -> T:
-    return deserialize(kind(), data, _PROTOCOL)
 
 
 def escape_path_name(value: str) -> str:
@@ -75,49 +59,24 @@ def _hive_pattern(pattern: str | None) -> Callable[[str], bool]:
     return lambda name: any(a.fullmatch(name) for a in alternatives)
 
 
-def _path_of(location: str | None) -> Path | None:
-    """The local path of a ``file:`` URI or plain path; None for anything else."""
-    if not location:
-        return None
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file") and (parsed.netloc in ("", "localhost")):
-        return Path(unquote(parsed.path))
-    return None
-
-
-def _uri(path: Path) -> str:
-    return f"file://{path}"
-
-
-def _is_external(tbl: hms.Table) -> bool:
-    return (tbl.tableType == codec.EXTERNAL_TABLE
-            or str((tbl.parameters or {}).get("EXTERNAL", "")).upper() == "TRUE")
-
-
 def _limit(items: list[T], max_parts: int | None) -> list[T]:
     return items if max_parts is None or max_parts < 0 else items[:max_parts]
 
 
 class MemoryMetastore:
-    """ThriftHiveMetastore answers for one memory catalog."""
+    """ThriftHiveMetastore answers for one memory catalog, from its store."""
 
     def __init__(self, catalog: MemoryCatalog, warehouse: Path, *, root: Path | None = None) -> None:
         """``warehouse``: ``<data-dir>/scratch-warehouse/<catalog>``; ``root`` (default its parent's
         parent, the data dir): ``close()`` removes ``warehouse`` only when it lies inside ``root``."""
         self.catalog = catalog
         self.name = catalog.name
-        self.warehouse = Path(os.path.abspath(warehouse))
-        self._root = Path(os.path.abspath(root)) if root is not None else self.warehouse.parent.parent
-        self._lock = threading.RLock()
-        self._databases: dict[str, bytes] = {}
-        #: (db, table) -> the encoded hms.Table, and the catalog's model table right after our last write.
-        self._tables: dict[tuple[str, str], bytes] = {}
-        self._seen: dict[tuple[str, str], Table] = {}
-        #: (db, table) -> {partition values: encoded hms.Partition}
-        self._partitions: dict[tuple[str, str], dict[tuple[str, ...], bytes]] = {}
-        self._functions: dict[tuple[str, str], bytes] = {}
-        #: (db, table, partition name or "", column) -> encoded ColumnStatisticsObj
-        self._col_stats: dict[tuple[str, str, str, str], bytes] = {}
+        self.store = catalog.store
+        self.files = ScratchWarehouse(catalog.name, warehouse, root=root)
+        self.warehouse = self.files.path
+        with self.store.lock:
+            # From now on managed tables have files: drops through either face delete them.
+            self.store.files = self.files
         self._handlers: dict[str, Callable[[Any], Any]] = {
             name[len("_m_"):]: getattr(self, name) for name in dir(self) if name.startswith("_m_")
         }
@@ -128,83 +87,26 @@ class MemoryMetastore:
         handler = self._handlers.get(method)
         if handler is None:
             raise hms.MetaException(message=f"catalogd: {method} is not supported on memory catalog {self.name}")
-        with self._lock:
+        # One lock with the catalog API: a call's reads, checks and writes are never interleaved.
+        with self.store.lock:
             try:
                 return handler(args)
             except CatalogError as e:
-                raise self._hms_error(e) from None
+                raise to_hms_error(e, method) from None
 
     def close(self) -> None:
         """Daemon stop: the catalog's scratch warehouse goes (only it, and only inside the data dir)."""
-        with self._lock:
-            warehouse = self.warehouse
-            if warehouse.is_symlink() or not warehouse.is_dir():
-                return
-            real = warehouse.resolve()
-            if not _strictly_inside(real, self._root.resolve()):
-                logger.warning("memory catalog %s: not removing %s, which is outside %s", self.name, real, self._root)
-                return
-            shutil.rmtree(real, ignore_errors=True)
-            logger.info("memory catalog %s: removed its scratch warehouse %s", self.name, real)
-
-    @staticmethod
-    def _hms_error(e: CatalogError) -> Exception:
-        if isinstance(e, NotFoundError):
-            return hms.NoSuchObjectException(message=str(e))
-        if isinstance(e, AlreadyExistsError):
-            return hms.AlreadyExistsException(message=str(e))
-        if isinstance(e, DatabaseNotEmptyError):
-            return hms.InvalidOperationException(message=str(e))
-        if isinstance(e, InvalidArgumentError):
-            return hms.InvalidObjectException(message=str(e))
-        return hms.MetaException(message=str(e))
-
-    # ------------------------------------------------------------ files
-
-    def _db_dir(self, db: str) -> Path:
-        return self.warehouse / f"{db.lower()}.db"
-
-    def _deletable(self, location: str | None, min_depth: int) -> Path | None:
-        """The real directory to delete for ``location``, or None: it must lie strictly inside the
-        warehouse (symlinks and ``..`` resolved first), ``min_depth`` levels down at least."""
-        path = _path_of(location)
-        if path is None or not path.is_absolute():
-            return None
-        real = path.resolve()
-        warehouse = self.warehouse.resolve()
-        if not _strictly_inside(real, warehouse) or len(real.relative_to(warehouse).parts) < min_depth:
-            if real.exists():
-                logger.warning("memory catalog %s: not deleting %s (outside its warehouse %s)",
-                               self.name, location, warehouse)
-            return None
-        return real
-
-    def _delete(self, location: str | None, min_depth: int = 2) -> None:
-        real = self._deletable(location, min_depth)
-        if real is not None and real.is_dir():
-            shutil.rmtree(real, ignore_errors=True)
-        elif real is not None and real.is_file():
-            real.unlink(missing_ok=True)
-
-    def _make_dir(self, location: str | None) -> None:
-        path = _path_of(location)
-        if path is not None and path.is_absolute() and _strictly_inside(path.resolve(), self.warehouse.resolve()):
-            path.mkdir(parents=True, exist_ok=True)
+        with self.store.lock:
+            self.files.close()
 
     # ------------------------------------------------------------ databases
 
     def _database(self, name: str) -> hms.Database:
-        try:
-            model = self.catalog.get_database(name)
-        except NotFoundError:
-            self._databases.pop(name, None)
-            raise hms.NoSuchObjectException(message=f"database {name} does not exist") from None
-        stored = self._databases.get(name)
-        db = _decode(hms.Database, stored) if stored is not None else codec.to_hms_database(model, None)
-        db.name = model.name
-        db.description = model.comment
-        db.parameters = dict(model.properties)
-        db.locationUri = _uri(self._db_dir(name))
+        db = self.store.database(name)
+        if db is None:
+            raise hms.NoSuchObjectException(message=f"database {name} does not exist")
+        # Every database's files are in the scratch warehouse, whatever location the API gave it.
+        db.locationUri = self.files.database_uri(name)
         return db
 
     def _m_get_database(self, a: Any) -> hms.Database:
@@ -212,150 +114,59 @@ class MemoryMetastore:
 
     def _m_get_databases(self, a: Any) -> list[str]:
         match = _hive_pattern(a.pattern)
-        return [d for d in self.catalog.list_databases() if match(d)]
+        return [d for d in self.store.database_names() if match(d)]
 
     def _m_get_all_databases(self, a: Any) -> list[str]:
-        return self.catalog.list_databases()
+        return self.store.database_names()
 
     def _m_create_database(self, a: Any) -> None:
         db: hms.Database = copy.deepcopy(a.database)
         if not db or not db.name:
             raise hms.InvalidObjectException(message="a database needs a name")
         db.name = db.name.lower()
-        location = _uri(self._db_dir(db.name))
-        self.catalog.create_database(Database(name=db.name, comment=db.description or None, location=location,
-                                              properties=dict(db.parameters or {}), owner=db.ownerName))
-        db.locationUri = location
-        self._databases[db.name] = _encode(db)
-        self._db_dir(db.name).mkdir(parents=True, exist_ok=True)
+        check_name(db.name, "database")
+        if self.store.database(db.name) is not None:
+            raise hms.AlreadyExistsException(message=f"database {self.name}.{db.name} already exists")
+        db.locationUri = self.files.database_uri(db.name)
+        self.store.put_database(db)
+        self.files.database_dir(db.name).mkdir(parents=True, exist_ok=True)
 
     def _m_alter_database(self, a: Any) -> None:
-        current = self._database(a.dbname)
-        new: hms.Database = a.db
-        params = dict(new.parameters or {})
-        old_params = dict(current.parameters or {})
-        self.catalog.alter_database(a.dbname, DatabaseUpdate(
-            comment=new.description if new.description != current.description else None,
-            set_properties={k: v for k, v in params.items() if old_params.get(k) != v},
-            unset_properties=[k for k in old_params if k not in params]))
-        stored = copy.deepcopy(new)
-        stored.name, stored.locationUri = current.name, current.locationUri
-        self._databases[current.name] = _encode(stored)
+        self._database(a.dbname)
+        stored = self.store.database(a.dbname)
+        assert stored is not None
+        new: hms.Database = copy.deepcopy(a.db)
+        # The name and the location stay (HMS renames no database; the files stay where they are).
+        new.name, new.locationUri = stored.name, stored.locationUri
+        self.store.put_database(new)
 
     def _m_drop_database(self, a: Any) -> None:
         name = a.name
         self._database(name)
         if name == self.catalog.default_database:  # refused before anything is dropped, as HMS does
             raise hms.MetaException(message=f"Can not drop {name} database")
-        tables = self._table_names(name)
-        if tables and not a.cascade:
+        if self.store.table_names(name) and not a.cascade:
             raise hms.InvalidOperationException(
                 message=f"Database {name} is not empty. One or more tables exist.")
-        for table in tables:
-            self._drop_table(name, table, delete_data=bool(a.deleteData))
-        for key in [k for k in self._functions if k[0] == name]:
-            del self._functions[key]
-        self.catalog.drop_database(name, cascade=True)
-        self._databases.pop(name, None)
-        if a.deleteData:
-            self._delete(_uri(self._db_dir(name)), min_depth=1)
+        self.store.drop_database(name, delete_data=bool(a.deleteData))
 
     # ------------------------------------------------------------ tables
 
     def _table_names(self, db: str) -> list[str]:
         self._database(db)
-        return sorted({*self.catalog.list_tables(db), *self.catalog.list_views(db)})
-
-    def _forget(self, key: tuple[str, str], stored: bytes) -> None:
-        """A table dropped (or renamed) through the catalogd API: forget it; a drop takes its managed files."""
-        tbl = _decode(hms.Table, stored)
-        self._tables.pop(key, None)
-        self._seen.pop(key, None)
-        parts = self._partitions.pop(key, {})
-        self._drop_stats(key)
-        if _is_external(tbl) or tbl.tableType == codec.VIRTUAL_VIEW:
-            return
-        # Renamed through the API: the table under its new name still uses these files.
-        in_use = set()
-        try:
-            for name in self.catalog.list_tables(key[0]):
-                location = self.catalog.get_table(key[0], name).location
-                path = _path_of(location)
-                if path is not None:
-                    in_use.add(path.resolve())
-        except CatalogError:
-            pass
-        for location in [*(p.sd.location for p in map(lambda b: _decode(hms.Partition, b), parts.values())
-                           if p.sd), tbl.sd.location if tbl.sd else None]:
-            path = _path_of(location)
-            if path is not None and any(path.resolve() == u or _strictly_inside(path.resolve(), u) for u in in_use):
-                continue
-            self._delete(location)
+        return self.store.table_names(db)
 
     def _table(self, db: str, name: str) -> hms.Table:
-        key = (db, name)
-        try:
-            model = self.catalog.get_table(db, name)
-        except NotFoundError:
-            stored = self._tables.get(key)
-            if stored is not None:
-                self._forget(key, stored)
+        tbl = self.store.table(db, name)
+        if tbl is None:
             self._database(db)
-            raise hms.NoSuchObjectException(message=f"{db}.{name} table not found") from None
-        stored = self._tables.get(key)
-        if stored is None:
-            tbl = self._from_model(model)
-            return tbl
-        seen = self._seen.get(key)
-        if seen is not None and (seen.created, seen.kind, seen.format, seen.location) != (
-                model.created, model.kind, model.format, model.location):
-            # Dropped and made again through the catalogd API: the stored object is another table's.
-            # Its files may be the new table's too, so nothing is deleted here.
-            self._tables.pop(key, None)
-            self._seen.pop(key, None)
-            self._partitions.pop(key, None)
-            self._drop_stats(key)
-            return self._from_model(model)
-        tbl = _decode(hms.Table, stored)
-        if seen is not None and seen != model:
-            # Changed through the catalogd API since: carry the change into the HMS object.
-            tbl = self._merge(tbl, seen, model)
-            self._tables[key] = _encode(tbl)
-            self._seen[key] = model
-        return tbl
-
-    def _from_model(self, model: Table) -> hms.Table:
-        if model.kind is TableKind.VIEW:
-            tbl = codec.to_hms_view(model, model.owner)
-        else:
-            tbl = codec.to_hms_table(model, model.owner)
-            if tbl.sd and tbl.sd.location and tbl.sd.location.startswith("memory:"):
-                tbl.sd.location = _uri(self._db_dir(model.database) / model.name)
-        if model.created:
-            tbl.createTime = model.created
-        if model.kind is TableKind.MANAGED and tbl.sd is not None:
+            raise hms.NoSuchObjectException(message=f"{db}.{name} table not found")
+        made_by_api = bool(tbl.sd and (tbl.sd.location or "").startswith("memory:"))
+        tbl = self.store.served(tbl)
+        if made_by_api and tbl.tableType == codec.MANAGED_TABLE and not is_external(tbl):
             # As HMS makes a managed table's directory: Spark refuses to read a path that is not there.
-            self._make_dir(tbl.sd.location)
+            self.files.make_dir(tbl.sd.location)
         return tbl
-
-    @staticmethod
-    def _merge(tbl: hms.Table, seen: Table, model: Table) -> hms.Table:
-        params = dict(tbl.parameters or {})
-        for key in seen.properties:
-            if key not in model.properties:
-                params.pop(key, None)
-        params.update(model.properties)
-        if model.comment is not None:
-            params["comment"] = model.comment
-        tbl.parameters = params
-        if model.columns != seen.columns and codec.spark_schema.PROVIDER not in params and tbl.sd is not None:
-            tbl.sd.cols = codec.field_schemas(model.columns)
-        return tbl
-
-    def _remember(self, tbl: hms.Table) -> None:
-        key = (tbl.dbName, tbl.tableName)
-        self._tables[key] = _encode(tbl)
-        self._seen[key] = self.catalog.get_table(*key)
 
     def _m_get_table(self, a: Any) -> hms.Table:
         return self._table(a.dbname, a.tbl_name)
@@ -373,13 +184,13 @@ class MemoryMetastore:
     def _m_get_tables_by_type(self, a: Any) -> list[str]:
         match = _hive_pattern(a.pattern)
         return [t for t in self._table_names(a.db_name)
-                if match(t) and (not a.tableType or self._table(a.db_name, t).tableType == a.tableType)]
+                if match(t) and (not a.tableType or self.store.table_type(a.db_name, t) == a.tableType)]
 
     def _m_get_table_meta(self, a: Any) -> list[hms.TableMeta]:
         db_match, tbl_match = _hive_pattern(a.db_patterns), _hive_pattern(a.tbl_patterns)
         types = set(a.tbl_types or [])
         metas = []
-        for db in self.catalog.list_databases():
+        for db in self.store.database_names():
             if not db_match(db):
                 continue
             for name in self._table_names(db):
@@ -424,15 +235,22 @@ class MemoryMetastore:
         if not tbl.createTime:
             tbl.createTime = int(time.time())
         tbl.parameters = dict(tbl.parameters or {})
+        # The catalog's rules for a new table hold for Spark's tables too.
         model = codec.to_table(self.name, tbl)
         if view:
-            self.catalog.create_view(model)
+            self.catalog.check_view(model)
         else:
-            self.catalog.create_table(model)
-        self._partitions[(tbl.dbName, tbl.tableName)] = {}
-        self._remember(tbl)
-        if not view and not _is_external(tbl):
-            self._make_dir(tbl.sd.location)
+            self.catalog.check_table(model)
+        existing = self.store.table(tbl.dbName, tbl.tableName)
+        if existing is not None:
+            what = "view" if existing.tableType == codec.VIRTUAL_VIEW else "table"
+            raise hms.AlreadyExistsException(message=f"{what} {self.name}.{tbl.dbName}.{tbl.tableName} already "
+                                                     "exists")
+        if not view:
+            self.catalog.check_connector(model)
+        self.store.put_table(tbl)
+        if not view and not is_external(tbl):
+            self.files.make_dir(tbl.sd.location)
 
     def _m_create_table(self, a: Any) -> None:
         self._create_table(a.tbl)
@@ -451,78 +269,57 @@ class MemoryMetastore:
                         f"catalog {self.name}")
         if new.tableType != old.tableType and {new.tableType, old.tableType} & {codec.VIRTUAL_VIEW}:
             raise hms.InvalidOperationException(message=f"{db}.{name}: a table cannot become a view or back")
+        if old.tableType != codec.VIRTUAL_VIEW:
+            self._check_alter(old, new)
         if new.tableName != name:
             self._rename(old, new)
             name = new.tableName
-        model_old = self.catalog.get_table(db, name)
-        model_new = codec.to_table(self.name, new)
-        if old.tableType == codec.VIRTUAL_VIEW:
-            self.catalog.alter_view(db, name, ViewUpdate(
-                query=new.viewOriginalText, expanded_text=new.viewExpandedText, columns=model_new.columns,
-                comment=model_new.comment if model_new.comment != model_old.comment else None,
-                set_properties={k: v for k, v in model_new.properties.items() if model_old.properties.get(k) != v},
-                unset_properties=[k for k in model_old.properties if k not in model_new.properties]))
-        else:
-            old_names = [c.name.lower() for c in model_old.columns]
-            added = model_new.columns[len(old_names):]
-            if [c.name.lower() for c in model_new.columns[:len(old_names)]] != old_names:
-                # The MemoryCatalog only adds columns; the HMS object keeps what the client wrote.
-                logger.info("memory catalog %s: %s.%s columns changed beyond additions; the catalogd API keeps "
-                            "the earlier columns", self.name, db, name)
-                added = []
-            self.catalog.alter_table(db, name, TableUpdate(
-                comment=model_new.comment if model_new.comment != model_old.comment else None,
-                set_properties={k: v for k, v in model_new.properties.items() if model_old.properties.get(k) != v},
-                unset_properties=[k for k in model_old.properties if k not in model_new.properties],
-                add_columns=added))
-            if model_new.statistics != model_old.statistics:
-                self.catalog.set_statistics(db, name, model_new.statistics)
         if cascade and new.sd is not None:
-            key = (db, name)
-            for values, data in self._partitions.get(key, {}).items():
-                part = _decode(hms.Partition, data)
+            parts = self.store.partitions.get((db, name), {})
+            for values, data in parts.items():
+                part = decode(hms.Partition, data)
                 if part.sd is not None:
                     part.sd.cols = copy.deepcopy(new.sd.cols)
-                self._partitions[key][values] = _encode(part)
-        self._remember(new)
+                parts[values] = encode(part)
+        self.store.put_table(new)
+
+    def _check_alter(self, old: hms.Table, new: hms.Table) -> None:
+        """The catalog's rules for a changed table: new columns of known types and new names, and a
+        connector table keeps its connector."""
+        model_old, model_new = codec.to_table(self.name, old), codec.to_table(self.name, new)
+        if codec.CONNECTOR in model_old.properties and codec.CONNECTOR not in model_new.properties:
+            raise InvalidArgumentError(f"table {self.name}.{old.dbName}.{old.tableName}: a connector table keeps "
+                                       "its connector option")
+        old_names = [c.name.lower() for c in model_old.columns]
+        if [c.name.lower() for c in model_new.columns[:len(old_names)]] == old_names:
+            self.catalog.added_columns(model_old, model_new.columns[len(old_names):])
 
     def _rename(self, old: hms.Table, new: hms.Table) -> None:
         """As HMS: a managed table in its default place moves its directory (and partitions) along."""
         db, name, new_name = old.dbName, old.tableName, new.tableName
-        self.catalog.rename_table(db, name, new_name)
-        key, new_key = (db, name), (db, new_name)
-        parts = self._partitions.pop(key, {})
-        self._tables.pop(key, None)
-        self._seen.pop(key, None)
-        for (d, t, p, c) in [k for k in self._col_stats if k[:2] == key]:
-            self._col_stats[(d, new_name, p, c)] = self._col_stats.pop((d, t, p, c))
+        check_name(new_name, "table")
+        if self.store.table(db, new_name) is not None:
+            raise TableAlreadyExistsError(f"table {self.name}.{db}.{new_name} already exists")
         old_location = old.sd.location if old.sd else None
         default_old = f"{self._database(db).locationUri}/{name}"
         default_new = f"{self._database(db).locationUri}/{new_name}"
-        moved = (old.tableType == codec.MANAGED_TABLE and not _is_external(old)
+        moved = (old.tableType == codec.MANAGED_TABLE and not is_external(old)
                  and old_location == default_old and new.sd is not None
                  and new.sd.location in (None, old_location, default_new))
         if moved:
-            src, dst = _path_of(default_old), _path_of(default_new)
-            assert src is not None and dst is not None
-            if self._deletable(default_old, 2) is not None and src.is_dir() and not dst.exists():
-                src.rename(dst)
+            self.files.move(default_old, default_new)
             assert new.sd is not None
             new.sd.location = default_new
             if codec.spark_path(new) in (old_location, default_new):
                 codec.set_spark_path(new, default_new)
+        self.store.rename_table(db, name, new)
+        if moved:
+            parts = self.store.partitions[(db, new_name)]
             for values, data in list(parts.items()):
-                part = _decode(hms.Partition, data)
+                part = decode(hms.Partition, data)
                 if part.sd and part.sd.location and part.sd.location.startswith(default_old + "/"):
                     part.sd.location = default_new + part.sd.location[len(default_old):]
-                part.tableName = new_name
-                parts[values] = _encode(part)
-        else:
-            for values, data in list(parts.items()):
-                part = _decode(hms.Partition, data)
-                part.tableName = new_name
-                parts[values] = _encode(part)
-        self._partitions[new_key] = parts
+                parts[values] = encode(part)
 
     def _m_alter_table(self, a: Any) -> None:
         self._alter_table(a.dbname, a.tbl_name, a.new_tbl)
@@ -535,21 +332,8 @@ class MemoryMetastore:
         self._alter_table(a.dbname, a.tbl_name, a.new_tbl, cascade=bool(a.cascade))
 
     def _drop_table(self, db: str, name: str, delete_data: bool) -> None:
-        tbl = self._table(db, name)
-        key = (db, name)
-        parts = [_decode(hms.Partition, b) for b in self._partitions.get(key, {}).values()]
-        if tbl.tableType == codec.VIRTUAL_VIEW:
-            self.catalog.drop_view(db, name)
-        else:
-            self.catalog.drop_table(db, name)
-        self._tables.pop(key, None)
-        self._seen.pop(key, None)
-        self._partitions.pop(key, None)
-        self._drop_stats(key)
-        if delete_data and tbl.tableType != codec.VIRTUAL_VIEW and not _is_external(tbl):
-            for part in parts:
-                self._delete(part.sd.location if part.sd else None)
-            self._delete(tbl.sd.location if tbl.sd else None)
+        self._table(db, name)
+        self.store.drop_table(db, name, delete_data)
 
     def _m_drop_table(self, a: Any) -> None:
         self._drop_table(a.dbname, a.name, bool(a.deleteData))
@@ -561,7 +345,7 @@ class MemoryMetastore:
 
     def _partition_table(self, db: str, name: str) -> tuple[hms.Table, dict[tuple[str, ...], bytes]]:
         tbl = self._table(db, name)
-        return tbl, self._partitions.setdefault((db, name), {})
+        return tbl, self.store.partitions.setdefault((db, name), {})
 
     @staticmethod
     def _name(tbl: hms.Table, values: list[str] | tuple[str, ...]) -> str:
@@ -583,7 +367,7 @@ class MemoryMetastore:
         data = parts.get(tuple(values))
         if data is None:
             raise hms.NoSuchObjectException(message=f"partition values={list(values)} of {db}.{name} not found")
-        return _decode(hms.Partition, data)
+        return decode(hms.Partition, data)
 
     def _add_partition(self, given: hms.Partition, if_not_exists: bool = False) -> hms.Partition | None:
         part: hms.Partition = copy.deepcopy(given)
@@ -605,12 +389,12 @@ class MemoryMetastore:
             part.sd.location = None
         if not part.sd.location and tbl.sd and tbl.sd.location:
             part.sd.location = f"{tbl.sd.location}/{self._name(tbl, values)}"
-            if not _is_external(tbl):
-                self._make_dir(part.sd.location)
+            if not is_external(tbl):
+                self.files.make_dir(part.sd.location)
         if not part.createTime:
             part.createTime = int(time.time())
         part.parameters = dict(part.parameters or {})
-        parts[values] = _encode(part)
+        parts[values] = encode(part)
         return part
 
     def _m_add_partition(self, a: Any) -> hms.Partition:
@@ -666,7 +450,7 @@ class MemoryMetastore:
                                                         f"{db}.{name} does not exist")
         part = copy.deepcopy(given)
         part.dbName, part.tableName = db, name
-        parts[values] = _encode(part)
+        parts[values] = encode(part)
 
     def _m_alter_partition(self, a: Any) -> None:
         self._alter_partition(a.db_name, a.tbl_name, a.new_part)
@@ -696,19 +480,19 @@ class MemoryMetastore:
             raise hms.AlreadyExistsException(message=f"partition {new.values} exists")
         del parts[old]
         new.dbName, new.tableName = a.db_name, a.tbl_name
-        parts[tuple(new.values)] = _encode(new)
+        parts[tuple(new.values)] = encode(new)
 
     def _drop_partition(self, db: str, name: str, values: tuple[str, ...], delete_data: bool) -> hms.Partition:
         tbl, parts = self._partition_table(db, name)
         data = parts.pop(values, None)
         if data is None:
             raise hms.NoSuchObjectException(message=f"partition {list(values)} of {db}.{name} does not exist")
-        part = _decode(hms.Partition, data)
+        part = decode(hms.Partition, data)
         part_name = self._name(tbl, values)
-        for key in [k for k in self._col_stats if k[:3] == (db, name, part_name)]:
-            del self._col_stats[key]
-        if delete_data and not _is_external(tbl):
-            self._delete(part.sd.location if part.sd else None)
+        for key in [k for k in self.store.column_stats if k[:3] == (db, name, part_name)]:
+            del self.store.column_stats[key]
+        if delete_data and not is_external(tbl):
+            self.files.delete(part.sd.location if part.sd else None)
         return part
 
     def _m_drop_partition(self, a: Any) -> bool:
@@ -753,7 +537,7 @@ class MemoryMetastore:
     def _all(self, db: str, name: str, max_parts: int | None = -1,
              keep: Callable[[tuple[str, ...]], bool] | None = None) -> list[hms.Partition]:
         tbl, parts = self._partition_table(db, name)
-        chosen = [_decode(hms.Partition, data) for values, data in self._sorted(tbl, parts)
+        chosen = [decode(hms.Partition, data) for values, data in self._sorted(tbl, parts)
                   if keep is None or keep(values)]
         return _limit(chosen, max_parts)
 
@@ -795,7 +579,7 @@ class MemoryMetastore:
             except hms.MetaException:
                 continue
             if values in parts:
-                found.append(_decode(hms.Partition, parts[values]))
+                found.append(decode(hms.Partition, parts[values]))
         return found
 
     def _m_get_partitions_by_filter(self, a: Any) -> list[hms.Partition]:
@@ -810,10 +594,6 @@ class MemoryMetastore:
 
     # ------------------------------------------------------------ column statistics
 
-    def _drop_stats(self, key: tuple[str, str]) -> None:
-        for k in [k for k in self._col_stats if k[:2] == key]:
-            del self._col_stats[k]
-
     def _update_stats(self, stats: hms.ColumnStatistics, table_level: bool) -> bool:
         desc = stats.statsDesc
         db, name = desc.dbName.lower(), desc.tableName.lower()
@@ -824,7 +604,7 @@ class MemoryMetastore:
             self._get_partition(db, name, values)
             part_name = self._name(tbl, values)
         for obj in stats.statsObj or []:
-            self._col_stats[(db, name, part_name, obj.colName.lower())] = _encode(obj)
+            self.store.column_stats[(db, name, part_name, obj.colName.lower())] = encode(obj)
         return True
 
     def _m_update_table_column_statistics(self, a: Any) -> bool:
@@ -834,10 +614,10 @@ class MemoryMetastore:
         return self._update_stats(a.stats_obj, False)
 
     def _stats(self, db: str, name: str, part_name: str, col: str) -> hms.ColumnStatisticsObj:
-        data = self._col_stats.get((db, name, part_name, col.lower()))
+        data = self.store.column_stats.get((db, name, part_name, col.lower()))
         if data is None:
             raise hms.NoSuchObjectException(message=f"no statistics of column {col} of {db}.{name} {part_name}")
-        return _decode(hms.ColumnStatisticsObj, data)
+        return decode(hms.ColumnStatisticsObj, data)
 
     def _m_get_table_column_statistics(self, a: Any) -> hms.ColumnStatistics:
         self._table(a.db_name, a.tbl_name)
@@ -855,8 +635,8 @@ class MemoryMetastore:
     def _m_get_table_statistics_req(self, a: Any) -> hms.TableStatsResult:
         req = a.request
         self._table(req.dbName, req.tblName)
-        found = [_decode(hms.ColumnStatisticsObj, data) for col in req.colNames or []
-                 if (data := self._col_stats.get((req.dbName, req.tblName, "", col.lower()))) is not None]
+        found = [decode(hms.ColumnStatisticsObj, data) for col in req.colNames or []
+                 if (data := self.store.column_stats.get((req.dbName, req.tblName, "", col.lower()))) is not None]
         return hms.TableStatsResult(tableStats=found)
 
     def _m_get_partitions_statistics_req(self, a: Any) -> hms.PartitionsStatsResult:
@@ -865,51 +645,47 @@ class MemoryMetastore:
         result: dict[str, list[hms.ColumnStatisticsObj]] = {}
         for raw in req.partNames or []:
             part_name = self._name(tbl, self._values_of_name(tbl, raw))
-            objs = [_decode(hms.ColumnStatisticsObj, data) for col in req.colNames or []
-                    if (data := self._col_stats.get((req.dbName, req.tblName, part_name, col.lower()))) is not None]
+            stats = self.store.column_stats
+            objs = [decode(hms.ColumnStatisticsObj, data) for col in req.colNames or []
+                    if (data := stats.get((req.dbName, req.tblName, part_name, col.lower()))) is not None]
             if objs:
                 result[raw] = objs
         return hms.PartitionsStatsResult(partStats=result)
 
     def _m_delete_table_column_statistics(self, a: Any) -> bool:
         self._table(a.db_name, a.tbl_name)
-        keys = [k for k in self._col_stats if k[:3] == (a.db_name, a.tbl_name, "")
+        keys = [k for k in self.store.column_stats if k[:3] == (a.db_name, a.tbl_name, "")
                 and (a.col_name is None or k[3] == a.col_name.lower())]
         if not keys:
             raise hms.NoSuchObjectException(message=f"no column statistics of {a.db_name}.{a.tbl_name}")
         for k in keys:
-            del self._col_stats[k]
+            del self.store.column_stats[k]
         return True
 
     def _m_delete_partition_column_statistics(self, a: Any) -> bool:
         tbl = self._table(a.db_name, a.tbl_name)
         part_name = self._name(tbl, self._values_of_name(tbl, a.part_name))
-        keys = [k for k in self._col_stats if k[:3] == (a.db_name, a.tbl_name, part_name)
+        keys = [k for k in self.store.column_stats if k[:3] == (a.db_name, a.tbl_name, part_name)
                 and (a.col_name is None or k[3] == a.col_name.lower())]
         if not keys:
             raise hms.NoSuchObjectException(message=f"no column statistics of {a.db_name}.{a.tbl_name} {part_name}")
         for k in keys:
-            del self._col_stats[k]
+            del self.store.column_stats[k]
         return True
 
     # ------------------------------------------------------------ functions
 
     def _function(self, db: str, name: str) -> hms.Function:
-        key = (db.lower(), name.lower())
-        try:
-            model = self.catalog.get_function(*key)
-        except NotFoundError:
-            self._functions.pop(key, None)
-            raise hms.NoSuchObjectException(message=f"Function {db}.{name} does not exist") from None
-        stored = self._functions.get(key)
-        if stored is not None:
-            fn = _decode(hms.Function, stored)
-            if codec.to_function(self.name, fn).class_name == model.class_name:
-                return fn
-        fn = codec.to_hms_function(model, model.owner)
-        if model.created:
-            fn.createTime = model.created
+        fn = self.store.function(db.lower(), name.lower())
+        if fn is None:
+            raise hms.NoSuchObjectException(message=f"Function {db}.{name} does not exist")
         return fn
+
+    def _check_function(self, fn: hms.Function) -> None:
+        """The catalog's rules for a function hold for Spark's functions too."""
+        model = codec.to_function(self.name, fn)
+        check_name(model.name, "function")
+        self.catalog.check_function(model)
 
     def _m_get_function(self, a: Any) -> hms.Function:
         return self._function(a.dbName, a.funcName)
@@ -920,7 +696,7 @@ class MemoryMetastore:
 
     def _m_get_all_functions(self, a: Any) -> hms.GetAllFunctionsResponse:
         return hms.GetAllFunctionsResponse(functions=[
-            self._function(db, f) for db in self.catalog.list_databases() for f in self.catalog.list_functions(db)])
+            self._function(db, f) for db in self.store.database_names() for f in self.store.function_names(db)])
 
     def _m_create_function(self, a: Any) -> None:
         fn: hms.Function = copy.deepcopy(a.func)
@@ -930,13 +706,15 @@ class MemoryMetastore:
         self._database(fn.dbName)
         if not fn.createTime:
             fn.createTime = int(time.time())
-        self.catalog.create_function(codec.to_function(self.name, fn))
-        self._functions[(fn.dbName, fn.functionName)] = _encode(fn)
+        self._check_function(fn)
+        if self.store.function(fn.dbName, fn.functionName) is not None:
+            raise hms.AlreadyExistsException(
+                message=f"function {self.name}.{fn.dbName}.{fn.functionName} already exists")
+        self.store.put_function(fn)
 
     def _m_drop_function(self, a: Any) -> None:
         self._function(a.dbName, a.funcName)
-        self.catalog.drop_function(a.dbName.lower(), a.funcName.lower())
-        self._functions.pop((a.dbName.lower(), a.funcName.lower()), None)
+        self.store.drop_function(a.dbName.lower(), a.funcName.lower())
 
     def _m_alter_function(self, a: Any) -> None:
         self._function(a.dbName, a.funcName)
@@ -947,14 +725,5 @@ class MemoryMetastore:
                 message=f"catalogd: renaming function {key[0]}.{key[1]} is not supported on memory catalog "
                         f"{self.name}")
         fn.dbName, fn.functionName = key
-        self.catalog.alter_function(*key, codec.to_function(self.name, fn))
-        self._functions[key] = _encode(fn)
-
-
-def _strictly_inside(path: Path, parent: Path) -> bool:
-    try:
-        return path != parent and bool(path.relative_to(parent).parts)
-    except ValueError:
-        return False
-
-
+        self._check_function(fn)
+        self.store.put_function(fn)

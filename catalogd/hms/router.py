@@ -36,14 +36,11 @@ from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, is_stage_table
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
 from catalogd.errors import (
-    AlreadyExistsError,
     CatalogError,
-    DatabaseNotEmptyError,
-    InvalidArgumentError,
     MetastoreUnavailableError,
-    NotFoundError,
 )
 from catalogd.hms import methods, view_text
+from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
 from catalogd.manager import parse_stage_id
 from catalogd.metastore.messages import (
@@ -300,7 +297,7 @@ class Router:
                 self._record(conn, method, call, "error", _message_of(refused.exc))
         except CatalogError as e:
             self._count(method, "refused")
-            reply = self._error_reply(method, message.seqid, to_hms_error(e))
+            reply = self._error_reply(method, message.seqid, to_hms_error(e, method))
             if call.audited:
                 self._record(conn, method, call, "error", f"{e.kind}: {e.message}")
         except Exception as e:  # a bug must not take the connection down with no answer
@@ -746,20 +743,6 @@ class Router:
 
 
 # ---------------------------------------------------------------- helpers
-
-def to_hms_error(error: CatalogError) -> Exception:
-    """A catalogd error as the HMS exception a client expects for it."""
-    text = f"catalogd: {error.message}"
-    if isinstance(error, NotFoundError):
-        return hms.NoSuchObjectException(message=text)
-    if isinstance(error, AlreadyExistsError):
-        return hms.AlreadyExistsException(message=text)
-    if isinstance(error, DatabaseNotEmptyError):
-        return hms.InvalidOperationException(message=text)
-    if isinstance(error, InvalidArgumentError):
-        return hms.InvalidOperationException(message=text)
-    return hms.MetaException(message=text)
-
 
 def _message_of(exc: object) -> str:
     return str(getattr(exc, "message", None) or exc)

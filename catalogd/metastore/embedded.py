@@ -1,7 +1,9 @@
 """A real Hive Metastore 2.3 in a child process, from the jars in the pyspark wheel, listening on loopback only.
 
 The metastore keeps its Derby database, warehouse and config under
-``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/``.
+``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/``; a catalog with
+``metastore-db`` keeps its data in that PostgreSQL database instead (schema created on
+first start), which several daemons' metastores may share.
 
 HMS 2.3 has no bind-host setting: ``HiveMetaStore.main`` listens on every
 interface. So the JVM is started with py4j's gateway (pyspark ships both) and
@@ -25,7 +27,9 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
+from catalogd.config.metastore_db import PostgresDatabase
 from catalogd.errors import ConflictError, MetastoreUnavailableError
+from catalogd.metastore.database import database_settings, driver_jars
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +124,7 @@ class EmbeddedMetastore:
         port: the port to listen on; 0 picks a free one (kept across restarts).
         warehouse: warehouse URI; default ``file://<data-dir>/catalogs/<name>/warehouse``.
         hive_conf: extra ``hive.*`` settings for hive-site.xml.
+        database: the PostgreSQL database to keep the metastore's data in; None: Derby under ``home``.
     """
 
     host = "127.0.0.1"
@@ -133,6 +138,7 @@ class EmbeddedMetastore:
         hive_conf: dict[str, str] | None = None,
         heap: str = "1g",
         stop_grace: float = 20.0,
+        database: PostgresDatabase | None = None,
     ) -> None:
         self.name = name
         self.stop_grace = stop_grace
@@ -143,6 +149,7 @@ class EmbeddedMetastore:
         self.warehouse = warehouse or (self.home / "warehouse").as_uri()
         self.hive_conf = dict(hive_conf or {})
         self.heap = heap
+        self.database = database
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -150,10 +157,9 @@ class EmbeddedMetastore:
         return f"thrift://{self.host}:{self.port}"
 
     def hive_site(self) -> str:
-        db = self.home / "metastore_db"
         settings = {
-            "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={db};create=true",
-            "javax.jdo.option.ConnectionDriverName": "org.apache.derby.jdbc.EmbeddedDriver",
+            **database_settings(self.database, self.home),
+            # Creates the schema in an empty database on first start; an existing one is left as it is.
             "datanucleus.schema.autoCreateAll": "true",
             "hive.metastore.schema.verification": "false",
             "hive.async.log.enabled": "false",
@@ -170,6 +176,29 @@ class EmbeddedMetastore:
         )
         return f'<?xml version="1.0"?>\n<configuration>\n{props}\n</configuration>\n'
 
+    def command(self, java: str, jars: Path) -> list[str]:
+        """The JVM's command line: everyone may read it (``ps``), so no secret is on it; they are in hive-site.xml.
+
+        Raises:
+            ConfigError: ``metastore-db`` names PostgreSQL and its JDBC driver is not installed.
+        """
+        conf_dir = self.home / "conf"
+        extra_jars = "".join(f":{jar}" for jar in driver_jars(self.database, self.name))
+        return [
+            java,
+            f"-Xmx{self.heap}",
+            f"-Dderby.system.home={self.home}",
+            "-Djava.net.preferIPv4Stack=true",
+            ROLE_MARKER,
+            "-cp",
+            f"{conf_dir}:{jars}/*{extra_jars}",
+            _GATEWAY_CLASS,
+            # The JVM exits when its stdin closes: when this daemon dies, even by SIGKILL.
+            "--die-on-broken-pipe",
+            "--enable-auth",
+            "0",
+        ]
+
     def start(self, timeout: float = 180.0) -> None:
         """Start the metastore and wait until it answers on its port.
 
@@ -180,9 +209,10 @@ class EmbeddedMetastore:
             MetastoreUnavailableError: Java is missing, or the process died or
                 did not answer within ``timeout`` (the log's tail is in the message).
             ConflictError: the chosen port is taken by another process.
+            ConfigError: ``metastore-db`` names PostgreSQL and its JDBC driver is not installed.
         """
-        java = find_java()
-        jars = pyspark_jars_dir()
+        # Before anything is written or started: a missing driver is a set-up problem to report at once.
+        cmd = self.command(find_java(), pyspark_jars_dir())
         # hive-site.xml may hold the metastore database's password.
         conf_dir = private_dir(self.home / "conf")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,23 +225,9 @@ class EmbeddedMetastore:
                 f"port {self.port} for the embedded metastore of catalog {self.name!r} is already in use; "
                 "set metastore-port to a free port or 0"
             )
-        cmd = [
-            java,
-            f"-Xmx{self.heap}",
-            f"-Dderby.system.home={self.home}",
-            "-Djava.net.preferIPv4Stack=true",
-            ROLE_MARKER,
-            "-cp",
-            f"{conf_dir}:{jars}/*",
-            _GATEWAY_CLASS,
-            # The JVM exits when its stdin closes: when this daemon dies, even by SIGKILL.
-            "--die-on-broken-pipe",
-            "--enable-auth",
-            "0",
-        ]
         logger.info(
-            "starting embedded metastore for catalog %s on %s:%d (log: %s)", self.name, self.host, self.port,
-            self.log_path,
+            "starting embedded metastore for catalog %s on %s:%d, database %s (log: %s)", self.name, self.host,
+            self.port, self.database or "Derby", self.log_path,
         )
         deadline = time.monotonic() + timeout
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed below

@@ -30,7 +30,7 @@ from catalogd.dynamic.service import DynamicTables
 from catalogd.errors import CatalogError, ConfigError, ConflictError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.hms.endpoint import HmsEndpoint
-from catalogd.manager import CatalogManager
+from catalogd.manager import CatalogManager, ServedEndpoint
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ReloadResult
 from catalogd.server.access import Access
@@ -210,8 +210,7 @@ class Daemon:
             try:
                 self.thrift.bind()
                 self.hms.bind()
-                self.manager.hms_endpoint = f"thrift://{_public(server.host)}:{self.hms.port}"
-                self.manager.hms_tls = tls
+                self.manager.serve_endpoint(ServedEndpoint(f"thrift://{_public(server.host)}:{self.hms.port}", tls))
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
                                        access=access)

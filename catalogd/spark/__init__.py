@@ -1,8 +1,9 @@
 """PySpark side of catalogd: session settings and atomic writes through stages."""
 
-from catalogd.spark.atomic import StagedTable, atomic_ctas, insert_overwrite, sql, staged_table
-from catalogd.spark.conf import session_builder, spark_conf_for
+from catalogd.spark.atomic import atomic_ctas, insert_overwrite, sql
+from catalogd.spark.conf import session_builder
 from catalogd.spark.functions import register_functions
+from catalogd.spark_common import StagedTable, spark_conf_for, staged_table
 
 __all__ = [
     "StagedTable",

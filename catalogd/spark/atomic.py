@@ -15,69 +15,33 @@ part (``table``) mean the session's catalog, as they do in Spark SQL.
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
-import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from catalogd.errors import (
-    CatalogError,
-    ConflictError,
-    InternalError,
-    InvalidArgumentError,
-    StageNotFoundError,
-    UnsupportedError,
+from catalogd.errors import InvalidArgumentError, UnsupportedError
+from catalogd.model import CatalogInfo, Stage, StagePurpose, TableFormat
+from catalogd.spark_common import (
+    MODES,
+    client_or_own,
+    dynamic_partitions,
+    metastore_uris,
+    session_uris,
+    spark_prefix,
+    staged_table,
+    write_staged,
 )
-from catalogd.model import CatalogInfo, Column, Stage, StagePurpose, StageState, TableFormat
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from catalogd.client import CatalogClient
 
-logger = logging.getLogger(__name__)
-
-MODES = {
-    "create": StagePurpose.CREATE,
-    "create_if_not_exists": StagePurpose.CREATE_IF_NOT_EXISTS,
-    "replace": StagePurpose.REPLACE,
-}
-_URIS_KEY = "spark.hadoop.hive.metastore.uris"
-
 
 # ---------------------------------------------------------------- plumbing
 
-@contextlib.contextmanager
-def _client(client: CatalogClient | None) -> Iterator[CatalogClient]:
-    from catalogd.client import CatalogClient
-
-    if client is not None:
-        yield client
-        return
-    own = CatalogClient()
-    try:
-        yield own
-    finally:
-        own.close()
-
-
-def _uris(text: str | None) -> set[str]:
-    return {u.strip().rstrip("/").lower() for u in (text or "").split(",") if u.strip()}
-
-
-def _session_uris(spark: SparkSession) -> set[str]:
-    session = _uris(spark.conf.get(_URIS_KEY, None) or spark.sparkContext.getConf().get(_URIS_KEY))
-    if not session:
-        raise InvalidArgumentError(
-            "the SparkSession has no hive.metastore.uris: build it with catalogd.spark.session_builder(catalog)"
-        )
-    return session
-
-
 def _on_endpoint(infos: list[CatalogInfo], session: set[str]) -> bool:
     """Whether the session's metastore is catalogd's HMS endpoint (it sees every catalog)."""
-    return any(_uris(c.hms_endpoint) & session for c in infos)
+    return any(metastore_uris(c.hms_endpoint) & session for c in infos)
 
 
 def session_catalog(spark: SparkSession, client: CatalogClient) -> CatalogInfo:
@@ -87,11 +51,11 @@ def session_catalog(spark: SparkSession, client: CatalogClient) -> CatalogInfo:
     Raises:
         InvalidArgumentError: the session uses no metastore that catalogd serves.
     """
-    session = _session_uris(spark)
+    session = session_uris(spark)
     infos = client.list_catalogs()
     if _on_endpoint(infos, session):
         return next(c for c in infos if c.default)
-    catalogs = [c for c in infos if c.type == "hive" and _uris(c.metastore) & session]
+    catalogs = [c for c in infos if c.type == "hive" and metastore_uris(c.metastore) & session]
     if not catalogs:
         raise InvalidArgumentError(
             f"the SparkSession's metastore {', '.join(sorted(session))} is not one of catalogd's catalogs"
@@ -99,20 +63,10 @@ def session_catalog(spark: SparkSession, client: CatalogClient) -> CatalogInfo:
     return catalogs[0]
 
 
-def _spark_prefix(info: CatalogInfo, spark: SparkSession | None) -> str:
-    """What the session calls ``info``'s databases start with: its HMS-endpoint prefix when
-    the session is on the endpoint (sessions from ``session_builder`` are), else nothing."""
-    if not info.hms_prefix:
-        return ""
-    if spark is not None and not (_uris(info.hms_endpoint) & _session_uris(spark)):
-        return ""
-    return info.hms_prefix
-
-
 def spark_name(info: CatalogInfo, name: str, spark: SparkSession | None = None) -> str:
     """``catalog.db.table`` -> the name Spark SQL uses for it in ``spark``'s session."""
     _, database, table = name.split(".", 2)
-    return f"{_spark_prefix(info, spark)}{database}.{table}"
+    return f"{spark_prefix(info, spark)}{database}.{table}"
 
 
 def _resolve(spark: SparkSession, client: CatalogClient, target: str) -> tuple[CatalogInfo, str]:
@@ -120,7 +74,7 @@ def _resolve(spark: SparkSession, client: CatalogClient, target: str) -> tuple[C
     from catalogd.names import split_name
 
     parts = split_name(target)
-    session = _session_uris(spark)
+    session = session_uris(spark)
     infos = client.list_catalogs()
     if _on_endpoint(infos, session):
         by_name = {c.name: c for c in infos}
@@ -152,30 +106,6 @@ def _resolve(spark: SparkSession, client: CatalogClient, target: str) -> tuple[C
     raise InvalidArgumentError(f"bad table name {target!r}: expected catalog.database.table")
 
 
-def hive_columns(schema: Any) -> list[Column]:
-    """Hive columns for a Spark ``StructType``.
-
-    Raises:
-        InvalidArgumentError: a column whose Spark type Hive cannot store.
-    """
-    from pyspark.sql.types import NullType
-
-    from catalogd.catalog.types import parse_type
-
-    columns = []
-    for field in schema.fields:
-        if isinstance(field.dataType, NullType):
-            raise InvalidArgumentError(f"column {field.name!r} has no type (a bare NULL?): cast it")
-        try:
-            hive_type = parse_type(field.dataType.simpleString())
-        except InvalidArgumentError as e:
-            raise InvalidArgumentError(f"column {field.name!r}: Hive cannot store Spark type "
-                                       f"{field.dataType.simpleString()} ({e.message})") from e
-        comment = (field.metadata or {}).get("comment")
-        columns.append(Column(field.name.lower(), hive_type, comment))
-    return columns
-
-
 def _query(spark: SparkSession, source: DataFrame | str) -> DataFrame:
     if not isinstance(source, str):
         return source
@@ -191,169 +121,6 @@ def _query(spark: SparkSession, source: DataFrame | str) -> DataFrame:
     return spark.sql(source)
 
 
-class _Heartbeat:
-    """Keeps a stage's lease alive from a background thread until stopped."""
-
-    def __init__(self, client: CatalogClient, stage: Stage, on_lost: Any = None) -> None:
-        self.client = client
-        self.stage = stage
-        self.on_lost = on_lost
-        lease = ((stage.lease_deadline or 0) - (stage.created or 0)) / 1000 or 60.0
-        self.lease = lease
-        self.interval = max(0.5, lease / 3)
-        self.error: CatalogError | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"catalogd-heartbeat-{stage.id}", daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.client.heartbeat_stage(self.stage.id, self.lease)
-            except (StageNotFoundError, ConflictError) as e:
-                self.error = e
-                logger.error("stage %s was lost: %s", self.stage.id, e)
-                if self.on_lost is not None:
-                    self.on_lost()
-                return
-            except CatalogError as e:
-                # A daemon restart or a network blip: the lease has room for a few misses.
-                logger.warning("heartbeat of stage %s failed: %s", self.stage.id, e)
-
-
-class StagedTable:
-    """What ``staged_table`` yields: the stage and the Spark table to write into."""
-
-    def __init__(self, stage: Stage, spark_prefix: str = "") -> None:
-        self.stage = stage
-        #: What the writing session calls the stage's database starts with (HMS endpoint prefix).
-        self.spark_prefix = spark_prefix
-        #: The final stage after the block: COMMITTED, or ABORTED.
-        self.result: Stage | None = None
-
-    @property
-    def active(self) -> bool:
-        """False when there is nothing to write (CREATE_IF_NOT_EXISTS and the target exists)."""
-        return self.stage.state is StageState.OPEN
-
-    @property
-    def name(self) -> str | None:
-        """``database.__catalogd_stage_...``: write here (``df.write.insertInto(staged.name)``)."""
-        return self.spark_prefix + self.stage.spark_table if self.active else None
-
-    @property
-    def stage_id(self) -> str:
-        return self.stage.id
-
-
-@contextlib.contextmanager
-def staged_table(
-    target: str,
-    schema: str | list[Column] | Any | None = None,
-    *,
-    partition_by: list[str] | str | None = None,
-    format: str | TableFormat | None = None,
-    mode: str | StagePurpose = "create",
-    properties: dict[str, str] | None = None,
-    comment: str | None = None,
-    lease: float | None = None,
-    client: CatalogClient | None = None,
-    spark: SparkSession | None = None,
-) -> Iterator[StagedTable]:
-    """Begin a stage, yield it, commit on normal exit, abort on an exception (re-raised).
-
-    Args:
-        target: ``catalog.database.table`` (shorter forms use the daemon's defaults).
-        schema: ``"id bigint, ds string"``, Columns or a Spark ``StructType``; partition
-            columns included (they are taken out by ``partition_by``).
-        partition_by: partition column names.
-        mode: create, create_if_not_exists, replace or overwrite_partitions.
-        lease: seconds without a heartbeat before the daemon aborts the stage.
-        spark: when given, the block's Spark jobs run in a job group that is cancelled
-            if the stage is lost (its lease lapsed), so they stop writing.
-
-    Yields:
-        A StagedTable: write into ``.name`` while the block runs; ``.active`` is False
-        (and ``.name`` None) when there is nothing to do. ``.result`` holds the final stage.
-    """
-    from catalogd.catalog.types import parse_schema
-
-    if schema is None:
-        columns: list[Column] = []
-    elif isinstance(schema, str):
-        columns = parse_schema(schema)
-    elif isinstance(schema, list):
-        columns = list(schema)
-    else:
-        columns = hive_columns(schema)
-    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    keys = [k.lower() for k in keys]
-    by_name = {c.name.lower(): c for c in columns}
-    missing = [k for k in keys if k not in by_name]
-    if missing and columns:
-        raise InvalidArgumentError(f"partition columns {missing} are not in the schema {list(by_name)}")
-    data = [c for c in columns if c.name.lower() not in keys]
-    partition_keys = [by_name[k] for k in keys if k in by_name]
-    purpose = mode if isinstance(mode, StagePurpose) else MODES.get(mode.lower()) or StagePurpose.parse(mode)
-    with _client(client) as c:
-        stage = c.begin_stage(target, data, partition_keys, format=format, purpose=purpose,
-                              properties=properties, comment=comment, lease=lease)
-        staged = StagedTable(stage, _stage_prefix(c, stage, spark))
-        if not staged.active:
-            yield staged
-            staged.result = stage
-            return
-        group = f"catalogd-stage-{stage.id}"
-        heartbeat = _Heartbeat(c, stage, on_lost=(lambda: spark.sparkContext.cancelJobGroup(group)) if spark else None)
-        try:
-            with heartbeat, _job_group(spark, group, f"writing stage {stage.id} for {stage.target_name}"):
-                yield staged
-        except BaseException:
-            try:
-                staged.result = c.abort_stage(stage.id, writer_stopped=True)
-            except CatalogError as e:
-                logger.error("aborting stage %s failed (the janitor will, once its lease lapses): %s", stage.id, e)
-            raise
-        if heartbeat.error is not None:
-            raise heartbeat.error
-        staged.result = c.commit_stage(stage.id)
-
-
-def _stage_prefix(client: CatalogClient, stage: Stage, spark: SparkSession | None) -> str:
-    try:
-        info = client.get_catalog(stage.catalog)
-    except CatalogError:
-        return ""
-    return _spark_prefix(info, spark)
-
-
-_JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
-
-
-@contextlib.contextmanager
-def _job_group(spark: SparkSession | None, group: str, description: str) -> Iterator[None]:
-    """Run this thread's Spark jobs in ``group`` (restoring the one before)."""
-    if spark is None:
-        yield
-        return
-    sc = spark.sparkContext
-    before = [sc.getLocalProperty(key) for key in _JOB_GROUP_KEYS]
-    sc.setJobGroup(group, description, interruptOnCancel=True)
-    try:
-        yield
-    finally:
-        for key, value in zip(_JOB_GROUP_KEYS, before, strict=True):
-            # None unsets a property that was not set before (documented, though the stub says str).
-            sc.setLocalProperty(key, value)  # type: ignore[arg-type]
-
-
 def _with_partitions_last(df: DataFrame, partition_by: list[str]) -> DataFrame:
     lowered = {c.lower(): c for c in df.columns}
     missing = [p for p in partition_by if p.lower() not in lowered]
@@ -361,28 +128,6 @@ def _with_partitions_last(df: DataFrame, partition_by: list[str]) -> DataFrame:
         raise InvalidArgumentError(f"partition columns {missing} are not among the query's columns {df.columns}")
     keys = [lowered[p.lower()] for p in partition_by]
     return df.select(*[c for c in df.columns if c not in keys], *keys)
-
-
-@contextlib.contextmanager
-def _dynamic_partitions(spark: SparkSession) -> Iterator[None]:
-    key = "hive.exec.dynamic.partition.mode"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, "nonstrict")
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
-
-
-def _write(spark: SparkSession, df: DataFrame, staged: StagedTable) -> None:
-    name = staged.name
-    if name is None:  # callers write only into an active stage; this would be a bug of theirs
-        raise InternalError(f"stage {staged.stage_id} is {staged.stage.state}: there is nothing to write into")
-    with _dynamic_partitions(spark):
-        df.write.insertInto(name, overwrite=True)
 
 
 def atomic_ctas(
@@ -421,7 +166,7 @@ def atomic_ctas(
         raise InvalidArgumentError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     fmt = TableFormat.parse(format)
     keys = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    with _client(client) as c:
+    with client_or_own(client) as c:
         info, name = _resolve(spark, c, target)
         df = _query(spark, source)
         if keys:
@@ -432,7 +177,7 @@ def atomic_ctas(
         with staged_table(name, df.schema, partition_by=keys, format=fmt, mode=mode, properties=properties,
                           comment=comment, client=c, spark=spark) as staged:
             if staged.active:
-                _write(spark, df, staged)
+                write_staged(spark, df, staged)
         if MODES[mode] is StagePurpose.REPLACE:
             _refresh(spark, spark_name(info, name, spark))  # a new table cannot be cached yet; a replaced one may be
         assert staged.result is not None
@@ -478,7 +223,7 @@ def insert_overwrite(
     """
     from pyspark.sql import functions as F
 
-    with _client(client) as c:
+    with client_or_own(client) as c:
         info, name = _resolve(spark, c, target)
         table = c.get_table(name)
         df = _query(spark, source)
@@ -502,7 +247,7 @@ def insert_overwrite(
             df = df.withColumn(key, F.lit(spec[key]).cast(key_type))
         df = df.select(*[col.name for col in table.columns], *keys)
         if not info.atomic_writes:
-            with _dynamic_partitions(spark):
+            with dynamic_partitions(spark):
                 df.write.insertInto(spark_name(info, name, spark), overwrite=True)
             return None
         purpose = StagePurpose.OVERWRITE_PARTITIONS if keys else StagePurpose.REPLACE
@@ -510,7 +255,7 @@ def insert_overwrite(
         with staged_table(name, table.columns + table.partition_keys, partition_by=keys, format=table.format,
                           mode=purpose, properties=props if not keys else None,
                           comment=table.comment if not keys else None, client=c, spark=spark) as staged:
-            _write(spark, df, staged)
+            write_staged(spark, df, staged)
         _refresh(spark, spark_name(info, name, spark))
         assert staged.result is not None
         return staged.result
@@ -538,10 +283,10 @@ def sql(spark: SparkSession, statement: str, client: CatalogClient | None = None
     import sqlglot
     from sqlglot import exp
 
-    from catalogd.dynamic.statements import is_dynamic_statement
+    from catalogd.sql_lexer import is_dynamic_statement
 
     if is_dynamic_statement(statement):
-        with _client(client) as c:
+        with client_or_own(client) as c:
             return c.sql(statement)
     text = statement.strip().rstrip(";")
     if _REPLACE_TABLE.match(text):

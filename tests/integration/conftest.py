@@ -36,6 +36,7 @@ from .helpers import (
     start_daemon,
     write_config,
 )
+from .postgres import PostgresServer, running_postgres
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +69,13 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     yield proc
     code = proc.stop()
     assert code == 0, f"the session daemon exited with {code}; log:\n{proc.log()}"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the session, started when a test first asks for it (1-2 s), never before."""
+    with running_postgres() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,8 @@ from catalogd.catalog.spark_schema import (
     schema_properties,
     spark_to_hive,
 )
-from catalogd.catalog.types import parse_type
 from catalogd.errors import InvalidArgumentError
+from catalogd.hive_types import parse_type
 from catalogd.model import Column
 
 #: Hive types in their normal spelling; each must survive hive -> spark -> hive unchanged.

@@ -1,10 +1,11 @@
-"""Tests for catalogd.catalog.types: Hive type strings and schema strings."""
+"""Tests for catalogd.hive_types: Hive type strings and schema strings."""
 
 from __future__ import annotations
 
 import pytest
 
-from catalogd.catalog.types import (
+from catalogd.errors import InvalidArgumentError
+from catalogd.hive_types import (
     MAX_CHAR_LENGTH,
     MAX_DECIMAL_PRECISION,
     MAX_VARCHAR_LENGTH,
@@ -14,7 +15,6 @@ from catalogd.catalog.types import (
     parse_schema,
     parse_type,
 )
-from catalogd.errors import InvalidArgumentError
 from catalogd.model import Column
 
 # --------------------------------------------------------------------------- parse_type

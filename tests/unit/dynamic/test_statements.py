@@ -11,11 +11,11 @@ from catalogd.dynamic.statements import (
     AlterDynamicTable,
     CreateDynamicTable,
     DropDynamicTable,
-    is_dynamic_statement,
     parse_statement,
 )
 from catalogd.errors import InvalidArgumentError, UnsupportedError
 from catalogd.model import RefreshMode
+from catalogd.sql_lexer import is_dynamic_statement
 
 ONE_DAY = Freshness(1, TimeUnit.DAY)
 

@@ -1,5 +1,8 @@
 """Hive column types and schema strings: parse, validate, normalize.
 
+Neutral ground: the daemon's catalogs validate with it, and so do the client side's
+``CatalogClient`` and ``catalogd.spark`` before a request leaves the machine.
+
 Types are kept as Hive spells them (``decimal(10,2)``, ``array<string>``,
 ``struct<a:int,b:string>``) because that is what HMS stores and what Spark
 and Trino read back.
@@ -152,7 +155,8 @@ def parse_type(text: str) -> str:
     return _TypeParser(text).parse()
 
 
-def _split_top_level(text: str, sep: str = ",") -> list[str]:
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """``text`` cut at each ``sep`` outside brackets and quotes (``"a int, m map<int,string>"``: two parts)."""
     parts: list[str] = []
     depth = 0
     quote: str | None = None
@@ -197,7 +201,7 @@ def parse_schema(text: str) -> list[Column]:
         raise InvalidArgumentError("empty schema: write it like \"id bigint, name string\"")
     columns: list[Column] = []
     seen: set[str] = set()
-    for part in _split_top_level(text):
+    for part in split_top_level(text):
         if not part.strip():
             raise InvalidArgumentError(f"empty column in schema {text!r}")
         m = _COLUMN.fullmatch(part)

@@ -1,0 +1,361 @@
+"""The Spark code both sides run: session settings, Hive columns, writing through a stage.
+
+Users' PySpark jobs reach it through ``catalogd.spark`` (``staged_table``,
+``spark_conf_for``, the atomic writes built on them); the daemon's side uses it too: the
+refresh job it submits (``catalogd.dynamic.job``) writes through ``staged_table`` and
+``write_staged``, the query analyzer (``catalogd.dynamic.analyzer``) converts schemas with
+``hive_columns``, and job settings come from ``spark_conf_for``. Keeping it here, outside
+both packages, lets ``catalogd.spark`` and ``catalogd.dynamic`` depend on it and not on each
+other; it imports only the client side (``catalogd.client``, ``model``, ``errors``, ``hive_types``).
+
+A stage, in short: the job writes into a hidden staging table, and the daemon publishes it
+in one metastore call on success and drops it on failure (docs/atomic-writes.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from catalogd.errors import (
+    CatalogError,
+    ConflictError,
+    InternalError,
+    InvalidArgumentError,
+    StageNotFoundError,
+    UnsupportedError,
+)
+from catalogd.model import CatalogInfo, Column, Stage, StagePurpose, StageState, TableFormat
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from catalogd.client import CatalogClient
+
+logger = logging.getLogger(__name__)
+
+#: ``mode`` words of the writers -> stage purposes.
+MODES = {
+    "create": StagePurpose.CREATE,
+    "create_if_not_exists": StagePurpose.CREATE_IF_NOT_EXISTS,
+    "replace": StagePurpose.REPLACE,
+}
+_URIS_KEY = "spark.hadoop.hive.metastore.uris"
+
+
+# ---------------------------------------------------------------- session settings
+
+_FILTER_HOOK = "org.apache.hadoop.hive.ql.security.authorization.plugin.AuthorizationMetaStoreFilterHook"
+
+
+def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
+    """The ``spark.*`` settings for a session on ``info``'s catalog.
+
+    With catalogd's HMS endpoint known (``info.hms_endpoint``), Spark talks to catalogd, which
+    serves every catalog (the catalog's databases under its ``hms_prefix``); otherwise (a
+    catalog object read inside the daemon, e.g. for refresh jobs) to the catalog's own
+    metastore.
+
+    Raises:
+        UnsupportedError: a memory catalog and no HMS endpoint (Spark cannot reach it).
+    """
+    metastore = info.hms_endpoint or (info.metastore if info.type == "hive" else None)
+    if not metastore:
+        raise UnsupportedError(f"catalog {info.name!r} is a {info.type} catalog: Spark reaches it only through "
+                               "catalogd's HMS endpoint (server.hms-port)")
+    settings = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.hive.metastore.uris": metastore,
+        # Hive 2.3's SessionState switches the filter hook to this value on the first call
+        # that asks for the user name; the client sees a changed metastore setting and closes
+        # the connection a call in progress still holds (HIVE-24404), which logs a "lost
+        # connection" stack trace on every session's first partition listing. Starting with
+        # the value it would switch to leaves nothing to change.
+        "spark.hadoop.hive.metastore.filter.hook": _FILTER_HOOK,
+    }
+    if info.hms_endpoint and info.hms_tls:
+        # Hive's metastore client over TLS: it verifies the endpoint with a JKS truststore.
+        settings["spark.hadoop.hive.metastore.use.SSL"] = "true"
+        if info.hms_truststore:
+            settings["spark.hadoop.hive.metastore.truststore.path"] = info.hms_truststore
+        if info.hms_truststore_password is not None:
+            settings["spark.hadoop.hive.metastore.truststore.password"] = info.hms_truststore_password
+    if info.warehouse:
+        settings["spark.sql.warehouse.dir"] = info.warehouse
+    return settings
+
+
+# ---------------------------------------------------------------- plumbing
+
+@contextlib.contextmanager
+
+
+def client_or_own(client: CatalogClient | None) -> Iterator[CatalogClient]:
+    """``client``, or a ``CatalogClient()`` of our own (from the environment) that is closed after."""
+    from catalogd.client import CatalogClient
+
+    if client is not None:
+        yield client
+        return
+    own = CatalogClient()
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def metastore_uris(text: str | None) -> set[str]:
+    """A ``hive.metastore.uris`` value as a set, spelled alike for comparing."""
+    return {u.strip().rstrip("/").lower() for u in (text or "").split(",") if u.strip()}
+
+
+def session_uris(spark: SparkSession) -> set[str]:
+    """The metastores ``spark``'s session uses.
+
+    Raises:
+        InvalidArgumentError: it uses none (not a session on a Hive metastore).
+    """
+    session = metastore_uris(spark.conf.get(_URIS_KEY, None) or spark.sparkContext.getConf().get(_URIS_KEY))
+    if not session:
+        raise InvalidArgumentError(
+            "the SparkSession has no hive.metastore.uris: build it with catalogd.spark.session_builder(catalog)"
+        )
+    return session
+
+
+def spark_prefix(info: CatalogInfo, spark: SparkSession | None) -> str:
+    """What the session calls ``info``'s databases start with: its HMS-endpoint prefix when
+    the session is on the endpoint (sessions from ``session_builder`` are), else nothing."""
+    if not info.hms_prefix:
+        return ""
+    if spark is not None and not (metastore_uris(info.hms_endpoint) & session_uris(spark)):
+        return ""
+    return info.hms_prefix
+
+
+# ---------------------------------------------------------------- columns
+
+def hive_columns(schema: Any) -> list[Column]:
+    """Hive columns for a Spark ``StructType``.
+
+    Raises:
+        InvalidArgumentError: a column whose Spark type Hive cannot store.
+    """
+    from pyspark.sql.types import NullType
+
+    from catalogd.hive_types import parse_type
+
+    columns = []
+    for field in schema.fields:
+        if isinstance(field.dataType, NullType):
+            raise InvalidArgumentError(f"column {field.name!r} has no type (a bare NULL?): cast it")
+        try:
+            hive_type = parse_type(field.dataType.simpleString())
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"column {field.name!r}: Hive cannot store Spark type "
+                                       f"{field.dataType.simpleString()} ({e.message})") from e
+        comment = (field.metadata or {}).get("comment")
+        columns.append(Column(field.name.lower(), hive_type, comment))
+    return columns
+
+
+# ---------------------------------------------------------------- writing through a stage
+
+class _Heartbeat:
+    """Keeps a stage's lease alive from a background thread until stopped."""
+
+    def __init__(self, client: CatalogClient, stage: Stage, on_lost: Any = None) -> None:
+        self.client = client
+        self.stage = stage
+        self.on_lost = on_lost
+        lease = ((stage.lease_deadline or 0) - (stage.created or 0)) / 1000 or 60.0
+        self.lease = lease
+        self.interval = max(0.5, lease / 3)
+        self.error: CatalogError | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"catalogd-heartbeat-{stage.id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.client.heartbeat_stage(self.stage.id, self.lease)
+            except (StageNotFoundError, ConflictError) as e:
+                self.error = e
+                logger.error("stage %s was lost: %s", self.stage.id, e)
+                if self.on_lost is not None:
+                    self.on_lost()
+                return
+            except CatalogError as e:
+                # A daemon restart or a network blip: the lease has room for a few misses.
+                logger.warning("heartbeat of stage %s failed: %s", self.stage.id, e)
+
+
+class StagedTable:
+    """What ``staged_table`` yields: the stage and the Spark table to write into."""
+
+    def __init__(self, stage: Stage, spark_prefix: str = "") -> None:
+        self.stage = stage
+        #: What the writing session calls the stage's database starts with (HMS endpoint prefix).
+        self.spark_prefix = spark_prefix
+        #: The final stage after the block: COMMITTED, or ABORTED.
+        self.result: Stage | None = None
+
+    @property
+    def active(self) -> bool:
+        """False when there is nothing to write (CREATE_IF_NOT_EXISTS and the target exists)."""
+        return self.stage.state is StageState.OPEN
+
+    @property
+    def name(self) -> str | None:
+        """``database.__catalogd_stage_...``: write here (``df.write.insertInto(staged.name)``)."""
+        return self.spark_prefix + self.stage.spark_table if self.active else None
+
+    @property
+    def stage_id(self) -> str:
+        return self.stage.id
+
+
+@contextlib.contextmanager
+
+
+def staged_table(
+    target: str,
+    schema: str | list[Column] | Any | None = None,
+    *,
+    partition_by: list[str] | str | None = None,
+    format: str | TableFormat | None = None,
+    mode: str | StagePurpose = "create",
+    properties: dict[str, str] | None = None,
+    comment: str | None = None,
+    lease: float | None = None,
+    client: CatalogClient | None = None,
+    spark: SparkSession | None = None,
+) -> Iterator[StagedTable]:
+    """Begin a stage, yield it, commit on normal exit, abort on an exception (re-raised).
+
+    Args:
+        target: ``catalog.database.table`` (shorter forms use the daemon's defaults).
+        schema: ``"id bigint, ds string"``, Columns or a Spark ``StructType``; partition
+            columns included (they are taken out by ``partition_by``).
+        partition_by: partition column names.
+        mode: create, create_if_not_exists, replace or overwrite_partitions.
+        lease: seconds without a heartbeat before the daemon aborts the stage.
+        spark: when given, the block's Spark jobs run in a job group that is cancelled
+            if the stage is lost (its lease lapsed), so they stop writing.
+
+    Yields:
+        A StagedTable: write into ``.name`` while the block runs; ``.active`` is False
+        (and ``.name`` None) when there is nothing to do. ``.result`` holds the final stage.
+    """
+    from catalogd.hive_types import parse_schema
+
+    if schema is None:
+        columns: list[Column] = []
+    elif isinstance(schema, str):
+        columns = parse_schema(schema)
+    elif isinstance(schema, list):
+        columns = list(schema)
+    else:
+        columns = hive_columns(schema)
+    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    keys = [k.lower() for k in keys]
+    by_name = {c.name.lower(): c for c in columns}
+    missing = [k for k in keys if k not in by_name]
+    if missing and columns:
+        raise InvalidArgumentError(f"partition columns {missing} are not in the schema {list(by_name)}")
+    data = [c for c in columns if c.name.lower() not in keys]
+    partition_keys = [by_name[k] for k in keys if k in by_name]
+    purpose = mode if isinstance(mode, StagePurpose) else MODES.get(mode.lower()) or StagePurpose.parse(mode)
+    with client_or_own(client) as c:
+        stage = c.begin_stage(target, data, partition_keys, format=format, purpose=purpose,
+                              properties=properties, comment=comment, lease=lease)
+        staged = StagedTable(stage, _stage_prefix(c, stage, spark))
+        if not staged.active:
+            yield staged
+            staged.result = stage
+            return
+        group = f"catalogd-stage-{stage.id}"
+        heartbeat = _Heartbeat(c, stage, on_lost=(lambda: spark.sparkContext.cancelJobGroup(group)) if spark else None)
+        try:
+            with heartbeat, _job_group(spark, group, f"writing stage {stage.id} for {stage.target_name}"):
+                yield staged
+        except BaseException:
+            try:
+                staged.result = c.abort_stage(stage.id, writer_stopped=True)
+            except CatalogError as e:
+                logger.error("aborting stage %s failed (the janitor will, once its lease lapses): %s", stage.id, e)
+            raise
+        if heartbeat.error is not None:
+            raise heartbeat.error
+        staged.result = c.commit_stage(stage.id)
+
+
+def _stage_prefix(client: CatalogClient, stage: Stage, spark: SparkSession | None) -> str:
+    try:
+        info = client.get_catalog(stage.catalog)
+    except CatalogError:
+        return ""
+    return spark_prefix(info, spark)
+
+
+_JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+@contextlib.contextmanager
+
+
+def _job_group(spark: SparkSession | None, group: str, description: str) -> Iterator[None]:
+    """Run this thread's Spark jobs in ``group`` (restoring the one before)."""
+    if spark is None:
+        yield
+        return
+    sc = spark.sparkContext
+    before = [sc.getLocalProperty(key) for key in _JOB_GROUP_KEYS]
+    sc.setJobGroup(group, description, interruptOnCancel=True)
+    try:
+        yield
+    finally:
+        for key, value in zip(_JOB_GROUP_KEYS, before, strict=True):
+            # None unsets a property that was not set before (documented, though the stub says str).
+            sc.setLocalProperty(key, value)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+
+
+def dynamic_partitions(spark: SparkSession) -> Iterator[None]:
+    """Let inserts in the block write partitions from the data's values (restoring the setting after)."""
+    key = "hive.exec.dynamic.partition.mode"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "nonstrict")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable) -> None:
+    """Write ``df`` into an active stage (``insertInto``: by position, so its columns in the table's order).
+
+    Raises:
+        InternalError: the stage is not open (nothing to write into).
+    """
+    name = staged.name
+    if name is None:  # callers write only into an active stage; this would be a bug of theirs
+        raise InternalError(f"stage {staged.stage_id} is {staged.stage.state}: there is nothing to write into")
+    with dynamic_partitions(spark):
+        df.write.insertInto(name, overwrite=True)

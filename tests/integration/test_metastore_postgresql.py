@@ -1,0 +1,257 @@
+"""Embedded metastores on a real PostgreSQL server (``metastore-db``): what they keep survives a restart,
+two daemons on one database see each other's objects, the password shows nowhere, bad values exit 2.
+
+One pair of daemons (each with its own embedded HMS, a JVM) serves the whole module: A takes the
+password from the environment (``${VAR}`` in its config), B from ``metastore-db-password-file``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hmsclient import hmsclient
+from hmsclient.genthrift.hive_metastore import ttypes
+from polling import wait_until
+
+from catalogd.client import CatalogClient
+from catalogd.errors import DatabaseNotFoundError
+
+from .helpers import (
+    CATALOGD,
+    SESSION_STAGE_SECRET,
+    Daemon,
+    clean_env,
+    embedded_catalog,
+    free_port,
+    metastore_pids,
+    start_daemon,
+    write_config,
+)
+from .postgres import PostgresServer
+
+pytestmark = pytest.mark.integration
+
+PASSWORD_VAR = "CATALOGD_TEST_METASTORE_DB_PASSWORD"
+#: What a daemon on the other one's writes waits for at most: the metadata cache's TTL, on a busy machine.
+SEEN_WITHIN = 30.0
+
+
+@contextlib.contextmanager
+def hms(daemon: Daemon) -> Iterator[Any]:
+    """A plain Hive client of the daemon's HMS endpoint."""
+    host, port = daemon.hms_address
+    client = hmsclient.HMSClient(host=host, port=port)
+    client.open()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@dataclass
+class Pair:
+    """Two daemons whose embedded metastores share one PostgreSQL database (and one warehouse)."""
+
+    a: Daemon
+    b: Daemon
+    server: PostgresServer
+    database: str
+    env_a: dict[str, str]
+
+    def restart_a(self) -> None:
+        assert self.a.stop() == 0, self.a.log()
+        self.a = start_daemon(self.a.config_path, self.a.data_dir, self.a.log_path, env=self.env_a)
+
+
+@pytest.fixture(scope="module")
+def pair(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    root = tmp_path_factory.mktemp("pg-pair")
+    database = postgres.create_database()
+    warehouse = (root / "warehouse").as_uri()
+    url = postgres.url(database, password=False)
+    password_file = root / "metastore-db.password"
+    password_file.write_text(postgres.password + "\n")
+    password_file.chmod(0o600)
+    # A's URL takes the password from the environment, B's from the file.
+    catalogs_a = [embedded_catalog("main", metastore_port=free_port(), warehouse=warehouse,
+                                   **{"metastore-db": url.replace("@", f":${{{PASSWORD_VAR}}}@", 1)})]
+    catalogs_b = [embedded_catalog("main", metastore_port=free_port(), warehouse=warehouse,
+                                   **{"metastore-db": url, "metastore-db-password-file": str(password_file)})]
+    staging = {"secret": SESSION_STAGE_SECRET}
+    config_a = write_config(root / "a.yaml", port=free_port(), http_port=free_port(), data_dir=root / "a",
+                            catalogs=catalogs_a, extra={"staging": staging})
+    # Background work on one daemon only (until the daemons elect a leader).
+    config_b = write_config(root / "b.yaml", port=free_port(), http_port=free_port(), data_dir=root / "b",
+                            catalogs=catalogs_b, extra={"staging": staging,
+                                                        "dynamic-tables": {"enabled": False, "warm-analyzer": False}})
+    env_a = {PASSWORD_VAR: postgres.password}
+    # A first, alone: its metastore creates the schema in the empty database.
+    a = start_daemon(config_a, root / "a", root / "a.log", env=env_a)
+    started = [a]
+    try:
+        started.append(start_daemon(config_b, root / "b", root / "b.log"))
+        the_pair = Pair(a=a, b=started[1], server=postgres, database=database, env_a=env_a)
+        yield the_pair
+        started = [the_pair.a, the_pair.b]
+    finally:
+        for daemon in started:
+            daemon.stop()
+        for daemon in started:
+            for pid in metastore_pids(daemon.data_dir):
+                os.kill(pid, 9)
+
+
+def _metastore_tables(pair: Pair) -> list[str]:
+    return pair.server.sql("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+                           pair.database).split()
+
+
+def test_the_metastore_keeps_its_data_in_postgresql(pair: Pair) -> None:
+    tables = _metastore_tables(pair)
+    assert {"DBS", "TBLS", "PARTITIONS", "SDS", "VERSION"} <= set(tables), tables
+    assert pair.server.sql('SELECT "NAME" FROM "DBS" ORDER BY 1', pair.database).split() == ["default"]
+    for daemon in (pair.a, pair.b):
+        assert not (daemon.data_dir / "catalogs" / "main" / "metastore_db").exists(), "no Derby database"
+
+
+def test_two_daemons_see_each_others_objects(pair: Pair, unique_name) -> None:
+    name = unique_name("shared")
+    with CatalogClient(pair.a.address) as a, CatalogClient(pair.b.address) as b:
+        a.create_database(f"main.{name}")
+        wait_until(lambda: f"{name}" in b.list_databases("main"), SEEN_WITHIN, what="A's database through B")
+        b.create_table(f"main.{name}.events", "id bigint, payload string", partitioned_by="ds string")
+        b.add_partition(f"main.{name}.events", {"ds": "2024-01-01"})
+        wait_until(lambda: [p.name for p in a.list_partitions(f"main.{name}.events")] == ["ds=2024-01-01"],
+                   SEEN_WITHIN, what="B's table and partition through A")
+        # The HMS endpoint (what Spark talks to) of each daemon, for the other's writes.
+        with hms(pair.a) as ha:
+            ha.create_database(ttypes.Database(name=f"{name}_hms", description="through A's endpoint",
+                                               parameters={}))
+        with hms(pair.b) as hb:
+            wait_until(lambda: f"{name}_hms" in hb.get_all_databases(), SEEN_WITHIN, what="A's HMS database via B")
+            assert hb.get_partition_names(name, "events", -1) == ["ds=2024-01-01"]
+        a.drop_database(f"main.{name}_hms")
+
+        def gone() -> bool:
+            try:
+                b.get_database(f"main.{name}_hms")
+            except DatabaseNotFoundError:
+                return True
+            return False
+
+        wait_until(gone, SEEN_WITHIN, what="a drop through A to show through B")
+
+
+def test_objects_survive_a_restart_and_the_schema_is_left_alone(pair: Pair, unique_name) -> None:
+    name = unique_name("kept")
+    with CatalogClient(pair.a.address) as a:
+        a.create_database(f"main.{name}", comment="kept in PostgreSQL")
+        a.create_table(f"main.{name}.t", "id int, v string", partitioned_by="ds string")
+        for ds in ("2024-01-01", "2024-01-02"):
+            a.add_partition(f"main.{name}.t", {"ds": ds})
+    with hms(pair.a) as ha:
+        ha.create_database(ttypes.Database(name=f"{name}_hms", description="", parameters={}))
+    tables_before = _metastore_tables(pair)
+    metastore_before = metastore_pids(pair.a.data_dir)
+    pair.restart_a()
+    assert metastore_pids(pair.a.data_dir) != metastore_before, "a new metastore process"
+    assert _metastore_tables(pair) == tables_before
+    assert pair.server.sql('SELECT count(*) FROM "VERSION"', pair.database) == "1"
+    with CatalogClient(pair.a.address) as a:
+        assert a.get_database(f"main.{name}").comment == "kept in PostgreSQL"
+        assert [c.name for c in a.get_table(f"main.{name}.t").columns][:2] == ["id", "v"]
+        assert [p.name for p in a.list_partitions(f"main.{name}.t")] == ["ds=2024-01-01", "ds=2024-01-02"]
+        assert f"{name}_hms" in a.list_databases("main")
+    with hms(pair.a) as ha:
+        assert ha.get_partition_names(name, "t", -1) == ["ds=2024-01-01", "ds=2024-01-02"]
+        assert ha.get_table(name, "t").tableName == "t"
+
+
+def test_the_password_shows_nowhere_but_the_private_hive_site(pair: Pair) -> None:
+    secret = pair.server.password
+    for daemon in (pair.a, pair.b):
+        for pid in metastore_pids(daemon.data_dir):
+            # The command line is everyone's to read (ps); the environment of A and its JVM holds the
+            # variable its config names, as any process given a secret through its environment does.
+            assert secret not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        assert secret not in Path(f"/proc/{daemon.pid}/cmdline").read_bytes().decode(errors="replace")
+        logs = [daemon.log_path, *sorted((daemon.data_dir / "logs").glob("*"))]
+        assert len(logs) > 1
+        for log in logs:
+            assert secret not in log.read_text(errors="replace"), log
+        assert "database postgresql://catalogd:***@127.0.0.1:" in daemon.log(400)
+        site = daemon.data_dir / "catalogs" / "main" / "conf" / "hive-site.xml"
+        assert secret in site.read_text()
+        assert site.stat().st_mode & 0o777 == 0o600
+        assert site.parent.stat().st_mode & 0o777 == 0o700
+
+
+# ---------------------------------------------------------------- bad values: no PostgreSQL needed
+
+def _serve(config: Path) -> subprocess.CompletedProcess[str]:
+    # A config error is found before any metastore starts: far less than this.
+    return subprocess.run([str(CATALOGD), "serve", "--config", str(config)], capture_output=True, text=True,
+                          timeout=60, env=clean_env())
+
+
+@pytest.mark.parametrize(("entry", "key", "message"), [
+    ({"metastore-db": "mysql://u:hunter2hunter2@h:3306/meta"}, "metastore-db", "unsupported database 'mysql'"),
+    ({"metastore-db": "postgresql://u:hunter2hunter2@h:5432"}, "metastore-db", "the database name is missing"),
+    ({"metastore-db": "postgresql://u:hunter2hunter2@h:99999/m"}, "metastore-db", "the port must be a number"),
+    ({"metastore-db": "postgresql://u:hunter2hunter2@h/m", "connection": {"hive.metastore.uris": "thrift://h:9083"}},
+     "metastore-db", "only used by an embedded metastore"),
+    ({"metastore-db-password-file": "PASSWORD_FILE", "metastore-db": "postgresql://u@h/m"},
+     "metastore-db-password-file", "readable by group or others"),
+])
+def test_a_bad_metastore_db_exits_2_naming_the_key(tmp_path: Path, entry: dict[str, Any], key: str,
+                                                   message: str) -> None:
+    password_file = tmp_path / "password"
+    password_file.write_text("hunter2hunter2\n")
+    password_file.chmod(0o644)
+    catalog = embedded_catalog("main")
+    catalog.update({k: (str(password_file) if v == "PASSWORD_FILE" else v) for k, v in entry.items()})
+    data_dir = tmp_path / "data"
+    config = write_config(tmp_path / "c.yaml", port=free_port(), http_port=free_port(), data_dir=data_dir,
+                          catalogs=[catalog])
+    done = _serve(config)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"error: config: {config}: catalogs[0].{key}: "), lines[0]
+    assert message in lines[0]
+    assert "hunter2" not in done.stderr + done.stdout
+    assert not (data_dir / "catalogs").exists(), "no metastore was started"
+
+
+#: ``catalogd serve`` as the console script runs it, on a machine without the PostgreSQL JDBC driver.
+WITHOUT_DRIVER = """
+import pathlib, sys
+import catalogd.metastore.database
+catalogd.metastore.database.POSTGRESQL_JAR = pathlib.Path(sys.argv[1])
+from catalogd.cli import main
+sys.exit(main(["serve", "--config", sys.argv[2]]))
+"""
+
+
+def test_a_missing_jdbc_driver_exits_2_naming_the_key_and_the_package(tmp_path: Path) -> None:
+    absent = tmp_path / "postgresql.jar"
+    catalog = embedded_catalog("main", **{"metastore-db": "postgresql://u:hunter2hunter2@127.0.0.1:1/m"})
+    data_dir = tmp_path / "data"
+    config = write_config(tmp_path / "c.yaml", port=free_port(), http_port=free_port(), data_dir=data_dir,
+                          catalogs=[catalog])
+    done = subprocess.run([sys.executable, "-c", WITHOUT_DRIVER, str(absent), str(config)], capture_output=True,
+                          text=True, timeout=60, env=clean_env())
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: config: catalogs[main].metastore-db: the PostgreSQL JDBC driver {absent} is missing: "
+        "install it (apt-get install libpostgresql-jdbc-java)")
+    assert "hunter2" not in done.stderr + done.stdout
+    assert metastore_pids(data_dir) == []

@@ -1,0 +1,42 @@
+"""One error mapping for the HMS endpoint: an exception the called method declares, else MetaException."""
+
+from __future__ import annotations
+
+import pytest
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from catalogd.errors import (
+    CatalogError,
+    DatabaseNotEmptyError,
+    InvalidArgumentError,
+    MetastoreUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from catalogd.hms import methods
+from catalogd.hms.errors import to_hms_error
+
+
+@pytest.mark.parametrize(("error", "method", "expected"), [
+    (TableNotFoundError("t"), "get_table", hms.NoSuchObjectException),
+    # get_partition_names declares only a MetaException.
+    (TableNotFoundError("t"), "get_partition_names", hms.MetaException),
+    (TableAlreadyExistsError("t"), "create_table", hms.AlreadyExistsException),
+    (DatabaseNotEmptyError("d"), "drop_database", hms.InvalidOperationException),
+    # A bad definition: InvalidObjectException where declared (create_*), InvalidOperationException
+    # where that is declared instead (alter_*, drop_database).
+    (InvalidArgumentError("bad"), "create_table", hms.InvalidObjectException),
+    (InvalidArgumentError("bad"), "create_function", hms.InvalidObjectException),
+    (InvalidArgumentError("bad"), "alter_table_with_environment_context", hms.InvalidOperationException),
+    (InvalidArgumentError("bad"), "drop_database", hms.InvalidOperationException),
+    (InvalidArgumentError("bad"), "drop_table", hms.MetaException),
+    (MetastoreUnavailableError("down"), "get_table", hms.MetaException),
+])
+def test_each_error_is_an_exception_the_method_declares(error: CatalogError, method: str,
+                                                        expected: type[Exception]) -> None:
+    exc = to_hms_error(error, method)
+    assert type(exc) is expected
+    assert exc.message == f"catalogd: {error.message}"  # type: ignore[attr-defined]
+    # The router puts it in the result struct as it is: it never becomes a TApplicationException.
+    result = methods.error_result(method, exc)
+    assert result is not None and exc in vars(result).values()
