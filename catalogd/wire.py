@@ -329,7 +329,9 @@ def reload_result_from_thrift(result: t.ReloadResult) -> ReloadResult:
 # ---------------------------------------------------------------- dynamic tables
 
 def _enum_to_thrift(enum_type: type, value: object) -> int:
-    return enum_type._NAMES_TO_VALUES[str(value)]  # type: ignore[attr-defined]
+    # Thrift enums are plain classes with a name table (no Python Enum).
+    number: int = getattr(enum_type, "_NAMES_TO_VALUES")[str(value)]
+    return number
 
 
 def _enum_from_thrift(enum_type: type, model: type, value: int | None, default: object) -> object:
