@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import re
+from typing import Self
 
 from catalogd.errors import (
     DatabaseNotFoundError,
@@ -77,6 +78,15 @@ class Catalog(abc.ABC):
     @abc.abstractmethod
     def info(self) -> CatalogInfo:
         """Describe this catalog (type, metastore address, warehouse)."""
+
+    def fresh(self) -> Self:
+        """This catalog with every read asked of its backing store, never of a cache.
+
+        For callers that decide what to write, delete or commit on what they read (a dynamic
+        table's history read back and rewritten, the query a refresh commits). A catalog
+        without a cache is its own fresh view.
+        """
+        return self
 
     @abc.abstractmethod
     def ping(self, timeout: float | None = None) -> None:

@@ -11,7 +11,8 @@ must change is decoded with hmsclient's IDL:
   set or remove ``catalogd.*`` parameters; drops go through catalogd (its deletion rules,
   a dynamic table's job stopped first, the stages of a dropped database aborted);
 * reads of databases, tables and partitions are answered from the metadata cache when
-  it has them, and every write invalidates what it touched;
+  it has them, through the catalog's caching client (``CachingHiveClient.lookup``: one
+  key scheme with the catalog's own reads), and every write invalidates what it touched;
 * memory catalogs are answered by ``MemoryMetastore``; the lock API by ``LockManager``
   when the default catalog's metastore cannot hold locks (an embedded one);
 * with auth enabled, the connection's ``set_ugi`` user must be a principal holding the
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +35,7 @@ from thrift.Thrift import TApplicationException
 from catalogd.auth.model import ANONYMOUS
 from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, is_stage_table
+from catalogd.catalog.caching_client import RAW, CachingHiveClient
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
 from catalogd.errors import (
     AlreadyExistsError,
@@ -69,7 +71,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HmsCache", "Router"]
+__all__ = ["Router"]
 
 _ARGS = {n[:-5]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastore) if n.endswith("_args")}
 _RESULTS = {n[:-7]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastore) if n.endswith("_result")}
@@ -101,18 +103,6 @@ _CACHED_READS = frozenset({
     "get_fields_with_environment_context", "get_schema_with_environment_context", "get_table_meta",
     "get_partitions_by_expr", "get_function", "get_functions",
 })
-
-
-class HmsCache(Protocol):
-    """What the router needs of the metadata cache (``catalogd.catalog.hms_cache``)."""
-
-    def token(self, scope: tuple[str, str, str]) -> int: ...
-
-    def get(self, scope: tuple[str, str, str], key: Hashable) -> bytes | None: ...
-
-    def put(self, scope: tuple[str, str, str], key: Hashable, value: bytes, token: int) -> None: ...
-
-    def invalidate(self, catalog: str, database: str = "", table: str = "") -> None: ...
 
 
 class LockService(Protocol):
@@ -170,8 +160,8 @@ class Router:
     """The HMS endpoint's call handler (``HmsServer`` calls ``handle`` per message).
 
     Args:
-        manager: the catalogs (looked up per call: a config reload changes them).
-        cache: the metadata cache; None: no caching.
+        manager: the catalogs (looked up per call: a config reload changes them; a hive
+            catalog's caching client is the metadata cache its calls read and invalidate).
         locks: answers the lock API for the default catalog; None: relay it.
         memory_store: the ``MemoryMetastore`` of a memory catalog, by name.
         drop_dynamic: drops a dynamic table as ``dt drop`` does (its job stopped first).
@@ -180,15 +170,14 @@ class Router:
         audit: where writes and denials are recorded; None: nowhere.
     """
 
-    def __init__(self, manager: CatalogManager, *, cache: HmsCache | None = None,
-                 locks: LockService | None = None, memory_store: Callable[[str], MemoryStore] | None = None,
+    def __init__(self, manager: CatalogManager, *, locks: LockService | None = None,
+                 memory_store: Callable[[str], MemoryStore] | None = None,
                  drop_dynamic: Callable[[ObjectPath], None] | None = None,
                  max_message: int = 256 * 1024 * 1024, authority: Authority | None = None,
                  audit: AuditLog | None = None) -> None:
         self.manager = manager
         self.authority = authority
         self.audit = audit
-        self.cache = cache
         self.locks = locks
         self._memory_store = memory_store
         self._drop_dynamic = drop_dynamic
@@ -479,17 +468,18 @@ class Router:
     def _read(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
               hive: HiveCatalog) -> bytes:
         method = message.name
+        prefix = self._prefix(route.catalog)
+        prefixed = bool(prefix)
+        rewritten = prefixed or method in _LISTINGS
         # A cache that is off (cache.ttl 0s) is skipped, so the reply goes back as it came.
-        cache = self.cache if method in _CACHED_READS and getattr(self.cache, "enabled", True) else None
-        scope = self._scope(route, method, args)
-        key = ("hms", method, message.body)
-        token = 0
-        if cache is not None:
-            body = cache.get(scope, key)
-            if body is not None:
-                return header(method, REPLY, message.seqid) + body
-            token = cache.token(scope)
-        prefixed = bool(self._prefix(route.catalog))
+        caching = self._caching(hive)
+        found = None
+        if method in _CACHED_READS and caching.enabled:
+            # The metastore's reply as relayed (RAW), or the one rewritten here for the client.
+            form = f"hms:{prefix}" if rewritten else RAW
+            found = caching.lookup(self._scope(route, method, args), method, message.body, form)
+            if found.body is not None:
+                return header(method, REPLY, message.seqid) + found.body
         if prefixed:
             self._to_backing(method, args, route.catalog)
             reply = self._relay(hive, conn, encode(method, CALL, message.seqid, args), retry=True)
@@ -497,17 +487,17 @@ class Router:
             reply = self._relay(hive, conn, message.raw, retry=True)
         if reply.type != REPLY:
             return reply.raw
-        if cache is None and not prefixed and method not in _LISTINGS:
+        if found is None and not rewritten:
             return reply.raw
         body = reply.body
-        if prefixed or method in _LISTINGS:
+        if rewritten:
             result = decode(_RESULTS[method](), body)
             if method in _LISTINGS:
                 _hide_stages(result)
             self._to_client(method, result, route.catalog)
             body = encode(method, REPLY, message.seqid, result)[len(header(method, REPLY, message.seqid)):]
-        if cache is not None:
-            cache.put(scope, key, body, token)
+        if found is not None:
+            found.keep(body)
         return header(method, REPLY, message.seqid) + body
 
     def _databases(self, conn: ClientConnection, message: Message, args: Any,
@@ -573,7 +563,9 @@ class Router:
                hive: HiveCatalog) -> bytes:
         method = message.name
         targets = [(self._place(db), table) for db, table in methods.target_in_args(method, args)]
-        try:
+        touched = [(database.lower(), (table or "").lower()) for database, table in targets]
+        # Invalidated however the write ends: it may have happened before the answer was lost.
+        with self._caching(hive).writing(method, touched):
             self._check_write(conn, method, args, route, hive, targets)
             handled = self._write_through_catalogd(conn, message, args, route, hive)
             if handled is not None:
@@ -589,21 +581,19 @@ class Router:
                 self._to_client(method, result, route.catalog)
                 return self._reply(method, message.seqid, result)
             return reply.raw
-        finally:
-            # Also after a failure: the write may have happened before the answer was lost.
-            self._invalidate(route.catalog, targets)
 
     def _place(self, database: str) -> str:
         place = self.federation.locate(database)
         return place.database if place is not None else database.lower()
 
-    def _invalidate(self, catalog: str, targets: list[tuple[str, str]]) -> None:
-        if self.cache is None:
-            return
-        if not targets:
-            self.cache.invalidate(catalog)
-        for database, table in targets:
-            self.cache.invalidate(catalog, database.lower(), (table or "").lower())
+    @staticmethod
+    def _caching(hive: HiveCatalog) -> CachingHiveClient:
+        """The catalog's metastore client behind the metadata cache (the catalog's own reads
+        and writes use it too)."""
+        api = hive.session.api
+        if api is None:  # the manager serves only catalogs it opened: closed by a reload meanwhile
+            raise meta_error(f"catalogd: catalog {hive.name} is not open")
+        return api
 
     def _current_table(self, hive: HiveCatalog, conn: ClientConnection, database: str, table: str) -> Any | None:
         result = self._upstream(hive, conn, "get_table", ThriftHiveMetastore.get_table_args(database, table))
