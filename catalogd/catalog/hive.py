@@ -72,6 +72,7 @@ from catalogd.model import (
 )
 
 if TYPE_CHECKING:
+    from catalogd.catalog.relay_target import RelayTarget
     from catalogd.config import CatalogConfig, Config
 
 logger = logging.getLogger(__name__)
@@ -238,6 +239,11 @@ class HiveCatalog(BaseCatalog):
     def cache(self) -> MetadataCache | None:
         """The metadata cache this catalog reads through (and its writes invalidate)."""
         return self.session.cache
+
+    def relay_target(self) -> RelayTarget:
+        """The session: it knows the metastore's addresses, timeouts and call limit, and
+        holds the caching client the endpoint reads and invalidates."""
+        return self.session
 
     def fresh(self) -> Self:
         """This catalog with every read asked of the metastore (see ``Catalog.fresh``).

@@ -211,6 +211,17 @@ class HiveSession:
         """Serve this session's calls with ``api`` (unit tests: a fake client; no metastore is started)."""
         self.api = CachingHiveClient(api, self.name, self.cache, self._written)
 
+    def cached_calls(self) -> CachingHiveClient:
+        """The typed client behind the metadata cache (the HMS endpoint reads and invalidates
+        through it, as the catalog does).
+
+        Raises:
+            MetastoreUnavailableError: the session is not open.
+        """
+        if self.api is None:
+            raise MetastoreUnavailableError(f"catalog {self.name} is not open")
+        return self.api
+
     def addresses(self) -> list[tuple[str, int]]:
         """The metastore's (host, port) addresses as now known (an embedded one's after it started)."""
         if self.pool is not None:
