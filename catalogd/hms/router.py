@@ -12,10 +12,11 @@ dispatches between them:
 * ``upstream``: relaying to the metastore of a catalog's ``RelayTarget``;
 * here: routing by database, reads of databases, tables and partitions answered from the
   metadata cache through the catalog's caching client (one key scheme with the catalog's
-  own reads; every write invalidates what it touched), drops made through catalogd (its
-  deletion rules, a dynamic table's job stopped first, the stages of a dropped database
-  aborted), listings across catalogs, memory catalogs (``MemoryMetastore``) and the lock
-  API (``LockManager``, when the default catalog's metastore cannot hold locks).
+  own reads; every write invalidates what it touched), listings across catalogs, memory
+  catalogs (``MemoryMetastore``) and the lock API (``LockManager``, when the default
+  catalog's metastore cannot hold locks);
+* ``drops``: drops catalogd makes itself (its deletion rules, a dynamic table's job
+  stopped first, the stages of a dropped database aborted).
 """
 
 from __future__ import annotations
@@ -38,15 +39,14 @@ from catalogd.errors import (
     DatabaseNotEmptyError,
     InvalidArgumentError,
     NotFoundError,
-    UnsupportedError,
 )
 from catalogd.hms import methods
+from catalogd.hms.drops import Drops
 from catalogd.hms.federation import Federation, Place, matches_pattern
-from catalogd.hms.policy import DROP_TABLE, READER_GLOBAL_WRITES, CallRecord, Policy, is_dynamic
+from catalogd.hms.policy import READER_GLOBAL_WRITES, CallRecord, Policy
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.hms.rewriting import LISTINGS, Rewriting, hide_stages, spark_default_location
 from catalogd.hms.upstream import Upstreams
-from catalogd.manager import parse_stage_id
 from catalogd.metastore.messages import (
     CALL,
     EXCEPTION,
@@ -57,7 +57,7 @@ from catalogd.metastore.messages import (
     encode,
     header,
 )
-from catalogd.names import NamespacePath, ObjectPath
+from catalogd.names import ObjectPath
 
 if TYPE_CHECKING:
     from catalogd.auth.audit import AuditLog
@@ -75,7 +75,6 @@ _ARGS = {n[:-5]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastor
 _RESULTS = {n[:-7]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastore) if n.endswith("_result")}
 
 _LOCK_METHODS = frozenset({"lock", "check_lock", "unlock", "heartbeat", "show_locks"})
-_DROP_PARTITION = frozenset({"drop_partition", "drop_partition_with_environment_context"})
 #: Reads answered from the metadata cache (keyed by their exact args).
 _CACHED_READS = frozenset({
     "get_database", "get_table", "get_table_req", "get_tables", "get_all_tables", "get_tables_by_type",
@@ -136,9 +135,9 @@ class Router:
         self.policy = Policy(manager, authority, audit)
         self.rewriting = Rewriting(lambda: self.federation)
         self.upstreams = Upstreams(max_message)
+        self.drops = Drops(manager, drop_dynamic)
         self.locks = locks
         self._memory_store = memory_store
-        self._drop_dynamic = drop_dynamic
         self._federation: tuple[object, Federation] | None = None
         #: Calls answered, by method and outcome (for /metrics).
         self.calls: dict[tuple[str, str], int] = {}
@@ -417,9 +416,10 @@ class Router:
         with self._caching(target).writing(method, touched):
             self.policy.check_write(method, args, route.catalog, targets,
                                     lambda database, table: self._current_table(target, conn, database, table))
-            handled = self._write_through_catalogd(conn, message, args, route, catalog, target)
-            if handled is not None:
-                return handled
+            dropped = self.drops.drop(method, args, catalog, target, self.rewriting.place,
+                                      lambda database, table: self._current_table(target, conn, database, table))
+            if dropped is not None:
+                return self._reply(method, message.seqid, dropped)
             prefixed = bool(self.rewriting.prefix(route.catalog))
             if prefixed or method == "create_database":
                 # Renamed, or a made-up location taken out (spark_default_location).
@@ -436,55 +436,6 @@ class Router:
     def _current_table(self, target: RelayTarget, conn: ClientConnection, database: str, table: str) -> Any | None:
         result = self._upstream(target, conn, "get_table", ThriftHiveMetastore.get_table_args(database, table))
         return result.success
-
-    def _write_through_catalogd(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
-                                catalog: Catalog, target: RelayTarget) -> bytes | None:
-        """Drops catalogd makes itself (its deletion rules, dynamic tables, stages); None: relay."""
-        method = message.name
-        place = self.rewriting.place
-        if method in DROP_TABLE:
-            database = place(args.dbname)
-            path = ObjectPath(route.catalog, database, args.name.lower())
-            purge = _purge(getattr(args, "environment_context", None))
-            try:
-                current = self._current_table(target, conn, database, args.name)
-            except Refused:
-                current = None
-            if current is None:
-                raise Refused(hms.NoSuchObjectException(message=f"{database}.{args.name} table not found"))
-            if self._drop_dynamic is not None and is_dynamic(current.parameters):
-                self._drop_dynamic(path)
-            elif not args.deleteData:
-                return None  # the metastore deletes nothing: relayed as it is
-            else:
-                self.manager.drop_table(path, ignore_if_not_exists=False, purge=purge)
-            return self._reply(method, message.seqid, _RESULTS[method]())
-        if method in _DROP_PARTITION and args.deleteData:
-            database = place(args.db_name)
-            target.drop_partition(database, args.tbl_name.lower(), list(args.part_vals or []),
-                                  purge=_purge(getattr(args, "environment_context", None)))
-            return self._reply(method, message.seqid, _RESULTS[method](success=True))
-        if method == "drop_database":
-            database = place(args.name)
-            if args.cascade:
-                self._abort_stages(catalog, database)
-            self.manager.drop_database(NamespacePath(route.catalog, database), ignore_if_not_exists=False,
-                                       cascade=bool(args.cascade))
-            return self._reply(method, message.seqid, _RESULTS[method]())
-        return None
-
-    @staticmethod
-    def _abort_stages(catalog: Catalog, database: str) -> None:
-        try:
-            stages = catalog.list_stages()
-        except UnsupportedError:  # a catalog that stages no writes has none to abort
-            return
-        for stage in stages:
-            if stage.database.lower() == database and stage.state.name == "OPEN":
-                try:
-                    catalog.abort_stage(stage.database, parse_stage_id(stage.id)[2], writer_stopped=False)
-                except CatalogError as e:
-                    logger.warning("HMS endpoint: aborting stage %s before dropping %s: %s", stage.id, database, e)
 
     # ------------------------------------------------------------ memory catalogs, globals, locks
 
@@ -561,8 +512,3 @@ def to_hms_error(error: CatalogError) -> Exception:
 
 def _field_names(cls: Any) -> set[str]:
     return {spec[2] for spec in cls.thrift_spec if spec}
-
-
-def _purge(context: Any) -> bool:
-    properties = getattr(context, "properties", None) or {}
-    return str(properties.get("ifPurge", "")).lower() == "true"
