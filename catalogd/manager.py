@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from catalogd import not_found
 from catalogd.catalog import load_catalog
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, BaseCatalog, Catalog
-from catalogd.catalog.hms_cache import uncached
 from catalogd.config import CatalogConfig, Config, TlsConfig, hms_prefix_of
 from catalogd.errors import (
     CatalogNotFoundError,
@@ -472,11 +471,12 @@ class CatalogManager:
         """
         from catalogd.views import expand_view
 
+        # Fresh: the expansion is stored with the view or dynamic table (a write), so it is
+        # made against the metastore's tables as they are now.
+        fresh = catalog.fresh()
+
         def resolve(db: str, table: str) -> list[Column]:
-            # Uncached: the expansion is stored with the view or dynamic table (a write), so
-            # it is made against the metastore's tables as they are now.
-            with uncached():
-                found = catalog.get_table(db, table)
+            found = fresh.get_table(db, table)
             return [*found.columns, *found.partition_keys]
 
         return expand_view(query, database, catalog.name, resolve, kind)

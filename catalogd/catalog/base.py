@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import re
+from typing import TYPE_CHECKING, Self
 
 from catalogd.errors import (
     DatabaseNotFoundError,
@@ -30,6 +31,9 @@ from catalogd.model import (
     TableUpdate,
     ViewUpdate,
 )
+
+if TYPE_CHECKING:
+    from catalogd.catalog.relay_target import RelayTarget
 
 #: Names of hidden staging tables start with this; no user table may.
 STAGE_TABLE_PREFIX = "__catalogd_stage_"
@@ -77,6 +81,20 @@ class Catalog(abc.ABC):
     @abc.abstractmethod
     def info(self) -> CatalogInfo:
         """Describe this catalog (type, metastore address, warehouse)."""
+
+    def relay_target(self) -> RelayTarget | None:
+        """Where the HMS endpoint relays this catalog's calls (a catalog kept in a metastore);
+        None: the endpoint answers them itself (a memory catalog)."""
+        return None
+
+    def fresh(self) -> Self:
+        """This catalog with every read asked of its backing store, never of a cache.
+
+        For callers that decide what to write, delete or commit on what they read (a dynamic
+        table's history read back and rewritten, the query a refresh commits). A catalog
+        without a cache is its own fresh view.
+        """
+        return self
 
     @abc.abstractmethod
     def ping(self, timeout: float | None = None) -> None:

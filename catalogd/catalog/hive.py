@@ -8,12 +8,13 @@ never imports it.
 
 Cached reads: the user-facing reads ``list_databases``, ``get_database``,
 ``list_tables``, ``list_views``, ``get_table`` (and ``get_view`` on it),
-``list_partitions`` and ``get_partition`` are answered from the daemon's metadata
-cache (``hms_cache``) when it is given one; they go through ``_cached``. Everything
-else reads the metastore itself: ``_raw_table`` and ``session.client`` calls, the
-existence checks before a create, the staging protocol, drops and location checks
-(which decide what to write, commit or delete) and anything inside
-``hms_cache.uncached()``. Every write through the session invalidates the cache.
+``list_partitions`` and ``get_partition`` ask the session's client with ``cached=True``
+(``caching_client.CachingHiveClient``: answered from the daemon's metadata cache when it
+has them). Everything else reads the metastore itself: ``_raw_table``, the existence
+checks before a create, the staging protocol, drops and location checks (which decide
+what to write, commit or delete), and every read of the view ``fresh()`` returns (for
+callers outside the catalog that decide writes on what they read). Every write through
+the session invalidates the cache.
 """
 
 from __future__ import annotations
@@ -23,18 +24,16 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Self
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
-from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
-from thrift.TSerialization import deserialize, serialize
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, is_stage_table
-from catalogd.catalog.hive_client import HiveClient, HiveSession
-from catalogd.catalog.hms_cache import MetadataCache, bypassed
+from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.hive_client import HiveSession
+from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.errors import (
     AlreadyExistsError,
     ConfigError,
@@ -73,12 +72,10 @@ from catalogd.model import (
 )
 
 if TYPE_CHECKING:
+    from catalogd.catalog.relay_target import RelayTarget
     from catalogd.config import CatalogConfig, Config
 
 logger = logging.getLogger(__name__)
-
-#: Encodes and decodes cached answers (the C extension: a 2,000-partition list in milliseconds).
-_PROTOCOL = TBinaryProtocolAcceleratedFactory()
 
 
 class HiveStages(Protocol):
@@ -144,6 +141,8 @@ class HiveCatalog(BaseCatalog):
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
+        #: False in the view ``fresh()`` returns: user-facing reads skip the cache too.
+        self._reads_cached = True
 
     @classmethod
     def from_config(cls, conf: CatalogConfig, config: Config, stages: StagesFactory | None = None,
@@ -223,32 +222,40 @@ class HiveCatalog(BaseCatalog):
         not_found: type[NotFoundError] = NotFoundError,
         exists: type[AlreadyExistsError] = AlreadyExistsError,
     ) -> AbstractContextManager[HiveClient]:
-        """The typed HMS client for a block; HMS errors leave it as catalogd errors naming ``what``."""
+        """The typed HMS client for a block, reading the metastore itself; HMS errors leave it
+        as catalogd errors naming ``what``."""
         return self.session.client(what, not_found, exists)
+
+    def _cached_client(
+        self,
+        what: str,
+        not_found: type[NotFoundError] = NotFoundError,
+    ) -> AbstractContextManager[HiveClient]:
+        """The client for a user-facing read: answered from the metadata cache when it can be
+        (unless this is the ``fresh()`` view)."""
+        return self.session.client(what, not_found, cached=self._reads_cached)
 
     @property
     def cache(self) -> MetadataCache | None:
         """The metadata cache this catalog reads through (and its writes invalidate)."""
         return self.session.cache
 
-    def _cached(self, scope: tuple[str, str], key: tuple[object, ...], result: type,
-                fetch: Callable[[], object]) -> Any:
-        """A user-facing read through the metadata cache: ``fetch()`` on a miss, stored
-        encoded as ``result(success=...)`` (a generated ``*_result`` struct); every caller
-        gets an object of its own. ``scope``: (database, table) of this catalog."""
-        cache = self.session.cache
-        if cache is None or bypassed():
-            return fetch()
-        full = (self.name, scope[0].lower(), scope[1].lower())
-        cache_key = ("api", *key)
-        body = cache.get(full, cache_key)  # off (ttl 0): a miss, counted
-        if body is not None:
-            return deserialize(result(), body, _PROTOCOL).success
-        token = cache.token(full)
-        value = fetch()
-        if cache.enabled:
-            cache.put(full, cache_key, serialize(result(success=value), _PROTOCOL), token)
-        return value
+    def relay_target(self) -> RelayTarget:
+        """The session: it knows the metastore's addresses, timeouts and call limit, and
+        holds the caching client the endpoint reads and invalidates."""
+        return self.session
+
+    def fresh(self) -> Self:
+        """This catalog with every read asked of the metastore (see ``Catalog.fresh``).
+
+        A shallow copy: it shares the session (connections, locks, the cache its writes
+        invalidate) and the stager; only its user-facing reads skip the cache.
+        """
+        if not self._reads_cached:
+            return self
+        view = copy.copy(self)
+        view._reads_cached = False
+        return view
 
     def _raw_table(self, database: str, name: str) -> hms.Table:
         """The table as the metastore has it now (never cached: callers write it back or decide on it)."""
@@ -256,8 +263,8 @@ class HiveCatalog(BaseCatalog):
             return c.get_table(database, name)
 
     def _cached_table(self, database: str, name: str) -> hms.Table:
-        return self._cached((database, name), ("get_table", database.lower(), name.lower()),
-                            ThriftHiveMetastore.get_table_result, lambda: self._raw_table(database, name))
+        with self._cached_client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
+            return c.get_table(database, name)
 
     def _to_table(self, tbl: hms.Table) -> Table:
         return codec.to_table(self.name, tbl)
@@ -265,20 +272,12 @@ class HiveCatalog(BaseCatalog):
     # ------------------------------------------------------------ databases
 
     def list_databases(self) -> list[str]:
-        def fetch() -> list[str]:
-            with self._client("list databases") as c:
-                return c.get_all_databases()
-
-        return sorted(self._cached(("", ""), ("get_all_databases",), ThriftHiveMetastore.get_all_databases_result,
-                                   fetch))
+        with self._cached_client("list databases") as c:
+            return sorted(c.get_all_databases())
 
     def _cached_database(self, name: str) -> hms.Database:
-        def fetch() -> hms.Database:
-            with self._client(f"database {self.name}.{name}", DatabaseNotFoundError) as c:
-                return c.get_database(name)
-
-        return self._cached((name, ""), ("get_database", name.lower()), ThriftHiveMetastore.get_database_result,
-                            fetch)
+        with self._cached_client(f"database {self.name}.{name}", DatabaseNotFoundError) as c:
+            return c.get_database(name)
 
     def get_database(self, name: str) -> Database:
         return codec.to_database(self.name, self._cached_database(name))
@@ -408,20 +407,12 @@ class HiveCatalog(BaseCatalog):
     # ------------------------------------------------------------ tables
 
     def _all_tables(self, database: str) -> list[str]:
-        def fetch() -> list[str]:
-            with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
-                return c.get_all_tables(database)
-
-        return list(self._cached((database, ""), ("get_all_tables", database.lower()),
-                                 ThriftHiveMetastore.get_all_tables_result, fetch))
+        with self._cached_client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+            return c.get_all_tables(database)
 
     def _view_names(self, database: str) -> list[str]:
-        def fetch() -> list[str]:
-            with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
-                return c.get_tables_by_type(database, "*", codec.VIRTUAL_VIEW)
-
-        return list(self._cached((database, ""), ("get_tables_by_type", database.lower(), "*", codec.VIRTUAL_VIEW),
-                                 ThriftHiveMetastore.get_tables_by_type_result, fetch))
+        with self._cached_client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+            return c.get_tables_by_type(database, "*", codec.VIRTUAL_VIEW)
 
     def list_tables(self, database: str) -> list[str]:
         names = {n for n in self._all_tables(database) if not is_stage_table(n)}
@@ -727,21 +718,14 @@ class HiveCatalog(BaseCatalog):
         what = f"table {self.name}.{database}.{table}"
         text = filter.strip() if filter else ""
 
-        def fetch() -> list[hms.Partition]:
-            with self._client(what, TableNotFoundError) as c:
-                if text:
-                    try:
-                        return c.get_partitions_by_filter(database, table, text, -1)
-                    except hms.MetaException as e:
-                        raise InvalidArgumentError(f"{what}: bad partition filter {filter!r}: {e.message}") from e
-                return c.get_partitions(database, table, -1)
-
-        if text:
-            parts = self._cached((database, table), ("get_partitions_by_filter", database.lower(), table.lower(), text),
-                                 ThriftHiveMetastore.get_partitions_by_filter_result, fetch)
-        else:
-            parts = self._cached((database, table), ("get_partitions", database.lower(), table.lower()),
-                                 ThriftHiveMetastore.get_partitions_result, fetch)
+        with self._cached_client(what, TableNotFoundError) as c:
+            if text:
+                try:
+                    parts = c.get_partitions_by_filter(database, table, text, -1)
+                except hms.MetaException as e:
+                    raise InvalidArgumentError(f"{what}: bad partition filter {filter!r}: {e.message}") from e
+            else:
+                parts = c.get_partitions(database, table, -1)
         return sorted((codec.to_partition(tbl, p) for p in parts), key=lambda p: p.values)
 
     def get_partition(self, database: str, table: str, spec: dict[str, str]) -> Partition:
@@ -749,13 +733,9 @@ class HiveCatalog(BaseCatalog):
         values = self._values(tbl, spec)
         name = codec.partition_name(tbl.partitionKeys, values)
 
-        def fetch() -> hms.Partition:
-            with self._client(f"partition {name} of table {self.name}.{database}.{table}",
-                              PartitionNotFoundError) as c:
-                return c.get_partition(database, table, values)
-
-        part = self._cached((database, table), ("get_partition", database.lower(), table.lower(), tuple(values)),
-                            ThriftHiveMetastore.get_partition_result, fetch)
+        with self._cached_client(f"partition {name} of table {self.name}.{database}.{table}",
+                                 PartitionNotFoundError) as c:
+            part = c.get_partition(database, table, values)
         return codec.to_partition(tbl, part)
 
     def add_partition(self, database: str, table: str, spec: dict[str, str], location: str | None = None,

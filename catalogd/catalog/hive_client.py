@@ -1,12 +1,14 @@
 """The HMS session of one hive catalog: a pooled, typed metastore client whose errors come out as catalogd errors.
 
-``HiveClient`` has one typed method for each HMS call catalogd makes (and says
-which of them are safe to retry); ``HiveSession.client(what)`` lends it for a
-block and turns every HMS exception raised in the block into a catalogd error
-naming ``what``, in pyiceberg's style::
+``HiveSession.client(what)`` lends the typed client (``hive_api.HiveClient``, behind the
+metadata cache: ``caching_client.CachingHiveClient``) for a block and turns every HMS
+exception raised in the block into a catalogd error naming ``what``, in pyiceberg's style::
 
     with session.client(f"table {name}", TableNotFoundError) as c:
         tbl = c.get_table(database, table)
+
+Its reads go to the metastore unless the block asks for ``cached=True`` (user-facing reads);
+its writes always invalidate what they touched in the cache.
 
 The session also owns the metastore's lifecycle (an embedded one is supervised:
 restarted when it dies, calls failing at once meanwhile), the per-object locks
@@ -24,15 +26,16 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol, cast
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import is_stage_table
+from catalogd.catalog.caching_client import FUNCTION_WRITES, CachingHiveClient
+from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.catalog.locations import (
     Location,
@@ -61,137 +64,6 @@ from catalogd.metastore.supervisor import MetastoreSupervisor
 from catalogd.model import Table
 
 logger = logging.getLogger(__name__)
-
-
-class RpcPool(Protocol):
-    """What HiveClient needs of ``MetastoreClient``: run one RPC by name."""
-
-    def call(self, method: str, *args: Any, idempotent: bool = True) -> Any: ...
-
-    def close(self) -> None: ...
-
-
-class HiveClient:
-    """The HMS calls catalogd makes, typed; HMS's own exceptions pass through.
-
-    Reads are retried once on a broken connection (on a fresh one, which fails
-    over); writes are not, since they may have run before the connection broke.
-
-    Args:
-        pool: runs the RPCs (``MetastoreClient``, or a fake in unit tests).
-    """
-
-    def __init__(self, pool: RpcPool) -> None:
-        self._pool = pool
-
-    def close(self) -> None:
-        self._pool.close()
-
-    def _read(self, method: str, *args: Any) -> Any:
-        return self._pool.call(method, *args, idempotent=True)
-
-    def _write(self, method: str, *args: Any) -> Any:
-        return self._pool.call(method, *args, idempotent=False)
-
-    # ------------------------------------------------------------ metastore
-
-    def get_config_value(self, name: str, default: str) -> str:
-        return cast(str, self._read("get_config_value", name, default))
-
-    # ------------------------------------------------------------ databases
-
-    def get_all_databases(self) -> list[str]:
-        return list(self._read("get_all_databases"))
-
-    def get_database(self, name: str) -> hms.Database:
-        return self._read("get_database", name)
-
-    def create_database(self, database: hms.Database) -> None:
-        self._write("create_database", database)
-
-    def alter_database(self, name: str, database: hms.Database, *, retry: bool = False) -> None:
-        """``retry``: the caller knows that running it twice does no harm."""
-        self._pool.call("alter_database", name, database, idempotent=retry)
-
-    def drop_database(self, name: str, delete_data: bool, cascade: bool) -> None:
-        self._write("drop_database", name, delete_data, cascade)
-
-    # ------------------------------------------------------------ tables
-
-    def get_all_tables(self, database: str) -> list[str]:
-        return list(self._read("get_all_tables", database))
-
-    def get_tables_by_type(self, database: str, pattern: str, table_type: str) -> list[str]:
-        return list(self._read("get_tables_by_type", database, pattern, table_type))
-
-    def get_table(self, database: str, name: str) -> hms.Table:
-        return self._read("get_table", database, name)
-
-    def get_table_objects_by_name(self, database: str, names: list[str]) -> list[hms.Table]:
-        return list(self._read("get_table_objects_by_name", database, names))
-
-    def create_table(self, table: hms.Table) -> None:
-        self._write("create_table", table)
-
-    def alter_table(self, database: str, name: str, table: hms.Table) -> None:
-        self._write("alter_table", database, name, table)
-
-    def alter_table_with_environment_context(self, database: str, name: str, table: hms.Table,
-                                             context: hms.EnvironmentContext) -> None:
-        self._write("alter_table_with_environment_context", database, name, table, context)
-
-    def drop_table(self, database: str, name: str, delete_data: bool) -> None:
-        self._write("drop_table", database, name, delete_data)
-
-    def drop_table_with_environment_context(self, database: str, name: str, delete_data: bool,
-                                            context: hms.EnvironmentContext) -> None:
-        self._write("drop_table_with_environment_context", database, name, delete_data, context)
-
-    # ------------------------------------------------------------ partitions
-
-    def get_partitions(self, database: str, table: str, max_parts: int = -1) -> list[hms.Partition]:
-        return list(self._read("get_partitions", database, table, max_parts))
-
-    def get_partitions_by_filter(self, database: str, table: str, filter: str,
-                                 max_parts: int = -1) -> list[hms.Partition]:
-        """A filter HMS cannot parse is answered with a MetaException."""
-        return list(self._read("get_partitions_by_filter", database, table, filter, max_parts))
-
-    def get_partition(self, database: str, table: str, values: list[str]) -> hms.Partition:
-        return self._read("get_partition", database, table, values)
-
-    def add_partition(self, partition: hms.Partition) -> None:
-        self._write("add_partition", partition)
-
-    def add_partitions(self, partitions: list[hms.Partition]) -> None:
-        self._write("add_partitions", partitions)
-
-    def alter_partitions(self, database: str, table: str, partitions: list[hms.Partition]) -> None:
-        self._write("alter_partitions", database, table, partitions)
-
-    def drop_partition(self, database: str, table: str, values: list[str], delete_data: bool) -> None:
-        self._write("drop_partition", database, table, values, delete_data)
-
-    def drop_partition_with_environment_context(self, database: str, table: str, values: list[str],
-                                                delete_data: bool, context: hms.EnvironmentContext) -> None:
-        self._write("drop_partition_with_environment_context", database, table, values, delete_data, context)
-
-    # ------------------------------------------------------------ functions
-
-    def get_functions(self, database: str, pattern: str) -> list[str]:
-        return list(self._read("get_functions", database, pattern))
-
-    def get_function(self, database: str, name: str) -> hms.Function:
-        return self._read("get_function", database, name)
-
-    def create_function(self, function: hms.Function) -> None:
-        self._write("create_function", function)
-
-    def alter_function(self, database: str, name: str, function: hms.Function) -> None:
-        self._write("alter_function", database, name, function)
-
-    def drop_function(self, database: str, name: str) -> None:
-        self._write("drop_function", database, name)
 
 
 @contextmanager
@@ -239,57 +111,6 @@ def translate(
 OCCUPANTS_TTL = 30.0
 
 
-#: Writes to a database's functions: they change the database's entries in the metadata
-#: cache (the HMS endpoint files function reads there), not its tables' locations.
-_FUNCTION_WRITES = frozenset({"create_function", "alter_function", "drop_function"})
-
-
-def _written_keys(method: str, args: tuple[Any, ...]) -> list[tuple[str, str]]:
-    """The (database, table) entries a metastore write may change; table "" is the database itself.
-
-    A rename (``alter_table*`` with a new name or database) changes both the old and the new name.
-    """
-    if method in _FUNCTION_WRITES:
-        return [(args[0].dbName if method == "create_function" else str(args[0]), "")]
-    if method in ("create_database", "alter_database", "drop_database"):
-        name = args[0].name if method == "create_database" else args[0]
-        return [(str(name), "")]
-    if method == "create_table":
-        return [(args[0].dbName, args[0].tableName.lower())]
-    if method in ("alter_table", "alter_table_with_environment_context"):
-        return [(args[0], str(args[1]).lower()), (args[2].dbName, args[2].tableName.lower())]
-    if method in ("drop_table", "drop_table_with_environment_context", "alter_partitions", "drop_partition",
-                  "drop_partition_with_environment_context"):
-        return [(args[0], str(args[1]).lower())]
-    if method == "add_partition":
-        return [(args[0].dbName, args[0].tableName.lower())]
-    if method == "add_partitions":
-        return [(p.dbName, p.tableName.lower()) for p in args[0]]
-    return []
-
-
-class _Tracked:
-    """The typed client, telling the session which objects each write may have changed."""
-
-    def __init__(self, api: HiveClient, written: Callable[[str, list[tuple[str, str]]], None]) -> None:
-        self._api = api
-        self._written = written
-
-    def __getattr__(self, method: str) -> Any:
-        attr = getattr(self._api, method)
-        if not callable(attr) or method.startswith(("get_", "close")):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                # Also after a failure: the write may have happened before the answer was lost.
-                self._written(method, _written_keys(method, args))
-
-        return call
-
-
 class HiveSession:
     """One hive catalog's connection to its metastore (see the module docstring).
 
@@ -334,7 +155,8 @@ class HiveSession:
         self.supervisor: MetastoreSupervisor | None = None
         #: The connection pool, once open.
         self.pool: MetastoreClient | None = None
-        self._api: HiveClient | None = None
+        #: The typed client behind the cache, once open (``attach``: a fake one).
+        self.api: CachingHiveClient | None = None
         self._guard = threading.Lock()
         # Reentrant: a drop holds its table's lock while the stager purges that table's retired data.
         self._target_locks: dict[tuple[str, str], threading.RLock] = {}
@@ -361,7 +183,7 @@ class HiveSession:
             self._uris = parse_uris(self.embedded.uri)
         self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username,
                                     max_in_flight=self._max_concurrent_calls, name=f"catalog {self.name}")
-        self._api = _Tracked(HiveClient(self.pool), self._written)  # type: ignore[assignment]
+        self.api = CachingHiveClient(HiveClient(self.pool), self.name, self.cache, self._written)
         # The port may open before HMS serves requests; wait for a real answer.
         deadline = time.monotonic() + timeout
         while True:
@@ -378,8 +200,8 @@ class HiveSession:
             self.supervisor.start()
 
     def close(self) -> None:
-        if self._api is not None:
-            self._api.close()
+        if self.api is not None:
+            self.api.close()
         if self.supervisor is not None:
             self.supervisor.stop()
         elif self.embedded is not None:
@@ -387,7 +209,18 @@ class HiveSession:
 
     def attach(self, api: HiveClient) -> None:
         """Serve this session's calls with ``api`` (unit tests: a fake client; no metastore is started)."""
-        self._api = _Tracked(api, self._written)  # type: ignore[assignment]
+        self.api = CachingHiveClient(api, self.name, self.cache, self._written)
+
+    def cached_calls(self) -> CachingHiveClient:
+        """The typed client behind the metadata cache (the HMS endpoint reads and invalidates
+        through it, as the catalog does).
+
+        Raises:
+            MetastoreUnavailableError: the session is not open.
+        """
+        if self.api is None:
+            raise MetastoreUnavailableError(f"catalog {self.name} is not open")
+        return self.api
 
     def addresses(self) -> list[tuple[str, int]]:
         """The metastore's (host, port) addresses as now known (an embedded one's after it started)."""
@@ -451,14 +284,20 @@ class HiveSession:
         what: str,
         not_found: type[NotFoundError] = NotFoundError,
         exists: type[AlreadyExistsError] = AlreadyExistsError,
+        cached: bool = False,
     ) -> Iterator[HiveClient]:
-        """Lend the typed client for a block; HMS exceptions leave it as catalogd errors naming ``what``."""
+        """Lend the typed client for a block; HMS exceptions leave it as catalogd errors naming ``what``.
+
+        ``cached``: its reads may be answered from the metadata cache (for reads shown to a
+        user); otherwise they go to the metastore (for reads that decide what to write,
+        delete or commit). Writes invalidate the cache either way.
+        """
         with translate(what, not_found, exists):
-            if self._api is None:
+            if self.api is None:
                 raise MetastoreUnavailableError(f"catalog {self.name} is not open")
             # A metastore being restarted fails the call now, not after a connect timeout.
             self._check_up()
-            yield self._api
+            yield self.api if cached else self.api.fresh()
 
     @contextmanager
     def target_lock(self, database: str, target: str) -> Iterator[None]:
@@ -518,17 +357,10 @@ class HiveSession:
             return None
 
     def _written(self, method: str, keys: list[tuple[str, str]]) -> None:
-        """A write through this session may have changed ``keys`` (it may also have failed)."""
-        cache = self.cache
-        if cache is not None:
-            # At once, before the caller learns the write is done: its next read (and every
-            # other client's) must not be served the old answer.
-            for database, table in keys:
-                # A write naming no database (a struct without dbName): all of the catalog.
-                cache.invalidate(self.name, str(database or ""), str(table or "") if database else "")
-            if not keys:
-                cache.invalidate(self.name)  # a write this module does not know: all of the catalog
-        if method in _FUNCTION_WRITES:
+        """A write through this catalog's client (or relayed by the HMS endpoint) may have
+        changed ``keys`` (it may also have failed): the directories seen there are read again.
+        The client has invalidated the metadata cache already."""
+        if method in FUNCTION_WRITES:  # functions have no directories
             return
         with self._guard:
             self._writes += 1

@@ -47,7 +47,8 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, is_stage_table
-from catalogd.catalog.hive_client import HiveClient, HiveSession
+from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.hive_client import HiveSession
 from catalogd.config.durations import format_duration
 from catalogd.errors import (
     AlreadyExistsError,

@@ -10,6 +10,9 @@ catalogd's back shows when the entries expire, ``ttl`` seconds after their fetch
 Readers that race writers: ``token(scope)`` is taken before the metastore is asked,
 ``put(..., token)`` stores the answer only if nothing invalidated its scope (or an
 enclosing one) since, so an answer fetched before a write is never kept after it.
+
+This module is the store only; what is read and written through it, and under which key,
+is ``caching_client.CachingHiveClient``'s business (the one reader and invalidator).
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,33 +30,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MetadataCache", "Scope", "bypassed", "uncached"]
+__all__ = ["MetadataCache", "Scope"]
 
 #: (catalog, database, table); table "" = the database; ("cat", "", "") = catalog-wide.
 Scope = tuple[str, str, str]
 
 #: Invalidation marks kept before the oldest are folded into one floor (see ``_prune_marks``).
 _MAX_MARKS = 65536
-
-_local = threading.local()
-
-
-@contextmanager
-def uncached() -> Iterator[None]:
-    """Reads made in this block (this thread) go to the metastore and are not stored: for
-    callers that decide what to write, delete or commit on what they read."""
-    before = getattr(_local, "bypass", 0)
-    _local.bypass = before + 1
-    try:
-        yield
-    finally:
-        _local.bypass = before
-
-
-def bypassed() -> bool:
-    """Whether this thread is inside ``uncached()``."""
-    return getattr(_local, "bypass", 0) > 0
-
 
 @dataclass
 class _Counts:
@@ -221,8 +203,6 @@ class MetadataCache:
     def get(self, scope: Scope, key: Hashable) -> bytes | None:
         """The stored answer, or None (a miss: absent, expired, or the cache is off)."""
         scope = _norm(scope)
-        if bypassed():
-            return None
         if not self.enabled:
             with self._lock:
                 self._counts_of(scope[0]).misses += 1
@@ -245,7 +225,7 @@ class MetadataCache:
     def put(self, scope: Scope, key: Hashable, value: bytes, token: int) -> None:
         """Store an answer fetched after ``token()``, unless its scope was invalidated since
         (the answer may predate the write), it is already expired, or it cannot fit."""
-        if not self.enabled or bypassed():
+        if not self.enabled:
             return
         scope = _norm(scope)
         value = bytes(value)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
-from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
@@ -105,9 +104,8 @@ class RunExecutor:
     def _partition_for(self, entry: Entry, schedule_time: datetime.datetime | None,
                        partition: dict[str, str] | None) -> dict[str, str]:
         if partition:
-            catalog = self.manager.catalog(entry.catalog)
-            with uncached():  # the partition a refresh overwrites
-                keys = [k.name for k in catalog.get_table(entry.database, entry.name).partition_keys]
+            catalog = self.manager.catalog(entry.catalog).fresh()  # the partition a refresh overwrites
+            keys = [k.name for k in catalog.get_table(entry.database, entry.name).partition_keys]
             spec = {k.lower(): v for k, v in partition.items()}
             unknown = [k for k in spec if k not in keys]
             if unknown:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from catalogd.catalog.base import Catalog
-from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import store
 from catalogd.dynamic.freshness import Freshness
@@ -85,9 +84,8 @@ class JobFactory:
     def spec(self, entry: Entry, work_dir: Path, mode: str, partition: dict[str, str] | None = None,
              run_id: str | None = None) -> dict[str, Any]:
         """The job's ``spec.json`` (``mode`` is ``batch`` or ``continuous``)."""
-        catalog = self.manager.catalog(entry.catalog)
-        with uncached():  # the query a refresh runs and commits
-            params = catalog.get_table(entry.database, entry.name).properties
+        catalog = self.manager.catalog(entry.catalog).fresh()  # the query a refresh runs and commits
+        params = catalog.get_table(entry.database, entry.name).properties
         spec: dict[str, Any] = {
             "mode": mode, "daemon": self.address(), "table": entry.full_name,
             "query": store.unchunk(params, store.EXPANDED), "partition": partition or None,

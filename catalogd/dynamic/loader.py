@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import store
 from catalogd.dynamic.analyzer import Analyzers
@@ -107,8 +106,8 @@ class Loader:
             if name not in self._loaded or self.registry.get(f"{name}.{database}.{table}") is not None:
                 continue
             try:
-                with uncached():  # restoring decides which jobs run
-                    params = dict(self.manager.catalog(name).get_table(database, table).properties)
+                # Fresh: restoring decides which jobs run.
+                params = dict(self.manager.catalog(name).fresh().get_table(database, table).properties)
             except NotFoundError:
                 continue
             except CatalogError:
@@ -145,8 +144,7 @@ class Loader:
         catalog = self.manager.catalog(catalog_name)
         dt = store.decode(catalog_name, database, name, params)
         freshness = parse_freshness(dt.freshness)
-        with uncached():
-            keys = [k.name for k in catalog.get_table(database, name).partition_keys]
+        keys = [k.name for k in catalog.fresh().get_table(database, name).partition_keys]
         entry = Entry(catalog_name, database, name, freshness, dt.refresh_mode, dt.state,
                       parse_formatters(dt.options, keys))
         entry.data_time = store.float_param(params, store.DATA_TIME)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import store
 from catalogd.dynamic.freshness import cron_expression
@@ -64,10 +63,10 @@ class Records:
     def record(self, entry: Entry, run: RefreshRun, extra: dict[str, str] | None = None) -> None:
         """Put the run (new or updated) at its place in the table's history."""
         limit = self.config.dynamic_tables.history_size
-        catalog = self.manager.catalog(entry.catalog)
+        # Fresh: the history is read, changed and written back whole.
+        catalog = self.manager.catalog(entry.catalog).fresh()
         try:
-            # Uncached: the history is read, changed and written back whole.
-            with entry.lock, uncached():
+            with entry.lock:
                 params = catalog.get_table(entry.database, entry.name).properties
                 runs = [r for r in store.history(params) if r.id != run.id]
                 runs = [RefreshRun(**run.__dict__), *runs][:limit]

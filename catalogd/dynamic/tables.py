@@ -10,7 +10,6 @@ import time
 from zoneinfo import ZoneInfo
 
 from catalogd.catalog.base import BaseCatalog
-from catalogd.catalog.hms_cache import uncached
 from catalogd.config import Config
 from catalogd.dynamic import runner, store
 from catalogd.dynamic.analyzer import Analyzers
@@ -97,11 +96,7 @@ class TableOperations:
     @staticmethod
     def _params(catalog: BaseCatalog, database: str, name: str, cached: bool = False) -> tuple[Table, dict[str, str]]:
         """``cached``: for a read shown to a user; changes and drops decide on the metastore's own answer."""
-        if cached:
-            table = catalog.get_table(database, name)
-        else:
-            with uncached():
-                table = catalog.get_table(database, name)
+        table = (catalog if cached else catalog.fresh()).get_table(database, name)
         params = dict(table.properties)
         if not store.is_dynamic(params):
             raise TableNotFoundError(f"{catalog.name}.{database}.{name} is a table, not a dynamic table")

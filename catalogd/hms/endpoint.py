@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from catalogd.hms.router import HmsCache, LockService, MemoryStore, Router
+from catalogd.hms.router import LockService, MemoryStore, Router
 from catalogd.hms.server import HmsServer
 from catalogd.names import ObjectPath
 
@@ -33,7 +33,7 @@ MAX_MESSAGE = 256 * 1024 * 1024
 class HmsEndpoint:
     """ThriftHiveMetastore on ``server.hms-port`` for every catalog of ``manager``."""
 
-    def __init__(self, manager: CatalogManager, config: Config, *, cache: HmsCache | None = None,
+    def __init__(self, manager: CatalogManager, config: Config, *,
                  drop_dynamic: Callable[[ObjectPath], None] | None = None, authority: Authority | None = None,
                  audit: AuditLog | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.manager = manager
@@ -43,7 +43,7 @@ class HmsEndpoint:
         self.locks = self._lock_service(config)
         self._stores: dict[str, tuple[object, Any]] = {}
         self._stores_lock = threading.Lock()
-        self.router = Router(manager, cache=cache, locks=self.locks, memory_store=self._store,
+        self.router = Router(manager, locks=self.locks, memory_store=self._store,
                              drop_dynamic=drop_dynamic, max_message=MAX_MESSAGE, authority=authority,
                              audit=audit)
         self.server = HmsServer(self.router.handle, server.host, server.hms_port,

@@ -204,7 +204,7 @@ class Daemon:
                                        idle_timeout=server.idle_timeout.total_seconds(),
                                        frame_timeout=server.frame_timeout.total_seconds(),
                                        max_buffered_bytes=server.max_buffered_bytes, ssl_context=api_tls)
-            self.hms = HmsEndpoint(self.manager, self.config, cache=self.cache, drop_dynamic=self.dynamic.drop,
+            self.hms = HmsEndpoint(self.manager, self.config, drop_dynamic=self.dynamic.drop,
                                    authority=self.authority, audit=self.audit, ssl_context=hms_tls)
             self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats)
             try:

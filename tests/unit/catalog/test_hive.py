@@ -17,7 +17,8 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import STAGE_TABLE_PREFIX
 from catalogd.catalog.hive import HiveCatalog
-from catalogd.catalog.hive_client import HiveClient, HiveSession
+from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.hive_client import HiveSession
 from catalogd.catalog.hive_staging import DEADLINE, SIGNATURE, STATE, HiveStager, StoredState, stage_signature
 from catalogd.errors import (
     DatabaseAlreadyExistsError,

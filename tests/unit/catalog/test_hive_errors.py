@@ -18,7 +18,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog.hive import HiveCatalog
-from catalogd.catalog.hive_client import HiveClient
+from catalogd.catalog.hive_api import HiveClient
 from catalogd.errors import (
     CatalogError,
     DatabaseAlreadyExistsError,

@@ -10,9 +10,11 @@ import pytest
 from fake_hms import FakeHms
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
+from catalogd.catalog.caching_client import CachingHiveClient
+from catalogd.catalog.caching_client import written_keys as _written_keys
 from catalogd.catalog.hive import HiveCatalog
-from catalogd.catalog.hive_client import HiveClient, _written_keys
-from catalogd.catalog.hms_cache import MetadataCache, bypassed, uncached
+from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.model import Column, Database, Function, FunctionLanguage, Table, TableUpdate
 
 
@@ -240,19 +242,22 @@ def test_concurrent_readers_and_writers_keep_the_counts_right() -> None:
     assert stats["hits"] + stats["misses"] == 8 * 300
 
 
-def test_uncached_blocks_bypass_the_cache_in_their_thread_only() -> None:
+def test_the_fresh_client_bypasses_the_cache_and_the_caching_one_does_not() -> None:
     c = cache()
     store(c, T, "k")
-    with uncached():
-        assert bypassed()
-        assert c.get(T, "k") is None
-        seen: list[bytes | None] = []
-        other = threading.Thread(target=lambda: seen.append(c.get(T, "k")))
-        other.start()
-        other.join()
-        assert seen == [b"v"]
-        store(c, T2, "k")
-    assert not bypassed()
+    caching = CachingHiveClient(None, "main", c)  # type: ignore[arg-type]
+    fresh = caching.fresh()
+    assert fresh.fresh() is fresh and caching.fresh() is fresh
+    assert not fresh.enabled and caching.enabled
+    found = fresh.lookup(T, "k", b"")
+    assert found.body is None
+    seen: list[bytes | None] = []
+    other = threading.Thread(target=lambda: seen.append(c.get(T, "k")))
+    other.start()
+    other.join()
+    assert seen == [b"v"]
+    found.keep(b"v")
+    fresh.lookup(T2, "k", b"").keep(b"v")
     assert c.get(T2, "k") is None and c.get(T, "k") == b"v"
 
 
@@ -370,8 +375,7 @@ def test_reads_that_decide_writes_go_to_the_metastore(sales: HiveCatalog, fake: 
     sales.get_database("sales")
     fake.reads.clear()
     assert sales.table_exists("sales", "orders") and sales.database_exists("sales")
-    with uncached():
-        sales.get_table("sales", "orders")
+    sales.fresh().get_table("sales", "orders")
     assert fake.reads == {"get_table": 2, "get_database": 1}
 
 
@@ -418,7 +422,8 @@ def test_a_write_naming_no_database_or_an_unknown_write_invalidates_the_whole_ca
     assert c is not None
     for keys in ([(None, "t")], []):
         store(c, T, "k")
-        sales.session._written("some_write", keys)  # type: ignore[arg-type]
+        assert sales.session.api is not None
+        sales.session.api.invalidate("some_write", keys)  # type: ignore[arg-type]
         assert c.get(T, "k") is None
 
 
@@ -456,3 +461,21 @@ def test_a_write_invalidates_the_same_objects_in_catalogs_on_the_same_metastore(
     assert cache.get(("main", "db", "t"), "k") is None
     assert cache.get(("ro", "db", "t"), "k") is None
     assert cache.get(("other", "db", "t"), "k") == b"v"
+
+
+def test_the_caching_client_answers_every_call_of_the_typed_client_itself() -> None:
+    """A call it did not override would reach ``HiveClient``'s pool, which it has none of."""
+    calls = {name for name, _ in inspect.getmembers(HiveClient, inspect.isfunction) if not name.startswith("_")}
+    assert calls <= set(vars(CachingHiveClient))
+
+
+def test_the_catalog_and_its_fresh_view_share_the_session(sales: HiveCatalog, fake: Counting) -> None:
+    fresh = sales.fresh()
+    assert fresh.session is sales.session and fresh.fresh() is fresh
+    sales.get_table("sales", "orders")
+    fake.reads.clear()
+    fresh.get_table("sales", "orders")
+    sales.get_table("sales", "orders")
+    assert fake.reads == {"get_table": 1}
+    fresh.alter_table("sales", "orders", TableUpdate(set_properties={"k": "v"}))  # invalidates for both
+    assert sales.get_table("sales", "orders").properties["k"] == "v"

@@ -1,0 +1,69 @@
+"""What the HMS endpoint needs of a catalog whose HMS calls it relays to a metastore.
+
+The endpoint (``catalogd.hms``) hands most calls to the catalog's metastore as bytes, and reads
+and invalidates the catalog's metadata cache around them. A catalog that can be relayed to
+returns a ``RelayTarget`` from ``Catalog.relay_target()`` (the hive catalog: its session); the
+endpoint learns where and how to relay from here, never from a concrete catalog class.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+__all__ = ["CachedAnswer", "CachedCalls", "RelayTarget"]
+
+
+class CachedAnswer(Protocol):
+    """One read looked up in the metadata cache (``caching_client.Lookup``)."""
+
+    @property
+    def body(self) -> bytes | None:
+        """The stored answer (an encoded ``*_result`` struct); None: a miss."""
+
+    def keep(self, body: bytes) -> None:
+        """Store the answer fetched after the miss (refused if a write came between)."""
+
+
+class CachedCalls(Protocol):
+    """The catalog's metastore client behind the metadata cache (``caching_client.CachingHiveClient``)."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether reads are stored (a cache with ``ttl`` 0 is off)."""
+
+    def lookup(self, scope: tuple[str, str, str], method: str, args: bytes, form: str = ...) -> CachedAnswer:
+        """Look a read up by its scope, method, encoded args and ``form`` (how its bytes were made)."""
+
+    def writing(self, method: str, keys: list[tuple[str, str]]) -> AbstractContextManager[None]:
+        """Around a write that may change ``keys``: invalidate them however it ends."""
+
+
+class RelayTarget(Protocol):
+    """Where a catalog's relayed calls go, and the catalog's own ways the endpoint must take."""
+
+    @property
+    def name(self) -> str:
+        """The catalog's name."""
+
+    @property
+    def connect_timeout(self) -> float: ...
+
+    @property
+    def socket_timeout(self) -> float: ...
+
+    @property
+    def max_concurrent_calls(self) -> int | None:
+        """Calls in flight at once to the metastore (None: no limit)."""
+
+    def addresses(self) -> list[tuple[str, int]]:
+        """The metastore's (host, port) addresses as now known (an embedded one's may change)."""
+
+    def check_up(self) -> None:
+        """Raises MetastoreUnavailableError while the metastore cannot answer (being restarted)."""
+
+    def cached_calls(self) -> CachedCalls:
+        """The metastore client behind the cache (raises MetastoreUnavailableError before open)."""
+
+    def drop_partition(self, database: str, table: str, values: list[str], purge: bool = False) -> None:
+        """Drop a partition by the catalog's deletion rules (its files deleted only where allowed)."""

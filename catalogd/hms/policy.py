@@ -1,0 +1,219 @@
+"""Who may make an HMS call and which writes no client may make: catalogd's rules at the endpoint.
+
+Access control apart from mapping (as Waggle Dance keeps ``server/security`` apart from
+``mapping``): this module decides and records, the router dispatches, ``rewriting`` maps.
+
+* auth: with auth enabled, the connection's ``set_ugi`` user must be a principal holding
+  the call's role (``catalogd.auth.operations.hms_role``) on the call's catalog (global
+  calls: the default catalog; listings across catalogs: any catalog);
+* audit: every write and every denial goes to the audit log;
+* read-only catalogs refuse writes (a reader's global writes, such as locks, excepted);
+* reserved parameters: no write may set or remove ``catalogd.*`` parameters (a dynamic
+  table's definition, a stage's marks);
+* dynamic tables: no write but their drop (catalogd refreshes them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.Thrift import TApplicationException
+
+from catalogd.auth.model import ANONYMOUS
+from catalogd.auth.operations import hms_role
+from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, is_stage_table
+from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
+from catalogd.hms import methods
+from catalogd.hms.refused import Refused, message_of, meta_error
+from catalogd.metastore.messages import EXCEPTION, decode, parse_message
+
+if TYPE_CHECKING:
+    from catalogd.auth.audit import AuditLog
+    from catalogd.auth.model import Authority, Principal
+    from catalogd.hms.server import ClientConnection
+    from catalogd.manager import CatalogManager
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DROP_TABLE", "READER_GLOBAL_WRITES", "CallRecord", "CurrentTable", "Policy", "is_dynamic"]
+
+#: Global writes a reader makes (locks, transactions, its session's tokens): allowed on a
+#: read-only default catalog; every other global write (roles, grants, keys, compactions,
+#: file metadata, setMetaConf) is a metadata write and refused there.
+READER_GLOBAL_WRITES = frozenset({
+    "lock", "check_lock", "unlock", "heartbeat", "heartbeat_txn_range", "open_txns", "commit_txn", "abort_txn",
+    "abort_txns", "get_delegation_token", "renew_delegation_token", "cancel_delegation_token",
+})
+DROP_TABLE = frozenset({"drop_table", "drop_table_with_environment_context"})
+_CREATE_TABLE = frozenset({"create_table", "create_table_with_environment_context", "create_table_with_constraints"})
+_ALTER_TABLE = frozenset({"alter_table", "alter_table_with_environment_context", "alter_table_with_cascade"})
+
+#: What the audit log calls a connection that never called set_ugi.
+_NO_UGI = "a connection without set_ugi"
+
+#: The table as the metastore has it now (None: none), for the rules that depend on it.
+CurrentTable = Callable[[str, str], Any]
+
+
+@dataclass
+class CallRecord:
+    """What one call's authorization found, for its audit line and for listings across catalogs."""
+
+    principal: Principal | None = None
+    #: The call writes metadata: its outcome is audited.
+    audited: bool = False
+    object: str | None = None
+
+
+class Policy:
+    """The endpoint's rules (see the module docstring).
+
+    Args:
+        manager: the catalogs and their configuration (read per call: a reload changes them).
+        authority: who may do what; None: everyone may do everything.
+        audit: where writes and denials are recorded; None: nowhere.
+    """
+
+    def __init__(self, manager: CatalogManager, authority: Authority | None = None,
+                 audit: AuditLog | None = None) -> None:
+        self.manager = manager
+        self.authority = authority
+        self.audit = audit
+
+    # ------------------------------------------------------------ authorization
+
+    def authorize(self, conn: ClientConnection, method: str, kind: methods.Kind | None, catalog: str | None,
+                  call: CallRecord, obj: Callable[[], str] | None = None) -> None:
+        """Refuse the call unless the connection's set_ugi user holds its role on ``catalog``
+        (None: on any catalog); note what the audit line of a write needs."""
+        needed = hms_role(kind.value if kind is not None else None, method)
+        writes = kind is methods.Kind.WRITE or (kind is methods.Kind.GLOBAL_WRITE and method not in
+                                                READER_GLOBAL_WRITES) or kind is None
+        call.audited = writes and self.audit is not None
+        authority = self.authority
+        if call.audited:
+            call.object = obj() if obj is not None else catalog
+        if authority is None or not authority.enabled:
+            call.principal = ANONYMOUS
+            return
+        user = conn.identity[0] if conn.identity else None
+        principal = authority.principal_named(user) if user else None
+        call.principal = principal
+        if principal is not None:
+            if catalog is None:
+                if any(authority.allows(principal, name, needed) for name in self.manager.catalogs()):
+                    return
+            elif authority.allows(principal, catalog, needed):
+                return
+        who = f"user {user!r}" if user else _NO_UGI
+        if user and principal is None:
+            who += " (not a configured principal)"
+        where = f"catalog {catalog}" if catalog is not None else "any catalog"
+        text = f"catalogd: permission denied: {who} needs role {needed.label} on {where} for {method}"
+        call.audited = False
+        if self.audit is not None:
+            if call.object is None:
+                call.object = obj() if obj is not None else catalog
+            self.audit.record(principal=user or None, surface="hms", client=conn.peer, operation=method,
+                              object=call.object, outcome="denied", detail=text)
+        raise meta_error(text)
+
+    def readable(self, principal: Principal | None, catalog: str) -> bool:
+        """Whether a listing across catalogs shows ``catalog`` to ``principal``."""
+        authority = self.authority
+        if authority is None or not authority.enabled:
+            return True
+        return principal is not None and authority.allows(principal, catalog, hms_role("read"))
+
+    # ------------------------------------------------------------ audit
+
+    def record(self, conn: ClientConnection, method: str, call: CallRecord, outcome: str,
+               detail: str | None) -> None:
+        """One audit line for an audited call."""
+        assert self.audit is not None
+        name = call.principal.name if call.principal is not None else None
+        self.audit.record(principal=name, surface="hms", client=conn.peer, operation=method, object=call.object,
+                          outcome=outcome, detail=detail)
+
+    def audit_reply(self, conn: ClientConnection, method: str, call: CallRecord, reply: bytes) -> None:
+        """Audit a write by what its reply says: an HMS exception in the result is an error."""
+        outcome, detail = "ok", None
+        try:
+            answer = parse_message(reply)
+            result_type = getattr(ThriftHiveMetastore, f"{method}_result", None)
+            if answer.type == EXCEPTION:
+                outcome = "error"
+                detail = decode(TApplicationException(), answer.body).message
+            elif result_type is not None:
+                result = decode(result_type(), answer.body)
+                failure = next((value for key, value in vars(result).items()
+                                if key != "success" and value is not None), None)
+                if failure is not None:
+                    outcome, detail = "error", message_of(failure)
+        except Exception as e:  # an answer we cannot read is still recorded
+            logger.debug("HMS endpoint: reading the reply of %s for the audit log: %s", method, e)
+        self.record(conn, method, call, outcome, detail)
+
+    # ------------------------------------------------------------ writes
+
+    def check_writable(self, catalog: str, method: str) -> None:
+        """Refuse a write to a read-only catalog."""
+        conf = self.manager.config.catalog(catalog)
+        if conf is not None and conf.read_only:
+            raise meta_error(f"catalogd: catalog {catalog!r} is read-only: {method} refused")
+
+    def check_write(self, method: str, args: Any, catalog: str, targets: list[tuple[str, str]],
+                    current: CurrentTable) -> None:
+        """Refuse what no client may do through the endpoint (raises ``Refused``).
+
+        Args:
+            targets: the (database, table) the write names, as the catalog knows them.
+            current: reads a target table as the metastore has it now.
+        """
+        new_tables = list(methods.tables_in(args))
+        for table in new_tables:
+            reserved = _reserved(table.parameters)
+            if method in _CREATE_TABLE and reserved:
+                raise meta_error(f"catalogd: parameters {reserved} are catalogd's own (a dynamic table's "
+                                 f"definition, a stage's marks); {method} refused")
+        for database in methods.databases_in_args(method, args) if method in ("create_database",
+                                                                                 "alter_database") else []:
+            db_obj = getattr(args, "database", None) or getattr(args, "db", None)
+            if db_obj is not None and _reserved(getattr(db_obj, "parameters", None)):
+                raise meta_error(f"catalogd: parameters starting with {RESERVED_PROPERTY_PREFIX!r} on database "
+                                 f"{database} are catalogd's own; {method} refused")
+        tables = {(d, t) for d, t in targets if t}
+        for database, table in sorted(tables):
+            found = None
+            try:
+                found = current(database, table)
+            except Refused as refused:
+                if not isinstance(refused.exc, hms.NoSuchObjectException | hms.MetaException):
+                    raise
+            if found is None:
+                continue
+            params = found.parameters or {}
+            if is_dynamic(params) and not is_stage_table(table) and method not in DROP_TABLE:
+                raise meta_error(f"catalogd: {catalog}.{database}.{table} is a dynamic table: {method} "
+                                 "refused (catalogd refreshes it; change it with `catalogd dt`)")
+            if method in _ALTER_TABLE and _reserved_map(args.new_tbl.parameters) != _reserved_map(params):
+                raise meta_error(f"catalogd: {method} of {catalog}.{database}.{table} would set or "
+                                 f"remove catalogd's own parameters ({RESERVED_PROPERTY_PREFIX}*); refused")
+
+
+def is_dynamic(params: dict[str, str] | None) -> bool:
+    """Whether a table's parameters define a dynamic table."""
+    return any(k.startswith(DYNAMIC_PREFIX) for k in (params or {}))
+
+
+def _reserved(params: dict[str, str] | None) -> list[str]:
+    return sorted(k for k in (params or {}) if k.lower().startswith(RESERVED_PROPERTY_PREFIX))
+
+
+def _reserved_map(params: dict[str, str] | None) -> dict[str, str]:
+    return {k: v for k, v in (params or {}).items() if k.lower().startswith(RESERVED_PROPERTY_PREFIX)}
