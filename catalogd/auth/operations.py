@@ -1,6 +1,6 @@
 """The role every operation needs: each Thrift RPC, each REST route, each kind of HMS call.
 
-These tables are the README's roles table; a test fails when an RPC of the IDL is missing here.
+These tables are the roles table of docs/security.md; a test fails when an RPC of the IDL is missing here.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def within_target_reason(dt: DynamicTable) -> str | None:
     if last is not None and last.status is RunStatus.FAILED:
         reason += f"; the last refresh, run {last.id}, failed"
     elif run is not None and run.partition:
-        # The README's own example: a refresh for 2024-03-02 leaves data as of 2024-03-02.
+        # docs/dynamic-tables.md's own example: a refresh for 2024-03-02 leaves data as of 2024-03-02.
         reason += "; refresh without --schedule-time to bring the whole table up to now"
     else:
         reason += "; no refresh has made it newer since"

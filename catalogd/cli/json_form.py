@@ -1,6 +1,6 @@
 """The JSON form of each CLI result: these field names and their order are an interface.
 
-The README's "Output" paragraph documents them; scripts read them. ``to_json`` turns a result
+docs/cli.md ("Output") documents them; scripts read them. ``to_json`` turns a result
 (a model object or a ``catalogd.cli.results`` view) into plain lists and dicts.
 """
 

@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 #: plugins, listeners, extensions, catalogs, committer or discovery classes and scripts),
 #: decides where or what data is written (warehouse, checkpoints, overwrite mode, the
 #: metastore) or changes results (time zone, ANSI mode, ignoring files) belongs in the
-#: daemon's own ``spark.conf``. Keep README "Refresh by hand" in step with this list.
+#: daemon's own ``spark.conf``. Keep docs/dynamic-tables.md ("Refresh by hand") in step with this list.
 REQUEST_SETTINGS: frozenset[str] = frozenset({
     # driver and executor resources
     "spark.driver.cores",
@@ -97,7 +97,7 @@ def check_request_settings(conf: Mapping[str, str]) -> dict[str, str]:
         raise InvalidArgumentError(
             f"configuration {noun} {keys} may not be set by a request: a request may set only resource and "
             "SQL tuning keys (spark.executor.memory, spark.sql.shuffle.partitions, spark.sql.adaptive.enabled, "
-            "...; the full list is in the README and in GET /v3/openapi.json); settings that load code or decide "
+            "...; the full list is in docs/dynamic-tables.md and in GET /v3/openapi.json); settings that load code or decide "
             "where data is written belong in the daemon's spark.conf")
     for key, value in conf.items():
         if len(value) > MAX_VALUE_LENGTH or any(ord(c) < 32 or ord(c) == 127 for c in value):
