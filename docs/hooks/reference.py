@@ -268,11 +268,13 @@ def cli_reference() -> str:
     from catalogd.cli.app import cli
 
     out: list[str] = []
-    root = click.Context(cli, info_name="catalogd")
+    # The commands' own context settings (``-h``): click keeps the help option it first
+    # builds for a command, so a context without them would change the CLI's own help.
+    root = click.Context(cli, info_name="catalogd", **cli.context_settings)
     for path, command in _commands(cli, ["catalogd"]):
         parent = root
         for name in path[1:]:
-            parent = click.Context(command, info_name=name, parent=parent)
+            parent = click.Context(command, info_name=name, parent=parent, **command.context_settings)
         ctx = parent if len(path) > 1 else root
         name = " ".join(path)
         anchor = "-".join(["cli", *path[1:]]) if len(path) > 1 else "cli-catalogd"
