@@ -6,7 +6,6 @@ Thrift server does around each call. Stage owners need a hive catalog: see the i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
