@@ -234,7 +234,7 @@ class AuditLog:
             if repeats is not None:  # its window is over: its summary first, keeping the file in time order
                 self._summarise(key)
             if len(self._repeats) >= MAX_PENDING_DENIALS:
-                self._summarise(min(self._repeats, key=lambda k: self._repeats[k].window_end))
+                self._summarise(next(iter(self._repeats)))  # the oldest window (see _flush_ended)
             self._denials.write(_line(entry))
             self._repeats[key] = _Repeats(entry, now + self.denial_window)
             self._wake.notify()
@@ -254,8 +254,13 @@ class AuditLog:
             self._flush_ended()
 
     def _flush_ended(self) -> None:
+        # Every window is as long and a group is (re)inserted when it opens, so the dict's order is
+        # the order the windows end in: stop at the first still open.
         now = self._clock()
-        for key in [k for k, r in self._repeats.items() if r.window_end <= now]:
+        while self._repeats:
+            key, repeats = next(iter(self._repeats.items()))
+            if repeats.window_end > now:
+                return
             self._summarise(key)
 
     def _flush_loop(self) -> None:
@@ -263,7 +268,7 @@ class AuditLog:
             while not self._closed:
                 self._flush_ended()
                 if self._repeats:
-                    wait = min(r.window_end for r in self._repeats.values()) - self._clock()
+                    wait = next(iter(self._repeats.values())).window_end - self._clock()
                     self._wake.wait(max(wait, 0.01))
                 else:
                     self._wake.wait()

@@ -14,6 +14,8 @@ import pytest
 import yaml
 from hmsclient.genthrift.hive_metastore import ttypes
 
+from catalogd.auth.audit import read_audit
+
 from .helpers import CATALOGD, clean_env, embedded_catalog, free_port, metastore_pids, write_config
 
 pytestmark = pytest.mark.integration
@@ -31,8 +33,8 @@ def _conn(address: tuple[str, int], user: str | None) -> Any:
 
 
 def _audit(data_dir: Path) -> list[dict[str, Any]]:
-    path = data_dir / "audit" / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """Writes and denials (each in its own file), in time order."""
+    return read_audit(data_dir / "audit" / "audit.jsonl", 100_000)
 
 
 def _without_time_and_port(entry: dict[str, Any]) -> dict[str, Any]:
