@@ -231,7 +231,8 @@ class CatalogClient:
         self.close()
 
     def ping(self) -> str:
-        return self._call(lambda c: c.ping())
+        reply: str = self._call(lambda c: c.ping())
+        return reply
 
     # ------------------------------------------------------------ catalogs
 
@@ -254,7 +255,8 @@ class CatalogClient:
 
     def database_exists(self, name: str) -> bool:
         path = wire.namespace_to_thrift(parse_namespace(name))
-        return self._call(lambda c: c.databaseExists(path))
+        exists: bool = self._call(lambda c: c.databaseExists(path))
+        return exists
 
     def create_database(
         self,
@@ -304,7 +306,8 @@ class CatalogClient:
 
     def table_exists(self, name: str) -> bool:
         path = wire.object_to_thrift(parse_object(name))
-        return self._call(lambda c: c.tableExists(path))
+        exists: bool = self._call(lambda c: c.tableExists(path))
+        return exists
 
     def create_table(
         self,

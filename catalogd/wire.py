@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from catalogd import errors
 from catalogd.gen.catalogd_thrift import ttypes as t
@@ -328,8 +329,10 @@ def reload_result_from_thrift(result: t.ReloadResult) -> ReloadResult:
 
 # ---------------------------------------------------------------- dynamic tables
 
-def _enum_to_thrift(enum_type: type, value: object) -> int:
-    return enum_type._NAMES_TO_VALUES[str(value)]  # type: ignore[attr-defined]
+def _enum_to_thrift(enum_type: Any, value: object) -> int:
+    # Thrift enums are plain classes with a name table (no Python Enum).
+    number: int = enum_type._NAMES_TO_VALUES[str(value)]
+    return number
 
 
 def _enum_from_thrift(enum_type: type, model: type, value: int | None, default: object) -> object:

@@ -656,7 +656,8 @@ class HiveSession:
 
     def _managed(self, tbl: hms.Table) -> bool:
         """Whether HMS deletes this table's files on a drop (a managed table; views have none)."""
-        return tbl.tableType != codec.VIRTUAL_VIEW and (tbl.parameters or {}).get("EXTERNAL", "").upper() != "TRUE"
+        params: dict[str, str] = tbl.parameters or {}
+        return bool(tbl.tableType != codec.VIRTUAL_VIEW and params.get("EXTERNAL", "").upper() != "TRUE")
 
     def _table_deletion(self, tbl: hms.Table) -> tuple[bool, list[list[str]], str | None]:
         """Whether the metastore may delete a managed table's files on its drop: (delete, the

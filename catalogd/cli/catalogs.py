@@ -34,6 +34,6 @@ def catalog_describe(ctx: Context, name: str) -> CatalogInfo:
 @pass_ctx
 def spark_conf(ctx: Context, catalog_name: str) -> SparkSettings:
     """Print the Spark settings (key=value) that point Spark at CATALOG's metastore."""
-    from catalogd.spark.conf import spark_conf_for
+    from catalogd.spark_common import spark_conf_for
 
     return SparkSettings(spark_conf_for(ctx.client.get_catalog(catalog_name)))

@@ -67,7 +67,7 @@ class _Loader(yaml.SafeLoader):
         else:
             part = "?"
         if len(self._path) >= MAX_DEPTH:
-            raise _TooDeep(tuple(self._path), self.peek_event().start_mark.line + 1)
+            raise _TooDeep(tuple(self._path), parent.start_mark.line + 1)  # where the deepest level began
         self._path.append(part)
         try:
             return super().compose_node(parent, index)

@@ -120,7 +120,8 @@ class Analyzer:
         reader.join(timeout)
         if not result or not result[0]:
             return {}
-        return json.loads(result[0])
+        loaded: dict[str, Any] = json.loads(result[0])
+        return loaded
 
     def analyze(self, query: str, timeout: float = 120.0) -> list[Column]:
         """The columns ``query`` produces (Spark types).

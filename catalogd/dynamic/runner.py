@@ -167,6 +167,7 @@ def log_tail(work_dir: Path, lines: int = 5) -> str:
 
 def read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
+        loaded: dict[str, Any] = json.loads(path.read_text())
+        return loaded
     except (OSError, ValueError):
         return {}

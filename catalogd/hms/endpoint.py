@@ -73,7 +73,8 @@ class HmsEndpoint:
         with self._stores_lock:
             known = self._stores.get(name)
             if known is not None and known[0] is catalog:
-                return known[1]
+                served: MemoryStore = known[1]
+                return served
             if known is not None:
                 # The catalog was replaced by a reload: its old tables (and files) are gone.
                 self._close_store(name, known[1])

@@ -277,4 +277,5 @@ def _element(entry: _Lock, c: _Component) -> hms.ShowLocksResponseElement:
 
 
 def _state_name(state: int) -> str:
-    return hms.LockState._VALUES_TO_NAMES.get(state, str(state))
+    name: str = hms.LockState._VALUES_TO_NAMES.get(state, str(state))
+    return name

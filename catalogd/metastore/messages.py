@@ -80,7 +80,8 @@ def header(name: str, mtype: int, seqid: int) -> bytes:
 
 def encode(name: str, mtype: int, seqid: int, body: Any) -> bytes:
     """A whole message: header plus the struct ``body`` encoded."""
-    return header(name, mtype, seqid) + TSerialization.serialize(body, _FACTORY)
+    encoded: bytes = TSerialization.serialize(body, _FACTORY)
+    return header(name, mtype, seqid) + encoded
 
 
 def decode(struct_obj: Any, body: bytes) -> Any:

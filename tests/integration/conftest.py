@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from catalogd.client import CatalogClient
+from catalogd.metastore.client import MetastoreClient, parse_uris
 
 from .helpers import (
     CATALOGD,
@@ -87,6 +88,15 @@ def hms_address(daemon: Daemon) -> tuple[str, int]:
 def client(daemon: Daemon) -> Iterator[CatalogClient]:
     with CatalogClient(daemon.address, timeout=60.0) as c:
         yield c
+
+
+@pytest.fixture
+def hms(client: CatalogClient) -> Iterator[MetastoreClient]:
+    """A plain HMS client on main's embedded metastore, not through catalogd: what catalogd does
+    not see coming (another tool, or an attacker with network access)."""
+    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore))
+    yield ms
+    ms.close()
 
 
 class CliResult(NamedTuple):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import textwrap
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -69,6 +71,14 @@ def tail(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def log_text(daemon: Daemon) -> str:
+    """The whole of a daemon's log so far ("" before it has one)."""
+    try:
+        return daemon.log_path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def write_config(path: Path, port: int, http_port: int, data_dir: Path, catalogs: list[dict[str, Any]],
@@ -296,3 +306,94 @@ def raw_thrift(address: str) -> Iterator[Any]:
         yield CatalogService.Client(TBinaryProtocolAccelerated(transport))
     finally:
         transport.close()
+
+
+@contextlib.contextmanager
+def hms_connection(address: tuple[str, int], user: str | None = None) -> Iterator[Any]:
+    """A plain HMS client connection (the ThriftHiveMetastore client hmsclient ships), as ``user``
+    (``set_ugi``) when one is given."""
+    from hmsclient import hmsclient
+
+    client = hmsclient.HMSClient(host=address[0], port=address[1])
+    client.open()
+    try:
+        if user is not None:
+            client.set_ugi(user, [user])
+        yield client
+    finally:
+        client.close()
+
+
+# ---------------------------------------------------------------- Spark
+
+def short(name: str) -> str:
+    """``main.db.t`` -> ``db.t``, ``main.db`` -> ``db``: the name in Spark's session catalog (main's metastore)."""
+    return name.split(".", 1)[1]
+
+
+def sql(spark: Any, statement: str) -> list[tuple[Any, ...]]:
+    """A statement's result rows as tuples, in the order Spark gives them."""
+    return [tuple(row) for row in spark.sql(statement).collect()]
+
+
+def spark_rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
+    """The rows of the table Spark names ``table`` (``db.t``), sorted, read after a refresh of what
+    Spark has cached about it."""
+    spark.catalog.refreshTable(table)
+    return sorted(tuple(r) for r in spark.table(table).collect())
+
+
+def rows(spark: Any, name: str) -> list[tuple[Any, ...]]:
+    """The rows of main's table ``name`` (``main.db.t``), sorted, as Spark reads them."""
+    return spark_rows(spark, short(name))
+
+
+#: A Spark application of its own (a second JVM: the test session's SparkSession is another
+#: daemon's), reading SQL statements from stdin and answering each with one JSON line.
+SPARK_CHILD = textwrap.dedent("""
+    import json, sys
+    from pyspark.sql import SparkSession
+    builder = SparkSession.builder.master("local[1]").appName("restart-child").enableHiveSupport()
+    for key, value in json.loads(sys.argv[1]).items():
+        builder = builder.config(key, value)
+    spark = builder.config("spark.ui.enabled", "false").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        try:
+            rows = [list(r) for r in spark.sql(line.strip()).collect()]
+            print(json.dumps({"rows": rows}), flush=True)
+        except Exception as e:
+            print(json.dumps({"error": str(e)[:2000]}), flush=True)
+""")
+
+
+class SparkChild:
+    """A running SPARK_CHILD: ``sql(statement)`` answers the statement's JSON line."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+
+    @classmethod
+    def start(cls, script: Path, conf: dict[str, str], env: dict[str, str] | None = None) -> SparkChild:
+        """SPARK_CHILD written to ``script`` and started on the Spark configuration ``conf``, in
+        ``env`` (by default clean_env())."""
+        script.write_text(SPARK_CHILD)
+        return cls(subprocess.Popen([sys.executable, str(script), json.dumps(conf)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                    env=clean_env() if env is None else env))
+
+    def answer(self) -> dict[str, object]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"the Spark child exited with {self.proc.poll()}")
+            if line.startswith("{"):
+                return json.loads(line)  # type: ignore[no-any-return]
+
+    def sql(self, statement: str) -> dict[str, object]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(statement + "\n")
+        self.proc.stdin.flush()
+        return self.answer()

@@ -3,33 +3,31 @@ audited, no token lands in any file; and a daemon bound to a non-loopback addres
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import hmsclient
 import pytest
 import yaml
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from catalogd.auth.audit import read_audit
 
-from .helpers import CATALOGD, clean_env, embedded_catalog, free_port, metastore_pids, write_config
+from .helpers import (
+    CATALOGD,
+    SparkChild,
+    clean_env,
+    embedded_catalog,
+    free_port,
+    hms_connection,
+    metastore_pids,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
 ETL_TOKEN = "etl-token-0123456789abcdef-A1"
 ANALYST_TOKEN = "analyst-token-0123456789abcdef-A1"
-
-
-def _conn(address: tuple[str, int], user: str | None) -> Any:
-    client = hmsclient.HMSClient(host=address[0], port=address[1])
-    client.open()
-    if user is not None:
-        client.set_ugi(user, [user])
-    return client
 
 
 def _audit(data_dir: Path) -> list[dict[str, Any]]:
@@ -59,38 +57,28 @@ def test_the_set_ugi_user_needs_its_role_on_the_call_s_catalog(daemon_factory, t
     denied = ttypes.MetaException
 
     # No set_ugi, or a user who is no principal: refused, the message naming the role.
-    anonymous = _conn(address, None)
-    try:
-        with pytest.raises(denied, match="a connection without set_ugi needs role reader on catalog main "
-                                         "for get_database"):
-            anonymous.get_database("default")
-    finally:
-        anonymous.close()
-    stranger = _conn(address, "mallory")
-    try:
+    with hms_connection(address) as anonymous, \
+            pytest.raises(denied, match="a connection without set_ugi needs role reader on catalog main "
+                                        "for get_database"):
+        anonymous.get_database("default")
+    with hms_connection(address, "mallory") as stranger:
         with pytest.raises(denied, match=r"user 'mallory' \(not a configured principal\) needs role reader "
                                          r"on any catalog for get_all_databases"):
             stranger.get_all_databases()
         with pytest.raises(denied, match="needs role writer on catalog main for create_database"):
             stranger.create_database(ttypes.Database(name="by_mallory", parameters={}))
-    finally:
-        stranger.close()
 
     # A reader reads and cannot write.
-    analyst = _conn(address, "analyst")
-    try:
+    with hms_connection(address, "analyst") as analyst:
         assert "default" in analyst.get_all_databases()
         assert analyst.get_database("default").name == "default"
         with pytest.raises(denied, match="user 'analyst' needs role writer on catalog main for create_database"):
             analyst.create_database(ttypes.Database(name="by_analyst", parameters={}))
         with pytest.raises(denied, match="needs role writer on catalog main for drop_database"):
             analyst.drop_database("default", True, True)
-    finally:
-        analyst.close()
 
     # A writer writes on its catalog, and only there.
-    etl = _conn(address, "etl")
-    try:
+    with hms_connection(address, "etl") as etl:
         etl.create_database(ttypes.Database(name="by_etl", description="made by etl", parameters={}))
         assert etl.get_database("by_etl").description == "made by etl"
         with pytest.raises(ttypes.NoSuchObjectException):
@@ -101,18 +89,13 @@ def test_the_set_ugi_user_needs_its_role_on_the_call_s_catalog(daemon_factory, t
             etl.create_database(ttypes.Database(name="scratch__by_etl", parameters={}))
         with pytest.raises(ttypes.AlreadyExistsException):
             etl.create_database(ttypes.Database(name="by_etl", parameters={}))  # audited as an error
-    finally:
-        etl.close()
 
     # A principal granted one catalog lists only that catalog's databases.
-    scratchy = _conn(address, "scratchy")
-    try:
+    with hms_connection(address, "scratchy") as scratchy:
         scratchy.create_database(ttypes.Database(name="scratch__mine", parameters={}))
         assert scratchy.get_all_databases() == ["scratch__default", "scratch__mine"]
         with pytest.raises(denied, match="user 'scratchy' needs role reader on catalog main for get_database"):
             scratchy.get_database("default")
-    finally:
-        scratchy.close()
 
     entries = [_without_time_and_port(e) for e in _audit(proc.data_dir)]
     hms = {"surface": "hms", "client": "127.0.0.1"}
@@ -175,8 +158,6 @@ def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_
     from catalogd.client import CatalogClient
     from catalogd.spark.conf import spark_conf_for
 
-    from .test_hms_restart import CHILD, _Child
-
     auth = {"enabled": True,
             "principals": [{"name": "admin", "token": ETL_TOKEN}, {"name": "viewer"}],
             "grants": [{"principal": "admin", "catalog": "*", "role": "admin"},
@@ -186,18 +167,14 @@ def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_
         c.create_database("main.shop")
         c.create_table("main.shop.t", "id int")
         conf = spark_conf_for(c.get_catalog("main"))
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
 
-    def spark_as(user: str) -> _Child:
+    def spark_as(user: str) -> SparkChild:
         env = {**clean_env(), "HADOOP_USER_NAME": user}
-        child = _Child(subprocess.Popen([sys.executable, str(script), json.dumps(conf)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        text=True, env=env))
+        child = SparkChild.start(tmp_path / "child.py", conf, env)
         assert child.answer() == {"ready": True}
         return child
 
-    def done(child: _Child) -> None:
+    def done(child: SparkChild) -> None:
         assert child.proc.stdin is not None
         child.proc.stdin.close()
         try:

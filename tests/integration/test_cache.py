@@ -4,34 +4,21 @@ writes made directly on the backing metastore show within ``cache.ttl``."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
-from hmsclient import hmsclient
 from polling import wait_until
 
 from catalogd.client import CatalogClient
 from catalogd.model import StageState
 
-from .helpers import Daemon, embedded_catalog, free_port, http_get
+from .helpers import Daemon, embedded_catalog, free_port, hms_connection, http_get
 
 pytestmark = pytest.mark.integration
-
-
-@contextlib.contextmanager
-def hms(address: tuple[str, int]) -> Iterator[Any]:
-    """A plain HMS client (hmsclient's ThriftHiveMetastore client)."""
-    client = hmsclient.HMSClient(host=address[0], port=address[1])
-    client.open()
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def backing(daemon: Daemon, catalog: str = "main") -> tuple[str, int]:
@@ -41,7 +28,7 @@ def backing(daemon: Daemon, catalog: str = "main") -> tuple[str, int]:
 
 
 def behind_catalogds_back(daemon: Daemon, database: str, table: str, **params: str) -> None:
-    with hms(backing(daemon)) as direct:
+    with hms_connection(backing(daemon)) as direct:
         tbl = direct.get_table(database, table)
         tbl.parameters.update(params)
         direct.alter_table(database, table, tbl)
@@ -63,7 +50,7 @@ def long_ttl(daemon_factory: Callable[..., Daemon]) -> Daemon:
 
 
 def test_with_a_long_ttl_a_direct_write_waits_and_a_catalogd_write_shows_at_once(long_ttl: Daemon) -> None:
-    with CatalogClient(long_ttl.address, timeout=60.0) as client, hms(long_ttl.hms_address) as endpoint:
+    with CatalogClient(long_ttl.address, timeout=60.0) as client, hms_connection(long_ttl.hms_address) as endpoint:
         client.create_database("main.shop")
         client.create_table("main.shop.orders", "id bigint", partitioned_by="ds string")
         client.create_table("main.shop.items", "id bigint")
@@ -110,7 +97,7 @@ def test_with_a_long_ttl_a_direct_write_waits_and_a_catalogd_write_shows_at_once
 
 
 def test_a_stage_commit_is_visible_at_once(long_ttl: Daemon) -> None:
-    with CatalogClient(long_ttl.address, timeout=60.0) as client, hms(long_ttl.hms_address) as endpoint:
+    with CatalogClient(long_ttl.address, timeout=60.0) as client, hms_connection(long_ttl.hms_address) as endpoint:
         client.create_database("main.shop")
         assert client.list_tables("main.shop") == []  # cached
         assert endpoint.get_all_tables("shop") == []

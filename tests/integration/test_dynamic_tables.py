@@ -40,7 +40,16 @@ from catalogd.errors import (
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .conftest import CliResult
-from .helpers import CATALOGD, Daemon, clean_env, free_port, start_daemon, write_config
+from .helpers import (
+    CATALOGD,
+    Daemon,
+    clean_env,
+    free_port,
+    process_alive,
+    spark_rows,
+    start_daemon,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -163,11 +172,6 @@ def wait_job(dtd: DtDaemon, job_id: str, timeout: float = JOB_TIMEOUT) -> dict[s
         raise AssertionError(f"{e}\n{dtd.log()[-3000:]}") from None
 
 
-def rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
-    spark.catalog.refreshTable(table)
-    return sorted(tuple(r) for r in spark.table(table).collect())
-
-
 @pytest.fixture
 def orders(spark: Any, dt_db: str) -> str:
     """A source partitioned by ds with three days of data (different row counts per day)."""
@@ -203,7 +207,7 @@ def test_rest_refresh_overwrites_one_partition_and_reads_one(dtd: DtDaemon, dc: 
     assert dt.job_detail["partitionFormatters"] == {"ds": "yyyy-MM-dd"}
     assert dt.last_refresh is None and dt.freshness_lag is None
     # An ordinary table Spark reads: empty until the first refresh.
-    assert rows(spark, f"{dt_db}.daily") == []
+    assert spark_rows(spark, f"{dt_db}.daily") == []
 
     status, job = rest(dtd, "POST", "/v3/dynamic-tables/refresh",
                        {"tables": [name], "scheduleTime": "2024-03-02 00:00:00", "configuration": {}})
@@ -224,7 +228,7 @@ def test_rest_refresh_overwrites_one_partition_and_reads_one(dtd: DtDaemon, dc: 
     assert run["sourcePartitions"] == ["ds=2024-03-01"]
     assert run["inputFiles"] >= 1
     assert run["applicationId"]
-    assert rows(spark, f"{dt_db}.daily") == [(20, 20 * 19 / 2 * 1.5, "2024-03-01")]
+    assert spark_rows(spark, f"{dt_db}.daily") == [(20, 20 * 19 / 2 * 1.5, "2024-03-01")]
     assert [p.spec for p in dc.list_partitions(name)] == [{"ds": "2024-03-01"}]
 
     described = cli(dtd, "--json", "dt", "describe", name)
@@ -268,7 +272,7 @@ def test_failed_refresh_keeps_the_data_and_is_recorded(dtd: DtDaemon, dc: Catalo
     history = wait_until(lambda: [r for r in dc.dynamic_table_history(name) if r.status.finished], JOB_TIMEOUT,
                          "the initial refresh", every=1)
     assert history[0].trigger == "initial" and history[0].status is RunStatus.SUCCEEDED, history[0]
-    before = rows(spark, f"{dt_db}.checked")
+    before = spark_rows(spark, f"{dt_db}.checked")
     assert [r[0] for r in before] == ["2024-02-29", "2024-03-01", "2024-03-02"]
 
     spark.sql(f"INSERT INTO {orders} VALUES (999, 5e6, '2024-03-02')")
@@ -278,7 +282,7 @@ def test_failed_refresh_keeps_the_data_and_is_recorded(dtd: DtDaemon, dc: Catalo
     assert failed.stderr.splitlines()[-1].startswith("error: refresh-failed: ")
     assert "RUNNING" in failed.stderr  # progress shown while waiting
 
-    assert rows(spark, f"{dt_db}.checked") == before
+    assert spark_rows(spark, f"{dt_db}.checked") == before
     last = dc.dynamic_table_history(name, limit=1)[0]
     assert last.status is RunStatus.FAILED and last.trigger == "manual"
     assert "amount out of range" in (last.error or "")
@@ -299,7 +303,7 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     assert result.kind == "created"
     assert result.table is not None and result.table.refresh_mode is RefreshMode.CONTINUOUS
     table = f"{dt_db}.kinds"
-    wait_until(lambda: rows(spark, table) == [("a", 10)], JOB_TIMEOUT, "the first micro-batch", every=1)
+    wait_until(lambda: spark_rows(spark, table) == [("a", 10)], JOB_TIMEOUT, "the first micro-batch", every=1)
 
     # The supervisor takes in the job's status every half second; a busy machine can delay a trigger.
     dt = wait_until(lambda: (d := dc.get_dynamic_table(name)).job_detail["applicationId"]
@@ -312,7 +316,7 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
 
     # Appends show, and the table is (again) within its freshness (10 s) once they have.
     spark.sql(f"INSERT INTO {source} SELECT id, 'b' FROM range(5)")
-    wait_until(lambda: rows(spark, table) == [("a", 10), ("b", 5)], JOB_TIMEOUT, "the append", every=1)
+    wait_until(lambda: spark_rows(spark, table) == [("a", 10), ("b", 5)], JOB_TIMEOUT, "the append", every=1)
     wait_until(lambda: dc.get_dynamic_table(name).within_target is True, 120.0, "the lag within target after it")
 
     # SUSPEND stops the job: appends stay out.
@@ -322,13 +326,13 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     suspended = spark_sql(spark, f"ALTER DYNAMIC TABLE {name} SUSPEND", client=dc).table
     assert suspended.state is RefreshState.SUSPENDED
     pid = dt.job_detail["pid"]
-    wait_until(lambda: not _alive(pid), 60.0, "the streaming job to stop")
+    wait_until(lambda: not process_alive(pid), 60.0, "the streaming job to stop")
     spark.sql(f"INSERT INTO {source} SELECT id, 'c' FROM range(3)")
-    holds_for(lambda: rows(spark, table) == [("a", 10), ("b", 5)], 8.0, "the suspended table unchanged", every=1)
+    holds_for(lambda: spark_rows(spark, table) == [("a", 10), ("b", 5)], 8.0, "the suspended table unchanged", every=1)
 
     # RESUME starts it again from its checkpoint and catches up.
     assert dc.resume_dynamic_table(name).state is RefreshState.RUNNING
-    wait_until(lambda: rows(spark, table) == [("a", 10), ("b", 5), ("c", 3)], JOB_TIMEOUT,
+    wait_until(lambda: spark_rows(spark, table) == [("a", 10), ("b", 5), ("c", 3)], JOB_TIMEOUT,
                "the catch-up after RESUME", every=1)
 
     # A killed streaming job is restarted (with backoff) and keeps the table fresh.
@@ -338,7 +342,7 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
                            and d.get("pid") not in (None, detail) and d, 120.0, "the restart")
     assert restarted["pid"] != detail
     spark.sql(f"INSERT INTO {source} SELECT id, 'd' FROM range(2)")
-    wait_until(lambda: ("d", 2) in rows(spark, table), JOB_TIMEOUT, "an append after the restart", every=1)
+    wait_until(lambda: ("d", 2) in spark_rows(spark, table), JOB_TIMEOUT, "an append after the restart", every=1)
     history = dc.dynamic_table_history(name)
     assert any(r.trigger == "continuous" and r.status is RunStatus.FAILED for r in history), history
     assert any(r.error == "stopped: suspended" for r in history)
@@ -347,7 +351,7 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     pid = wait_until(lambda: dc.get_dynamic_table(name).job_detail.get("pid"), 120.0, "the pid")
     checkpoint = Path(dt.job_detail["checkpoint"])
     assert cli(dtd, "sql", f"DROP DYNAMIC TABLE {name}").code == 0
-    assert not _alive(pid)
+    assert not process_alive(pid)
     assert not checkpoint.exists()
     assert not dc.table_exists(name)
     assert cli(dtd, "sql", f"DROP DYNAMIC TABLE IF EXISTS {name}").code == 0
@@ -362,7 +366,7 @@ def _counted_source(dc: CatalogClient, spark: Any, dt_db: str, source: str, stor
     name = f"main.{dt_db}.{source}_count"
     dc.create_dynamic_table(name, f"SELECT count(*) AS n FROM {dt_db}.{source}", "10 seconds")
     table = f"{dt_db}.{source}_count"
-    wait_until(lambda: rows(spark, table) == [(n,)], JOB_TIMEOUT, "the first micro-batch", every=1)
+    wait_until(lambda: spark_rows(spark, table) == [(n,)], JOB_TIMEOUT, "the first micro-batch", every=1)
     return f"{dt_db}.{source}", name, table
 
 
@@ -372,20 +376,8 @@ def test_a_continuous_table_over_a_hive_text_table_sees_its_appends(
     # the change detection has to look inside it.
     source, name, table = _counted_source(dc, spark, dt_db, "lines", "STORED AS TEXTFILE", 3)
     spark.sql(f"INSERT INTO {source} SELECT id FROM range(4)")
-    wait_until(lambda: rows(spark, table) == [(7,)], JOB_TIMEOUT, "the append", every=1)
+    wait_until(lambda: spark_rows(spark, table) == [(7,)], JOB_TIMEOUT, "the append", every=1)
     dc.drop_dynamic_table(name)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped by the daemon) is not running.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------- restart
@@ -580,7 +572,7 @@ def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
                                "the job to start again")
         assert restarted != pid
         spark.sql(f"INSERT INTO {source} SELECT id FROM range(3)")
-        wait_until(lambda: rows(spark, table) == [(7,)], JOB_TIMEOUT, "an append after the restart", every=1)
+        wait_until(lambda: spark_rows(spark, table) == [(7,)], JOB_TIMEOUT, "an append after the restart", every=1)
         history = c.dynamic_table_history(name)
         killed = [r for r in history if r.error == "the daemon stopped during the run"]
         assert len(killed) == 1 and killed[0].status is RunStatus.FAILED
@@ -593,7 +585,7 @@ def test_a_daemon_killed_with_sigkill_takes_its_streaming_job_along(
         os.replace(next(scratch.glob("part-*.parquet")), victim)
         Path(victim).with_name(f".{Path(victim).name}.crc").unlink(missing_ok=True)  # Hadoop's checksum
         shutil.rmtree(scratch)
-        wait_until(lambda: rows(spark, table) == [(7 - before + 5,)], JOB_TIMEOUT, "the rewritten file", every=1)
+        wait_until(lambda: spark_rows(spark, table) == [(7 - before + 5,)], JOB_TIMEOUT, "the rewritten file", every=1)
         c.drop_dynamic_table(name)
     assert not _group_alive(restarted)
 
@@ -606,7 +598,7 @@ def test_an_initial_refresh_cut_off_by_sigkill_runs_again_at_the_next_start(
                            for r in dc.dynamic_table_history(name)), 120.0, "the initial run to start")
 
     dtd.kill()
-    assert rows(spark, f"{dt_db}.first_day") == []
+    assert spark_rows(spark, f"{dt_db}.first_day") == []
 
     dtd.start()
     with CatalogClient(dtd.address, timeout=120.0) as c:
@@ -616,7 +608,7 @@ def test_an_initial_refresh_cut_off_by_sigkill_runs_again_at_the_next_start(
         assert done[0].status is RunStatus.SUCCEEDED, done
         cut = [r for r in c.dynamic_table_history(name) if r.error == "the daemon stopped during the run"]
         assert len(cut) == 1 and cut[0].trigger == "initial" and cut[0].status is RunStatus.FAILED
-        assert [r[0] for r in rows(spark, f"{dt_db}.first_day")] == ["2024-02-29", "2024-03-01", "2024-03-02"]
+        assert [r[0] for r in spark_rows(spark, f"{dt_db}.first_day")] == ["2024-02-29", "2024-03-01", "2024-03-02"]
         c.drop_dynamic_table(name)
 
 

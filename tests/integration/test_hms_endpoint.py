@@ -7,35 +7,18 @@ on main's metastore, served as ``ro__<db>``.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from catalogd.model import Column, StageState
 
+from .helpers import hms_connection, sql
+
 pytestmark = pytest.mark.integration
-
-
-@contextlib.contextmanager
-def hms(address: tuple[str, int], user: str | None = None) -> Iterator[Any]:
-    """A plain HMS client connection (the ThriftHiveMetastore client hmsclient ships)."""
-    client = hmsclient.HMSClient(host=address[0], port=address[1])
-    client.open()
-    try:
-        if user is not None:
-            client.set_ugi(user, [user])
-        yield client
-    finally:
-        client.close()
-
-
-def sql(spark: Any, statement: str) -> list[tuple[Any, ...]]:
-    return [tuple(row) for row in spark.sql(statement).collect()]
 
 
 @pytest.fixture
@@ -107,7 +90,7 @@ def test_spark_never_lists_a_stage_while_atomic_ctas_writes(spark, client, spark
     stop = threading.Event()
 
     def watch() -> None:
-        with hms(("127.0.0.1", _port(spark))) as c:
+        with hms_connection(("127.0.0.1", _port(spark))) as c:
             while not stop.is_set():
                 seen.append(set(c.get_all_tables(spark_db)) | set(c.get_tables(spark_db, "*")))
 
@@ -121,7 +104,7 @@ def test_spark_never_lists_a_stage_while_atomic_ctas_writes(spark, client, spark
             assert sql(spark, f"SELECT * FROM {staged.name}") == [(1,)]
             listed = {r[1] for r in sql(spark, f"SHOW TABLES IN {spark_db}")}
             assert not any(t.startswith("__catalogd_stage") for t in listed)
-            with hms(("127.0.0.1", _port(spark))) as c:
+            with hms_connection(("127.0.0.1", _port(spark))) as c:
                 assert c.get_table(spark_db, staged.name.split(".")[1]).tableName
                 metas = c.get_table_meta(spark_db, "*", [])
                 assert not any(m.tableName.startswith("__catalogd_stage") for m in metas)
@@ -172,7 +155,7 @@ def test_one_session_joins_tables_of_two_catalogs_and_reads_a_prefixed_view(spar
     finally:
         spark.sql("USE default")
     assert sql(spark, f"SELECT * FROM ro__{spark_db}.named") == [(2,)]
-    with hms(("127.0.0.1", _port(spark))) as c:
+    with hms_connection(("127.0.0.1", _port(spark))) as c:
         view = c.get_table(f"ro__{spark_db}", "named")
     assert view.dbName == f"ro__{spark_db}"
     assert f"ro__{spark_db}" in view.viewExpandedText
@@ -184,7 +167,7 @@ def test_catalogd_parameters_cannot_be_set_or_removed(spark, client, spark_db, h
     spark.sql(f"CREATE TABLE {spark_db}.t (id INT) STORED AS PARQUET")
     with pytest.raises(Exception, match=r"catalogd\.\*"):
         spark.sql(f"ALTER TABLE {spark_db}.t SET TBLPROPERTIES ('catalogd.dt.query' = 'x')")
-    with hms(hms_address) as c:
+    with hms_connection(hms_address) as c:
         table = c.get_table(spark_db, "t")
         table.tableName = "forged"
         table.parameters = {**(table.parameters or {}), "catalogd.stage.id": "x"}
@@ -205,7 +188,7 @@ def test_drop_database_cascade_aborts_the_stages_inside(spark, client, spark_db)
 
 def test_a_write_through_catalogd_is_read_back_at_once(spark, client, spark_db, hms_address):
     spark.sql(f"CREATE TABLE {spark_db}.t (id INT) STORED AS PARQUET")
-    with hms(hms_address) as endpoint:
+    with hms_connection(hms_address) as endpoint:
         endpoint.get_table(spark_db, "t")  # cached now
         client.alter_table(f"main.{spark_db}.t", set_properties={"k": "v1"})
         assert endpoint.get_table(spark_db, "t").parameters["k"] == "v1"
@@ -220,7 +203,7 @@ def test_plain_hms_clients_methods_spark_does_not_use(spark, client, spark_db, h
     spark.sql(f"CREATE TABLE {spark_db}.t (id INT, name STRING) PARTITIONED BY (ds STRING) STORED AS PARQUET")
     spark.sql(f"ALTER TABLE {spark_db}.t ADD PARTITION (ds='a')")
     spark.sql(f"ALTER TABLE {spark_db}.t ADD PARTITION (ds='b')")
-    with hms(hms_address, user="alice") as c:
+    with hms_connection(hms_address, user="alice") as c:
         assert spark_db in c.get_databases(f"{spark_db[:6]}*")
         assert f"ro__{spark_db}" in c.get_all_databases()
         assert c.get_tables_by_type(spark_db, "*", "MANAGED_TABLE") == ["t"]
@@ -243,7 +226,7 @@ def test_plain_hms_clients_methods_spark_does_not_use(spark, client, spark_db, h
 def test_metrics_count_the_endpoints_calls_and_connections(daemon, hms_address, spark_db):
     from .helpers import http_get
 
-    with hms(hms_address) as c:
+    with hms_connection(hms_address) as c:
         c.get_database(spark_db)
         with pytest.raises(ttypes.NoSuchObjectException):
             c.get_table(spark_db, "missing")

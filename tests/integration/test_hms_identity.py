@@ -21,7 +21,7 @@ from polling import wait_until
 from catalogd.client import CatalogClient
 from catalogd.metastore.messages import MessageStream, decode
 
-from .test_hms_endpoint import hms
+from .helpers import hms_connection
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,8 @@ def test_each_connection_is_seen_as_its_own_user(daemon_factory, recorder, clien
         "connection": {"hive.metastore.uris": f"thrift://127.0.0.1:{recorder.port}"},
     }], extra={"cache": {"ttl": "0s"}})
     address = behind.hms_address
-    with hms(address, user="alice") as alice, hms(address) as nobody, hms(address, user="bob") as bob:
+    with hms_connection(address, user="alice") as alice, hms_connection(address) as nobody, \
+            hms_connection(address, user="bob") as bob:
         # Interleaved, so that one upstream connection could serve them all if identities mixed.
         for _ in range(3):
             alice.get_table(database, "for_alice")

@@ -6,16 +6,14 @@ tables), so catalogd holds these locks itself.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes
 from polling import holds_for, wait_until
 
-from .helpers import free_port
+from .helpers import free_port, hms_connection
 
 pytestmark = pytest.mark.integration
 
@@ -24,18 +22,6 @@ SW = ttypes.LockType.SHARED_WRITE
 EX = ttypes.LockType.EXCLUSIVE
 ACQUIRED = ttypes.LockState.ACQUIRED
 WAITING = ttypes.LockState.WAITING
-
-
-@contextlib.contextmanager
-def hms(address: tuple[str, int], user: str) -> Iterator[Any]:
-    """A plain HMS client connection (the ThriftHiveMetastore client hmsclient ships)."""
-    client = hmsclient.HMSClient(host=address[0], port=address[1])
-    client.open()
-    try:
-        client.set_ugi(user, [user])
-        yield client
-    finally:
-        client.close()
 
 
 def lock_request(kind: int, db: str, table: str | None, user: str,
@@ -53,7 +39,7 @@ def check(client: Any, lockid: int) -> int:
 def hms_table(hms_address: tuple[str, int], unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
     """(db, table): a database and a partitioned table created through a plain HMS client."""
     db = unique_name("lockdb")
-    with hms(hms_address, "owner") as c:
+    with hms_connection(hms_address, "owner") as c:
         c.create_database(ttypes.Database(name=db, description="locks test", parameters={}))
         serde = ttypes.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
                                  parameters={})
@@ -67,13 +53,13 @@ def hms_table(hms_address: tuple[str, int], unique_name: Callable[[str], str]) -
                                     parameters={}, tableType="MANAGED_TABLE"))
         assert c.get_table(db, "t").tableName == "t"
     yield db, "t"
-    with hms(hms_address, "owner") as c:
+    with hms_connection(hms_address, "owner") as c:
         c.drop_database(db, True, True)
 
 
 def test_shared_and_exclusive_locks_between_two_connections(hms_address, hms_table):
     db, table = hms_table
-    with hms(hms_address, "alice") as alice, hms(hms_address, "bob") as bob:
+    with hms_connection(hms_address, "alice") as alice, hms_connection(hms_address, "bob") as bob:
         read = alice.lock(lock_request(SR, db, table, "alice"))
         assert read.state == ACQUIRED
         # A second reader shares the table; a writer waits for both.
@@ -117,7 +103,7 @@ def test_shared_and_exclusive_locks_between_two_connections(hms_address, hms_tab
 
 def test_partition_locks_and_errors(hms_address, hms_table):
     db, table = hms_table
-    with hms(hms_address, "alice") as alice, hms(hms_address, "bob") as bob:
+    with hms_connection(hms_address, "alice") as alice, hms_connection(hms_address, "bob") as bob:
         p1 = alice.lock(lock_request(EX, db, table, "alice", partition="ds=1"))
         assert p1.state == ACQUIRED
         assert bob.lock(lock_request(EX, db, table, "bob", partition="ds=2")).state == ACQUIRED
@@ -149,7 +135,7 @@ def test_a_lock_without_heartbeat_is_released(daemon_factory, tmp_path):
                           "hms-port": free_port(), "data-dir": str(tmp_path / "locks-data"),
                           "hms-lock-timeout": "3s"}},
         name="locks")
-    with hms(daemon.hms_address, "alice") as alice, hms(daemon.hms_address, "bob") as bob:
+    with hms_connection(daemon.hms_address, "alice") as alice, hms_connection(daemon.hms_address, "bob") as bob:
         silent = alice.lock(lock_request(EX, "db", "t", "alice"))
         kept = alice.lock(lock_request(EX, "db", "u", "alice"))
         waiter = bob.lock(lock_request(EX, "db", "t", "bob"))

@@ -10,22 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pytest
-from hmsclient import hmsclient
+
+from .helpers import hms_connection, local_path, sql
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-
-def sql(spark: Any, statement: str) -> list[tuple[Any, ...]]:
-    return [tuple(row) for row in spark.sql(statement).collect()]
-
-
-def local(uri: str) -> Path:
-    parsed = urlparse(uri)
-    assert parsed.scheme in ("", "file"), uri
-    return Path(parsed.path)
 
 
 @pytest.fixture
@@ -68,7 +58,7 @@ def test_spark_statements_on_a_memory_catalog(spark, client, scratch_db, warehou
     assert set(client.list_tables(f"scratch.{name}")) >= {"hive_t", "ds_t"}
     hive_t = client.get_table(f"scratch.{name}.hive_t")
     assert [c.name for c in hive_t.columns] == ["id", "name"] and [c.name for c in hive_t.partition_keys] == ["ds"]
-    assert local(hive_t.location).resolve() == (db_dir / "hive_t").resolve()
+    assert local_path(hive_t.location).resolve() == (db_dir / "hive_t").resolve()
     # Both CTAS kinds, a view, a Java function.
     spark.sql(f"CREATE TABLE {db}.ctas_hive STORED AS ORC AS SELECT id, name FROM {db}.hive_t")
     spark.sql(f"CREATE TABLE {db}.ctas_ds USING parquet AS SELECT id FROM {db}.ds_t")
@@ -95,7 +85,7 @@ def test_spark_statements_on_a_memory_catalog(spark, client, scratch_db, warehou
     spark.sql(f"ANALYZE TABLE {db}.renamed COMPUTE STATISTICS")
     assert client.get_table(f"scratch.{name}.renamed").statistics.row_count == 3
     # DROP: table (its files go), view, function, then the database.
-    ds_dir = local(client.get_table(f"scratch.{name}.ds_t").location)
+    ds_dir = local_path(client.get_table(f"scratch.{name}.ds_t").location)
     assert ds_dir.is_dir()
     spark.sql(f"DROP TABLE {db}.ds_t")
     spark.sql(f"DROP VIEW {db}.v")
@@ -142,12 +132,8 @@ def test_table_made_through_the_api_is_read_by_spark_and_one_dropped_there_is_go
     spark.sql(f"INSERT INTO {db}.api_t VALUES (7)")
     assert sql(spark, f"SELECT id FROM {db}.api_t") == [(7,)]
     client.drop_table(f"scratch.{scratch_db}.api_t")
-    conn = hmsclient.HMSClient(host=hms_address[0], port=hms_address[1])
-    conn.open()
-    try:
+    with hms_connection(hms_address) as conn:
         assert "api_t" not in conn.get_all_tables(db)
-    finally:
-        conn.close()
 
 
 def test_daemon_stop_removes_the_scratch_warehouse_and_nothing_else(daemon_factory, tmp_path):
@@ -172,16 +158,12 @@ def test_daemon_stop_removes_the_scratch_warehouse_and_nothing_else(daemon_facto
         return ttypes.Table(tableName=name, dbName="db1", owner="me", sd=sd, partitionKeys=[],
                             parameters={"EXTERNAL": "TRUE"} if kind == "EXTERNAL_TABLE" else {}, tableType=kind)
 
-    conn = hmsclient.HMSClient(host=proc.hms_address[0], port=proc.hms_address[1])
-    conn.open()
-    try:
+    with hms_connection(proc.hms_address) as conn:
         conn.create_database(ttypes.Database(name="db1", parameters={}))
         assert conn.get_database("db1").locationUri == f"file://{warehouse}/db1.db"
         conn.create_table(tbl("t", None, "MANAGED_TABLE"))
         conn.create_table(tbl("ext", f"file://{victim}", "EXTERNAL_TABLE"))
         assert sorted(conn.get_all_tables("db1")) == ["ext", "t"]
-    finally:
-        conn.close()
     assert (warehouse / "db1.db" / "t").is_dir()
     assert proc.stop() == 0
     assert not warehouse.exists()

@@ -3,10 +3,7 @@ stable (``server.hms-port``) while the embedded metastore behind it gets a new p
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,49 +11,9 @@ import pytest
 from catalogd.client import CatalogClient
 from catalogd.spark.conf import spark_conf_for
 
-from .helpers import clean_env
+from .helpers import SparkChild
 
 pytestmark = pytest.mark.integration
-
-#: A Spark application of its own (a second JVM: the test session's SparkSession is another
-#: daemon's), reading SQL statements from stdin and answering each with one JSON line.
-CHILD = textwrap.dedent("""
-    import json, sys
-    from pyspark.sql import SparkSession
-    builder = SparkSession.builder.master("local[1]").appName("restart-child").enableHiveSupport()
-    for key, value in json.loads(sys.argv[1]).items():
-        builder = builder.config(key, value)
-    spark = builder.config("spark.ui.enabled", "false").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        try:
-            rows = [list(r) for r in spark.sql(line.strip()).collect()]
-            print(json.dumps({"rows": rows}), flush=True)
-        except Exception as e:
-            print(json.dumps({"error": str(e)[:2000]}), flush=True)
-""")
-
-
-class _Child:
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-
-    def answer(self) -> dict[str, object]:
-        assert self.proc.stdout is not None
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"the Spark child exited with {self.proc.poll()}")
-            if line.startswith("{"):
-                return json.loads(line)  # type: ignore[no-any-return]
-
-    def sql(self, statement: str) -> dict[str, object]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(statement + "\n")
-        self.proc.stdin.flush()
-        return self.answer()
-
 
 def test_an_open_spark_session_survives_a_daemon_restart(daemon_factory, tmp_path: Path):
     first = daemon_factory(name="restart")
@@ -66,11 +23,8 @@ def test_an_open_spark_session_survives_a_daemon_restart(daemon_factory, tmp_pat
         conf = spark_conf_for(c.get_catalog("main"))
         metastore_before = c.get_catalog("main").metastore
     assert conf["spark.hadoop.hive.metastore.uris"] == first.hms_uri
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    proc = subprocess.Popen([sys.executable, str(script), json.dumps(conf)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env())
-    child = _Child(proc)
+    child = SparkChild.start(tmp_path / "child.py", conf)
+    proc = child.proc
     try:
         assert child.answer() == {"ready": True}
         assert child.sql("INSERT INTO r.t VALUES (1)") == {"rows": []}

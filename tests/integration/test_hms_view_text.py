@@ -10,21 +10,12 @@ table the view resolved to.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import urlparse
 
 import pytest
-from hmsclient import hmsclient
 
 from catalogd.hms.view_text import view_to_backing, view_to_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-
-@pytest.fixture
-def hms(client) -> Iterator[hmsclient.HMSClient]:
-    uri = urlparse(client.get_catalog("main").metastore.split(",")[0])
-    with hmsclient.HMSClient(host=uri.hostname, port=uri.port) as c:
-        yield c
 
 
 @pytest.fixture
@@ -55,11 +46,11 @@ def test_spark_reads_a_rewritten_view_from_the_prefixed_databases(spark, hms, ba
     )
     assert [tuple(r) for r in spark.sql(f"SELECT * FROM {backing}.v").collect()] == [("backing", "backing-cust")]
 
-    stored = hms.get_table(backing, "v")
+    stored = hms.call("get_table", backing, "v")
     # Without the rewrite, the same view under the endpoint's name reads the backing tables.
-    plain = hms.get_table(backing, "v")
+    plain = hms.call("get_table", backing, "v")
     plain.dbName, plain.tableName = shown, "v_plain"
-    hms.create_table(plain)
+    hms.call("create_table", plain, idempotent=False)
     spark.sql("USE default")
     assert [tuple(r) for r in spark.sql(f"SELECT * FROM {shown}.v_plain").collect()] == [("backing", "backing-cust")]
 
@@ -67,13 +58,13 @@ def test_spark_reads_a_rewritten_view_from_the_prefixed_databases(spark, hms, ba
     view_to_client(stored, prefix)
     assert f"{shown}.orders" in stored.viewOriginalText
     stored.dbName = shown
-    hms.create_table(stored)
+    hms.call("create_table", stored, idempotent=False)
     assert [tuple(r) for r in spark.sql(f"SELECT * FROM {shown}.v").collect()] == [("endpoint", "endpoint-cust")]
 
     # And back, as a create through the endpoint would store it: the backing tables again.
-    created = hms.get_table(shown, "v")
+    created = hms.call("get_table", shown, "v")
     view_to_backing(created, prefix)
     created.dbName, created.tableName = backing, "v_back"
-    hms.create_table(created)
+    hms.call("create_table", created, idempotent=False)
     rows = spark.sql(f"SELECT * FROM {backing}.v_back").collect()
     assert [tuple(r) for r in rows] == [("backing", "backing-cust")]

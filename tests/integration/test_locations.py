@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ from catalogd.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
-from catalogd.metastore.client import MetastoreClient, parse_uris
+from catalogd.metastore.client import MetastoreClient
 from catalogd.model import Column, Table, TableKind
 
 from .helpers import embedded_catalog, local_path
@@ -46,14 +45,6 @@ def victim(tmp_path: Path) -> Path:
 
 def intact(victim: Path) -> bool:
     return (victim / "precious.txt").read_text() == "keep me"
-
-
-@pytest.fixture
-def hms(client: CatalogClient) -> Iterator[MetastoreClient]:
-    """A plain HMS client on main's embedded metastore: what catalogd does not see coming."""
-    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore))
-    yield ms
-    ms.close()
 
 
 def hms_table(hms: MetastoreClient, db: str, name: str, location: str, external: bool = False,

@@ -7,7 +7,6 @@ password from the environment (``${VAR}`` in its config), B from ``metastore-db-
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 
@@ -31,6 +29,7 @@ from .helpers import (
     clean_env,
     embedded_catalog,
     free_port,
+    hms_connection,
     metastore_pids,
     start_daemon,
     write_config,
@@ -42,18 +41,6 @@ pytestmark = pytest.mark.integration
 PASSWORD_VAR = "CATALOGD_TEST_METASTORE_DB_PASSWORD"
 #: What a daemon on the other one's writes waits for at most: the metadata cache's TTL, on a busy machine.
 SEEN_WITHIN = 30.0
-
-
-@contextlib.contextmanager
-def hms(daemon: Daemon) -> Iterator[Any]:
-    """A plain Hive client of the daemon's HMS endpoint."""
-    host, port = daemon.hms_address
-    client = hmsclient.HMSClient(host=host, port=port)
-    client.open()
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @dataclass
@@ -132,10 +119,10 @@ def test_two_daemons_see_each_others_objects(pair: Pair, unique_name) -> None:
         wait_until(lambda: [p.name for p in a.list_partitions(f"main.{name}.events")] == ["ds=2024-01-01"],
                    SEEN_WITHIN, what="B's table and partition through A")
         # The HMS endpoint (what Spark talks to) of each daemon, for the other's writes.
-        with hms(pair.a) as ha:
+        with hms_connection(pair.a.hms_address) as ha:
             ha.create_database(ttypes.Database(name=f"{name}_hms", description="through A's endpoint",
                                                parameters={}))
-        with hms(pair.b) as hb:
+        with hms_connection(pair.b.hms_address) as hb:
             wait_until(lambda: f"{name}_hms" in hb.get_all_databases(), SEEN_WITHIN, what="A's HMS database via B")
             assert hb.get_partition_names(name, "events", -1) == ["ds=2024-01-01"]
         a.drop_database(f"main.{name}_hms")
@@ -157,7 +144,7 @@ def test_objects_survive_a_restart_and_the_schema_is_left_alone(pair: Pair, uniq
         a.create_table(f"main.{name}.t", "id int, v string", partitioned_by="ds string")
         for ds in ("2024-01-01", "2024-01-02"):
             a.add_partition(f"main.{name}.t", {"ds": ds})
-    with hms(pair.a) as ha:
+    with hms_connection(pair.a.hms_address) as ha:
         ha.create_database(ttypes.Database(name=f"{name}_hms", description="", parameters={}))
     tables_before = _metastore_tables(pair)
     metastore_before = metastore_pids(pair.a.data_dir)
@@ -170,7 +157,7 @@ def test_objects_survive_a_restart_and_the_schema_is_left_alone(pair: Pair, uniq
         assert [c.name for c in a.get_table(f"main.{name}.t").columns][:2] == ["id", "v"]
         assert [p.name for p in a.list_partitions(f"main.{name}.t")] == ["ds=2024-01-01", "ds=2024-01-02"]
         assert f"{name}_hms" in a.list_databases("main")
-    with hms(pair.a) as ha:
+    with hms_connection(pair.a.hms_address) as ha:
         assert ha.get_partition_names(name, "t", -1) == ["ds=2024-01-01", "ds=2024-01-02"]
         assert ha.get_table(name, "t").tableName == "t"
 

@@ -8,16 +8,11 @@ import pytest
 
 from catalogd.model import Column, TableFormat, TableKind
 
-from .helpers import local_path
+from .helpers import local_path, short
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 D = decimal.Decimal
-
-
-def short(db: str) -> str:
-    """``main.db_x`` -> ``db_x`` (Spark's session catalog is main's metastore)."""
-    return db.split(".", 1)[1]
 
 
 def test_insert_into_partitioned_parquet_table(spark, client, main_db):

@@ -11,18 +11,9 @@ from catalogd import spark as cspark
 from catalogd.errors import InvalidArgumentError, TableAlreadyExistsError
 from catalogd.model import StageState
 
-from .helpers import local_path
+from .helpers import local_path, rows, short
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-
-def short(name: str) -> str:
-    return name.split(".", 1)[1]
-
-
-def rows(spark, name: str) -> list[tuple]:
-    spark.catalog.refreshTable(short(name))
-    return sorted(tuple(r) for r in spark.table(short(name)).collect())
 
 
 def open_stages(client, db: str) -> list[str]:

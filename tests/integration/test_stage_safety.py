@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +18,12 @@ from catalogd.client import CatalogClient
 from catalogd.errors import InvalidArgumentError, PermissionDeniedError, StageNotFoundError
 from catalogd.model import StageState
 
-from .helpers import Daemon, local_path
+from .helpers import Daemon, local_path, log_text
 
 pytestmark = [pytest.mark.integration]
 
 DEADLINE = 60.0
 FORGED_WARNING = "was not created by this catalogd"
-
-
-def log_text(daemon: Daemon) -> str:
-    try:
-        return daemon.log_path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-@pytest.fixture
-def hms(client: CatalogClient) -> Iterator[Any]:
-    """A plain HMS client on the session metastore: what an attacker with network access has."""
-    from catalogd.metastore.client import MetastoreClient, parse_uris
-
-    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore))
-    yield ms
-    ms.close()
 
 
 @pytest.fixture

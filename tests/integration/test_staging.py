@@ -18,19 +18,9 @@ from catalogd.errors import (
 )
 from catalogd.model import StagePurpose, StageState
 
-from .helpers import local_path, raw_thrift
+from .helpers import local_path, raw_thrift, rows, short
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-
-def short(name: str) -> str:
-    """``main.db.t`` -> ``db.t`` (Spark's session catalog is main's metastore)."""
-    return name.split(".", 1)[1]
-
-
-def rows(spark, name: str) -> list[tuple]:
-    spark.catalog.refreshTable(short(name)) if spark.catalog.tableExists(short(name)) else None
-    return sorted(tuple(r) for r in spark.table(short(name)).collect())
 
 
 def stage_dirs(client, db: str) -> list[str]:

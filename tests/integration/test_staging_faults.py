@@ -30,7 +30,18 @@ from catalogd.client import CatalogClient
 from catalogd.errors import ConflictError, ServerUnavailableError, StageNotFoundError
 from catalogd.model import Stage, StageState
 
-from .helpers import SESSION_STAGE_SECRET, Daemon, answer_within, clean_env, local_path, process_alive, tail
+from .helpers import (
+    SESSION_STAGE_SECRET,
+    Daemon,
+    answer_within,
+    clean_env,
+    local_path,
+    log_text,
+    process_alive,
+    rows,
+    short,
+    tail,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -42,10 +53,6 @@ STAGING = {"lease": "3s", "janitor-interval": "1s", "replaced-data-retention": "
 
 
 # ---------------------------------------------------------------- helpers
-
-def short(name: str) -> str:
-    """``main.db.t`` -> ``db.t`` (Spark's session catalog is main's metastore)."""
-    return name.split(".", 1)[1]
 
 
 def db_dir(client: CatalogClient, db: str) -> Path:
@@ -63,12 +70,9 @@ def data_files(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_file() and p.name.startswith("part-")}
 
 
-def rows(spark: Any, client: CatalogClient, name: str) -> list[tuple] | None:
+def rows_or_none(spark: Any, client: CatalogClient, name: str) -> list[tuple[Any, ...]] | None:
     """The table's rows, sorted; None when there is no such table."""
-    if not client.table_exists(name):
-        return None
-    spark.catalog.refreshTable(short(name))
-    return sorted(tuple(r) for r in spark.table(short(name)).collect())
+    return rows(spark, name) if client.table_exists(name) else None
 
 
 def read_files(spark: Any, name: str) -> set[Path]:
@@ -100,13 +104,6 @@ def settled(problems: Callable[[], list[str]]) -> Callable[[], bool]:
         return True
 
     return probe
-
-
-def log_text(daemon: Daemon) -> str:
-    try:
-        return daemon.log_path.read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 @pytest.fixture
@@ -388,7 +385,7 @@ def test_a_daemon_killed_during_a_commit_finishes_it_when_restarted(spark, clien
     # The daemon is down: a reader sees the old data or the new data, whole (the weaker
     # path of a partition-key change shows no table for the moment, as documented).
     expected_now = case.new if point in SWITCHED else None if point == "commit.dropped" else case.old
-    assert rows(spark, client, case.target) == expected_now
+    assert rows_or_none(spark, client, case.target) == expected_now
 
     again = remote(name="restarted", same_as=first)
     with CatalogClient(again.address, timeout=60) as own:
@@ -408,7 +405,7 @@ def test_a_daemon_killed_during_a_commit_finishes_it_when_restarted(spark, clien
         assert own.commit_stage(stage.id).state is StageState.COMMITTED
         assert own.commit_stage(stage.id).state is StageState.COMMITTED
 
-        assert rows(spark, client, case.target) == case.new  # the new data, once (row counts exact)
+        assert rows_or_none(spark, client, case.target) == case.new  # the new data, once (row counts exact)
         table = client.get_table(case.target)
         assert table.properties.get("catalogd.last-commit") == stage.id
         assert not any(k.startswith("catalogd.stage.") for k in table.properties)
@@ -442,7 +439,7 @@ def test_a_daemon_killed_during_a_commit_finishes_it_when_restarted(spark, clien
             return problems
 
         wait_until(settled(probe), DEADLINE, what="the commit is finished and the replaced data deleted", every=0.25)
-        assert rows(spark, client, case.target) == case.new
+        assert rows_or_none(spark, client, case.target) == case.new
         if kind == "overwrite":
             assert case.untouched <= data_files(local_path(table.location) / "ds=a") | data_files(
                 local_path(table.location) / "ds=c"
@@ -472,7 +469,7 @@ def test_another_daemon_finishes_an_interrupted_commit_once_it_is_a_lease_old(sp
         # Not yet a lease old: nobody may take the commit over; readers see the old data. A fixed
         # wait on purpose: it gives the other daemon's janitor (every 1s) the chance to act too early.
         time.sleep(1.0)
-        assert rows(spark, client, case.target) == case.old
+        assert rows_or_none(spark, client, case.target) == case.old
         assert [s.state for s in stages_for(own, main_db, "t")] == [StageState.COMMITTING]
 
         def probe() -> list[str]:
@@ -484,7 +481,7 @@ def test_another_daemon_finishes_an_interrupted_commit_once_it_is_a_lease_old(sp
         wait_until(settled(probe), TAKEOVER_LEASE + DEADLINE, what="the other daemon finishes the commit", every=0.25)
         assert time.time() - started >= TAKEOVER_LEASE, "taken over before the commit was a lease old"
         assert "finishing a commit that was interrupted" in log_text(other), other.log()
-        assert rows(spark, client, case.target) == case.new
+        assert rows_or_none(spark, client, case.target) == case.new
         assert client.get_table(case.target).properties.get("catalogd.last-commit") == case.stage.id
         assert own.commit_stage(case.stage.id).state is StageState.COMMITTED
         database = db_dir(client, main_db)
@@ -509,7 +506,7 @@ def test_replaced_data_is_kept_for_its_retention(spark, client, main_db, remote,
         started = time.time()
         assert own.commit_stage(stage.id).state is StageState.COMMITTED
         kept, retiring = data_files(old_location), stages_for(own, main_db)
-        assert rows(spark, client, target) == [(3,), (4,), (5,)]
+        assert rows_or_none(spark, client, target) == [(3,), (4,), (5,)]
         if retention == 0:
             # Deleted by the commit itself.
             assert not kept and not old_location.exists()
@@ -530,7 +527,7 @@ def test_replaced_data_is_kept_for_its_retention(spark, client, main_db, remote,
         database = db_dir(client, main_db)
         assert entries(database) == [local_path(client.get_table(target).location).name]
         assert data_files(database) == read_files(spark, target)
-        assert rows(spark, client, target) == [(3,), (4,), (5,)]
+        assert rows_or_none(spark, client, target) == [(3,), (4,), (5,)]
         assert own.get_stage(stage.id).state is StageState.COMMITTED
 
 

@@ -7,10 +7,8 @@ and for a Spark application of its own (a second JVM) configured by ``catalogd s
 
 from __future__ import annotations
 
-import json
 import ssl
 import subprocess
-import sys
 import urllib.error
 from pathlib import Path
 from typing import Any
@@ -25,8 +23,7 @@ from thrift.transport import TSocket, TSSLSocket, TTransport
 from catalogd.client import CatalogClient
 from catalogd.errors import ServerUnavailableError
 
-from .helpers import CATALOGD, clean_env, http_get
-from .test_hms_restart import CHILD, _Child
+from .helpers import CATALOGD, SparkChild, clean_env, http_get
 
 pytestmark = pytest.mark.integration
 
@@ -137,11 +134,8 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path)
     assert conf["spark.hadoop.hive.metastore.truststore.path"] == str(certs.truststore)
     assert conf["spark.hadoop.hive.metastore.truststore.password"] == TRUSTSTORE_PASSWORD
 
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    proc = subprocess.Popen([sys.executable, str(script), json.dumps(conf)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env())
-    child = _Child(proc)
+    child = SparkChild.start(tmp_path / "child.py", conf)
+    proc = child.proc
     try:
         assert child.answer() == {"ready": True}
         assert child.sql("INSERT INTO tls_spark.t VALUES (1), (2)") == {"rows": []}
@@ -155,9 +149,8 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path)
     plain = {k: v for k, v in conf.items() if "SSL" not in k and "truststore" not in k}
     plain["spark.hadoop.hive.metastore.connect.retries"] = "1"
     plain["spark.hadoop.hive.metastore.client.socket.timeout"] = "10s"
-    proc = subprocess.Popen([sys.executable, str(script), json.dumps(plain)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env())
-    child = _Child(proc)
+    child = SparkChild.start(tmp_path / "child.py", plain)
+    proc = child.proc
     try:
         assert child.answer() == {"ready": True}
         assert "error" in child.sql("SELECT count(*) FROM tls_spark.t")

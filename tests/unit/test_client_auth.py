@@ -3,15 +3,13 @@ every reconnect, CATALOGD_TOKEN, the principal kept per connection, refusals as 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 from polling import wait_until
 
 from catalogd.auth.model import Authority, Role
 from catalogd.client import CatalogClient
-from catalogd.config import parse_config
 from catalogd.errors import PermissionDeniedError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
@@ -24,11 +22,8 @@ TOKENS = {"ana": "reader-token-0123456789", "etl": "writer-token-0123456789"}
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ThriftServer]:
-    config = parse_config(f"server:\n  data-dir: {tmp_path}\ncatalogs:\n  - {{name: main, type: memory}}\n",
-                          source="test.yaml")
-    manager = CatalogManager(config)
-    manager.open()
+def server(memory_manager: Callable[[str], CatalogManager]) -> Iterator[ThriftServer]:
+    manager = memory_manager("  - {name: main, type: memory}\n")
     authority = Authority(True, dict(TOKENS), set(TOKENS), {("ana", "*"): Role.READER, ("etl", "*"): Role.WRITER})
     access = Access(authority, None, lambda: manager.default_catalog, manager.catalogs)
     handler = CatalogHandler(manager, Metrics(), access=access)
@@ -36,7 +31,6 @@ def server(tmp_path: Path) -> Iterator[ThriftServer]:
     srv.start()
     yield srv
     srv.shutdown(grace=1.0)
-    manager.close()
 
 
 def address(server: ThriftServer) -> str:

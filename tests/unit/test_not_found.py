@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from catalogd.config import parse_config
 from catalogd.errors import (
     DatabaseNotFoundError,
     FunctionNotFoundError,
@@ -22,27 +20,20 @@ from catalogd.not_found import did_you_mean
 
 
 @pytest.fixture
-def manager(tmp_path: Path) -> Iterator[CatalogManager]:
-    config = parse_config(
-        f"""
-server:
-  data-dir: {tmp_path}
-catalogs:
+def manager(memory_manager: Callable[[str], CatalogManager]) -> CatalogManager:
+    mgr = memory_manager(
+        """\
   - name: main
     type: memory
     default: true
-""",
-        source="test.yaml",
+"""
     )
-    mgr = CatalogManager(config)
-    mgr.open()
     mgr.create_database(Database("sales", "main"))
     mgr.create_database(Database("marketing", "main"))
     mgr.create_table(Table("orders", "sales", "main", columns=[Column("id", "bigint")]))
     mgr.create_table(Table("order_lines", "sales", "main", columns=[Column("id", "bigint")]))
     mgr.create_table(Table("customers", "sales", "main", columns=[Column("id", "bigint")]))
-    yield mgr
-    mgr.close()
+    return mgr
 
 
 def test_did_you_mean_lists_the_closest_names_or_nothing() -> None:

@@ -1,4 +1,4 @@
-"""What a hive catalog lets a location be and what it lets the metastore delete (on tests/unit/fake_hms.py).
+"""What a hive catalog lets a location be and what it lets the metastore delete (on tests/unit/catalog/fake_hms.py).
 
 The fake records the directories HMS would delete (``FakeHms.deleted``); the same cases
 run against a real metastore, with real directories, in tests/integration/test_locations.py.
@@ -26,11 +26,6 @@ from catalogd.manager import CatalogManager
 from catalogd.model import Column, Database, Table, TableKind, TableUpdate
 
 SALES = f"{WAREHOUSE}/sales.db"
-
-
-@pytest.fixture
-def fake() -> FakeHms:
-    return FakeHms()
 
 
 @pytest.fixture

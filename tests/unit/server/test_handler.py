@@ -6,13 +6,11 @@ The handler runs on a CatalogManager with memory catalogs only (no metastore).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from catalogd import errors, wire
-from catalogd.config import parse_config
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager
 from catalogd.model import Column, Table
@@ -23,12 +21,9 @@ HANDLER_LOGGER = "catalogd.server.handler"
 
 
 @pytest.fixture
-def manager(tmp_path: Path) -> Iterator[CatalogManager]:
-    config = parse_config(
-        f"""
-server:
-  data-dir: {tmp_path}
-catalogs:
+def manager(memory_manager: Callable[[str], CatalogManager]) -> CatalogManager:
+    return memory_manager(
+        """\
   - name: main
     type: memory
     default: true
@@ -36,13 +31,8 @@ catalogs:
     type: memory
     read-only: true
     default-database: base
-""",
-        source="test.yaml",
+"""
     )
-    mgr = CatalogManager(config)
-    mgr.open()
-    yield mgr
-    mgr.close()
 
 
 @pytest.fixture

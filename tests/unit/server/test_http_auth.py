@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from test_http_app import FakeDynamic, FakeManager
+from http_fakes import FakeDynamic, FakeManager
 
 from catalogd.auth.audit import AuditLog, read_audit
 from catalogd.auth.model import Authority, Role

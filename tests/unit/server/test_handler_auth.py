@@ -14,7 +14,6 @@ import pytest
 
 from catalogd.auth.audit import AuditLog, read_audit
 from catalogd.auth.model import Authority, Role
-from catalogd.config import parse_config
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager
 from catalogd.model import ReloadResult
@@ -28,24 +27,16 @@ GRANTS = {("ana", "*"): Role.READER, ("etl", "main"): Role.WRITER, ("ops", "*"):
 
 
 @pytest.fixture
-def manager(tmp_path: Path) -> Iterator[CatalogManager]:
-    config = parse_config(
-        f"""
-server:
-  data-dir: {tmp_path}
-catalogs:
+def manager(memory_manager: Callable[[str], CatalogManager]) -> CatalogManager:
+    return memory_manager(
+        """\
   - name: main
     type: memory
     default: true
   - name: other
     type: memory
-""",
-        source="test.yaml",
+"""
     )
-    mgr = CatalogManager(config)
-    mgr.open()
-    yield mgr
-    mgr.close()
 
 
 class Rig:

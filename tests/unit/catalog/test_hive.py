@@ -1,4 +1,4 @@
-"""The hive catalog and its stager on an in-memory HMS client (tests/unit/fake_hms.py).
+"""The hive catalog and its stager on an in-memory HMS client (tests/unit/catalog/fake_hms.py).
 
 What HMS itself does is tested against a real metastore in tests/integration; these
 check catalogd's side: what it sends, what it makes of the answers, which stages it
@@ -54,11 +54,6 @@ SECRET = b"unit-test-stage-secret"
 
 def _stager(session: HiveSession) -> HiveStager:
     return HiveStager(session, lease=60, retention=30, committer="test", secret=SECRET)
-
-
-@pytest.fixture
-def fake() -> FakeHms:
-    return FakeHms()
 
 
 @pytest.fixture

@@ -5,12 +5,9 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from config_cases import td
 
 from catalogd.config import format_duration, parse_duration
-
-
-def td(**kwargs: float) -> datetime.timedelta:
-    return datetime.timedelta(**kwargs)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ import pytest
 from catalogd.config import parse_config
 from catalogd.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[2]
+#: The repository (the folder with pyproject.toml), however deep this file sits under tests/.
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 SRC = "conf/x.yaml"
 
 ONE_MEMORY = """

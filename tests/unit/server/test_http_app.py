@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from http_fakes import FakeDynamic, FakeManager
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from catalogd.dynamic.jobconf import REQUEST_SETTINGS
@@ -15,51 +16,13 @@ from catalogd.errors import (
     CatalogError,
     ConflictError,
     MetastoreUnavailableError,
-    NotFoundError,
     PermissionDeniedError,
     TableNotFoundError,
     UnsupportedError,
 )
-from catalogd.model import TRIGGERS, RefreshJob, RefreshRun, RunStatus
+from catalogd.model import TRIGGERS, RunStatus
 from catalogd.server.http_app import MAX_BODY, REFRESH, create_app
 from catalogd.server.metrics import Metrics
-
-RUN = RefreshRun(id="r1", table="main.sales.daily", trigger="api", status=RunStatus.SUCCEEDED,
-                 schedule_time="2024-03-02 00:00:00+00:00", partition={"ds": "2024-03-01"}, submitted=1.5,
-                 started=2.5, ended=3.5, rows=7, application_id="app-1", input_files=2,
-                 source_partitions=["ds=2024-03-01"], phase=None, fired=1.0)
-
-
-class FakeManager:
-    def __init__(self) -> None:
-        self.problems: dict[str, str | None] = {"main": None, "scratch": None}
-
-    def ping(self) -> dict[str, str | None]:
-        return dict(self.problems)
-
-
-class FakeDynamic:
-    """Records calls; raises ``error`` when set."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-        self.error: Exception | None = None
-
-    def refresh(self, tables: list[str], schedule_time: str | None = None, partition: dict[str, str] | None = None,
-                configuration: dict[str, str] | None = None, trigger: str = "manual") -> RefreshJob:
-        self.calls.append(("refresh", tables, schedule_time, partition, configuration, trigger))
-        if self.error is not None:
-            raise self.error
-        return RefreshJob(id="job-1", status=RunStatus.PENDING, runs=[RUN], cluster_info={"master": "local[1]"})
-
-    def get_job(self, job_id: str) -> RefreshJob:
-        self.calls.append(("get_job", job_id))
-        if self.error is not None:
-            raise self.error
-        if job_id != "job-1":
-            raise NotFoundError(f"no refresh job {job_id!r}")
-        return RefreshJob(id="job-1", status=RunStatus.FAILED, runs=[RUN], cluster_info={"master": "local[1]"},
-                          error="main.sales.daily: boom")
 
 
 @pytest.fixture
