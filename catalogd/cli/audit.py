@@ -21,7 +21,8 @@ def audit() -> None:
               help="The daemon's YAML config, for its data dir [default: $CATALOGD_CONFIG, else "
                    "./conf/catalogd.yaml, else the packaged default]")
 def audit_tail(limit: int, principal: str | None, denied: bool, config_path: str | None) -> AuditEntries:
-    """Print the last entries of <data-dir>/audit/audit.jsonl (and its rotated files), oldest first.
+    """Print the last entries of <data-dir>/audit/audit.jsonl and audit-denied.jsonl (and their rotated files),
+    merged in time order, oldest first.
 
     Reads the file of the configured data dir on this machine; the daemon need not run.
     """

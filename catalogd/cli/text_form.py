@@ -230,7 +230,17 @@ def _audit_text(result: AuditEntries) -> None:
         out.print("no audit entries")
         return
     fields = ["time", "principal", "surface", "client", "operation", "object", "outcome", "detail"]
-    _rows(fields, [[entry.get(f) for f in fields] for entry in result.entries])
+    _rows(fields, [[_audit_detail(entry) if f == "detail" else entry.get(f) for f in fields]
+                   for entry in result.entries])
+
+
+def _audit_detail(entry: dict[str, Any]) -> object:
+    """The detail column; a line summarising repeated denials says how many and over what time."""
+    detail = entry.get("detail")
+    if "count" not in entry:
+        return detail
+    repeated = f"(repeated {entry['count']} times, {entry.get('first')} to {entry.get('last')})"
+    return f"{detail} {repeated}" if detail else repeated
 
 
 @show_text.register

@@ -7,17 +7,20 @@ of the configuration models (read from YAML, written back the same way in JSON m
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, PlainSerializer
+from pydantic import AfterValidator, BeforeValidator, GetCoreSchemaHandler, PlainSerializer
+from pydantic_core import CoreSchema, core_schema
 
 from catalogd.config.problems import describe
 
 __all__ = [
+    "AtMost",
     "Duration",
     "NonNegativeDuration",
     "format_duration",
@@ -157,3 +160,28 @@ NonNegativeDuration = Annotated[
     AfterValidator(_non_negative_duration),
     PlainSerializer(format_duration, return_type=str, when_used="json"),
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class AtMost:
+    """The longest a duration key may be: ``Annotated[Duration, AtMost(timedelta(days=1))]``.
+
+    Without one, ``3650 days`` (or a timedelta near its own maximum, which overflows the first
+    deadline computed from it) would be accepted and fail, or do nonsense, much later. ``le`` is
+    what the generated reference shows as the key's bound.
+    """
+
+    limit: datetime.timedelta
+
+    @property
+    def le(self) -> str:
+        return format_duration(self.limit)
+
+    def check(self, value: datetime.timedelta) -> datetime.timedelta:
+        """``value`` when it is at most the limit; ValueError (a problem as the file reports it) otherwise."""
+        if value > self.limit:
+            raise ValueError(f"must be at most {format_duration(self.limit)}, got {format_duration(value)}")
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))

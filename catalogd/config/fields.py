@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import unicodedata
 from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator
@@ -96,6 +97,14 @@ def identifier(value: str, what: str) -> str:
     Raises:
         ValueError: it is not (the message names ``what`` and the rule it breaks).
     """
+    if not value.isascii():
+        # Lower-casing alone would take the Kelvin sign for 'k' (and NFKC 'ﬁ' for 'fi'): a name would
+        # silently become another one. Only ASCII names are names; say what it would have become.
+        normal = unicodedata.normalize("NFKC", value).strip().lower()
+        if normal != value.strip().lower() or _IDENTIFIER_RE.fullmatch(value.strip().lower()):
+            odd = next(c for c in value if not c.isascii())
+            raise ValueError(f"invalid {what} {value!r}: U+{ord(odd):04X} {unicodedata.name(odd, '?')} is changed "
+                             f"by Unicode normalisation (NFKC) (the name would read as {normal!r}): write it in ASCII")
     lowered = value.strip().lower()
     if not _IDENTIFIER_RE.fullmatch(lowered):
         raise ValueError(

@@ -12,9 +12,17 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from catalogd.config.env import expand_env
+from catalogd.config.env import expand_env_at, mask_references
 from catalogd.config.models import Config, raw_catalog_problems
-from catalogd.config.problems import convert_errors, describe, known_keys, problem, raise_problems, unknown_key
+from catalogd.config.problems import (
+    Loc,
+    convert_errors,
+    describe,
+    known_keys,
+    problem,
+    raise_problems,
+    unknown_key,
+)
 from catalogd.errors import ConfigError
 
 __all__ = ["default_config_path", "load_config", "parse_config"]
@@ -25,12 +33,46 @@ logger = logging.getLogger(__name__)
 MAX_CONFIG_SIZE = 1 << 20
 
 
+#: How deeply a configuration may nest. The deepest key is four levels down
+#: (``catalogs[0].connection.<key>``); PyYAML composes nodes recursively, so a file nested tens
+#: of thousands deep would otherwise end in a RecursionError and a traceback.
+MAX_DEPTH = 32
+
+
+class _TooDeep(Exception):
+    """A document nested deeper than MAX_DEPTH: where (the key path) and on which line."""
+
+    def __init__(self, loc: Loc, line: int) -> None:
+        super().__init__(loc, line)
+        self.loc = loc
+        self.line = line
+
+
 class _Loader(yaml.SafeLoader):
-    """A safe YAML loader that notes keys given twice in one mapping."""
+    """A safe YAML loader that notes keys given twice in one mapping and refuses nesting past MAX_DEPTH."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[int, int, str]] = []
+        self._path: list[str | int] = []
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        # PyYAML passes a sequence item's position, a mapping value's key node, or None (a key, the root).
+        if parent is None:
+            return super().compose_node(parent, index)
+        if isinstance(index, int):
+            part: str | int = index
+        elif isinstance(index, yaml.ScalarNode):
+            part = str(index.value)
+        else:
+            part = "?"
+        if len(self._path) >= MAX_DEPTH:
+            raise _TooDeep(tuple(self._path), parent.start_mark.line + 1)  # where the deepest level began
+        self._path.append(part)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._path.pop()
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -55,11 +97,22 @@ def _load_yaml(text: str, source: str) -> tuple[object, list[str]]:
     loader = _Loader(text)
     try:
         data = loader.get_single_data()
+    except _TooDeep as exc:
+        # The key it starts under names it well enough; all 32 levels of the path would not help.
+        return None, [problem(source, exc.loc[:3], f"line {exc.line}: nested more than {MAX_DEPTH} levels deep "
+                                                   "(a configuration needs a few)")]
+    except RecursionError:  # pragma: no cover - MAX_DEPTH stops composing first; a last guard
+        return None, [f"{source}: invalid YAML: nested too deeply"]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         what = ": ".join(part for part in (exc.context, exc.problem) if part)
-        return None, [f"{source}: {where}invalid YAML: {what}"]
+        # A constructor's error (an unknown tag such as !!python/..., an unhashable key) is in a
+        # document that composed: name the key it is under, not only its line.
+        loc: Loc = ()
+        if isinstance(exc, yaml.constructor.ConstructorError) and mark is not None:
+            loc = _key_at(text, mark.line + 1, mark.column + 1)
+        return None, [problem(source, loc, f"{where}invalid YAML: {what}")]
     except yaml.YAMLError as exc:
         return None, [f"{source}: invalid YAML: {exc}"]
     finally:
@@ -75,13 +128,61 @@ def _load_yaml(text: str, source: str) -> tuple[object, list[str]]:
     return data, problems
 
 
+def _key_at(text: str, line: int, column: int) -> Loc:
+    """The key path of the value at ``line``, ``column`` (from 1) of ``text``; () when none can be told.
+
+    A position inside a mapping's key names the mapping (the key itself may be what is wrong).
+    """
+    loader = _Loader(mask_references(text))
+    try:
+        root = loader.get_single_node()
+    except (yaml.YAMLError, _TooDeep, RecursionError):
+        return ()
+    finally:
+        loader.dispose()
+    position = (line - 1, column - 1)
+
+    def holds(node: yaml.Node) -> bool:
+        start = (node.start_mark.line, node.start_mark.column)
+        end = (node.end_mark.line, node.end_mark.column)
+        return start <= position < end or start == position
+
+    loc: list[str | int] = []
+    node = root
+    while node is not None:
+        inner: yaml.Node | None = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if holds(key):
+                    break
+                if holds(value):
+                    loc.append(str(key.value) if isinstance(key, yaml.ScalarNode) else "?")
+                    inner = value
+                    break
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                if holds(item):
+                    loc.append(index)
+                    inner = item
+                    break
+        node = inner
+    return tuple(loc)
+
+
+def _env_problems(text: str, source: str) -> tuple[str, list[str]]:
+    """The text with variables expanded, and each unset or malformed one as a problem naming its key."""
+    expanded, found = expand_env_at(text)
+    return expanded, [problem(source, _key_at(text, line, column), f"line {line}: {message}")
+                      for line, column, message in found]
+
+
 def parse_config(text: str, source: str = "<string>") -> Config:
     """Validate the text of a configuration file.
 
     Raises:
         ConfigError: with every problem found, each as ``<source>: <key path>: <problem>``.
     """
-    expanded, problems = expand_env(text, source)
+    expanded, problems = _env_problems(text, source)
     if problems:
         raise_problems(problems)
     data, problems = _load_yaml(expanded, source)

@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from catalogd.config.durations import (
+    AtMost,
     Duration,
     NonNegativeDuration,
     format_duration,
@@ -60,6 +61,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_HOUR = datetime.timedelta(hours=1)
+_DAY = datetime.timedelta(days=1)
+_WEEK = datetime.timedelta(days=7)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, hide_input_in_errors=True)
 
@@ -75,6 +81,21 @@ def _readable_file(value: Path, what: str) -> Path:
     except OSError as e:
         raise ValueError(f"{what} {str(path)!r} cannot be read: {e.strerror}") from None
     return path
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-directory is called in a problem."""
+    if stat.S_ISREG(mode):
+        return "regular file"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISFIFO(mode):
+        return "named pipe"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
 
 
 class TlsConfig(_Model):
@@ -116,7 +137,9 @@ class ServerConfig(_Model):
     hms_port: Port = Field(default=9083, alias="hms-port")
     #: How long a metastore lock taken through the endpoint lives without a heartbeat
     #: (HMS's ``hive.txn.timeout``); only where catalogd holds the locks (an embedded default).
-    hms_lock_timeout: Duration = Field(default=datetime.timedelta(minutes=5), alias="hms-lock-timeout")
+    hms_lock_timeout: Annotated[Duration, AtMost(_DAY)] = Field(
+        default=datetime.timedelta(minutes=5), alias="hms-lock-timeout"
+    )
     data_dir: Path = Field(default=Path("~/.catalogd"), alias="data-dir", validate_default=True)
     max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
     #: Thrift calls run at the same time (the worker pool); connections are not limited by it.
@@ -124,9 +147,11 @@ class ServerConfig(_Model):
     #: Thrift connections open at once; at the cap a new one closes the connection idle the longest.
     max_connections: PositiveInt = Field(default=1000, alias="max-connections")
     #: A Thrift connection with no frame arriving and no call running is closed after this long.
-    idle_timeout: Duration = Field(default=datetime.timedelta(minutes=5), alias="idle-timeout")
+    idle_timeout: Annotated[Duration, AtMost(_DAY)] = Field(default=datetime.timedelta(minutes=5), alias="idle-timeout")
     #: A Thrift frame must arrive whole (and a reply be taken) within this long of its first byte.
-    frame_timeout: Duration = Field(default=datetime.timedelta(seconds=30), alias="frame-timeout")
+    frame_timeout: Annotated[Duration, AtMost(_HOUR)] = Field(
+        default=datetime.timedelta(seconds=30), alias="frame-timeout"
+    )
     #: Request bytes all Thrift connections may hold in memory together (partial frames and calls running).
     max_buffered_bytes: PositiveInt = Field(default=64 * 1024 * 1024, alias="max-buffered-bytes")
     log_level: Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(lower)] = Field(
@@ -136,7 +161,9 @@ class ServerConfig(_Model):
     tls: TlsConfig | None = None
     #: How long a shutdown waits for each thing it stops (requests, refresh runs, streaming jobs,
     #: the metastore) before it forces it.
-    shutdown_grace: NonNegativeDuration = Field(default=datetime.timedelta(seconds=10), alias="shutdown-grace")
+    shutdown_grace: Annotated[NonNegativeDuration, AtMost(_HOUR)] = Field(
+        default=datetime.timedelta(seconds=10), alias="shutdown-grace"
+    )
 
     @field_validator("host")
     @classmethod
@@ -159,7 +186,22 @@ class ServerConfig(_Model):
             value = value.expanduser()
         except RuntimeError as exc:
             raise ValueError(f"cannot expand '~' in {str(value)!r}: {exc}") from None
-        return value if value.is_absolute() else Path.cwd() / value
+        value = value if value.is_absolute() else Path.cwd() / value
+        # The daemon creates it (and its parents) at start: what exists on the way must be a directory,
+        # so that `config check` refuses what `serve` could not use (/dev/null, a regular file).
+        for existing in (value, *value.parents):
+            try:
+                info = existing.stat()
+            except (FileNotFoundError, NotADirectoryError):  # a file on the way is found at its own level
+                continue
+            except OSError as exc:
+                raise ValueError(f"cannot use {str(value)!r}: {exc.strerror or exc}") from None
+            if not stat.S_ISDIR(info.st_mode):
+                what = "it" if existing == value else repr(str(existing))
+                raise ValueError(f"{str(value)!r} is not a directory ({what} is a {_file_kind(info.st_mode)}): "
+                                 "give a directory, or a path where one can be made")
+            break
+        return value
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> ServerConfig:
@@ -190,6 +232,11 @@ _KNOWN_CONNECTION_KEYS = (
 _DURATION_KEYS = {
     _CONNECT_TIMEOUT_KEY: datetime.timedelta(seconds=5),
     _SOCKET_TIMEOUT_KEY: datetime.timedelta(seconds=60),
+}
+#: The longest each connection duration may be (a connect that takes an hour is a dead metastore).
+_DURATION_MAXIMA = {
+    _CONNECT_TIMEOUT_KEY: AtMost(datetime.timedelta(hours=1)),
+    _SOCKET_TIMEOUT_KEY: AtMost(datetime.timedelta(days=1)),
 }
 _EMBEDDED = "embedded"
 _URIS_FORMS = "'embedded' or a comma-separated list such as 'thrift://h1:9083,thrift://h2:9083'"
@@ -306,7 +353,7 @@ class CatalogConfig(_Model):
                 problems.extend(((key,), problem) for problem in _uri_problems(item))
             elif key in _DURATION_KEYS:
                 try:
-                    positive_duration(parse_duration(item))
+                    _DURATION_MAXIMA[key].check(positive_duration(parse_duration(item)))
                 except ValueError as exc:
                     problems.append(((key,), str(exc)))
             elif key not in _KNOWN_CONNECTION_KEYS:
@@ -420,7 +467,9 @@ class DynamicTablesConfig(_Model):
 
     #: A freshness below this gets the CONTINUOUS refresh mode, else FULL (unless a
     #: table asks for a mode). A changed threshold re-derives the modes on restart.
-    freshness_threshold: Duration = Field(default=datetime.timedelta(minutes=30), alias="freshness-threshold")
+    freshness_threshold: Annotated[Duration, AtMost(datetime.timedelta(days=365))] = Field(
+        default=datetime.timedelta(minutes=30), alias="freshness-threshold"
+    )
     #: Run the schedules and jobs of dynamic tables on this daemon. Turn it off on all
     #: but one daemon sharing a metastore (each would run every refresh).
     enabled: bool = True
@@ -435,7 +484,9 @@ class DynamicTablesConfig(_Model):
     #: Runs kept in each table's history.
     history_size: PositiveInt = Field(default=50, alias="history-size")
     #: A batch refresh running longer is stopped and recorded FAILED.
-    refresh_timeout: Duration = Field(default=datetime.timedelta(hours=2), alias="refresh-timeout")
+    refresh_timeout: Annotated[Duration, AtMost(_WEEK)] = Field(
+        default=datetime.timedelta(hours=2), alias="refresh-timeout"
+    )
 
     @field_validator("time_zone")
     @classmethod
@@ -475,14 +526,16 @@ class StagingConfig(_Model):
     """Stages (staging tables) handed out to writers: atomic writes."""
 
     #: How long a stage stays open without a heartbeat; a writer may ask for another length.
-    lease: Duration = datetime.timedelta(seconds=60)
+    lease: Annotated[Duration, AtMost(_DAY)] = datetime.timedelta(seconds=60)
     #: How often the janitor aborts stages whose lease lapsed and finishes interrupted commits.
-    janitor_interval: Duration = Field(default=datetime.timedelta(seconds=10), alias="janitor-interval")
+    janitor_interval: Annotated[Duration, AtMost(_HOUR)] = Field(
+        default=datetime.timedelta(seconds=10), alias="janitor-interval"
+    )
     #: The longest lease a writer may ask for, at begin or heartbeat.
-    max_lease: Duration = Field(default=datetime.timedelta(hours=1), alias="max-lease")
+    max_lease: Annotated[Duration, AtMost(_WEEK)] = Field(default=datetime.timedelta(hours=1), alias="max-lease")
     #: How long the files a REPLACE or partition overwrite replaced are kept, so that
     #: queries planned before the commit can finish reading them (0s: delete at once).
-    replaced_data_retention: NonNegativeDuration = Field(
+    replaced_data_retention: Annotated[NonNegativeDuration, AtMost(datetime.timedelta(days=30))] = Field(
         default=datetime.timedelta(minutes=10), alias="replaced-data-retention"
     )
     #: At most this many replaced versions are kept per table; a commit past it deletes
@@ -561,7 +614,7 @@ class CacheConfig(_Model):
 
     #: How long a cached answer is served; what catalogd writes is invalidated at once, what
     #: others write on the metastore directly shows within this long. 0s turns the cache off.
-    ttl: NonNegativeDuration = datetime.timedelta(seconds=1)
+    ttl: Annotated[NonNegativeDuration, AtMost(_DAY)] = datetime.timedelta(seconds=1)
     #: The most answers kept, over all catalogs; the least recently used go first.
     max_entries: PositiveInt = Field(default=10000, alias="max-entries")
     #: The most bytes of answers kept (their encoded size), over all catalogs.
@@ -660,10 +713,21 @@ class GrantConfig(_Model):
 
 
 class AuditConfig(_Model):
-    """The audit log (<data-dir>/audit/audit.jsonl): when it rotates and how many old files are kept."""
+    """The audit log (<data-dir>/audit/audit.jsonl and audit-denied.jsonl): rotation and coalescing of denials."""
 
+    #: audit.jsonl (writes: ok and error) is rotated when a line would take it past this size.
     max_bytes: PositiveInt = Field(default=10 * 1024 * 1024, alias="max-bytes")
+    #: Rotated files of audit.jsonl kept (audit.jsonl.1 ...); 0: none.
     backups: NonNegativeInt = 5
+    #: audit-denied.jsonl (denials) is rotated past this size, on its own budget, so that a flood
+    #: of denials never rotates writes away.
+    denied_max_bytes: PositiveInt = Field(default=10 * 1024 * 1024, alias="denied-max-bytes")
+    #: Rotated files of audit-denied.jsonl kept; 0: none.
+    denied_backups: NonNegativeInt = Field(default=5, alias="denied-backups")
+    #: Denials repeated by one client (same address, principal, operation, object and message)
+    #: within this long are one line with a count; the first is written at once. 0s: every denial a line.
+    denial_window: Annotated[NonNegativeDuration, AtMost(_HOUR)] = Field(
+        default=datetime.timedelta(seconds=10), alias="denial-window")
 
 
 class AuthConfig(_Model):

@@ -179,13 +179,21 @@ class Daemon:
     def startup(self) -> None:
         """Lock the data dir, open the catalogs, bind both ports. Undoes itself on failure."""
         server = self.config.server
-        self.lock.acquire()
+        try:
+            self.lock.acquire()
+        except OSError as e:
+            # The config check catches a data dir that is a file; this catches what changed since
+            # (or a directory we may not write): a config error naming the key, not a traceback.
+            raise ConfigError(f"{self.config.source}: server.data-dir: cannot use {str(server.data_dir)!r} as "
+                              f"the data dir: {e.strerror or e}") from None
         try:
             check_insecure(self.config)
             # Before any metastore starts (which takes many seconds): a port in use is a config error now.
             check_ports(self.config)
             audit = self.config.auth.audit
-            self.audit = AuditLog(audit_path(server.data_dir), audit.max_bytes, audit.backups)
+            self.audit = AuditLog(audit_path(server.data_dir), audit.max_bytes, audit.backups,
+                                  denied_max_bytes=audit.denied_max_bytes, denied_backups=audit.denied_backups,
+                                  denial_window=audit.denial_window.total_seconds())
             self.manager.open()
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)

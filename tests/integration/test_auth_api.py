@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from polling import wait_until
 
+from catalogd.auth.audit import read_audit
 from catalogd.client import CatalogClient
 from catalogd.errors import PermissionDeniedError
 from catalogd.model import RunStatus, StageState
@@ -260,8 +261,8 @@ def test_a_refresh_job_authenticates_with_its_minted_token_and_no_token_is_writt
 
 
 def _audit(authd: Daemon) -> list[dict[str, Any]]:
-    path = authd.data_dir / "audit" / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """Writes and denials (each in its own file), in time order."""
+    return read_audit(authd.data_dir / "audit" / "audit.jsonl", 100_000)
 
 
 def _no_token_anywhere(authd: Daemon) -> None:

@@ -71,3 +71,25 @@ def test_a_config_directory_exits_2(tmp_path: Path) -> None:
     done = _serve(tmp_path)
     assert done.returncode == 2, done.stderr
     assert "directory" in done.stderr
+
+
+_MEMORY = "catalogs:\n  - name: main\n    type: memory\n"
+
+
+@pytest.mark.parametrize(("text", "line_start"), [
+    (_MEMORY + "spark:\n  conf: " + "[" * 50_000 + "]" * 50_000 + "\n", "spark.conf[0]: line 5: nested more than 32"),
+    ("server:\n  data-dir: /dev/null\n" + _MEMORY, "server.data-dir: '/dev/null' is not a directory"),
+    ("cache:\n  ttl: 3650 days\n" + _MEMORY, "cache.ttl: must be at most 1 day, got 3650 days"),
+    ("catalogs:\n  - name: \u212aat\n    type: memory\n", "catalogs[0].name: invalid catalog name"),
+], ids=["deep", "dev-null", "ttl", "kelvin"])
+def test_a_hostile_config_exits_2_with_one_line_naming_the_key(tmp_path: Path, text: str, line_start: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(text, encoding="utf-8")
+    done = _serve(config)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr  # one line, no traceback
+    assert done.stderr.startswith(f"error: config: {config}: {line_start}"), done.stderr
+    check = subprocess.run([str(CATALOGD), "config", "check", str(config)], capture_output=True, text=True,
+                           timeout=QUICK, env=clean_env())
+    assert check.returncode == 2 and check.stderr.startswith(f"{config}: {line_start}"), check.stderr
+    assert len(check.stderr.splitlines()) == 1, check.stderr

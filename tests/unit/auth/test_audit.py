@@ -26,7 +26,8 @@ def test_a_line_holds_exactly_the_fields_in_order(tmp_path: Path) -> None:
     log.record(principal=None, surface="thrift", client="10.0.0.1:1", operation="reloadConfig", object=None,
                outcome="denied", detail="no token given")
     log.close()
-    first, second = _lines(path)
+    # Writes and denials each in their own file (their own rotation budget).
+    (first,), (second,) = _lines(path), _lines(path.with_name("audit-denied.jsonl"))
     assert list(first) == list(FIELDS)
     assert TIME.match(str(first.pop("time"))) and TIME.match(str(second.pop("time")))
     assert first == {"principal": "etl", "surface": "hms", "client": "127.0.0.1:40000",

@@ -31,7 +31,8 @@ def test_unset_env_variable_without_default_is_a_problem(monkeypatch: pytest.Mon
     monkeypatch.delenv("CATALOGD_TEST_UNSET", raising=False)
     problems = problems_of("\ncatalogs:\n  - name: ${CATALOGD_TEST_UNSET}\n    type: memory\n")
     assert len(problems) == 1
-    assert problems[0].startswith(f"{SRC}: line 3: ")
+    # The key it is under, then its line.
+    assert problems[0].startswith(f"{SRC}: catalogs[0].name: line 3: ")
     assert "'CATALOGD_TEST_UNSET' is not set" in problems[0]
 
 
