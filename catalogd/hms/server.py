@@ -10,6 +10,11 @@ only while its client is, and the limits below bound what an idle or slow one ho
 * ``frame_timeout``: a call must arrive whole within that long of its first byte, and a
   reply be taken within that long;
 * ``max_message``: a call announcing or sending more is refused (connection closed);
+* ``max_buffered_bytes``: the bytes all connections hold together for calls partly received
+  or running; when a new chunk would pass it, the connection with the largest partly received
+  call is closed (it frees the most, and ordinary calls are small), as the Thrift API does.
+  Bytes are counted as they arrive, never as a message announces them, and a call's bytes
+  stay counted until its reply is sent; nothing of a call is kept once it has been answered;
 * ``max_connections``: at the cap, a new connection closes the one idle the longest; when
   none is idle, the new one is closed at once.
 
@@ -21,6 +26,8 @@ speak TLS (or fails the handshake) is closed, and no other connection notices.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import errno
 import logging
 import socket
@@ -40,6 +47,45 @@ __all__ = ["ClientConnection", "HmsServer"]
 
 _FRAME = struct.Struct("!i")
 _STRICT_FIRST_BYTE = 0x80
+#: The most one ``recv`` asks for: a message announcing 256 MiB must not make the socket
+#: layer allocate 256 MiB before a byte of it has arrived (bytes are counted as they come).
+_MAX_RECV = 1024 * 1024
+#: A connection that held at least this much gives the freed memory back to the system when
+#: it is answered or closed (see ``_trim``).
+_TRIM_AFTER = 8 * 1024 * 1024
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere).
+
+    glibc keeps freed memory of the per-thread arenas a connection's thread used (and raises its
+    mmap threshold after a large buffer is freed, so the next large ones come from those arenas):
+    without a trim, RSS stays near its peak long after the large calls are gone.
+    """
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+_malloc_trim = _load_malloc_trim()
+_trim_lock = threading.Lock()
+
+
+def _trim() -> None:
+    if _malloc_trim is not None and _trim_lock.acquire(blocking=False):  # one trim at a time is enough
+        try:
+            _malloc_trim(0)
+        finally:
+            _trim_lock.release()
+
+
+class BufferLimitError(ProtocolError):
+    """The connection was closed to keep the endpoint's bytes under ``max_buffered_bytes``."""
 
 
 @dataclass
@@ -68,6 +114,10 @@ class _Conn:
         self.last_active = time.monotonic()
         self.deadline: float | None = None
         self.closed = False
+        #: Bytes counted for it in the server's buffered total (calls partly received or running).
+        self.held = 0
+        #: The most it held since its last call was answered (whether a trim is worth it).
+        self.peak = 0
 
     def close(self) -> None:
         if self.closed:
@@ -97,7 +147,8 @@ class HmsServer:
 
     def __init__(self, handler: Handler, host: str, port: int, *, max_connections: int = 1000,
                  idle_timeout: float = 300.0, frame_timeout: float = 30.0,
-                 max_message: int = 256 * 1024 * 1024, ssl_context: ssl.SSLContext | None = None) -> None:
+                 max_message: int = 256 * 1024 * 1024, max_buffered_bytes: int = 256 * 1024 * 1024,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self._handler = handler
         self.ssl_context = ssl_context
         self.host = host
@@ -105,7 +156,11 @@ class HmsServer:
         self.max_connections = max_connections
         self.idle_timeout = idle_timeout
         self.frame_timeout = frame_timeout
-        self.max_message = max_message
+        # One call can never be larger than all calls together may be.
+        self.max_message = min(max_message, max_buffered_bytes)
+        self.max_buffered_bytes = max_buffered_bytes
+        self._buffered = 0
+        self._over_budget = _RateLimited()
         self._listener: socket.socket | None = None
         self._conns: set[_Conn] = set()
         self._threads: set[threading.Thread] = set()
@@ -135,7 +190,7 @@ class HmsServer:
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {"open": len(self._conns), "busy": sum(1 for c in self._conns if c.busy),
-                    "accepted": self.accepted, "refused": self.refused}
+                    "accepted": self.accepted, "refused": self.refused, "buffered": self._buffered}
 
     def shutdown(self, grace: float = 10.0) -> None:
         """Stop accepting, let calls running finish (up to ``grace``), close every connection."""
@@ -209,7 +264,8 @@ class HmsServer:
     # ------------------------------------------------------------ one connection
 
     def _recv_for(self, conn: _Conn) -> Callable[[int], bytes]:
-        def recv(size: int) -> bytes:
+        def receive(size: int) -> bytes:
+            size = min(size, _MAX_RECV)
             if conn.unread:
                 data, conn.unread = conn.unread[:size], conn.unread[size:]
                 if conn.deadline is None:
@@ -227,7 +283,65 @@ class HmsServer:
             conn.sock.settimeout(left)
             return conn.sock.recv(size)
 
+        def recv(size: int) -> bytes:
+            data = receive(size)
+            self._reserve(conn, len(data))
+            return data
+
         return recv
+
+    # ------------------------------------------------------------ the bytes held
+
+    def _reserve(self, conn: _Conn, size: int) -> None:
+        """Count ``size`` bytes just received for ``conn``, closing the connections with the largest
+        partly received calls to stay under ``max_buffered_bytes``.
+
+        Raises:
+            BufferLimitError: ``conn`` itself was the largest (it is closed).
+        """
+        if conn.closed:  # closed to make room (or at shutdown) while this chunk arrived
+            raise EOFError
+        if size <= 0:
+            return
+        victims = []
+        with self._lock:
+            while self._buffered + size > self.max_buffered_bytes:
+                # Calls running are not candidates: their bytes go when they are answered.
+                partial = [c for c in self._conns if not c.busy and c.held > 0 and c is not conn]
+                victim = max(partial, key=lambda c: c.held, default=None)
+                if victim is None or conn.held + size >= victim.held:
+                    victim = conn
+                self._over_budget.warning(
+                    "HMS endpoint: calls hold %d bytes, a new chunk would pass server.hms-max-buffered-bytes (%d): "
+                    "closing the connection from %s with the largest partly received call (%d bytes)",
+                    self._buffered, self.max_buffered_bytes, victim.client.peer, victim.held + (
+                        size if victim is conn else 0))
+                self._release_locked(victim)
+                victims.append(victim)
+                if victim is conn:
+                    break
+            else:
+                self._buffered += size
+                conn.held += size
+                conn.peak = max(conn.peak, conn.held)
+        for victim in victims:
+            victim.close()
+            if victim is conn:
+                raise BufferLimitError(f"{self.max_buffered_bytes} bytes held by the endpoint's calls "
+                                       "(server.hms-max-buffered-bytes)")
+
+    def _release_locked(self, conn: _Conn, keep: int = 0) -> None:
+        """Count only ``keep`` bytes for ``conn`` any more (self._lock held)."""
+        self._buffered += keep - conn.held
+        conn.held = keep
+
+    def _answered(self, conn: _Conn, keep: int) -> None:
+        """``conn``'s call was answered: only ``keep`` bytes read ahead stay counted."""
+        with self._lock:
+            self._release_locked(conn, min(keep, conn.held))
+            peak, conn.peak = conn.peak, conn.held
+        if peak >= _TRIM_AFTER:
+            _trim()
 
     def _serve(self, conn: _Conn) -> None:
         recv = self._recv_for(conn)
@@ -247,18 +361,24 @@ class HmsServer:
                 conn.busy = True
                 try:
                     reply = self._handler(conn.client, message)
+                    # Nothing of the call is kept while the connection waits for its next one.
+                    del message
                     if reply is not None:
                         if conn.client.framed:
                             reply = _FRAME.pack(len(reply)) + reply
                         conn.sock.settimeout(self.frame_timeout)
                         conn.sock.sendall(reply)
+                    del reply
                 finally:
                     conn.busy = False
                     conn.last_active = time.monotonic()
+                    self._answered(conn, 0 if conn.client.framed else stream.buffered())
         except EOFError:
             pass
         except TimeoutError:
             reason = "idle or slow (timeout)"
+        except BufferLimitError as e:
+            reason = f"closed to bound the memory held: {e}"
         except ProtocolError as e:
             reason = f"protocol error: {e}"
             logger.info("HMS endpoint: %s sent a bad message (%s); closing it", conn.client.peer, e)
@@ -274,8 +394,14 @@ class HmsServer:
             logger.debug("HMS endpoint: connection %s ends: %s", conn.client.peer, reason)
             conn.close()
             with self._lock:
+                self._release_locked(conn)
+                peak = conn.peak
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
+            # The stream and its buffers are gone with this frame; give their memory back.
+            del stream
+            if peak >= _TRIM_AFTER:
+                _trim()
 
     def _start_tls(self, conn: _Conn) -> None:
         """Wrap the connection's socket and finish the handshake within the frame timeout."""
@@ -315,7 +441,7 @@ class HmsServer:
     def _read_exact(recv: Callable[[int], bytes], size: int) -> bytes:
         data = bytearray()
         while len(data) < size:
-            chunk = recv(size - len(data))
+            chunk = recv(min(size - len(data), _MAX_RECV))
             if not chunk:
                 raise EOFError
             data += chunk
