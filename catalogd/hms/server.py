@@ -29,6 +29,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import gc
 import logging
 import socket
 import ssl
@@ -50,38 +51,96 @@ _STRICT_FIRST_BYTE = 0x80
 #: The most one ``recv`` asks for: a message announcing 256 MiB must not make the socket
 #: layer allocate 256 MiB before a byte of it has arrived (bytes are counted as they come).
 _MAX_RECV = 1024 * 1024
-#: A connection that held at least this much gives the freed memory back to the system when
-#: it is answered or closed (see ``_trim``).
-_TRIM_AFTER = 8 * 1024 * 1024
 
 
-def _load_malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` (None elsewhere).
+#: glibc's mallopt parameter for the size from which allocations get their own mapping.
+_M_MMAP_THRESHOLD = -3
+#: Buffers this large or larger (a call's chunks and the message they make) get their own
+#: mapping, which goes back to the system the moment it is freed.
+_MMAP_THRESHOLD = 256 * 1024
 
-    glibc keeps freed memory of the per-thread arenas a connection's thread used (and raises its
-    mmap threshold after a large buffer is freed, so the next large ones come from those arenas):
-    without a trim, RSS stays near its peak long after the large calls are gone.
-    """
+
+def _libc() -> ctypes.CDLL | None:
     name = ctypes.util.find_library("c")
     if not name:
         return None
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
+        return ctypes.CDLL(name)
+    except OSError:
         return None
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    libc = _libc()
+    trim: Callable[[int], int] | None = getattr(libc, "malloc_trim", None)
     return trim
 
 
-_malloc_trim = _load_malloc_trim()
-_trim_lock = threading.Lock()
+def fix_mmap_threshold() -> bool:
+    """Keep glibc from serving large buffers out of its arenas (whether it could).
+
+    glibc raises its mmap threshold each time a mapped buffer is freed (up to 32 MiB), after
+    which large buffers come from the per-thread arenas and stay resident after they are freed:
+    a burst of large calls then leaves RSS near its peak. A fixed threshold turns that off.
+    """
+    mallopt = getattr(_libc(), "mallopt", None)
+    return bool(mallopt is not None and mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD))
 
 
-def _trim() -> None:
-    if _malloc_trim is not None and _trim_lock.acquire(blocking=False):  # one trim at a time is enough
-        try:
-            _malloc_trim(0)
-        finally:
-            _trim_lock.release()
+class _Trimmer:
+    """Gives the memory of large calls back to the system once they are gone.
+
+    Without it RSS stays near its peak long after the clients closed: a connection's buffers
+    can be held by a reference cycle through an exception's traceback until the garbage
+    collector runs, and glibc keeps the freed memory of the per-thread arenas (and raises its
+    mmap threshold after a large buffer is freed, so the next large ones come from those arenas).
+    Once calls holding ``threshold`` bytes together were freed, a thread of its own collects and
+    trims, at most once per ``interval`` seconds (a collection holds the GIL), and always once
+    more after the last of them (when they were a burst, not a trickle of small calls).
+    """
+
+    def __init__(self, threshold: int = 1024 * 1024, interval: float = 1.0) -> None:
+        self.threshold = threshold
+        self.interval = interval
+        self._trim = _load_malloc_trim()
+        self._pending = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        #: Collections and trims made (tests read it).
+        self.runs = 0
+
+    def freed(self, size: int) -> None:
+        if size <= 0:
+            return
+        with self._cond:
+            self._pending += size
+            if self._pending < self.threshold:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="hms-trim", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        again = False
+        while True:
+            with self._cond:
+                if not again:
+                    self._cond.wait_for(lambda: self._pending >= self.threshold)
+                self._pending = 0
+            gc.collect()
+            if self._trim is not None:
+                self._trim(0)
+            self.runs += 1
+            time.sleep(self.interval)
+            with self._cond:
+                # What was freed while it slept (the end of a burst) is not left behind.
+                again = self._pending >= self.threshold // 8
+
+
+#: One per process: the arenas and the garbage collector are the process's.
+_trimmer = _Trimmer()
 
 
 class BufferLimitError(ProtocolError):
@@ -150,6 +209,7 @@ class HmsServer:
                  max_message: int = 256 * 1024 * 1024, max_buffered_bytes: int = 256 * 1024 * 1024,
                  ssl_context: ssl.SSLContext | None = None) -> None:
         self._handler = handler
+        fix_mmap_threshold()
         self.ssl_context = ssl_context
         self.host = host
         self._port = port
@@ -340,8 +400,7 @@ class HmsServer:
         with self._lock:
             self._release_locked(conn, min(keep, conn.held))
             peak, conn.peak = conn.peak, conn.held
-        if peak >= _TRIM_AFTER:
-            _trim()
+        _trimmer.freed(peak - conn.held)
 
     def _serve(self, conn: _Conn) -> None:
         recv = self._recv_for(conn)
@@ -398,10 +457,10 @@ class HmsServer:
                 peak = conn.peak
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
-            # The stream and its buffers are gone with this frame; give their memory back.
-            del stream
-            if peak >= _TRIM_AFTER:
-                _trim()
+            # The stream and its protocol refer to each other: without this its buffers would
+            # wait for the garbage collector.
+            stream.close()
+            _trimmer.freed(peak)
 
     def _start_tls(self, conn: _Conn) -> None:
         """Wrap the connection's socket and finish the handshake within the frame timeout."""

@@ -163,6 +163,14 @@ class MessageStream(TTransportBase, CReadableTransport):
     def isOpen(self) -> bool:
         return True
 
+    def close(self) -> None:
+        """Drop what is buffered (the stream and its protocol form a reference cycle, which only
+        the garbage collector would free, buffers included)."""
+        self._buf = BytesIO(b"")
+        self._captured = []
+        self._captured_size = 0
+        self._mark = 0
+
     # ------------------------------------------------------------ messages
 
     def _keep(self, data: bytes) -> None:
