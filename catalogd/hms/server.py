@@ -91,13 +91,13 @@ def fix_mmap_threshold() -> bool:
 class _Trimmer:
     """Gives the memory of large calls back to the system once they are gone.
 
-    Without it RSS stays near its peak long after the clients closed: a connection's buffers
-    can be held by a reference cycle through an exception's traceback until the garbage
-    collector runs, and glibc keeps the freed memory of the per-thread arenas (and raises its
-    mmap threshold after a large buffer is freed, so the next large ones come from those arenas).
-    Once calls holding ``threshold`` bytes together were freed, a thread of its own collects and
-    trims, at most once per ``interval`` seconds (a collection holds the GIL), and always once
-    more after the last of them (when they were a burst, not a trickle of small calls).
+    Without it RSS stays well above where it was after the clients closed: what a large call
+    left in reference cycles (an exception's traceback holding a frame's buffer) waits for the
+    garbage collector, and glibc keeps the freed memory of its per-thread arenas (the buffers
+    below the fixed mmap threshold). Once calls holding ``threshold`` bytes together were
+    freed, a thread of its own collects and trims, at most once per ``interval`` seconds (a
+    collection holds the GIL), and always once more after the last of them (when they were a
+    burst, not a trickle of small calls).
     """
 
     def __init__(self, threshold: int = 1024 * 1024, interval: float = 1.0) -> None:
@@ -175,7 +175,7 @@ class _Conn:
         self.closed = False
         #: Bytes counted for it in the server's buffered total (calls partly received or running).
         self.held = 0
-        #: The most it held since its last call was answered (whether a trim is worth it).
+        #: The most it held since its last call was answered (what the trimmer is told was freed).
         self.peak = 0
 
     def close(self) -> None:
