@@ -140,6 +140,15 @@ class ServerConfig(_Model):
     hms_lock_timeout: Annotated[Duration, AtMost(_DAY)] = Field(
         default=datetime.timedelta(minutes=5), alias="hms-lock-timeout"
     )
+    #: The most components (locked objects) one lock request may name (where catalogd holds the locks).
+    hms_max_lock_components: PositiveInt = Field(default=10_000, alias="hms-max-lock-components")
+    #: The most lock components (held or waiting) one client host may have (where catalogd holds the locks).
+    hms_max_locks_per_client: PositiveInt = Field(default=50_000, alias="hms-max-locks-per-client")
+    #: Bytes all HMS endpoint connections may hold together for calls partly received or running;
+    #: also the largest call (at most 256 MiB, the endpoint's bound on one message).
+    hms_max_buffered_bytes: PositiveInt = Field(default=256 * 1024 * 1024, alias="hms-max-buffered-bytes")
+    #: The longest view text (original or expanded, in bytes) a create or alter through the HMS endpoint may carry.
+    hms_max_view_text: PositiveInt = Field(default=256 * 1024, alias="hms-max-view-text")
     data_dir: Path = Field(default=Path("~/.catalogd"), alias="data-dir", validate_default=True)
     max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
     #: Thrift calls run at the same time (the worker pool); connections are not limited by it.

@@ -97,8 +97,8 @@ def check_request_settings(conf: Mapping[str, str]) -> dict[str, str]:
         raise InvalidArgumentError(
             f"configuration {noun} {keys} may not be set by a request: a request may set only resource and "
             "SQL tuning keys (spark.executor.memory, spark.sql.shuffle.partitions, spark.sql.adaptive.enabled, "
-            "...; the full list is in docs/dynamic-tables.md and in GET /v3/openapi.json); settings that load code or decide "
-            "where data is written belong in the daemon's spark.conf")
+            "...; the full list is in docs/dynamic-tables.md and in GET /v3/openapi.json); settings that load code "
+            "or decide where data is written belong in the daemon's spark.conf")
     for key, value in conf.items():
         if len(value) > MAX_VALUE_LENGTH or any(ord(c) < 32 or ord(c) == 127 for c in value):
             raise InvalidArgumentError(

@@ -50,7 +50,7 @@ class HmsEndpoint:
                                 max_connections=server.max_connections,
                                 idle_timeout=server.idle_timeout.total_seconds(),
                                 frame_timeout=server.frame_timeout.total_seconds(), max_message=MAX_MESSAGE,
-                                ssl_context=ssl_context)
+                                max_buffered_bytes=server.hms_max_buffered_bytes, ssl_context=ssl_context)
 
     @staticmethod
     def _lock_service(config: Config) -> LockService | None:
@@ -59,9 +59,13 @@ class HmsEndpoint:
         default = config.default_catalog
         if default.type == "hive" and not default.is_embedded:
             return None
-        from catalogd.hms.locks import LockManager
+        from catalogd.hms.locks import LockManager, next_epoch
 
-        return LockManager(timeout=config.server.hms_lock_timeout.total_seconds())
+        server = config.server
+        # Each start's ids are new ones (the data dir is this daemon's: its lock is held by now).
+        return LockManager(timeout=server.hms_lock_timeout.total_seconds(), epoch=lambda: next_epoch(server.data_dir),
+                           max_components=server.hms_max_lock_components,
+                           max_per_client=server.hms_max_locks_per_client)
 
     def _store(self, name: str) -> MemoryStore:
         from catalogd.catalog.memory import MemoryCatalog

@@ -36,7 +36,7 @@ from catalogd.catalog.caching_client import RAW
 from catalogd.errors import (
     CatalogError,
 )
-from catalogd.hms import methods
+from catalogd.hms import limits, methods
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
@@ -85,7 +85,7 @@ _CACHED_READS = frozenset({
 
 
 class LockService(Protocol):
-    def lock(self, request: Any) -> Any: ...
+    def lock(self, request: Any, client: str | None = None) -> Any: ...
 
     def check_lock(self, request: Any) -> Any: ...
 
@@ -230,11 +230,14 @@ class Router:
         kind = methods.kind(method)
         if method in _LOCK_METHODS and self.locks is not None:
             policy.authorize(conn, method, kind, self.federation.default, call)
-            return self._lock_call(message)
+            return self._lock_call(conn, message)
         if kind is None or method not in _ARGS:
             policy.authorize(conn, method, kind, self.federation.default, call)
             return self._global(conn, message)
         args = decode(_ARGS[method](), message.body)
+        too_large = limits.view_text_error(method, args, self.manager.config.server.hms_max_view_text)
+        if too_large is not None:  # before a view's text is parsed or rewritten
+            raise Refused(too_large)
         if method in ("get_databases", "get_all_databases", "get_table_meta"):
             # Across catalogs: a reader of any catalog may list, and sees the catalogs it reads.
             policy.authorize(conn, method, kind, None, call)
@@ -470,19 +473,30 @@ class Router:
         return self._relay(target, conn, message.raw, retry=kind is methods.Kind.GLOBAL_READ).raw
 
     def _set_ugi(self, conn: ClientConnection, message: Message) -> bytes:
+        too_large = limits.set_ugi_error(len(message.body))
+        if too_large is not None:
+            raise Refused(too_large)
         args = decode(ThriftHiveMetastore.set_ugi_args(), message.body)
+        too_long = limits.identity_error(args.user_name)
+        if too_long is not None:
+            raise Refused(too_long)
         groups = list(args.group_names or [])
         conn.identity = (args.user_name or "", tuple(groups))
         return self._reply("set_ugi", message.seqid, ThriftHiveMetastore.set_ugi_result(success=groups))
 
-    def _lock_call(self, message: Message) -> bytes:
+    def _lock_call(self, conn: ClientConnection, message: Message) -> bytes:
         assert self.locks is not None
         method = message.name
         args = decode(_ARGS[method](), message.body)
         # heartbeat's request is called ``ids``; the others' ``rqst``.
         request = args.ids if method == "heartbeat" else args.rqst
         try:
-            value = getattr(self.locks, method)(request)
+            if method == "lock":
+                # One client's locks are bounded by its host: locks outlive connections (Hive
+                # heartbeats from another one), and a set_ugi user is only asserted.
+                value = self.locks.lock(request, client=conn.peer.rsplit(":", 1)[0])
+            else:
+                value = getattr(self.locks, method)(request)
         except (hms.NoSuchLockException, hms.NoSuchTxnException, hms.TxnAbortedException,
                 hms.TxnOpenException, hms.MetaException) as e:
             raise Refused(e) from None

@@ -10,6 +10,11 @@ only while its client is, and the limits below bound what an idle or slow one ho
 * ``frame_timeout``: a call must arrive whole within that long of its first byte, and a
   reply be taken within that long;
 * ``max_message``: a call announcing or sending more is refused (connection closed);
+* ``max_buffered_bytes``: the bytes all connections hold together for calls partly received
+  or running; when a new chunk would pass it, the connection with the largest partly received
+  call is closed (it frees the most, and ordinary calls are small), as the Thrift API does.
+  Bytes are counted as they arrive, never as a message announces them, and a call's bytes
+  stay counted until its reply is sent; nothing of a call is kept once it has been answered;
 * ``max_connections``: at the cap, a new connection closes the one idle the longest; when
   none is idle, the new one is closed at once.
 
@@ -21,7 +26,10 @@ speak TLS (or fails the handshake) is closed, and no other connection notices.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import errno
+import gc
 import logging
 import socket
 import ssl
@@ -40,6 +48,103 @@ __all__ = ["ClientConnection", "HmsServer"]
 
 _FRAME = struct.Struct("!i")
 _STRICT_FIRST_BYTE = 0x80
+#: The most one ``recv`` asks for: a message announcing 256 MiB must not make the socket
+#: layer allocate 256 MiB before a byte of it has arrived (bytes are counted as they come).
+_MAX_RECV = 1024 * 1024
+
+
+#: glibc's mallopt parameter for the size from which allocations get their own mapping.
+_M_MMAP_THRESHOLD = -3
+#: Buffers this large or larger (a call's chunks and the message they make) get their own
+#: mapping, which goes back to the system the moment it is freed.
+_MMAP_THRESHOLD = 256 * 1024
+
+
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        return ctypes.CDLL(name)
+    except OSError:
+        return None
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    libc = _libc()
+    trim: Callable[[int], int] | None = getattr(libc, "malloc_trim", None)
+    return trim
+
+
+def fix_mmap_threshold() -> bool:
+    """Keep glibc from serving large buffers out of its arenas (whether it could).
+
+    glibc raises its mmap threshold each time a mapped buffer is freed (up to 32 MiB), after
+    which large buffers come from the per-thread arenas and stay resident after they are freed:
+    a burst of large calls then leaves RSS near its peak. A fixed threshold turns that off.
+    """
+    mallopt = getattr(_libc(), "mallopt", None)
+    return bool(mallopt is not None and mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD))
+
+
+class _Trimmer:
+    """Gives the memory of large calls back to the system once they are gone.
+
+    Without it RSS stays well above where it was after the clients closed: what a large call
+    left in reference cycles (an exception's traceback holding a frame's buffer) waits for the
+    garbage collector, and glibc keeps the freed memory of its per-thread arenas (the buffers
+    below the fixed mmap threshold). Once calls holding ``threshold`` bytes together were
+    freed, a thread of its own collects and trims, at most once per ``interval`` seconds (a
+    collection holds the GIL), and always once more after the last of them (when they were a
+    burst, not a trickle of small calls).
+    """
+
+    def __init__(self, threshold: int = 1024 * 1024, interval: float = 1.0) -> None:
+        self.threshold = threshold
+        self.interval = interval
+        self._trim = _load_malloc_trim()
+        self._pending = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        #: Collections and trims made (tests read it).
+        self.runs = 0
+
+    def freed(self, size: int) -> None:
+        if size <= 0:
+            return
+        with self._cond:
+            self._pending += size
+            if self._pending < self.threshold:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="hms-trim", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        again = False
+        while True:
+            with self._cond:
+                if not again:
+                    self._cond.wait_for(lambda: self._pending >= self.threshold)
+                self._pending = 0
+            gc.collect()
+            if self._trim is not None:
+                self._trim(0)
+            self.runs += 1
+            time.sleep(self.interval)
+            with self._cond:
+                # What was freed while it slept (the end of a burst) is not left behind.
+                again = self._pending >= self.threshold // 8
+
+
+#: One per process: the arenas and the garbage collector are the process's.
+_trimmer = _Trimmer()
+
+
+class BufferLimitError(ProtocolError):
+    """The connection was closed to keep the endpoint's bytes under ``max_buffered_bytes``."""
 
 
 @dataclass
@@ -68,6 +173,10 @@ class _Conn:
         self.last_active = time.monotonic()
         self.deadline: float | None = None
         self.closed = False
+        #: Bytes counted for it in the server's buffered total (calls partly received or running).
+        self.held = 0
+        #: The most it held since its last call was answered (what the trimmer is told was freed).
+        self.peak = 0
 
     def close(self) -> None:
         if self.closed:
@@ -97,15 +206,21 @@ class HmsServer:
 
     def __init__(self, handler: Handler, host: str, port: int, *, max_connections: int = 1000,
                  idle_timeout: float = 300.0, frame_timeout: float = 30.0,
-                 max_message: int = 256 * 1024 * 1024, ssl_context: ssl.SSLContext | None = None) -> None:
+                 max_message: int = 256 * 1024 * 1024, max_buffered_bytes: int = 256 * 1024 * 1024,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self._handler = handler
+        fix_mmap_threshold()
         self.ssl_context = ssl_context
         self.host = host
         self._port = port
         self.max_connections = max_connections
         self.idle_timeout = idle_timeout
         self.frame_timeout = frame_timeout
-        self.max_message = max_message
+        # One call can never be larger than all calls together may be.
+        self.max_message = min(max_message, max_buffered_bytes)
+        self.max_buffered_bytes = max_buffered_bytes
+        self._buffered = 0
+        self._over_budget = _RateLimited()
         self._listener: socket.socket | None = None
         self._conns: set[_Conn] = set()
         self._threads: set[threading.Thread] = set()
@@ -135,7 +250,7 @@ class HmsServer:
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {"open": len(self._conns), "busy": sum(1 for c in self._conns if c.busy),
-                    "accepted": self.accepted, "refused": self.refused}
+                    "accepted": self.accepted, "refused": self.refused, "buffered": self._buffered}
 
     def shutdown(self, grace: float = 10.0) -> None:
         """Stop accepting, let calls running finish (up to ``grace``), close every connection."""
@@ -209,7 +324,8 @@ class HmsServer:
     # ------------------------------------------------------------ one connection
 
     def _recv_for(self, conn: _Conn) -> Callable[[int], bytes]:
-        def recv(size: int) -> bytes:
+        def receive(size: int) -> bytes:
+            size = min(size, _MAX_RECV)
             if conn.unread:
                 data, conn.unread = conn.unread[:size], conn.unread[size:]
                 if conn.deadline is None:
@@ -227,7 +343,64 @@ class HmsServer:
             conn.sock.settimeout(left)
             return conn.sock.recv(size)
 
+        def recv(size: int) -> bytes:
+            data = receive(size)
+            self._reserve(conn, len(data))
+            return data
+
         return recv
+
+    # ------------------------------------------------------------ the bytes held
+
+    def _reserve(self, conn: _Conn, size: int) -> None:
+        """Count ``size`` bytes just received for ``conn``, closing the connections with the largest
+        partly received calls to stay under ``max_buffered_bytes``.
+
+        Raises:
+            BufferLimitError: ``conn`` itself was the largest (it is closed).
+        """
+        if conn.closed:  # closed to make room (or at shutdown) while this chunk arrived
+            raise EOFError
+        if size <= 0:
+            return
+        victims = []
+        with self._lock:
+            while self._buffered + size > self.max_buffered_bytes:
+                # Calls running are not candidates: their bytes go when they are answered.
+                partial = [c for c in self._conns if not c.busy and c.held > 0 and c is not conn]
+                victim = max(partial, key=lambda c: c.held, default=None)
+                if victim is None or conn.held + size >= victim.held:
+                    victim = conn
+                self._over_budget.warning(
+                    "HMS endpoint: calls hold %d bytes, a new chunk would pass server.hms-max-buffered-bytes (%d): "
+                    "closing the connection from %s with the largest partly received call (%d bytes)",
+                    self._buffered, self.max_buffered_bytes, victim.client.peer, victim.held + (
+                        size if victim is conn else 0))
+                self._release_locked(victim)
+                victims.append(victim)
+                if victim is conn:
+                    break
+            else:
+                self._buffered += size
+                conn.held += size
+                conn.peak = max(conn.peak, conn.held)
+        for victim in victims:
+            victim.close()
+            if victim is conn:
+                raise BufferLimitError(f"{self.max_buffered_bytes} bytes held by the endpoint's calls "
+                                       "(server.hms-max-buffered-bytes)")
+
+    def _release_locked(self, conn: _Conn, keep: int = 0) -> None:
+        """Count only ``keep`` bytes for ``conn`` any more (self._lock held)."""
+        self._buffered += keep - conn.held
+        conn.held = keep
+
+    def _answered(self, conn: _Conn, keep: int) -> None:
+        """``conn``'s call was answered: only ``keep`` bytes read ahead stay counted."""
+        with self._lock:
+            self._release_locked(conn, min(keep, conn.held))
+            peak, conn.peak = conn.peak, conn.held
+        _trimmer.freed(peak - conn.held)
 
     def _serve(self, conn: _Conn) -> None:
         recv = self._recv_for(conn)
@@ -247,18 +420,24 @@ class HmsServer:
                 conn.busy = True
                 try:
                     reply = self._handler(conn.client, message)
+                    # Nothing of the call is kept while the connection waits for its next one.
+                    del message
                     if reply is not None:
                         if conn.client.framed:
                             reply = _FRAME.pack(len(reply)) + reply
                         conn.sock.settimeout(self.frame_timeout)
                         conn.sock.sendall(reply)
+                    del reply
                 finally:
                     conn.busy = False
                     conn.last_active = time.monotonic()
+                    self._answered(conn, 0 if conn.client.framed else stream.buffered())
         except EOFError:
             pass
         except TimeoutError:
             reason = "idle or slow (timeout)"
+        except BufferLimitError as e:
+            reason = f"closed to bound the memory held: {e}"
         except ProtocolError as e:
             reason = f"protocol error: {e}"
             logger.info("HMS endpoint: %s sent a bad message (%s); closing it", conn.client.peer, e)
@@ -274,8 +453,14 @@ class HmsServer:
             logger.debug("HMS endpoint: connection %s ends: %s", conn.client.peer, reason)
             conn.close()
             with self._lock:
+                self._release_locked(conn)
+                peak = conn.peak
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
+            # The stream and its protocol refer to each other: without this its buffers would
+            # wait for the garbage collector.
+            stream.close()
+            _trimmer.freed(peak)
 
     def _start_tls(self, conn: _Conn) -> None:
         """Wrap the connection's socket and finish the handshake within the frame timeout."""
@@ -315,7 +500,7 @@ class HmsServer:
     def _read_exact(recv: Callable[[int], bytes], size: int) -> bytes:
         data = bytearray()
         while len(data) < size:
-            chunk = recv(size - len(data))
+            chunk = recv(min(size - len(data), _MAX_RECV))
             if not chunk:
                 raise EOFError
             data += chunk

@@ -145,7 +145,8 @@ class MessageStream(TTransportBase, CReadableTransport):
         while len(data) < reqlen:
             if self._captured_size + len(data) > self._max_size:
                 raise ProtocolError(f"message larger than {self._max_size} bytes")
-            chunk = self._recv(max(self._chunk, reqlen - len(data)))
+            # Never more than a chunk at once: an announced length is no reason to allocate it.
+            chunk = self._recv(self._chunk)
             if not chunk:
                 raise EOFError("end of stream inside a message")
             data += chunk
@@ -162,6 +163,14 @@ class MessageStream(TTransportBase, CReadableTransport):
 
     def isOpen(self) -> bool:
         return True
+
+    def close(self) -> None:
+        """Drop what is buffered (the stream and its protocol form a reference cycle, which only
+        the garbage collector would free, buffers included)."""
+        self._buf = BytesIO(b"")
+        self._captured = []
+        self._captured_size = 0
+        self._mark = 0
 
     # ------------------------------------------------------------ messages
 
@@ -208,8 +217,13 @@ class MessageStream(TTransportBase, CReadableTransport):
         position = self._buf.tell()
         with self._buf.getbuffer() as view:
             self._keep(bytes(view[self._mark:position]))
-        self._mark = position
+            # Keep only the bytes past the message (usually none): the buffer that carried a
+            # large call must not stay with the connection while it waits for its next one.
+            rest = bytes(view[position:])
+        self._buf = BytesIO(rest)
+        self._mark = 0
         raw = self._captured[0] if len(self._captured) == 1 else b"".join(self._captured)
         self._captured = []
+        self._captured_size = 0
         name, mtype, seqid, header_size = _parse_header(raw)
         return Message(name, mtype, seqid, raw, header_size)
