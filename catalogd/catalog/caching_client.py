@@ -1,6 +1,7 @@
 """The hive catalog's metastore client behind the metadata cache (Trino's ``CachingHiveMetastore``).
 
-``CachingHiveClient`` has ``HiveClient``'s interface and wraps the session's ``HiveClient``:
+``CachingHiveClient`` has ``HiveClient``'s interface and wraps the session's ``HiveClient``;
+it inherits the typed calls and changes only ``_read`` and ``_write``, which they all go through:
 
 * reads of the metastore's databases, tables and partitions are answered from the daemon's
   ``MetadataCache`` when it has them, and stored there on a miss;
@@ -30,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
 from thrift.TSerialization import deserialize, serialize
 
@@ -201,93 +201,3 @@ class CachingHiveClient(HiveClient):
     def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
         with self.writing(method, written_keys(method, args)):
             return getattr(self._api, method)(*args, **kwargs)
-
-    # ------------------------------------------------------------ HiveClient's calls
-
-    def get_config_value(self, name: str, default: str) -> str:
-        return self._api.get_config_value(name, default)
-
-    def get_all_databases(self) -> list[str]:
-        return list(self._read("get_all_databases"))
-
-    def get_database(self, name: str) -> hms.Database:
-        return self._read("get_database", name)
-
-    def create_database(self, database: hms.Database) -> None:
-        self._write("create_database", database)
-
-    def alter_database(self, name: str, database: hms.Database, *, retry: bool = False) -> None:
-        self._write("alter_database", name, database, retry=retry)
-
-    def drop_database(self, name: str, delete_data: bool, cascade: bool) -> None:
-        self._write("drop_database", name, delete_data, cascade)
-
-    def get_all_tables(self, database: str) -> list[str]:
-        return list(self._read("get_all_tables", database))
-
-    def get_tables_by_type(self, database: str, pattern: str, table_type: str) -> list[str]:
-        return list(self._read("get_tables_by_type", database, pattern, table_type))
-
-    def get_table(self, database: str, name: str) -> hms.Table:
-        return self._read("get_table", database, name)
-
-    def get_table_objects_by_name(self, database: str, names: list[str]) -> list[hms.Table]:
-        return list(self._read("get_table_objects_by_name", database, names))
-
-    def create_table(self, table: hms.Table) -> None:
-        self._write("create_table", table)
-
-    def alter_table(self, database: str, name: str, table: hms.Table) -> None:
-        self._write("alter_table", database, name, table)
-
-    def alter_table_with_environment_context(self, database: str, name: str, table: hms.Table,
-                                             context: hms.EnvironmentContext) -> None:
-        self._write("alter_table_with_environment_context", database, name, table, context)
-
-    def drop_table(self, database: str, name: str, delete_data: bool) -> None:
-        self._write("drop_table", database, name, delete_data)
-
-    def drop_table_with_environment_context(self, database: str, name: str, delete_data: bool,
-                                            context: hms.EnvironmentContext) -> None:
-        self._write("drop_table_with_environment_context", database, name, delete_data, context)
-
-    def get_partitions(self, database: str, table: str, max_parts: int = -1) -> list[hms.Partition]:
-        return list(self._read("get_partitions", database, table, max_parts))
-
-    def get_partitions_by_filter(self, database: str, table: str, filter: str,
-                                 max_parts: int = -1) -> list[hms.Partition]:
-        return list(self._read("get_partitions_by_filter", database, table, filter, max_parts))
-
-    def get_partition(self, database: str, table: str, values: list[str]) -> hms.Partition:
-        return self._read("get_partition", database, table, values)
-
-    def add_partition(self, partition: hms.Partition) -> None:
-        self._write("add_partition", partition)
-
-    def add_partitions(self, partitions: list[hms.Partition]) -> None:
-        self._write("add_partitions", partitions)
-
-    def alter_partitions(self, database: str, table: str, partitions: list[hms.Partition]) -> None:
-        self._write("alter_partitions", database, table, partitions)
-
-    def drop_partition(self, database: str, table: str, values: list[str], delete_data: bool) -> None:
-        self._write("drop_partition", database, table, values, delete_data)
-
-    def drop_partition_with_environment_context(self, database: str, table: str, values: list[str],
-                                                delete_data: bool, context: hms.EnvironmentContext) -> None:
-        self._write("drop_partition_with_environment_context", database, table, values, delete_data, context)
-
-    def get_functions(self, database: str, pattern: str) -> list[str]:
-        return list(self._read("get_functions", database, pattern))
-
-    def get_function(self, database: str, name: str) -> hms.Function:
-        return self._read("get_function", database, name)
-
-    def create_function(self, function: hms.Function) -> None:
-        self._write("create_function", function)
-
-    def alter_function(self, database: str, name: str, function: hms.Function) -> None:
-        self._write("alter_function", database, name, function)
-
-    def drop_function(self, database: str, name: str) -> None:
-        self._write("drop_function", database, name)

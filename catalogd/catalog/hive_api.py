@@ -26,6 +26,9 @@ class RpcPool(Protocol):
 class HiveClient:
     """The HMS calls catalogd makes, typed; HMS's own exceptions pass through.
 
+    Every call goes through ``_read`` or ``_write``: the one place a decorator
+    (``CachingHiveClient``) changes, so it need not repeat the typed calls.
+
     Reads are retried once on a broken connection (on a fresh one, which fails
     over); writes are not, since they may have run before the connection broke.
 
@@ -42,8 +45,9 @@ class HiveClient:
     def _read(self, method: str, *args: Any) -> Any:
         return self._pool.call(method, *args, idempotent=True)
 
-    def _write(self, method: str, *args: Any) -> Any:
-        return self._pool.call(method, *args, idempotent=False)
+    def _write(self, method: str, *args: Any, retry: bool = False) -> Any:
+        """``retry``: the caller knows that running it twice does no harm."""
+        return self._pool.call(method, *args, idempotent=retry)
 
     # ------------------------------------------------------------ metastore
 
@@ -63,7 +67,7 @@ class HiveClient:
 
     def alter_database(self, name: str, database: hms.Database, *, retry: bool = False) -> None:
         """``retry``: the caller knows that running it twice does no harm."""
-        self._pool.call("alter_database", name, database, idempotent=retry)
+        self._write("alter_database", name, database, retry=retry)
 
     def drop_database(self, name: str, delete_data: bool, cascade: bool) -> None:
         self._write("drop_database", name, delete_data, cascade)
