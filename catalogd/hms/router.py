@@ -6,7 +6,7 @@ must change is decoded with hmsclient's IDL. The concerns live apart, this modul
 dispatches between them:
 
 * ``policy``: auth, audit, read-only catalogs, reserved ``catalogd.*`` parameters, the
-  dynamic-table guard;
+  dynamic-table guard, staging tables written only by their stage's owner or an admin;
 * ``rewriting``: a prefixed catalog's names (``<prefix>db`` <-> ``db``) in args, replies and
   view text; staging tables left out of listings;
 * ``upstream``: relaying to the metastore of a catalog's ``RelayTarget``;
