@@ -33,6 +33,8 @@ from catalogd.model import (
 )
 
 if TYPE_CHECKING:
+    from hmsclient.genthrift.hive_metastore import ttypes as hms
+
     from catalogd.catalog.relay_target import RelayTarget
 
 #: Names of hidden staging tables start with this; no user table may.
@@ -442,6 +444,13 @@ class Catalog(abc.ABC):
     def janitor_pass(self, startup: bool = False) -> int:
         """Abort lapsed stages, finish interrupted commits, delete retired data; returns how many acted on."""
         return 0
+
+    def stage_owner(self, table: hms.Table) -> str | None:
+        """Who began the stage of ``table`` (a staging table as the metastore holds it; "": its
+        writer named no one), when catalogd signed it; None when it did not, or the catalog
+        stages nothing. The HMS endpoint lets only that owner (or an admin) write the table.
+        """
+        return None
 
 
 class BaseCatalog(Catalog, abc.ABC):

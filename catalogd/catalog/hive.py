@@ -98,6 +98,9 @@ class HiveStages(Protocol):
     def purge_retired_for(self, database: str, target: str) -> None:
         """The target was dropped: delete the replaced data its commits kept for readers."""
 
+    def signed_owner(self, tbl: hms.Table) -> str | None:
+        """The owner a staging table records, when catalogd signed it; None: it did not."""
+
 
 #: Builds a catalog's stager on the catalog's session.
 StagesFactory = Callable[[HiveSession], HiveStages]
@@ -815,3 +818,6 @@ class HiveCatalog(BaseCatalog):
 
     def janitor_pass(self, startup: bool = False) -> int:
         return self.stages.janitor_pass(startup) if self.stages is not None else 0
+
+    def stage_owner(self, table: hms.Table) -> str | None:
+        return self.stages.signed_owner(table) if self.stages is not None else None

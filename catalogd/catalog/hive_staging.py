@@ -225,6 +225,12 @@ def is_signed(secret: bytes, tbl: hms.Table) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
+def signed_owner(secret: bytes, tbl: hms.Table) -> str | None:
+    """The owner this staging table records ("" when its writer named none), when catalogd
+    signed it; None when it did not: an owner in an unsigned table is anyone's claim."""
+    return (tbl.parameters or {}).get(OWNER, "") if is_signed(secret, tbl) else None
+
+
 class HiveStager:
     """The stage operations of one hive catalog (see the module docstring).
 
@@ -340,6 +346,10 @@ class HiveStager:
                            "another staging.secret), so catalogd leaves it and its files alone", database,
                            tbl.tableName, location, "a wrong" if SIGNATURE in (tbl.parameters or {}) else "no")
         return False
+
+    def signed_owner(self, tbl: hms.Table) -> str | None:
+        """Who began the stage of this staging table, as catalogd signed it (see ``signed_owner``)."""
+        return signed_owner(self._secret, tbl)
 
     def _check_authentic(self, database: str, key: str, tbl: hms.Table) -> None:
         """Raises PermissionDeniedError for a staging table catalogd did not sign."""

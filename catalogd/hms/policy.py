@@ -10,7 +10,12 @@ Access control apart from mapping (as Waggle Dance keeps ``server/security`` apa
 * read-only catalogs refuse writes (a reader's global writes, such as locks, excepted);
 * reserved parameters: no write may set or remove ``catalogd.*`` parameters (a dynamic
   table's definition, a stage's marks);
-* dynamic tables: no write but their drop (catalogd refreshes them).
+* dynamic tables: no write but their drop (catalogd refreshes them);
+* stages: with auth enabled, a staging table is written (altered, dropped, its partitions
+  or statistics changed) only by the principal that began its stage, or an admin of its
+  catalog, as the Thrift API lets only them end the stage. The owner is read from the
+  table the write names (fetched for the rules above anyway) and believed only when
+  catalogd's signature covers it (``Catalog.stage_owner``).
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
-from catalogd.auth.model import ANONYMOUS
+from catalogd.auth.model import ANONYMOUS, Role
 from catalogd.auth.operations import hms_role
-from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, is_stage_table
+from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, is_stage_table
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
 from catalogd.hms import methods
 from catalogd.hms.refused import Refused, message_of, meta_error
@@ -40,7 +45,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DROP_TABLE", "READER_GLOBAL_WRITES", "CallRecord", "CurrentTable", "Policy", "is_dynamic"]
+__all__ = ["DROP_TABLE", "READER_GLOBAL_WRITES", "CallRecord", "CurrentTable", "Policy", "StageOwner", "is_dynamic"]
 
 #: Global writes a reader makes (locks, transactions, its session's tokens): allowed on a
 #: read-only default catalog; every other global write (roles, grants, keys, compactions,
@@ -58,6 +63,9 @@ _NO_UGI = "a connection without set_ugi"
 
 #: The table as the metastore has it now (None: none), for the rules that depend on it.
 CurrentTable = Callable[[str, str], Any]
+#: Who began the stage of a staging table as the metastore has it, when catalogd signed it
+#: (None: unsigned, so no owner catalogd can vouch for): ``Catalog.stage_owner``.
+StageOwner = Callable[[Any], str | None]
 
 
 @dataclass
@@ -114,14 +122,20 @@ class Policy:
         if user and principal is None:
             who += " (not a configured principal)"
         where = f"catalog {catalog}" if catalog is not None else "any catalog"
-        text = f"catalogd: permission denied: {who} needs role {needed.label} on {where} for {method}"
+        if self.audit is not None and call.object is None:
+            call.object = obj() if obj is not None else catalog
+        raise self._denied(conn, method, call,
+                           f"catalogd: permission denied: {who} needs role {needed.label} on {where} for {method}")
+
+    def _denied(self, conn: ClientConnection, method: str, call: CallRecord, text: str) -> Refused:
+        """The refusal of a call the principal may not make, recorded as a denial (not as a
+        write that failed)."""
         call.audited = False
         if self.audit is not None:
-            if call.object is None:
-                call.object = obj() if obj is not None else catalog
+            user = conn.identity[0] if conn.identity else None
             self.audit.record(principal=user or None, surface="hms", client=conn.peer, operation=method,
                               object=call.object, outcome="denied", detail=text)
-        raise meta_error(text)
+        return meta_error(text)
 
     def readable(self, principal: Principal | None, catalog: str) -> bool:
         """Whether a listing across catalogs shows ``catalog`` to ``principal``."""
@@ -168,12 +182,17 @@ class Policy:
             raise meta_error(f"catalogd: catalog {catalog!r} is read-only: {method} refused")
 
     def check_write(self, method: str, args: Any, catalog: str, targets: list[tuple[str, str]],
-                    current: CurrentTable) -> None:
-        """Refuse what no client may do through the endpoint (raises ``Refused``).
+                    current: CurrentTable, conn: ClientConnection | None = None, call: CallRecord | None = None,
+                    stage_owner: StageOwner | None = None) -> None:
+        """Refuse what no client may do through the endpoint, or this client may not (raises ``Refused``).
 
         Args:
             targets: the (database, table) the write names, as the catalog knows them.
             current: reads a target table as the metastore has it now.
+            conn, call: the caller and what its authorization found (the principal the stage
+                rule compares with a stage's owner, and where a denial is recorded).
+            stage_owner: the owner of a staging table (``Catalog.stage_owner``); None: no
+                staging table has an owner catalogd vouches for (only an admin writes one).
         """
         new_tables = list(methods.tables_in(args))
         for table in new_tables:
@@ -188,6 +207,7 @@ class Policy:
                 raise meta_error(f"catalogd: parameters starting with {RESERVED_PROPERTY_PREFIX!r} on database "
                                  f"{database} are catalogd's own; {method} refused")
         tables = {(d, t) for d, t in targets if t}
+        owners = self._owners_checked(conn, call)
         for database, table in sorted(tables):
             found = None
             try:
@@ -195,8 +215,16 @@ class Policy:
             except Refused as refused:
                 if not isinstance(refused.exc, hms.NoSuchObjectException | hms.MetaException):
                     raise
+                if owners and is_stage_table(table) and isinstance(refused.exc, hms.MetaException):
+                    # Whose stage it is cannot be told: fail closed rather than let anyone write it.
+                    raise meta_error(f"catalogd: cannot read staging table {catalog}.{database}.{table} to tell "
+                                     f"whose stage it is ({message_of(refused.exc)}); {method} refused") from None
             if found is None:
                 continue
+            if owners and is_stage_table(table):
+                assert conn is not None and call is not None
+                self._check_stage_owner(conn, call, method, catalog, database, table,
+                                        stage_owner(found) if stage_owner is not None else None)
             params = found.parameters or {}
             if is_dynamic(params) and not is_stage_table(table) and method not in DROP_TABLE:
                 raise meta_error(f"catalogd: {catalog}.{database}.{table} is a dynamic table: {method} "
@@ -204,6 +232,43 @@ class Policy:
             if method in _ALTER_TABLE and _reserved_map(args.new_tbl.parameters) != _reserved_map(params):
                 raise meta_error(f"catalogd: {method} of {catalog}.{database}.{table} would set or "
                                  f"remove catalogd's own parameters ({RESERVED_PROPERTY_PREFIX}*); refused")
+
+    # ------------------------------------------------------------ stages
+
+    def _owners_checked(self, conn: ClientConnection | None, call: CallRecord | None) -> bool:
+        """Whether writes to staging tables are limited to their owners: with auth on (off, a
+        stage's owner is free text its writer sent, and anyone may end any stage)."""
+        authority = self.authority
+        return authority is not None and authority.enabled and conn is not None and call is not None
+
+    def _check_stage_owner(self, conn: ClientConnection, call: CallRecord, method: str, catalog: str,
+                           database: str, table: str, owner: str | None) -> None:
+        """Refuse a write to a staging table by anyone but its stage's owner or an admin of its catalog.
+
+        The same principals the Thrift API lets heartbeat, commit or abort the stage: whoever
+        else altered or dropped its table would end it behind its owner's back (the owner's
+        commit then finds no stage). ``owner`` None: catalogd did not sign the table, so the
+        owner it names is anyone's claim and only an admin may write it.
+        """
+        authority = self.authority
+        principal = call.principal
+        assert authority is not None
+        if principal is not None and owner and owner == principal.name:
+            return
+        if principal is not None and authority.allows(principal, catalog, Role.ADMIN):
+            return
+        user = conn.identity[0] if conn.identity else None
+        key = table.lower()[len(STAGE_TABLE_PREFIX):]
+        if owner is None:
+            whose = "which catalogd did not sign (its owner is unknown)"
+        else:
+            whose = f"which {owner or 'another principal'} began"
+        if call.object is None:
+            call.object = f"{catalog}.{database}.{table}"
+        raise self._denied(conn, method, call,
+                           f"catalogd: permission denied: user {user!r} needs role admin on catalog {catalog} for "
+                           f"{method} of staging table {database}.{table} (stage {catalog}.{database}.{key}), "
+                           f"{whose}")
 
 
 def is_dynamic(params: dict[str, str] | None) -> bool:

@@ -6,7 +6,7 @@ must change is decoded with hmsclient's IDL. The concerns live apart, this modul
 dispatches between them:
 
 * ``policy``: auth, audit, read-only catalogs, reserved ``catalogd.*`` parameters, the
-  dynamic-table guard;
+  dynamic-table guard, staging tables written only by their stage's owner or an admin;
 * ``rewriting``: a prefixed catalog's names (``<prefix>db`` <-> ``db``) in args, replies and
   view text; staging tables left out of listings;
 * ``upstream``: relaying to the metastore of a catalog's ``RelayTarget``;
@@ -267,7 +267,7 @@ class Router:
         if target is None:
             return self._memory(conn, message, args, route)
         if writes:
-            return self._write(conn, message, args, route, catalog, target)
+            return self._write(conn, message, args, route, catalog, target, call)
         return self._read(conn, message, args, route, target)
 
     # ------------------------------------------------------------ routing
@@ -407,7 +407,7 @@ class Router:
     # ------------------------------------------------------------ writes
 
     def _write(self, conn: ClientConnection, message: Message, args: Any, route: _Route, catalog: Catalog,
-               target: RelayTarget) -> bytes:
+               target: RelayTarget, call: CallRecord) -> bytes:
         method = message.name
         place = self.rewriting.place
         targets = [(place(db), table) for db, table in methods.target_in_args(method, args)]
@@ -415,7 +415,8 @@ class Router:
         # Invalidated however the write ends: it may have happened before the answer was lost.
         with self._caching(target).writing(method, touched):
             self.policy.check_write(method, args, route.catalog, targets,
-                                    lambda database, table: self._current_table(target, conn, database, table))
+                                    lambda database, table: self._current_table(target, conn, database, table),
+                                    conn, call, catalog.stage_owner)
             dropped = self.drops.drop(method, args, catalog, target, self.rewriting.place,
                                       lambda database, table: self._current_table(target, conn, database, table))
             if dropped is not None:

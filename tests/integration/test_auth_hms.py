@@ -3,13 +3,14 @@ audited, no token lands in any file; and a daemon bound to a non-loopback addres
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hmsclient.genthrift.hive_metastore import ttypes
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 
 from catalogd.auth.audit import read_audit
 
@@ -200,3 +201,77 @@ def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_
         assert c.list_tables("main.shop") == ["t"]
     denials = [e for e in _audit(proc.data_dir) if e["outcome"] == "denied" and e["surface"] == "hms"]
     assert {e["principal"] for e in denials} >= {"mallory", "viewer"}
+
+
+def test_a_stage_s_table_is_written_through_the_endpoint_only_by_its_owner_or_an_admin(daemon_factory) -> None:
+    """Issue 21's measured attack: a client claiming another writer through set_ugi altered and
+    dropped that writer's staging table, and the owner's commit then found no stage."""
+    from catalogd.client import CatalogClient
+    from catalogd.errors import StageNotFoundError
+    from catalogd.model import StageState
+
+    tokens = {"etl": ETL_TOKEN, "etl2": "etl2-token-0123456789abcdef-A1", "ops": "ops-token-0123456789abcdef-A1"}
+    auth = {"enabled": True,
+            "principals": [{"name": name, "token": token} for name, token in tokens.items()],
+            "grants": [{"principal": "etl", "catalog": "main", "role": "writer"},
+                       {"principal": "etl2", "catalog": "main", "role": "writer"},
+                       {"principal": "ops", "catalog": "*", "role": "admin"}]}
+    proc = daemon_factory(catalogs=[embedded_catalog("main")], extra={"auth": auth}, name="stage-owners")
+    address = proc.hms_address
+    denied = ttypes.MetaException
+    with CatalogClient(proc.address, token=tokens["etl"]) as etl:
+        etl.create_database("main.owned")
+        stage = etl.begin_stage("main.owned.daily", schema="id bigint", partitioned_by="ds string")
+        assert stage.owner == "etl"
+        staging = stage.staging_table
+
+        def partition(tbl: Any, ds: str) -> ttypes.Partition:
+            sd = ttypes.StorageDescriptor(**vars(tbl.sd))
+            sd.location = f"{tbl.sd.location}/ds={ds}"
+            return ttypes.Partition(dbName="owned", tableName=staging, values=[ds], sd=sd, parameters={})
+
+        # Another writer, claiming its own name or the owner's through set_ugi, reads the table
+        # but writes nothing of it.
+        with hms_connection(address, "etl2") as other:
+            tbl = other.get_table("owned", staging)
+            changed = ttypes.Table(**vars(tbl))
+            changed.parameters = {**tbl.parameters, "comment": "by etl2"}
+            owner_only = rf"user 'etl2' needs role admin on catalog main for {{}} of staging table " \
+                         rf"owned\.{staging} \(stage {re.escape(stage.id)}\), which etl began"
+            with pytest.raises(denied, match=owner_only.format("alter_table")):
+                other.alter_table("owned", staging, changed)
+            with pytest.raises(denied, match=owner_only.format("drop_table")):
+                other.drop_table("owned", staging, True)
+            with pytest.raises(denied, match=owner_only.format("add_partitions")):
+                other.add_partitions([partition(tbl, "2026-01-01")])
+            with pytest.raises(denied, match=owner_only.format("add_partition")):
+                # The IDL's add_partition (hmsclient's own add_partition takes other arguments).
+                ThriftHiveMetastore.Client.add_partition(other, partition(tbl, "2026-01-01"))
+            with pytest.raises(denied, match=owner_only.format("drop_partition")):
+                other.drop_partition("owned", staging, ["2026-01-01"], True)
+        assert etl.get_stage(stage.id).state is StageState.OPEN
+        # The owner writes into its stage through the endpoint (as Spark does, as its set_ugi user).
+        with hms_connection(address, "etl") as owner:
+            tbl = owner.get_table("owned", staging)
+            assert tbl.parameters.get("comment") != "by etl2"
+            owner.add_partitions([partition(tbl, "2026-01-02")])
+            changed = ttypes.Table(**vars(tbl))
+            changed.parameters = {**tbl.parameters, "written-by": "etl"}
+            owner.alter_table("owned", staging, changed)
+        committed = etl.commit_stage(stage.id)
+        assert committed.state is StageState.COMMITTED
+        assert [p.values for p in etl.list_partitions("main.owned.daily")] == [["2026-01-02"]]
+
+        # An admin may drop another principal's staging table (its stage then is gone).
+        second = etl.begin_stage("main.owned.weekly", schema="id bigint")
+        with hms_connection(address, "ops") as ops:
+            ops.drop_table("owned", second.staging_table, True)
+            with pytest.raises(ttypes.NoSuchObjectException):
+                ops.get_table("owned", second.staging_table)
+        with pytest.raises(StageNotFoundError):
+            etl.commit_stage(second.id)
+
+    denials = [e for e in _audit(proc.data_dir) if e["outcome"] == "denied" and e["principal"] == "etl2"]
+    assert {(e["operation"], e["object"]) for e in denials} == {
+        (method, f"main.owned.{staging}") for method in ("alter_table", "drop_table", "add_partitions", "add_partition",
+                                                           "drop_partition")}

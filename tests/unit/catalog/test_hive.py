@@ -7,6 +7,7 @@ hides, and which catalogd error each HMS exception becomes.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 
@@ -261,6 +262,18 @@ def test_a_stage_is_hidden_until_its_commit_creates_the_target(sales: HiveCatalo
     # Idempotent: the commit retried after a lost reply answers the same.
     assert sales.commit_stage("sales", key_of(stage.id)).state is StageState.COMMITTED
     assert sales.get_stage("sales", key_of(stage.id)).state is StageState.COMMITTED
+
+
+def test_a_staging_table_names_its_owner_only_under_catalogds_signature(sales: HiveCatalog, fake: FakeHms) -> None:
+    """What the HMS endpoint asks before a write to a staging table (owner or admin only)."""
+    req = request()
+    req.owner = "etl"
+    stage = sales.begin_stage(req)
+    tbl = copy.deepcopy(fake.tables[("sales", stage.staging_table)])
+    assert sales.stage_owner(tbl) == "etl"
+    tbl.parameters["catalogd.stage.owner"] = "etl2"  # claimed behind catalogd's back
+    assert sales.stage_owner(tbl) is None
+    assert HiveCatalog("bare", uris=[("127.0.0.1", 9083)]).stage_owner(tbl) is None  # stages nothing
 
 
 def test_a_create_stage_loses_to_a_target_that_appeared(sales: HiveCatalog) -> None:
