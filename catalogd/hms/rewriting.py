@@ -18,7 +18,6 @@ from catalogd.catalog.base import is_stage_table
 from catalogd.hms import methods, view_text
 from catalogd.hms.federation import Federation
 from catalogd.hms.refused import meta_error
-from catalogd.hms.view_parse import ViewParser
 
 __all__ = ["LISTINGS", "Rewriting", "hide_stages", "spark_default_location"]
 
@@ -42,7 +41,7 @@ class Rewriting:
                  parse_timeout: Callable[[], float] = lambda: 10.0) -> None:
         self._federation = federation
         #: Parses view texts once per mapping, within bounds (kept across config reloads).
-        self.views = ViewParser(parse_timeout)
+        self.views = view_text.new_parser(parse_timeout)
 
     def prefix(self, catalog: str) -> str:
         """The prefix of ``catalog``'s databases as clients see them ("": none)."""

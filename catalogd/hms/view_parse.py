@@ -8,7 +8,7 @@ stalled every other connection. So:
   and the mapping (direction, prefix, default database, session-only); callers asking for the
   same rewrite while it runs wait for that one instead of parsing it again;
 * texts up to ``INLINE_TEXT`` are parsed in the calling thread (milliseconds); longer ones in a
-  worker process (``python -m catalogd.hms.view_parse``), so their CPU, memory and collections
+  worker process (``python -m catalogd.hms.view_text``, which runs ``serve``), so their CPU, memory and collections
   are not the daemon's, and a parse past its deadline is ended by killing the worker;
 * nesting deeper than ``MAX_DEPTH`` is refused before parsing (sqlglot's parser recurses);
 * no lock is held while a text is parsed: the cache's lock guards dict operations only.
@@ -36,7 +36,7 @@ from typing import IO, Any
 log = logging.getLogger(__name__)
 
 __all__ = ["CACHE_BYTES", "CACHE_ENTRIES", "INLINE_TEXT", "MAX_DEPTH", "WORKERS", "Request", "Rewritten",
-           "ViewParser"]
+           "ViewParser", "depth_error", "serve"]
 
 #: Texts up to this many characters are parsed in the calling thread (a few milliseconds).
 INLINE_TEXT = 16 * 1024
@@ -109,14 +109,18 @@ class ViewParser:
     """Rewrites view texts with a cache, a worker pool and bounds (see the module docstring).
 
     Args:
+        compute: parses and rewrites one text (``view_text.compute``; the worker processes run
+            that one whatever is passed here).
         timeout: the longest one parse may take, in seconds (called per use: a config reload
             changes it); also the longest a caller waits for a free worker.
         inline_text, max_depth, cache_entries, cache_bytes, workers: the bounds (tests lower them).
     """
 
-    def __init__(self, timeout: Callable[[], float] = lambda: 10.0, *, inline_text: int = INLINE_TEXT,
+    def __init__(self, compute: Callable[[Request], Rewritten], timeout: Callable[[], float] = lambda: 10.0, *,
+                 inline_text: int = INLINE_TEXT,
                  max_depth: int = MAX_DEPTH, cache_entries: int = CACHE_ENTRIES, cache_bytes: int = CACHE_BYTES,
                  workers: int = WORKERS) -> None:
+        self._compute = compute
         self._timeout = timeout
         self.inline_text = inline_text
         self.max_depth = max_depth
@@ -181,8 +185,6 @@ class ViewParser:
     # ------------------------------------------------------------ parsing
 
     def _parse(self, request: Request, timeout: float) -> tuple[Rewritten, float | None]:
-        from catalogd.hms import view_text
-
         too_deep = depth_error(request.text, self.max_depth)
         if too_deep is not None:
             # Refused before sqlglot sees it: a text of nested parentheses is cheap to send.
@@ -190,7 +192,7 @@ class ViewParser:
         with self._lock:
             self._stats["parses"] += 1
         if len(request.text) <= self.inline_text:
-            return view_text.compute(request), None
+            return self._compute(request), None
         with self._lock:
             self._stats["worker_parses"] += 1
         answer = self._pool.run(request, timeout)
@@ -275,7 +277,7 @@ class _Worker:
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "catalogd.hms.view_parse"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "catalogd.hms.view_text"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, close_fds=True)
         # Ready once it has imported sqlglot: the parse's deadline starts after that.
         if _read(self.proc.stdout, time.monotonic() + _START_TIMEOUT) is None:
@@ -373,12 +375,10 @@ class _Pool:
             worker.kill()
 
 
-def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """The worker's loop: a request in, its rewrite out, until stdin closes (the daemon went away)."""
+def serve(compute: Callable[[Request], Rewritten], stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    """A worker's loop: a request in, its rewrite out, until stdin closes (the daemon went away)."""
     import resource
     import signal
-
-    from catalogd.hms import view_text
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon's Ctrl-C is the daemon's to handle
     import sqlglot  # noqa: F401 (imported before "ready": the first parse's deadline is the parse's)
@@ -391,16 +391,10 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             return
         body = stdin.read(_LENGTH.unpack(head)[0])
         fields = json.loads(body)
-        answer = view_text.compute(Request(**fields))
+        answer = compute(Request(**fields))
         out = json.dumps(answer.to_json()).encode()
         stdout.write(_LENGTH.pack(len(out)) + out)
         stdout.flush()
         if resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > _WORKER_MAX_RSS_KIB:
             return  # the daemon starts a fresh one: the parse tree's memory goes back to the system
 
-
-if __name__ == "__main__":
-    # Through the package's module, so that the worker's classes are the ones view_text uses.
-    from catalogd.hms import view_parse
-
-    view_parse._serve(sys.stdin.buffer, sys.stdout.buffer)

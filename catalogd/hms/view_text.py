@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from catalogd.hms import view_parse
 from catalogd.hms.view_parse import Request, Rewritten, ViewParser
 
 log = logging.getLogger(__name__)
@@ -193,8 +194,13 @@ def default_parser() -> ViewParser:
     global _default_parser
     with _default_lock:
         if _default_parser is None:
-            _default_parser = ViewParser()
+            _default_parser = new_parser()
         return _default_parser
+
+
+def new_parser(timeout: Callable[[], float] = lambda: 10.0) -> ViewParser:
+    """A ``ViewParser`` of this module's rewrites, its parse bounded by ``timeout()`` seconds."""
+    return ViewParser(compute, timeout)
 
 
 class ViewTextRefused(Exception):
@@ -477,3 +483,10 @@ def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+if __name__ == "__main__":
+    # A view parser worker process (``view_parse._Worker`` starts it): the rewrites of this module.
+    import sys
+
+    view_parse.serve(compute, sys.stdin.buffer, sys.stdout.buffer)

@@ -160,4 +160,4 @@ def test_the_view_parser_worker_is_a_child_of_the_daemon(daemon: Daemon) -> None
     # Long texts are parsed in processes of their own: their memory is not the daemon's.
     children = Path(f"/proc/{daemon.pid}/task/{daemon.pid}/children").read_text().split()
     commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in children]
-    assert any(b"catalogd.hms.view_parse" in command for command in commands)
+    assert any(b"catalogd.hms.view_text" in command for command in commands)

@@ -31,7 +31,7 @@ def big_text(selects: int) -> str:
 
 @pytest.fixture
 def parser():
-    made = ViewParser(lambda: 30.0)
+    made = ViewParser(view_text.compute, lambda: 30.0)
     yield made
     made.close()
 
@@ -57,7 +57,7 @@ def test_a_text_is_parsed_once_per_mapping(parser):
 
 
 def test_the_cache_is_bounded_in_entries_and_bytes():
-    parser = ViewParser(cache_entries=3, cache_bytes=10_000)
+    parser = ViewParser(view_text.compute, cache_entries=3, cache_bytes=10_000)
     for i in range(5):
         parser.rewrite(Request(f"SELECT * FROM t{i}", "client", "p__", "db"))
     assert parser.stats()["entries"] == 3
@@ -78,17 +78,15 @@ def test_the_cache_is_bounded_in_entries_and_bytes():
     assert stats["bytes"] <= 10_000 and stats["entries"] == 2
 
 
-def test_callers_of_a_text_being_parsed_wait_for_that_parse(monkeypatch):
-    parser = ViewParser()
+def test_callers_of_a_text_being_parsed_wait_for_that_parse():
     started, release = threading.Event(), threading.Event()
-    real = view_text.compute
 
     def slow(request: Request) -> Rewritten:
         started.set()
         assert release.wait(30)
-        return real(request)
+        return view_text.compute(request)
 
-    monkeypatch.setattr(view_text, "compute", slow)
+    parser = ViewParser(slow)
     results: list[str] = []
     request = Request("SELECT * FROM orders", "client", "p__", "p__sales")
     threads = [threading.Thread(target=lambda: results.append(parser.rewrite(request).text)) for _ in range(4)]
@@ -136,7 +134,7 @@ def test_long_texts_are_parsed_in_a_worker(parser):
 
 
 def test_a_parse_past_its_time_bound_is_given_up_and_its_worker_replaced():
-    parser = ViewParser(lambda: 0.05)
+    parser = ViewParser(view_text.compute, lambda: 0.05)
     try:
         # The worker started and ready: the bound is the parse's, not the start's.
         parser.rewrite(Request(big_text(200), "client", "p__", "db"))
@@ -152,7 +150,7 @@ def test_a_parse_past_its_time_bound_is_given_up_and_its_worker_replaced():
     finally:
         parser.close()
     # A new worker serves the next text.
-    roomy = ViewParser(lambda: 60.0)
+    roomy = ViewParser(view_text.compute, lambda: 60.0)
     try:
         assert roomy.rewrite(Request(big_text(300), "client", "p__", "db")).problem is None
     finally:
