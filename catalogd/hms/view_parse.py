@@ -287,8 +287,9 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def ask(self, request: Request, deadline: float) -> Rewritten | None:
-        """The worker's answer, or None when it did not come by ``deadline`` (the worker is then killed)."""
+    def ask(self, request: Request, deadline: float) -> tuple[Rewritten, bool] | None:
+        """The worker's answer and whether it retires after it, or None when no answer came by
+        ``deadline`` (the worker is then killed). OSError: the worker was gone before the request."""
         assert self.proc.stdin is not None
         body = json.dumps(asdict(request)).encode()
         try:
@@ -301,7 +302,8 @@ class _Worker:
         if answer is None:
             self.kill()
             return None
-        return Rewritten.from_json(json.loads(answer))
+        fields = json.loads(answer)
+        return Rewritten.from_json(fields), bool(fields.get("retire"))
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -351,20 +353,36 @@ class _Pool:
         if not self._slots.acquire(timeout=timeout):
             return "busy"
         try:
-            with self._lock:
-                worker = self._idle.pop() if self._idle else None
-            if worker is None or not worker.alive():
+            deadline = time.monotonic() + timeout
+            # A second try with a new worker when the first one was gone (it died, or was killed).
+            for attempt in (1, 2):
+                with self._lock:
+                    worker = self._idle.pop() if self._idle else None
+                if worker is None or not worker.alive():
+                    try:
+                        worker = _Worker()
+                    except OSError as e:
+                        log.warning("view parser worker: %s", e)
+                        return "timeout"
+                    # The parse's own bound starts once its worker is ready.
+                    deadline = max(deadline, time.monotonic() + timeout)
                 try:
-                    worker = _Worker()
+                    answer = worker.ask(request, deadline)
                 except OSError as e:
-                    log.warning("view parser worker: %s", e)
+                    if attempt == 2:
+                        log.warning("view parser worker: %s", e)
+                        return "timeout"
+                    continue
+                if answer is None:
                     return "timeout"
-            answer = worker.ask(request, time.monotonic() + timeout)
-            if answer is None:
-                return "timeout"
-            with self._lock:
-                self._idle.append(worker)
-            return answer
+                result, retire = answer
+                if retire:
+                    worker.kill()  # it has exited, or is about to: its memory goes back to the system
+                else:
+                    with self._lock:
+                        self._idle.append(worker)
+                return result
+            return "timeout"
         finally:
             self._slots.release()
 
@@ -392,9 +410,11 @@ def serve(compute: Callable[[Request], Rewritten], stdin: IO[bytes], stdout: IO[
         body = stdin.read(_LENGTH.unpack(head)[0])
         fields = json.loads(body)
         answer = compute(Request(**fields))
-        out = json.dumps(answer.to_json()).encode()
+        # Grown past the bound: said in the reply, so the daemon never sends to a worker on its way out.
+        retire = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > _WORKER_MAX_RSS_KIB
+        out = json.dumps({**answer.to_json(), "retire": retire}).encode()
         stdout.write(_LENGTH.pack(len(out)) + out)
         stdout.flush()
-        if resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > _WORKER_MAX_RSS_KIB:
+        if retire:
             return  # the daemon starts a fresh one: the parse tree's memory goes back to the system
 

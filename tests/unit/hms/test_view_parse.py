@@ -227,3 +227,15 @@ def test_the_endpoint_answers_a_refused_view_with_a_meta_exception():
         assert refused.value.exc.message.endswith("; create_table refused")
     finally:
         rewriting.close()
+
+
+def test_a_worker_that_died_between_parses_is_replaced(parser):
+    parser.rewrite(Request(big_text(300), "client", "p__", "p__db"))
+    (worker,) = parser._pool._idle
+    worker.proc.kill()
+    worker.proc.wait()
+    # Not yet known to be gone (poll() may not have seen it): the request fails to send, a new worker answers.
+    worker.alive = lambda: True  # type: ignore[method-assign]
+    result = parser.rewrite(Request(big_text(301), "client", "p__", "p__db"))
+    assert result.problem is None and result.refused is None
+    assert parser.stats()["timeouts"] == 0
