@@ -76,7 +76,7 @@ def spark_view() -> Any:
 
 
 def fresh(view: Any) -> Any:
-    view_text._client_cached.cache_clear()
+    view_text.default_parser().clear()
     return copy.deepcopy(view)
 
 

@@ -149,6 +149,11 @@ class ServerConfig(_Model):
     hms_max_buffered_bytes: PositiveInt = Field(default=256 * 1024 * 1024, alias="hms-max-buffered-bytes")
     #: The longest view text (original or expanded, in bytes) a create or alter through the HMS endpoint may carry.
     hms_max_view_text: PositiveInt = Field(default=256 * 1024, alias="hms-max-view-text")
+    #: The longest one view text's parse may take (longer texts run in a worker process that is
+    #: killed at the bound): a create or alter is refused past it, a read returns the text as stored.
+    hms_view_parse_timeout: Annotated[Duration, AtMost(_HOUR)] = Field(
+        default=datetime.timedelta(seconds=10), alias="hms-view-parse-timeout"
+    )
     data_dir: Path = Field(default=Path("~/.catalogd"), alias="data-dir", validate_default=True)
     max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
     #: Thrift calls run at the same time (the worker pool); connections are not limited by it.

@@ -17,6 +17,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from catalogd.catalog.base import is_stage_table
 from catalogd.hms import methods, view_text
 from catalogd.hms.federation import Federation
+from catalogd.hms.refused import meta_error
 
 __all__ = ["LISTINGS", "Rewriting", "hide_stages", "spark_default_location"]
 
@@ -32,10 +33,15 @@ class Rewriting:
 
     Args:
         federation: the current ``Federation`` (called per use: a config reload changes it).
+        parse_timeout: the current bound on one view text's parse, in seconds
+            (``server.hms-view-parse-timeout``).
     """
 
-    def __init__(self, federation: Callable[[], Federation]) -> None:
+    def __init__(self, federation: Callable[[], Federation],
+                 parse_timeout: Callable[[], float] = lambda: 10.0) -> None:
         self._federation = federation
+        #: Parses view texts once per mapping, within bounds (kept across config reloads).
+        self.views = view_text.new_parser(parse_timeout)
 
     def prefix(self, catalog: str) -> str:
         """The prefix of ``catalog``'s databases as clients see them ("": none)."""
@@ -51,16 +57,24 @@ class Rewriting:
         prefix = self.prefix(catalog)
         if prefix:
             # A view's text is mapped while the view still has the client's names.
-            methods.rename_args(method, args, self._federation().unprefix(catalog),
-                                on_table=lambda table: view_text.view_to_backing(table, prefix))
+            try:
+                methods.rename_args(method, args, self._federation().unprefix(catalog),
+                                    on_table=lambda table: view_text.view_to_backing(table, prefix, self.views))
+            except view_text.ViewTextRefused as e:
+                raise meta_error(f"catalogd: {e.message}; {method} refused") from None
 
     def to_client(self, method: str, result: Any, catalog: str) -> None:
         """Rename a reply's result from the catalog's names to the client's (in place)."""
         prefix = self.prefix(catalog)
         if prefix and getattr(result, "success", None) is not None:  # void results have no success
             # A view's text is mapped while the view still has the backing metastore's names.
-            result.success = methods.rename_result(method, result.success, self._federation().prefix(catalog),
-                                                   on_table=lambda table: view_text.view_to_client(table, prefix))
+            result.success = methods.rename_result(
+                method, result.success, self._federation().prefix(catalog),
+                on_table=lambda table: view_text.view_to_client(table, prefix, self.views))
+
+    def close(self) -> None:
+        """Stop the view parser's worker processes."""
+        self.views.close()
 
 
 def hide_stages(result: Any) -> None:

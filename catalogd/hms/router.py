@@ -130,7 +130,8 @@ class Router:
                  audit: AuditLog | None = None) -> None:
         self.manager = manager
         self.policy = Policy(manager, authority, audit)
-        self.rewriting = Rewriting(lambda: self.federation)
+        self.rewriting = Rewriting(lambda: self.federation,
+                                   lambda: self.manager.config.server.hms_view_parse_timeout.total_seconds())
         self.upstreams = Upstreams(max_message)
         self.drops = Drops(manager, drop_dynamic)
         self.locks = locks
@@ -168,6 +169,7 @@ class Router:
 
     def close(self) -> None:
         self.upstreams.close()
+        self.rewriting.close()
 
     def _relay(self, target: RelayTarget, conn: ClientConnection, request: bytes, retry: bool) -> Message:
         return self.upstreams.relay(target, conn.identity, request, retry)

@@ -11,7 +11,12 @@ The text is parsed with sqlglot (Spark dialect) only to find where table
 references are; the new names are spliced into the original text at those
 positions, so quoting, case, spacing, comments, functions, literals, CTE names,
 aliases and column references stay byte for byte as they were. A text sqlglot
-cannot parse is left as it was, with a warning: the call never fails here.
+cannot parse is left as it was, with a warning. Parsing goes through a
+``view_parse.ViewParser``: each text is parsed once per mapping (kept in a
+bounded cache) within a time and a depth bound. A read never fails here (a text
+that hit a bound is returned as stored, logged); a create or alter of a view
+that names another catalog's database, holds several statements or hits a
+bound is refused (``ViewTextRefused``).
 """
 
 from __future__ import annotations
@@ -19,8 +24,12 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
+
+from catalogd.hms import view_parse
+from catalogd.hms.view_parse import Request, Rewritten, ViewParser
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +70,7 @@ _RESERVED = frozenset(
 MapDb = Callable[[str], "str | None"]
 
 
-def view_to_client(table: Any, prefix: str) -> None:
+def view_to_client(table: Any, prefix: str, parser: ViewParser | None = None) -> None:
     """Rewrite, in place, a view of a prefixed catalog from its backing names to the endpoint's.
 
     Call it on the table as the backing metastore holds it (``dbName`` still the
@@ -79,24 +88,60 @@ def view_to_client(table: Any, prefix: str) -> None:
     params = table.parameters or {}
     # Made while another Spark catalog was current: its one- and two-part names are that
     # catalog's; only ``spark_catalog.db.t`` names the metastore.
-    session_only = NUM_PARTS in params and params.get(PART.format(0), "").lower() != SESSION_CATALOG
-    rewrite = functools.partial(
-        _client_text, prefix=prefix, default=None if session_only else default, session_only=session_only
-    )
+    session_only = _session_only(params)
+    parse = (parser or default_parser()).rewrite
+
+    def rewrite(text: str) -> Rewritten:
+        return parse(Request(text, "client", prefix, None if session_only else default, session_only))
+
     _rewrite_table(table, rewrite, _client_mapper(prefix))
 
 
-def view_to_backing(table: Any, prefix: str) -> None:
+def view_to_backing(table: Any, prefix: str, parser: ViewParser | None = None) -> None:
     """The inverse of ``view_to_client``, for a view created or altered through the endpoint.
 
     ``<prefix>db`` -> ``db`` wherever a table reference or Spark's namespace
-    property names it (prefix matched case-insensitively). A name without the
-    prefix is left as it is (see ``foreign_references``); unqualified names stay
-    unqualified.
+    property names it (prefix matched case-insensitively); unqualified names stay
+    unqualified. Raises ``ViewTextRefused`` for a text the catalog's metastore
+    cannot hold as meant: one naming a database without the prefix (another
+    catalog's: stored as written it would read this catalog's database of that
+    name), one holding more than one statement, or one whose parse hit a bound
+    (time, depth). A text sqlglot cannot parse is stored as it is (logged).
     """
     if not prefix or getattr(table, "tableType", None) not in VIEW_TYPES:
         return
-    _rewrite_table(table, functools.partial(_backing_text, prefix=prefix), functools.partial(_strip, prefix))
+    session_only = _session_only(table.parameters or {})
+    parse = (parser or default_parser()).rewrite
+    where = f"{table.dbName}.{table.tableName}"
+
+    def rewrite(text: str) -> Rewritten:
+        result = parse(Request(text, "backing", prefix, None, session_only))
+        refusal = _refusal(result, where, prefix)
+        if refusal is not None:
+            raise ViewTextRefused(refusal)
+        return result
+
+    _rewrite_table(table, rewrite, functools.partial(_strip, prefix))
+
+
+def _refusal(result: Rewritten, where: str, prefix: str) -> str | None:
+    if result.refused:
+        return f"the text of view {where} cannot be checked: {result.refused}"
+    if result.statements > 1:
+        return (f"the text of view {where} holds {result.statements} statements; a view is one query "
+                f"(its names would be rewritten in every statement)")
+    if result.unmapped:
+        names = ", ".join(result.unmapped)
+        return (f"the text of view {where} names database {names}, not one of this catalog's "
+                f"({prefix}*): a view can read only its own catalog's databases (stored, the name would "
+                f"be read back as {prefix}{result.unmapped[0]}, another database)")
+    return None
+
+
+def _session_only(params: dict[str, str]) -> bool:
+    # Made while another Spark catalog was current: its one- and two-part names are that
+    # catalog's; only ``spark_catalog.db.t`` names the metastore.
+    return NUM_PARTS in params and params.get(PART.format(0), "").lower() != SESSION_CATALOG
 
 
 def foreign_references(table: Any, prefix: str) -> list[str]:
@@ -109,15 +154,11 @@ def foreign_references(table: Any, prefix: str) -> list[str]:
     if getattr(table, "tableType", None) not in VIEW_TYPES:
         return []
     found: list[str] = []
-
-    def collect(db: str) -> str | None:
-        if _strip(prefix, db) is None and db.lower() not in _NOT_METASTORE and db not in found:
-            found.append(db)
-        return None
-
+    session_only = _session_only(table.parameters or {})
     for text in (table.viewOriginalText, table.viewExpandedText):
         if text:
-            rewrite_text(text, collect, None, quiet=True)
+            result = default_parser().rewrite(Request(text, "backing", prefix, None, session_only))
+            found.extend(db for db in result.unmapped if db not in found)
     return found
 
 
@@ -143,41 +184,31 @@ def _namespace(parameters: dict[str, str] | None) -> str | None:
     return params.get(DEFAULT_DATABASE) or None
 
 
-#: One text's rewrite: (new text, why it was left as it was or None).
-_Rewrite = tuple[str, "str | None"]
-
-#: Texts longer than this are rewritten every time instead of being kept in the cache.
-_CACHE_TEXT_LIMIT = 64 * 1024
+#: The parser used when a caller passes none (unit tests, benchmarks); the endpoint has its own.
+_default_parser: ViewParser | None = None
+_default_lock = threading.Lock()
 
 
-def _cached(
-    text: str, key: tuple[Any, ...], cache: Callable[..., _Rewrite], compute: Callable[[], _Rewrite]
-) -> _Rewrite:
-    # Spark plans a query with many get_table calls: the same view is rewritten again and again.
-    return cache(text, *key) if len(text) <= _CACHE_TEXT_LIMIT else compute()
+def default_parser() -> ViewParser:
+    """The process's shared ``ViewParser`` with the default bounds."""
+    global _default_parser
+    with _default_lock:
+        if _default_parser is None:
+            _default_parser = new_parser()
+        return _default_parser
 
 
-@functools.lru_cache(maxsize=512)
-def _client_cached(text: str, prefix: str, default: str, session_only: bool) -> _Rewrite:
-    return _rewrite(text, _client_mapper(prefix), default or None, session_only)
+def new_parser(timeout: Callable[[], float] = lambda: 10.0) -> ViewParser:
+    """A ``ViewParser`` of this module's rewrites, its parse bounded by ``timeout()`` seconds."""
+    return ViewParser(compute, timeout)
 
 
-@functools.lru_cache(maxsize=512)
-def _backing_cached(text: str, prefix: str) -> _Rewrite:
-    return _rewrite(text, functools.partial(_strip, prefix), None)
+class ViewTextRefused(Exception):
+    """A view text a create or alter through the endpoint may not store (``message`` says why)."""
 
-
-def _client_text(text: str, *, prefix: str, default: str | None, session_only: bool = False) -> _Rewrite:
-    return _cached(
-        text,
-        (prefix, default or "", session_only),
-        _client_cached,
-        lambda: _rewrite(text, _client_mapper(prefix), default, session_only),
-    )
-
-
-def _backing_text(text: str, *, prefix: str) -> _Rewrite:
-    return _cached(text, (prefix,), _backing_cached, lambda: _rewrite(text, functools.partial(_strip, prefix), None))
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 #: (view, reason) pairs already warned about: a view Spark reads 100 times is logged once.
@@ -194,7 +225,7 @@ def _warn_once(where: str, problem: str) -> None:
     log.warning("view %s: text not rewritten: %s", where, problem)
 
 
-def _rewrite_table(table: Any, rewrite: Callable[[str], _Rewrite], map_db: MapDb) -> None:
+def _rewrite_table(table: Any, rewrite: Callable[[str], Rewritten], map_db: MapDb) -> None:
     where = f"{table.dbName}.{table.tableName}"
     done: dict[str, str] = {}
     for attr in ("viewOriginalText", "viewExpandedText"):
@@ -202,10 +233,10 @@ def _rewrite_table(table: Any, rewrite: Callable[[str], _Rewrite], map_db: MapDb
         if not text:
             continue
         if text not in done:  # Spark 4 stores the same text twice
-            new, problem = rewrite(text)
-            if problem:
-                _warn_once(where, problem)
-            done[text] = new
+            result = rewrite(text)
+            if result.problem:
+                _warn_once(where, result.problem)
+            done[text] = result.text
         setattr(table, attr, done[text])
     params = table.parameters
     if not params:
@@ -232,13 +263,25 @@ def rewrite_text(text: str, map_db: MapDb, default: str | None, *, where: str = 
     (``db.f(x)``) follow their databases. A text that does not parse is returned
     unchanged (logged at WARNING unless ``quiet``).
     """
-    new, problem = _rewrite(text, map_db, default)
-    if problem and not quiet:
-        log.warning("view %s: text not rewritten: %s", where or "?", problem)
-    return new
+    result = _rewrite(text, map_db, default)
+    if result.problem and not quiet:
+        log.warning("view %s: text not rewritten: %s", where or "?", result.problem)
+    return result.text
 
 
-def _rewrite(text: str, map_db: MapDb, default: str | None, session_only: bool = False) -> _Rewrite:
+def compute(request: Request) -> Rewritten:
+    """Parse and rewrite one text (no cache, no bounds but the recursion one: ``ViewParser`` adds them).
+
+    Runs in the daemon for short texts and in a worker process for long ones.
+    """
+    if request.direction == "client":
+        map_db: MapDb = _client_mapper(request.prefix)
+    else:
+        map_db = functools.partial(_strip, request.prefix)
+    return _rewrite(request.text, map_db, request.default, request.session_only)
+
+
+def _rewrite(text: str, map_db: MapDb, default: str | None, session_only: bool = False) -> Rewritten:
     """``session_only``: only names that say ``spark_catalog.`` are the metastore's."""
     import sqlglot
     from sqlglot import exp
@@ -246,10 +289,16 @@ def _rewrite(text: str, map_db: MapDb, default: str | None, session_only: bool =
 
     try:
         statements = sqlglot.parse(text, read="spark")
-    except (SqlglotError, RecursionError, ValueError) as e:
-        return text, f"sqlglot cannot parse it: {_first_line(e)}"
+    except RecursionError:
+        # Nesting the depth scan does not count (NOT NOT NOT ..., long chains): refused at create.
+        why = "it nests too deeply for the parser"
+        return Rewritten(text, problem=why, refused=why)
+    except (SqlglotError, ValueError) as e:
+        return Rewritten(text, problem=f"sqlglot cannot parse it: {_first_line(e)}")
+    count = sum(1 for statement in statements if statement is not None)
     edits: list[tuple[int, int, str]] = []
     renamed_tables: set[tuple[str, str]] = set()
+    unmapped: list[str] = []
     try:
         for statement in statements:
             if statement is None:
@@ -257,17 +306,27 @@ def _rewrite(text: str, map_db: MapDb, default: str | None, session_only: bool =
             if isinstance(statement, exp.Command):
                 raise _Unparsed("sqlglot parsed it as an opaque command")
             for node in statement.find_all(exp.Table):
-                _table_edit(node, map_db, default, edits, renamed_tables, session_only)
+                _table_edit(node, map_db, default, edits, renamed_tables, session_only, unmapped)
             for column in statement.find_all(exp.Column):
                 _column_edit(column, map_db, renamed_tables, edits, session_only)
             if not session_only:
                 for dot in statement.find_all(exp.Dot):
-                    _function_edit(dot, map_db, edits)
+                    _function_edit(dot, map_db, edits, unmapped)
     except _Unparsed as e:
-        return text, str(e)
+        return Rewritten(text, problem=str(e), statements=count)
+    except RecursionError:
+        why = "it nests too deeply for the parser"
+        return Rewritten(text, problem=why, statements=count, refused=why)
     except Exception as e:  # a sqlglot surprise must not fail the metastore call
-        return text, f"sqlglot failed on it: {type(e).__name__}: {_first_line(e)}"
-    return _splice(text, edits), None
+        return Rewritten(text, problem=f"sqlglot failed on it: {type(e).__name__}: {_first_line(e)}",
+                         statements=count)
+    return Rewritten(_splice(text, edits), statements=count, unmapped=tuple(unmapped))
+
+
+def _note_unmapped(db: str, unmapped: list[str]) -> None:
+    """A metastore database name the mapping left alone (global_temp is no metastore database)."""
+    if db.lower() not in _NOT_METASTORE and db not in unmapped:
+        unmapped.append(db)
 
 
 class _Unparsed(Exception):
@@ -292,6 +351,7 @@ def _table_edit(
     edits: list[tuple[int, int, str]],
     renamed: set[tuple[str, str]],
     session_only: bool,
+    unmapped: list[str],
 ) -> None:
     from sqlglot import exp
 
@@ -310,6 +370,8 @@ def _table_edit(
             start, end = _span(db)
             edits.append((start, end, _quote(mapped, db.quoted)))
             renamed.add((db.name.lower(), name.name.lower()))
+        else:
+            _note_unmapped(db.name, unmapped)
         return
     if default is None or catalog is not None or _is_cte(node, name.name):
         return
@@ -343,7 +405,7 @@ def _column_edit(
         edits.append((start, end, _quote(mapped, db.quoted)))
 
 
-def _function_edit(dot: Any, map_db: MapDb, edits: list[tuple[int, int, str]]) -> None:
+def _function_edit(dot: Any, map_db: MapDb, edits: list[tuple[int, int, str]], unmapped: list[str]) -> None:
     from sqlglot import exp
 
     db, call = dot.this, dot.expression
@@ -353,6 +415,8 @@ def _function_edit(dot: Any, map_db: MapDb, edits: list[tuple[int, int, str]]) -
     if mapped is not None:
         start, end = _span(db)
         edits.append((start, end, _quote(mapped, db.quoted)))
+    else:
+        _note_unmapped(db.name, unmapped)
 
 
 def _is_cte(node: Any, name: str) -> bool:
@@ -419,3 +483,10 @@ def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+if __name__ == "__main__":
+    # A view parser worker process (``view_parse._Worker`` starts it): the rewrites of this module.
+    import sys
+
+    view_parse.serve(compute, sys.stdin.buffer, sys.stdout.buffer)

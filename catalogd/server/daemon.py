@@ -214,7 +214,8 @@ class Daemon:
                                        max_buffered_bytes=server.max_buffered_bytes, ssl_context=api_tls)
             self.hms = HmsEndpoint(self.manager, self.config, drop_dynamic=self.dynamic.drop,
                                    authority=self.authority, audit=self.audit, ssl_context=hms_tls)
-            self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats)
+            self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats,
+                                            self.hms.router.rewriting.views.stats)
             try:
                 self.thrift.bind()
                 self.hms.bind()

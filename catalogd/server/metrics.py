@@ -15,6 +15,8 @@ Lags = Callable[[], list[tuple[str, float | None, bool | None]]]
 HmsCalls = Callable[[], dict[tuple[str, str], int]]
 #: The HMS endpoint's connections: open, busy, accepted, refused.
 HmsConnections = Callable[[], dict[str, int]]
+#: The HMS endpoint's view parser: ``ViewParser.stats()``.
+HmsViews = Callable[[], dict[str, int]]
 #: The metadata cache's ``MetadataCache.stats()``.
 CacheStats = Callable[[], dict[str, Any]]
 
@@ -41,9 +43,12 @@ class Metrics:
         """Export the metadata cache's hits, misses, size and evictions (read at every scrape)."""
         self.registry.register(_CacheCollector(stats))
 
-    def watch_hms_endpoint(self, calls: HmsCalls, connections: HmsConnections) -> None:
-        """Export the HMS endpoint's call counts and connections (read at every scrape)."""
+    def watch_hms_endpoint(self, calls: HmsCalls, connections: HmsConnections,
+                           views: HmsViews | None = None) -> None:
+        """Export the HMS endpoint's call counts, connections and view parses (read at every scrape)."""
         self.registry.register(_HmsCollector(calls, connections))
+        if views is not None:
+            self.registry.register(_ViewCollector(views))
 
 
 class _HmsCollector(Collector):
@@ -64,6 +69,25 @@ class _HmsCollector(Collector):
                                 stats["busy"])
         yield CounterMetricFamily("catalogd_hms_connections_refused", "HMS endpoint connections refused at the cap",
                                   stats["refused"])
+
+
+class _ViewCollector(Collector):
+    def __init__(self, stats: HmsViews) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats()
+        yield CounterMetricFamily("catalogd_hms_view_parses", "View texts the HMS endpoint parsed (cache misses)",
+                                  stats["parses"])
+        yield CounterMetricFamily("catalogd_hms_view_worker_parses",
+                                  "View texts parsed in a worker process (the longer ones)", stats["worker_parses"])
+        yield CounterMetricFamily("catalogd_hms_view_cache_hits", "View text rewrites answered from the cache",
+                                  stats["hits"])
+        yield CounterMetricFamily("catalogd_hms_view_parse_timeouts",
+                                  "View text parses given up at server.hms-view-parse-timeout", stats["timeouts"])
+        yield GaugeMetricFamily("catalogd_hms_view_cache_entries", "View text rewrites kept", stats["entries"])
+        yield GaugeMetricFamily("catalogd_hms_view_cache_bytes", "Characters of the view text rewrites kept",
+                                stats["bytes"])
 
 
 class _CacheCollector(Collector):
