@@ -449,6 +449,53 @@ def test_a_daemon_killed_during_a_commit_finishes_it_when_restarted(spark, clien
             own.abort_stage(stage.id)
 
 
+#: Where an APPEND commit dies -> the rows a reader sees while the daemon is down.
+APPEND_FAULTS = {
+    "commit.marked": "old",  # the plan is stored, nothing moved
+    "commit.moved": "moved",  # the files are in the existing partition, the new partition is not added
+    "commit.partitions": "new",  # the new partition is added, the stage not yet dropped
+}
+
+
+@pytest.mark.parametrize("point", list(APPEND_FAULTS), ids=[p.split(".", 1)[1] for p in APPEND_FAULTS])
+def test_a_daemon_killed_during_an_append_finishes_it_when_restarted(spark, client, main_db, remote, point):
+    first = remote(name="faulty", env={"CATALOGD_FAULT_POINTS": point})
+    target = f"{main_db}.p"
+    client.create_table(target, "id bigint", partitioned_by="ds string")
+    old = [(1, "a"), (2, "b")]
+    spark.createDataFrame(old, "id bigint, ds string").write.insertInto(short(target))
+    table_dir = local_path(client.get_table(target).location)
+    old_files = data_files(table_dir)
+    moved = sorted([*old, (20, "b")])
+    new = sorted([*old, (20, "b"), (40, "d")])
+    with CatalogClient(first.address, timeout=60) as own:
+        stage = own.begin_stage(target, purpose="append", lease=120)
+        write(spark, stage, [(20, "b"), (40, "d")], "id bigint, ds string")
+        with pytest.raises(ServerUnavailableError):
+            own.commit_stage(stage.id)
+    assert first.proc.wait(30) == -signal.SIGKILL
+    # The documented window: existing partitions receive their files before new partitions are added.
+    assert rows(spark, target) == {"old": sorted(old), "moved": moved, "new": new}[APPEND_FAULTS[point]]
+
+    again = remote(name="restarted", same_as=first)
+    with CatalogClient(again.address, timeout=60) as own:
+        assert own.get_stage(stage.id).state is StageState.COMMITTED
+        assert "finishing a commit that was interrupted" in log_text(again), again.log()
+        assert own.commit_stage(stage.id).state is StageState.COMMITTED
+        assert rows(spark, target) == new  # every row once
+        assert client.get_table(target).properties.get("catalogd.last-commit") == stage.id
+
+        def probe() -> list[str]:
+            problems = [f"stage {s.id} {s.state.name}" for s in stages_for(own, main_db)]
+            stray = data_files(table_dir) - read_files(spark, target)
+            if stray:
+                problems.append(f"files no reader reads: {sorted(str(p) for p in stray)}")
+            return problems
+
+        wait_until(settled(probe), DEADLINE, what="the append is finished and its stage gone", every=0.25)
+        assert old_files <= data_files(table_dir), "an old file was lost"
+
+
 #: The surviving daemon's lease: longer than a busy machine needs to look at the interrupted
 #: commit (a Spark read) before anybody may take it over.
 TAKEOVER_LEASE = 12
