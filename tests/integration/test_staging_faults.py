@@ -176,9 +176,9 @@ DRIVER = textwrap.dedent("""
     from pyspark.sql.functions import udf
 
     from catalogd.client import CatalogClient
-    from catalogd.spark import atomic_ctas, spark_conf_for
+    from catalogd.spark import atomic_ctas, insert_into, spark_conf_for
 
-    address, target, local_dir = sys.argv[1:4]
+    address, target, local_dir, mode = sys.argv[1:5]
     client = CatalogClient(address, timeout=60)
     builder = (
         SparkSession.builder.master("local[1]").appName("doomed-driver").enableHiveSupport()
@@ -201,7 +201,10 @@ DRIVER = textwrap.dedent("""
 
     df = spark.range(0, 100000, 1, 1).select(slow("id").alias("id"))
     print("writing", flush=True)
-    atomic_ctas(spark, target, df, client=client)
+    if mode == "append":
+        insert_into(spark, target, df, client=client)
+    else:
+        atomic_ctas(spark, target, df, client=client)
     print("committed: the test did not kill me in time", flush=True)
 """)
 
@@ -236,16 +239,25 @@ def kill_session(proc: subprocess.Popen[bytes], timeout: float = DEADLINE) -> No
     wait_until(settled(killed), timeout, what="every process of the killed driver to end", every=0.1)
 
 
-def test_a_spark_driver_killed_mid_write_leaves_nothing(client, main_db, remote, tmp_path):
+@pytest.mark.parametrize("mode", ["ctas", "append"])
+def test_a_spark_driver_killed_mid_write_leaves_nothing(spark, client, main_db, remote, tmp_path, mode):
     extra = remote(name="driver", staging={"lease": "4s"})
     target = f"{main_db}.doomed"
+    old_rows: list[tuple] = []
+    old_files: set[Path] = set()
+    if mode == "append":
+        # An INSERT INTO an existing table: its stage lives inside the table's directory.
+        client.create_table(target, "id bigint")
+        old_rows = [(-1,), (-2,)]
+        spark.createDataFrame(old_rows, "id bigint").write.insertInto(short(target))
+        old_files = data_files(local_path(client.get_table(target).location))
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     (tmp_path / "driver-local").mkdir()
     driver_log = tmp_path / "driver.log"
     with open(driver_log, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, str(script), extra.address, target, str(tmp_path / "driver-local")],
+            [sys.executable, str(script), extra.address, target, str(tmp_path / "driver-local"), mode],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
             env=clean_env(), start_new_session=True,
         )
@@ -279,6 +291,12 @@ def test_a_spark_driver_killed_mid_write_leaves_nothing(client, main_db, remote,
 
             def probe() -> list[str]:
                 problems = [f"stage {s.id} {s.state.name}" for s in stages_for(own, main_db)]
+                if mode == "append":
+                    table_dir = local_path(client.get_table(target).location)
+                    problems += [f"left on disk: {e}" for e in entries(db_dir(client, main_db)) if e != "doomed"]
+                    problems += [f"left in the table: {p}" for p in data_files(table_dir) - old_files]
+                    problems += [f"left in the table: {e}" for e in entries(table_dir) if "stage" in e]
+                    return problems
                 problems += [f"left on disk: {e}" for e in entries(db_dir(client, main_db))]
                 if client.table_exists(target):
                     problems.append(f"{target} exists")
@@ -288,7 +306,10 @@ def test_a_spark_driver_killed_mid_write_leaves_nothing(client, main_db, remote,
             wait_until(settled(probe), 4 + DEADLINE - (time.monotonic() - killed_at),
                        what="the killed driver's stage is aborted and its files deleted", every=0.25)
             assert not staging_dir.exists()
-            assert client.list_tables(main_db) == []
+            if mode == "append":
+                assert rows(spark, target) == sorted(old_rows) and client.list_tables(main_db) == ["doomed"]
+            else:
+                assert client.list_tables(main_db) == []
             with pytest.raises(StageNotFoundError):
                 own.commit_stage(stage.id)
     finally:
