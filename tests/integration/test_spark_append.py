@@ -98,3 +98,13 @@ def test_an_aborted_append_stage_leaves_nothing(spark, client, main_db):
         raise RuntimeError("changed my mind")
     assert staged.result.state is StageState.ABORTED
     assert rows(spark, target) == [(1,)] and stage_dirs(client, target) == []
+
+
+@pytest.mark.parametrize("fmt", ["csv", "textfile"])
+def test_append_in_other_formats(spark, client, main_db, fmt):
+    # csv is a Spark data source table (read where its `path` says), textfile a Hive serde table.
+    target = f"{main_db}.in_{fmt}"
+    cspark.atomic_ctas(spark, target, "SELECT id, 'old' AS tag FROM range(2)", format=fmt, client=client)
+    cspark.insert_into(spark, target, "SELECT 5, 'new'", client=client)
+    assert rows(spark, target) == [(0, "old"), (1, "old"), (5, "new")]
+    assert stage_dirs(client, target) == [] and leftovers(client, main_db) == []
