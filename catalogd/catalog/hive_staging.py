@@ -825,7 +825,13 @@ class HiveStager:
         params = dict(tbl.parameters or {})
         replaced: dict[str, str] = {}
         if purpose is StagePurpose.APPEND:
-            params.update(_chunks(json.dumps(self._append_plan(database, tbl, existing), sort_keys=True), APPEND_PLAN))
+            try:
+                plan = self._append_plan(database, tbl, existing)
+            except UnsupportedError as e:
+                # Nothing was moved yet: the stage can never commit, so it goes now, not at its lease's end.
+                self._abort_locked(database, tbl, e.message)
+                raise UnsupportedError(f"{e.message}; the stage was aborted") from e
+            params.update(_chunks(json.dumps(plan, sort_keys=True), APPEND_PLAN))
         elif existing.partitionKeys:
             staged = {codec.partition_name(tbl.partitionKeys, p.values)
                       for p in self._partitions(database, tbl.tableName)}
