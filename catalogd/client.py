@@ -516,10 +516,11 @@ class CatalogClient:
         Args:
             target: ``catalog.database.table`` (shorter forms use the defaults).
             schema: the columns (``"id bigint, name string"`` or Columns); under
-                OVERWRITE_PARTITIONS None means the target's.
+                OVERWRITE_PARTITIONS and APPEND None means the target's.
             partitioned_by: partition columns, same forms as ``schema``.
             format: parquet (default), orc, avro, csv, json or textfile.
-            purpose: CREATE, CREATE_IF_NOT_EXISTS, REPLACE or OVERWRITE_PARTITIONS.
+            purpose: CREATE, CREATE_IF_NOT_EXISTS, REPLACE, OVERWRITE_PARTITIONS or APPEND
+                (INSERT INTO an existing table on the daemon's local file system).
             lease: seconds the stage stays open without a heartbeat (None: the daemon's).
             owner: who writes (default ``user@host:pid``).
 

@@ -19,7 +19,8 @@ ENV = "CATALOGD_FAULT_POINTS"
 POINTS = (
     "commit.before-rename",  # CREATE: nothing done yet
     "commit.after-rename",  # CREATE: the target exists
-    "commit.marked",  # REPLACE / OVERWRITE_PARTITIONS: the stage says COMMITTING
+    "commit.marked",  # REPLACE / OVERWRITE_PARTITIONS / APPEND: the stage says COMMITTING
+    "commit.moved",  # APPEND: the staged files are in the target's existing directories
     "commit.dropped",  # REPLACE on the weaker path: the old target is dropped, the new one not created
     "commit.switched",  # the target points at the new data
     "commit.partitions",  # the target's partitions point at the new data

@@ -223,6 +223,8 @@ class StagePurpose(enum.StrEnum):
     CREATE_IF_NOT_EXISTS = "CREATE_IF_NOT_EXISTS"
     REPLACE = "REPLACE"
     OVERWRITE_PARTITIONS = "OVERWRITE_PARTITIONS"
+    #: INSERT INTO: the staged rows join the target's (new partitions added, files moved into existing ones).
+    APPEND = "APPEND"
 
     @classmethod
     def parse(cls, value: str) -> StagePurpose:
@@ -246,7 +248,7 @@ class StageState(enum.StrEnum):
 
 @dataclass
 class StageRequest:
-    """What ``begin_stage`` needs. Empty columns under OVERWRITE_PARTITIONS mean the target's."""
+    """What ``begin_stage`` needs. Empty columns under OVERWRITE_PARTITIONS and APPEND mean the target's."""
 
     catalog: str
     database: str

@@ -249,7 +249,8 @@ def staged_table(
         schema: ``"id bigint, ds string"``, Columns or a Spark ``StructType``; partition
             columns included (they are taken out by ``partition_by``).
         partition_by: partition column names.
-        mode: create, create_if_not_exists, replace or overwrite_partitions.
+        mode: create, create_if_not_exists, replace, overwrite_partitions or append (the last two
+            write into an existing table: schema None means its columns).
         lease: seconds without a heartbeat before the daemon aborts the stage.
         spark: when given, the block's Spark jobs run in a job group that is cancelled
             if the stage is lost (its lease lapsed), so they stop writing.

@@ -194,6 +194,8 @@ enum StagePurpose {
   CREATE_IF_NOT_EXISTS = 2,
   REPLACE = 3,
   OVERWRITE_PARTITIONS = 4,
+  // INSERT INTO: the staged rows are added to the target's (docs/atomic-writes.md)
+  APPEND = 5,
 }
 
 enum StageState {
@@ -206,7 +208,7 @@ enum StageState {
 struct StageRequest {
   1: required ObjectPath target,
   2: required StagePurpose purpose,
-  // empty under OVERWRITE_PARTITIONS: the target's columns
+  // empty under OVERWRITE_PARTITIONS and APPEND: the target's columns
   3: optional list<Column> columns,
   4: optional list<Column> partitionKeys,
   5: optional string format,

@@ -393,7 +393,8 @@ class Catalog(abc.ABC):
         Raises:
             DatabaseNotFoundError: the target's database does not exist.
             TableAlreadyExistsError: CREATE and the target exists.
-            TableNotFoundError: OVERWRITE_PARTITIONS and the target does not exist.
+            TableNotFoundError: OVERWRITE_PARTITIONS or APPEND and the target does not exist.
+            UnsupportedError: APPEND to a table the daemon cannot move files into (not ``file:``).
             InvalidArgumentError: bad schema, or a target that cannot be replaced.
         """
         raise self._no_stages()

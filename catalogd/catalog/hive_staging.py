@@ -7,9 +7,9 @@ the target), so a restarted daemon knows everything a crashed one knew.
 The life of a stage, as stored:
 
 * ``OPEN``: the staging table exists; a writer fills it and heartbeats.
-* ``COMMITTING`` (REPLACE and OVERWRITE_PARTITIONS only): the commit has begun;
-  what it replaces is recorded first, so an interrupted commit is finished by
-  whoever finds it (roll forward).
+* ``COMMITTING`` (REPLACE, OVERWRITE_PARTITIONS and APPEND): the commit has begun;
+  what it replaces (APPEND: the files it moves, the partitions it adds) is recorded
+  first, so an interrupted commit is finished by whoever finds it (roll forward).
 * ``RETIRING``: committed; the staging table now points at the *replaced* data
   and is dropped, with those files, once ``staging.replaced-data-retention`` is
   over (queries planned before the commit can still read them).
@@ -17,7 +17,9 @@ The life of a stage, as stored:
 CREATE publishes with one ``alter_table`` that renames the staging table to the
 target; REPLACE with one ``alter_table`` that points the target at the new
 storage; partitions switch with one ``alter_partitions`` plus one
-``add_partitions`` call.
+``add_partitions`` call. APPEND adds the new partitions with one ``add_partitions``
+and renames the staged files into the target's existing directories (only where the
+daemon reaches them: the local file system).
 
 Stages are signed: every time catalogd writes a staging table it stores an HMAC
 (``catalogd.stage.signature``, key ``staging.secret``) of the table's database, name,
@@ -34,6 +36,7 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import secrets
 import socket
 import threading
@@ -42,6 +45,8 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from enum import StrEnum
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
@@ -55,12 +60,14 @@ from catalogd.errors import (
     CatalogError,
     ConflictError,
     DatabaseNotFoundError,
+    InternalError,
     InvalidArgumentError,
     NotFoundError,
     PermissionDeniedError,
     StageNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    UnsupportedError,
 )
 from catalogd.faults import fault_point
 from catalogd.hive_types import parse_type
@@ -83,6 +90,11 @@ COMMIT_STARTED = PARAM + "commit-started"
 OLD_LOCATION = PARAM + "old-location"
 #: JSON ``{partition name: old location}``, split over ``.0``, ``.1``... (HMS values are short).
 REPLACED = PARAM + "replaced"
+#: APPEND: JSON ``{"moves": [[staged file, target file], ...], "add": [partition name, ...]}``, split
+#: like REPLACED; written before any file moves, so an interrupted commit is finished from it.
+APPEND_PLAN = PARAM + "append-plan"
+#: The basic statistics an append makes wrong (HMS keeps them per table and partition).
+_STATS = ("numFiles", "numRows", "rawDataSize", "totalSize", "COLUMN_STATS_ACCURATE")
 DELETE_AFTER = PARAM + "delete-after"
 #: Why a stage was aborted (kept while its tombstone waits for late writes).
 REASON = PARAM + "reason"
@@ -161,17 +173,98 @@ def _kept(params: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in (params or {}).items() if k.startswith(KEPT_ON_REPLACE)}
 
 
-def _chunks(text: str) -> dict[str, str]:
-    return {f"{REPLACED}.{i}": text[pos:pos + _PARAM_CHUNK] for i, pos in enumerate(range(0, len(text), _PARAM_CHUNK))}
+def _chunks(text: str, key: str = REPLACED) -> dict[str, str]:
+    return {f"{key}.{i}": text[pos:pos + _PARAM_CHUNK] for i, pos in enumerate(range(0, len(text), _PARAM_CHUNK))}
+
+
+def _read_chunked(params: dict[str, str], key: str) -> Any:
+    parts = []
+    index = 0
+    while f"{key}.{index}" in params:
+        parts.append(params[f"{key}.{index}"])
+        index += 1
+    return json.loads("".join(parts)) if parts else {}
 
 
 def _read_replaced(params: dict[str, str]) -> dict[str, str]:
-    parts = []
-    index = 0
-    while f"{REPLACED}.{index}" in params:
-        parts.append(params[f"{REPLACED}.{index}"])
-        index += 1
-    return json.loads("".join(parts)) if parts else {}
+    replaced: dict[str, str] = _read_chunked(params, REPLACED)
+    return replaced
+
+
+def local_path(location: str | None) -> str | None:
+    """The local path of a ``file:`` location (or one without a scheme); None for any other file system."""
+    if not location:
+        return None
+    parts = urlsplit(location)
+    if parts.scheme not in ("", "file") or parts.netloc not in ("", "localhost"):
+        return None
+    return unquote(parts.path) or None
+
+
+def _visible_files(directory: str) -> list[str]:
+    """The data files of a staged directory: Hive and Spark ignore names starting with ``_`` or ``.``
+    (``_SUCCESS``, checksums), so they are not appended.
+
+    Raises:
+        UnsupportedError: a subdirectory holding data (Spark's writers produce none).
+    """
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    files = []
+    for entry in entries:
+        if entry.name.startswith(("_", ".")):
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            raise UnsupportedError(f"{entry.path} is not a plain file: an append moves only the files of a directory")
+        files.append(entry.path)
+    return files
+
+
+def append_plan(key: str, staged: dict[str, str], existing: dict[str, str]) -> tuple[list[list[str]], list[str]]:
+    """What an append commit does, from staged directories and the target's current ones.
+
+    Args:
+        key: the stage's key: moved files are named ``<key>-<name>``, so they never replace a file
+            of the target (Hive's ``000000_0`` repeats between inserts) and a retried move recognises
+            its own result.
+        staged: partition name ("" when unpartitioned) -> the staged directory (a local path).
+        existing: partition name ("" when unpartitioned) -> the target's directory (a local path).
+
+    Returns:
+        (moves ``[[staged file, target file], ...]``, names of the partitions to add with their staged
+        directory as location).
+    """
+    moves: list[list[str]] = []
+    add: list[str] = []
+    for name in sorted(staged):
+        directory = staged[name]
+        if name in existing:
+            moves.extend([path, os.path.join(existing[name], f"{key}-{os.path.basename(path)}")]
+                         for path in _visible_files(directory))
+        else:
+            add.append(name)
+    return moves, add
+
+
+def apply_moves(moves: list[list[str]]) -> int:
+    """Rename each staged file into the target; safe to repeat (a file already moved is skipped).
+
+    Returns:
+        How many files this call moved.
+    """
+    moved = 0
+    for source, dest in moves:
+        if not os.path.lexists(source):
+            continue  # moved by an earlier, interrupted run of this commit
+        if os.path.lexists(dest):
+            raise ConflictError(f"cannot append {source}: {dest} exists already")
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        # One rename per file: atomic on a POSIX file system, so a reader sees each file whole or not at all.
+        os.rename(source, dest)
+        moved += 1
+    return moved
 
 
 def _commit_tags(stage: Stage, previous: dict[str, str] | None) -> dict[str, str]:
@@ -460,12 +553,19 @@ class HiveStager:
         if reserved:
             raise InvalidArgumentError(f"{what}: properties {reserved} are reserved for catalogd")
         comment = request.comment
-        if purpose is StagePurpose.OVERWRITE_PARTITIONS:
+        if purpose in (StagePurpose.OVERWRITE_PARTITIONS, StagePurpose.APPEND):
             if existing is None:
-                raise TableNotFoundError(f"{what} does not exist: a partition overwrite needs an existing table")
+                raise TableNotFoundError(f"{what} does not exist: "
+                                         f"{'an append' if purpose is StagePurpose.APPEND else 'a partition overwrite'}"
+                                         " needs an existing table")
             current = codec.to_table(self.name, existing)
-            if not current.partition_keys:
+            if purpose is StagePurpose.OVERWRITE_PARTITIONS and not current.partition_keys:
                 raise InvalidArgumentError(f"{what} is not partitioned: overwrite it with REPLACE")
+            if purpose is StagePurpose.APPEND and local_path(existing.sd.location) is None:
+                # Appending into an existing directory moves files, and the daemon moves only
+                # files it can reach itself (HMS has no call that merges directories).
+                raise UnsupportedError(f"{what} is stored at {existing.sd.location}: catalogd appends atomically "
+                                       "only to tables on the local file system (file:)")
             columns, partition_keys = self._same_schema(what, current, columns, partition_keys)
             if fmt is not None and fmt != current.format:
                 raise InvalidArgumentError(f"{what} is stored as {current.format}, not {fmt}")
@@ -734,7 +834,15 @@ class HiveStager:
         """Record what the commit replaces before touching the target, so anyone can finish it."""
         params = dict(tbl.parameters or {})
         replaced: dict[str, str] = {}
-        if existing.partitionKeys:
+        if purpose is StagePurpose.APPEND:
+            try:
+                plan = self._append_plan(database, tbl, existing)
+            except UnsupportedError as e:
+                # Nothing was moved yet: the stage can never commit, so it goes now, not at its lease's end.
+                self._abort_locked(database, tbl, e.message)
+                raise UnsupportedError(f"{e.message}; the stage was aborted") from e
+            params.update(_chunks(json.dumps(plan, sort_keys=True), APPEND_PLAN))
+        elif existing.partitionKeys:
             staged = {codec.partition_name(tbl.partitionKeys, p.values)
                       for p in self._partitions(database, tbl.tableName)}
             for part in self._partitions(database, existing.tableName):
@@ -752,11 +860,97 @@ class HiveStager:
         self._alter_stage(database, tbl)
         return tbl
 
+    def _append_plan(self, database: str, tbl: hms.Table, existing: hms.Table) -> dict[str, Any]:
+        """The moves and partition additions of an APPEND commit (see ``append_plan``).
+
+        Raises:
+            UnsupportedError: a directory involved is not on the local file system.
+        """
+        def local(location: str | None) -> str:
+            path = local_path(location)
+            if path is None:
+                raise UnsupportedError(f"{location} is not on the local file system: catalogd cannot move "
+                                       "files there, so it cannot append to it")
+            return path
+
+        if existing.partitionKeys:
+            staged = {codec.partition_name(tbl.partitionKeys, p.values): local(p.sd.location)
+                      for p in self._partitions(database, tbl.tableName)}
+            current = {codec.partition_name(existing.partitionKeys, p.values): p.sd.location
+                       for p in self._partitions(database, existing.tableName)}
+            # Only the partitions the stage wrote need a reachable directory.
+            targets = {name: local(location) for name, location in current.items() if name in staged}
+        else:
+            staged = {"": local(tbl.sd.location)}
+            targets = {"": local(existing.sd.location)}
+        moves, add = append_plan(tbl.tableName[len(STAGE_TABLE_PREFIX):], staged, targets)
+        return {"moves": moves, "add": add}
+
+    def _finish_append(self, database: str, tbl: hms.Table, stage: Stage, existing: hms.Table | None) -> None:
+        """Roll an APPEND forward: move the files into existing directories, add the new partitions in
+        one call, mark the target. Every step is safe to repeat (see ``apply_moves``)."""
+        target = stage.target
+        what = f"table {self.name}.{database}.{target}"
+        if existing is None:
+            self._retire(database, tbl, stage)
+            raise TableNotFoundError(f"{what} was dropped during the commit")
+        plan = _read_chunked(tbl.parameters or {}, APPEND_PLAN)
+        moves: list[list[str]] = plan.get("moves", [])
+        try:
+            apply_moves(moves)
+        except OSError as e:
+            raise InternalError(f"{what}: moving the appended files failed (the commit is finished when "
+                                f"retried): {e}") from e
+        fault_point("commit.moved")
+        stats_free = {k: v for k, v in (existing.parameters or {}).items() if k not in _STATS}
+        if existing.partitionKeys:
+            add = set(plan.get("add", []))
+            staged = {codec.partition_name(tbl.partitionKeys, p.values): p
+                      for p in self._partitions(database, tbl.tableName)}
+            current = {codec.partition_name(existing.partitionKeys, p.values): p
+                       for p in self._partitions(database, target)}
+            added = [hms.Partition(values=list(part.values), dbName=database, tableName=target,
+                                   createTime=int(time.time()), lastAccessTime=0, sd=copy.deepcopy(part.sd),
+                                   parameters=dict(part.parameters or {}))
+                     for name, part in sorted(staged.items()) if name in add and name not in current]
+            # The partitions that received files: their statistics no longer count them.
+            touched = [current[name] for name in sorted(staged) if name in current and name not in add
+                       and any(k in (current[name].parameters or {}) for k in _STATS)]
+            for part in touched:
+                part.parameters = {k: v for k, v in (part.parameters or {}).items() if k not in _STATS}
+            with self._client(what) as c:
+                if added:
+                    c.add_partitions(added)
+                if touched:
+                    c.alter_partitions(database, target, touched)
+        if (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
+            # Unpartitioned, this call also drops the table statistics the new files made wrong.
+            existing.parameters = {**(stats_free if not existing.partitionKeys else existing.parameters or {}),
+                                   **_commit_tags(stage, existing.parameters)}
+            self._alter(database, target, existing, what)
+        for source, _ in moves:
+            # What is left of a staged directory is Spark's bookkeeping (_SUCCESS, .crc files).
+            directory = os.path.dirname(source)
+            if existing.partitionKeys and os.path.isdir(directory):
+                for leftover in os.listdir(directory):
+                    with suppress(OSError):
+                        os.remove(os.path.join(directory, leftover))
+                with suppress(OSError):
+                    os.rmdir(directory)
+
     def _finish_commit(self, database: str, key: str, tbl: hms.Table, stage: Stage) -> Stage:
         """Roll a COMMITTING stage forward; every step is safe to repeat."""
         target = stage.target
         what = f"table {self.name}.{database}.{target}"
         existing = self._target_raw(database, target)
+        if stage.purpose is StagePurpose.APPEND:
+            self._finish_append(database, tbl, stage, existing)
+            fault_point("commit.partitions")
+            self._retire(database, tbl, stage)
+            logger.info("stage %s committed: appended to %s", stage.id, what)
+            # Nothing was replaced, so there is nothing for readers to keep.
+            self._purge(database, key)
+            return self._ended(database, key, target, stage.purpose, StageState.COMMITTED, f"appended to {what}")
         if stage.purpose is StagePurpose.REPLACE:
             if existing is None or (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
                 self._switch_table(database, tbl, existing, stage, what)
@@ -850,6 +1044,9 @@ class HiveStager:
         params = dict(tbl.parameters or {})
         if stage.purpose is StagePurpose.REPLACE:
             location = params.get(OLD_LOCATION) or f"{tbl.sd.location}/.retired"
+        elif stage.purpose is StagePurpose.APPEND and not tbl.partitionKeys:
+            # Its files were moved into the target: what is left (_SUCCESS) goes with the staging table.
+            location = tbl.sd.location
         else:
             location = f"{tbl.sd.location.rstrip('/')}/.retired"
         params.update({STATE: StoredState.RETIRING.value, DELETE_AFTER: str(_now_ms() + int(self.retention * 1000))})

@@ -33,13 +33,13 @@ def stage_describe(ctx: Context, stage_id: str) -> Stage:
 
 @stage.command("begin")
 @click.argument("target", metavar="CATALOG.DB.T")
-@click.option("--schema", help="Columns, e.g. \"id bigint, name string\" (OVERWRITE_PARTITIONS: the target's).")
+@click.option("--schema", help="Columns, e.g. \"id bigint, name string\" (OVERWRITE_PARTITIONS, APPEND: the target's).")
 @click.option("--partitioned-by", metavar="COLUMNS", help="Partition columns, e.g. \"ds string\".")
 @click.option("--format", "fmt", default=None,
               type=click.Choice(["parquet", "orc", "avro", "csv", "json", "textfile"], case_sensitive=False),
               help="Storage format [default: parquet].")
 @click.option("--purpose", default="create", show_default=True,
-              type=click.Choice(["create", "create_if_not_exists", "replace", "overwrite_partitions"],
+              type=click.Choice(["create", "create_if_not_exists", "replace", "overwrite_partitions", "append"],
                                 case_sensitive=False))
 @click.option("--lease", metavar="DURATION", help="e.g. 5 min [default: the daemon's staging.lease].")
 @click.option("--comment", help="Description of the table.")

@@ -1,6 +1,6 @@
 """PySpark side of catalogd: session settings and atomic writes through stages."""
 
-from catalogd.spark.atomic import atomic_ctas, insert_overwrite, sql
+from catalogd.spark.atomic import atomic_ctas, insert_into, insert_overwrite, sql
 from catalogd.spark.conf import session_builder
 from catalogd.spark.functions import register_functions
 from catalogd.spark_common import StagedTable, spark_conf_for, staged_table
@@ -8,6 +8,7 @@ from catalogd.spark_common import StagedTable, spark_conf_for, staged_table
 __all__ = [
     "StagedTable",
     "atomic_ctas",
+    "insert_into",
     "insert_overwrite",
     "register_functions",
     "session_builder",

@@ -1,4 +1,4 @@
-"""Atomic writes from PySpark: CTAS, REPLACE and INSERT OVERWRITE through catalogd stages.
+"""Atomic writes from PySpark: CTAS, REPLACE, INSERT OVERWRITE and INSERT INTO through catalogd stages.
 
 The Spark job writes into a hidden staging table; the daemon publishes it in one
 metastore call on success and drops it on failure (docs/atomic-writes.md).
@@ -221,6 +221,47 @@ def insert_overwrite(
             columns (those without a value in ``partition``), in order.
         partition: static values (``{"ds": "2024-03-01"}``) and dynamic keys (value None).
     """
+    return _insert(spark, target, source, partition, client, overwrite=True)
+
+
+def insert_into(
+    spark: SparkSession,
+    target: str,
+    source: DataFrame | str,
+    *,
+    partition: dict[str, str | None] | None = None,
+    client: CatalogClient | None = None,
+) -> Stage | None:
+    """INSERT INTO through a stage: the rows are added to the target's at commit, or not at all.
+
+    The job writes into a staging table; commit adds the new partitions in one metastore
+    call and renames the files of partitions that exist (or of an unpartitioned table) into
+    their directories (docs/atomic-writes.md#appends says what a reader sees meanwhile). A job
+    that fails or dies leaves the target as it was and no files behind.
+
+    Args:
+        source: as for ``insert_overwrite``.
+        partition: as for ``insert_overwrite``.
+
+    Returns:
+        The COMMITTED stage; None when the catalog has ``atomic-writes: false``.
+
+    Raises:
+        UnsupportedError: the target is not on a file system the daemon reaches (its local one).
+    """
+    return _insert(spark, target, source, partition, client, overwrite=False)
+
+
+def _insert(
+    spark: SparkSession,
+    target: str,
+    source: DataFrame | str,
+    partition: dict[str, str | None] | None,
+    client: CatalogClient | None,
+    *,
+    overwrite: bool,
+) -> Stage | None:
+    """INSERT OVERWRITE (``overwrite``) or INSERT INTO, through a stage."""
     from pyspark.sql import functions as F
 
     with client_or_own(client) as c:
@@ -248,13 +289,18 @@ def insert_overwrite(
         df = df.select(*[col.name for col in table.columns], *keys)
         if not info.atomic_writes:
             with dynamic_partitions(spark):
-                df.write.insertInto(spark_name(info, name, spark), overwrite=True)
+                df.write.insertInto(spark_name(info, name, spark), overwrite=overwrite)
             return None
-        purpose = StagePurpose.OVERWRITE_PARTITIONS if keys else StagePurpose.REPLACE
+        if not overwrite:
+            purpose = StagePurpose.APPEND
+        else:
+            purpose = StagePurpose.OVERWRITE_PARTITIONS if keys else StagePurpose.REPLACE
+        # A REPLACE carries the table's definition over; the other purposes keep the target's own.
+        whole = purpose is StagePurpose.REPLACE
         props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")}
         with staged_table(name, table.columns + table.partition_keys, partition_by=keys, format=table.format,
-                          mode=purpose, properties=props if not keys else None,
-                          comment=table.comment if not keys else None, client=c, spark=spark) as staged:
+                          mode=purpose, properties=props if whole else None,
+                          comment=table.comment if whole else None, client=c, spark=spark) as staged:
             write_staged(spark, df, staged)
         _refresh(spark, spark_name(info, name, spark))
         assert staged.result is not None
@@ -267,11 +313,13 @@ _REPLACE_TABLE = re.compile(r"^\s*REPLACE\s+TABLE\b", re.IGNORECASE)
 
 
 def sql(spark: SparkSession, statement: str, client: CatalogClient | None = None) -> Any:
-    """Run one SQL statement; CTAS, REPLACE ... AS SELECT and INSERT OVERWRITE go through a stage.
+    """Run one SQL statement; CTAS, REPLACE ... AS SELECT, INSERT OVERWRITE and INSERT INTO go through a stage.
 
     Atomic: ``CREATE TABLE [IF NOT EXISTS] t [USING fmt | STORED AS fmt] [PARTITIONED BY (c, ...)]
     [COMMENT '...'] [TBLPROPERTIES (...)] AS SELECT ...``, ``CREATE OR REPLACE TABLE ... AS SELECT``,
-    ``REPLACE TABLE ... AS SELECT`` and ``INSERT OVERWRITE [TABLE] t [PARTITION (...)] SELECT ...``.
+    ``REPLACE TABLE ... AS SELECT``, ``INSERT OVERWRITE [TABLE] t [PARTITION (...)] SELECT ...`` and
+    ``INSERT INTO [TABLE] t [PARTITION (...)] SELECT ...`` (an append: see ``insert_into``;
+    ``INSERT INTO ... VALUES`` is not a query and goes to ``spark.sql``).
     ``CREATE / ALTER / DROP DYNAMIC TABLE`` go to the daemon (``CatalogClient.sql``).
     Everything else is passed to ``spark.sql`` unchanged.
 
@@ -303,10 +351,8 @@ def sql(spark: SparkSession, statement: str, client: CatalogClient | None = None
         tree.expression, exp.Query
     ) and isinstance(tree.this, exp.Table):
         return _sql_ctas(spark, tree, client)
-    if isinstance(tree, exp.Insert) and tree.args.get("overwrite") and isinstance(tree.this, exp.Table) and (
-        isinstance(tree.expression, exp.Query)
-    ):
-        return _sql_insert_overwrite(spark, tree, client)
+    if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Table) and isinstance(tree.expression, exp.Query):
+        return _sql_insert(spark, tree, client)
     return spark.sql(statement)
 
 
@@ -344,7 +390,7 @@ def _sql_ctas(spark: SparkSession, tree: Any, client: CatalogClient | None) -> S
                        properties=props or None, client=client, comment=comment)
 
 
-def _sql_insert_overwrite(spark: SparkSession, tree: Any, client: CatalogClient | None) -> Stage | None:
+def _sql_insert(spark: SparkSession, tree: Any, client: CatalogClient | None) -> Stage | None:
     from sqlglot import exp
 
     table = tree.this
@@ -357,4 +403,5 @@ def _sql_insert_overwrite(spark: SparkSession, tree: Any, client: CatalogClient 
             else:
                 spec[item.name] = None
     query = tree.expression.sql(dialect="spark")
-    return insert_overwrite(spark, _table_name(table), query, partition=spec, client=client)
+    write = insert_overwrite if tree.args.get("overwrite") else insert_into
+    return write(spark, _table_name(table), query, partition=spec, client=client)

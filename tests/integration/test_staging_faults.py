@@ -176,9 +176,9 @@ DRIVER = textwrap.dedent("""
     from pyspark.sql.functions import udf
 
     from catalogd.client import CatalogClient
-    from catalogd.spark import atomic_ctas, spark_conf_for
+    from catalogd.spark import atomic_ctas, insert_into, spark_conf_for
 
-    address, target, local_dir = sys.argv[1:4]
+    address, target, local_dir, mode = sys.argv[1:5]
     client = CatalogClient(address, timeout=60)
     builder = (
         SparkSession.builder.master("local[1]").appName("doomed-driver").enableHiveSupport()
@@ -201,7 +201,10 @@ DRIVER = textwrap.dedent("""
 
     df = spark.range(0, 100000, 1, 1).select(slow("id").alias("id"))
     print("writing", flush=True)
-    atomic_ctas(spark, target, df, client=client)
+    if mode == "append":
+        insert_into(spark, target, df, client=client)
+    else:
+        atomic_ctas(spark, target, df, client=client)
     print("committed: the test did not kill me in time", flush=True)
 """)
 
@@ -236,16 +239,25 @@ def kill_session(proc: subprocess.Popen[bytes], timeout: float = DEADLINE) -> No
     wait_until(settled(killed), timeout, what="every process of the killed driver to end", every=0.1)
 
 
-def test_a_spark_driver_killed_mid_write_leaves_nothing(client, main_db, remote, tmp_path):
+@pytest.mark.parametrize("mode", ["ctas", "append"])
+def test_a_spark_driver_killed_mid_write_leaves_nothing(spark, client, main_db, remote, tmp_path, mode):
     extra = remote(name="driver", staging={"lease": "4s"})
     target = f"{main_db}.doomed"
+    old_rows: list[tuple] = []
+    old_files: set[Path] = set()
+    if mode == "append":
+        # An INSERT INTO an existing table: its stage lives inside the table's directory.
+        client.create_table(target, "id bigint")
+        old_rows = [(-1,), (-2,)]
+        spark.createDataFrame(old_rows, "id bigint").write.insertInto(short(target))
+        old_files = data_files(local_path(client.get_table(target).location))
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     (tmp_path / "driver-local").mkdir()
     driver_log = tmp_path / "driver.log"
     with open(driver_log, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, str(script), extra.address, target, str(tmp_path / "driver-local")],
+            [sys.executable, str(script), extra.address, target, str(tmp_path / "driver-local"), mode],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
             env=clean_env(), start_new_session=True,
         )
@@ -279,6 +291,12 @@ def test_a_spark_driver_killed_mid_write_leaves_nothing(client, main_db, remote,
 
             def probe() -> list[str]:
                 problems = [f"stage {s.id} {s.state.name}" for s in stages_for(own, main_db)]
+                if mode == "append":
+                    table_dir = local_path(client.get_table(target).location)
+                    problems += [f"left on disk: {e}" for e in entries(db_dir(client, main_db)) if e != "doomed"]
+                    problems += [f"left in the table: {p}" for p in data_files(table_dir) - old_files]
+                    problems += [f"left in the table: {e}" for e in entries(table_dir) if "stage" in e]
+                    return problems
                 problems += [f"left on disk: {e}" for e in entries(db_dir(client, main_db))]
                 if client.table_exists(target):
                     problems.append(f"{target} exists")
@@ -288,7 +306,10 @@ def test_a_spark_driver_killed_mid_write_leaves_nothing(client, main_db, remote,
             wait_until(settled(probe), 4 + DEADLINE - (time.monotonic() - killed_at),
                        what="the killed driver's stage is aborted and its files deleted", every=0.25)
             assert not staging_dir.exists()
-            assert client.list_tables(main_db) == []
+            if mode == "append":
+                assert rows(spark, target) == sorted(old_rows) and client.list_tables(main_db) == ["doomed"]
+            else:
+                assert client.list_tables(main_db) == []
             with pytest.raises(StageNotFoundError):
                 own.commit_stage(stage.id)
     finally:
@@ -447,6 +468,53 @@ def test_a_daemon_killed_during_a_commit_finishes_it_when_restarted(spark, clien
         assert own.commit_stage(stage.id).state is StageState.COMMITTED
         with pytest.raises(ConflictError):
             own.abort_stage(stage.id)
+
+
+#: Where an APPEND commit dies -> the rows a reader sees while the daemon is down.
+APPEND_FAULTS = {
+    "commit.marked": "old",  # the plan is stored, nothing moved
+    "commit.moved": "moved",  # the files are in the existing partition, the new partition is not added
+    "commit.partitions": "new",  # the new partition is added, the stage not yet dropped
+}
+
+
+@pytest.mark.parametrize("point", list(APPEND_FAULTS), ids=[p.split(".", 1)[1] for p in APPEND_FAULTS])
+def test_a_daemon_killed_during_an_append_finishes_it_when_restarted(spark, client, main_db, remote, point):
+    first = remote(name="faulty", env={"CATALOGD_FAULT_POINTS": point})
+    target = f"{main_db}.p"
+    client.create_table(target, "id bigint", partitioned_by="ds string")
+    old = [(1, "a"), (2, "b")]
+    spark.createDataFrame(old, "id bigint, ds string").write.insertInto(short(target))
+    table_dir = local_path(client.get_table(target).location)
+    old_files = data_files(table_dir)
+    moved = sorted([*old, (20, "b")])
+    new = sorted([*old, (20, "b"), (40, "d")])
+    with CatalogClient(first.address, timeout=60) as own:
+        stage = own.begin_stage(target, purpose="append", lease=120)
+        write(spark, stage, [(20, "b"), (40, "d")], "id bigint, ds string")
+        with pytest.raises(ServerUnavailableError):
+            own.commit_stage(stage.id)
+    assert first.proc.wait(30) == -signal.SIGKILL
+    # The documented window: existing partitions receive their files before new partitions are added.
+    assert rows(spark, target) == {"old": sorted(old), "moved": moved, "new": new}[APPEND_FAULTS[point]]
+
+    again = remote(name="restarted", same_as=first)
+    with CatalogClient(again.address, timeout=60) as own:
+        assert own.get_stage(stage.id).state is StageState.COMMITTED
+        assert "finishing a commit that was interrupted" in log_text(again), again.log()
+        assert own.commit_stage(stage.id).state is StageState.COMMITTED
+        assert rows(spark, target) == new  # every row once
+        assert client.get_table(target).properties.get("catalogd.last-commit") == stage.id
+
+        def probe() -> list[str]:
+            problems = [f"stage {s.id} {s.state.name}" for s in stages_for(own, main_db)]
+            stray = data_files(table_dir) - read_files(spark, target)
+            if stray:
+                problems.append(f"files no reader reads: {sorted(str(p) for p in stray)}")
+            return problems
+
+        wait_until(settled(probe), DEADLINE, what="the append is finished and its stage gone", every=0.25)
+        assert old_files <= data_files(table_dir), "an old file was lost"
 
 
 #: The surviving daemon's lease: longer than a busy machine needs to look at the interrupted

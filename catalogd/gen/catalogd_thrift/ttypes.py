@@ -39,12 +39,14 @@ class StagePurpose(object):
     CREATE_IF_NOT_EXISTS = 2
     REPLACE = 3
     OVERWRITE_PARTITIONS = 4
+    APPEND = 5
 
     _VALUES_TO_NAMES = {
         1: "CREATE",
         2: "CREATE_IF_NOT_EXISTS",
         3: "REPLACE",
         4: "OVERWRITE_PARTITIONS",
+        5: "APPEND",
     }
 
     _NAMES_TO_VALUES = {
@@ -52,6 +54,7 @@ class StagePurpose(object):
         "CREATE_IF_NOT_EXISTS": 2,
         "REPLACE": 3,
         "OVERWRITE_PARTITIONS": 4,
+        "APPEND": 5,
     }
 
 
