@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from catalogd.client import CatalogClient, parse_addresses
-from catalogd.errors import InvalidArgumentError, ServerUnavailableError
+from catalogd.errors import CatalogError, InvalidArgumentError, ServerUnavailableError
 from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.manager import CatalogManager
 from catalogd.server.handler import CatalogHandler
@@ -99,6 +99,26 @@ def test_a_read_moves_past_a_member_that_drops_every_call(servers: list[ThriftSe
             assert _names(client) == ["other"]
             client.create_database("sales")  # now on a member that answers: writes go there
             assert client.database_exists("other.sales")
+    finally:
+        dropper.close()
+
+
+def test_stage_heartbeat_commit_and_abort_move_but_begin_does_not(servers: list[ThriftServer]) -> None:
+    """The stage calls documented as safe to retry reach the next member (whose typed answer comes
+    back: it has no such stage); begin, lost after it was sent, is not resent."""
+    dropper = _Dropper()
+    stage_id = "other.default.0123456789abcdef"
+    try:
+        for call in (lambda c: c.heartbeat_stage(stage_id), lambda c: c.commit_stage(stage_id),
+                     lambda c: c.abort_stage(stage_id, writer_stopped=True)):
+            with CatalogClient(f"127.0.0.1:{dropper.port},127.0.0.1:{servers[1].port}", timeout=5.0) as client:
+                with pytest.raises(CatalogError) as info:
+                    call(client)
+                assert not isinstance(info.value, ServerUnavailableError), info.value
+                assert client.port == servers[1].port
+        with CatalogClient(f"127.0.0.1:{dropper.port},127.0.0.1:{servers[1].port}", timeout=5.0) as client, \
+                pytest.raises(ServerUnavailableError, match="lost connection"):
+            client.begin_stage("other.default.t", "id bigint")
     finally:
         dropper.close()
 
