@@ -63,6 +63,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_ADDRESS = "localhost:9190"
 DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
+#: Seconds a member of a list has to accept a connection (and finish TLS) before the next is tried.
+MEMBER_CONNECT_TIMEOUT = 10.0
 #: Where a client finds its token when none is given.
 TOKEN_ENV = "CATALOGD_TOKEN"
 T = TypeVar("T")
@@ -153,7 +155,8 @@ class CatalogClient:
             moved when the member refused or dropped the connection before the call was sent,
             and an idempotent call (reads, stage heartbeat, commit and abort) also when the
             connection was lost or timed out while waiting for its reply. Any other call lost
-            that way raises ``ServerUnavailableError`` (it may or may not have happened).
+            that way raises ``ServerUnavailableError`` (it may or may not have happened). A
+            member has ``MEMBER_CONNECT_TIMEOUT`` (10 s, or ``timeout`` if shorter) to accept.
         timeout: seconds to wait for a connection and for each reply.
         token: authenticates every connection (a daemon with auth enabled refuses calls
             without one); default ``$CATALOGD_TOKEN``, else none.
@@ -225,12 +228,15 @@ class CatalogClient:
         address = self._member_address()
         sock = (TSocket.TSocket(self.host, self.port) if self._tls is None
                 else _TlsSocket(self.host, self.port, self._tls))
-        sock.setTimeout(self.timeout * 1000)
+        # With other members to try, one that does not answer is given up on sooner.
+        connect_timeout = self.timeout if len(self.members) == 1 else min(self.timeout, MEMBER_CONNECT_TIMEOUT)
+        sock.setTimeout(connect_timeout * 1000)
         transport = TTransport.TFramedTransport(sock, DEFAULT_MAX_FRAME_SIZE)
         try:
             transport.open()
         except TTransport.TTransportException as e:
             raise ServerUnavailableError(f"cannot reach catalogd at {address}: {e}") from e
+        sock.setTimeout(self.timeout * 1000)
         client = CatalogService.Client(TBinaryProtocolAccelerated(transport))
         if self._token:
             # The first call of every connection, reconnects included: the daemon keeps the

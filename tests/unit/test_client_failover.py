@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from catalogd import client as client_module
 from catalogd.client import CatalogClient, parse_addresses
 from catalogd.errors import CatalogError, InvalidArgumentError, ServerUnavailableError
 from catalogd.gen.catalogd_thrift import CatalogService
@@ -121,6 +124,22 @@ def test_stage_heartbeat_commit_and_abort_move_but_begin_does_not(servers: list[
             client.begin_stage("other.default.t", "id bigint")
     finally:
         dropper.close()
+
+
+def test_a_member_that_never_answers_is_given_up_on_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TLS handshake nobody answers: with other members to try, the member connect timeout
+    bounds it, not the client's (long) reply timeout."""
+    monkeypatch.setattr(client_module, "MEMBER_CONNECT_TIMEOUT", 0.5)
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    context = ssl.create_default_context()
+    started = time.monotonic()
+    try:
+        with CatalogClient(f"127.0.0.1:{silent.getsockname()[1]},127.0.0.1:{_dead_port()}", timeout=60.0,
+                           tls_context=context) as client, pytest.raises(ServerUnavailableError):
+            client.ping()
+    finally:
+        silent.close()
+    assert 0.4 < time.monotonic() - started < 4.0
 
 
 def test_no_member_answering_names_each_one() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from config_cases import ONE_MEMORY, SRC, problems_of
 
 from catalogd.config import parse_config
@@ -54,3 +56,18 @@ def test_unknown_keys_and_repeats_are_refused() -> None:
     assert any("unknown key 'leader'" in p for p in problems)
     problems = problems_of(ONE_MEMORY + "cluster: {members: [{host: a}, {host: A}]}\n")
     assert any("A:9190 is listed twice" in p for p in problems)
+
+
+def test_a_changed_cluster_applies_at_the_next_start(tmp_path: Path) -> None:
+    from catalogd.manager import CatalogManager
+
+    base = f"server: {{data-dir: {tmp_path}}}\n" + ONE_MEMORY
+    manager = CatalogManager(parse_config(base, source=SRC))
+    manager.open()
+    try:
+        changed = parse_config(base + "cluster: {members: [{host: a}, {host: b}]}\n", source=SRC)
+        result = manager.reload(changed, grace=0)
+        assert "cluster" in result.restart_needed
+        assert manager.config.cluster.members == []  # the running daemon's members, until a restart
+    finally:
+        manager.close()
