@@ -12,6 +12,7 @@ daemon's defaults). Results are ``catalogd.model`` objects; failures raise
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
 import socket
@@ -58,8 +59,12 @@ from catalogd.model import (
 from catalogd.names import parse_catalog, parse_namespace, parse_object
 from catalogd.tls import client_context_from_env
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_ADDRESS = "localhost:9190"
 DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
+#: Seconds a member of a list has to accept a connection (and finish TLS) before the next is tried.
+MEMBER_CONNECT_TIMEOUT = 10.0
 #: Where a client finds its token when none is given.
 TOKEN_ENV = "CATALOGD_TOKEN"
 T = TypeVar("T")
@@ -97,6 +102,29 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def parse_addresses(addresses: str) -> list[tuple[str, int]]:
+    """The members of ``a:9190,b:9190`` (one address is a list of one), in order.
+
+    Raises:
+        InvalidArgumentError: an empty list, or a member that is not ``HOST:PORT``.
+    """
+    parts = [part.strip() for part in addresses.split(",")]
+    if not any(parts):
+        raise InvalidArgumentError(f"bad server address {addresses!r}: expected HOST:PORT[,HOST:PORT...]")
+    members: list[tuple[str, int]] = []
+    for part in parts:
+        if not part:
+            raise InvalidArgumentError(f"bad server address list {addresses!r}: an empty member")
+        member = parse_address(part)
+        if member not in members:
+            members.append(member)
+    return members
+
+
+def _spell(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class _TlsSocket(TSocket.TSocket):
     """thrift's TSocket, wrapped in TLS once connected (the handshake within the socket's timeout)."""
 
@@ -118,10 +146,17 @@ class _TlsSocket(TSocket.TSocket):
 
 
 class CatalogClient:
-    """A connection to one catalogd daemon; safe to share between threads.
+    """A connection to a catalogd daemon; safe to share between threads.
 
     Args:
-        address: ``host:port``; default ``$CATALOGD_SERVER`` or ``localhost:9190``.
+        address: ``host:port``, or the members of one deployment as ``a:9190,b:9190``;
+            default ``$CATALOGD_SERVER`` or ``localhost:9190``. With several members the
+            client talks to one at a time and moves to the next when it is down: a call is
+            moved when the member refused or dropped the connection before the call was sent,
+            and an idempotent call (reads, stage heartbeat, commit and abort) also when the
+            connection was lost or timed out while waiting for its reply. Any other call lost
+            that way raises ``ServerUnavailableError`` (it may or may not have happened). A
+            member has ``MEMBER_CONNECT_TIMEOUT`` (10 s, or ``timeout`` if shorter) to accept.
         timeout: seconds to wait for a connection and for each reply.
         token: authenticates every connection (a daemon with auth enabled refuses calls
             without one); default ``$CATALOGD_TOKEN``, else none.
@@ -136,7 +171,10 @@ class CatalogClient:
                  tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
                  tls_context: ssl.SSLContext | None = None) -> None:
         self.address = address or default_address()
-        self.host, self.port = parse_address(self.address)
+        #: Every member, in order; ``host``/``port`` are the one in use (or to try first).
+        self.members = parse_addresses(self.address)
+        self._current = 0
+        self.host, self.port = self.members[0]
         self.timeout = timeout
         # Kept private and out of repr: a token must not reach a log or a traceback.
         self._token = token if token is not None else default_token()
@@ -150,15 +188,55 @@ class CatalogClient:
 
     # ------------------------------------------------------------ plumbing
 
+    def _member_address(self) -> str:
+        """The member in use, as the errors name it (the whole address with one member)."""
+        return self.address if len(self.members) == 1 else _spell(self.host, self.port)
+
     def _connect(self) -> CatalogService.Client:
+        """A connection to the current member, or else to the next that answers (nothing was sent
+        to those that did not, so any call may move).
+
+        Raises:
+            ServerUnavailableError: no member answered (each one named).
+        """
+        failures: list[str] = []
+        for step in range(len(self.members)):
+            index = (self._current + step) % len(self.members)
+            self.host, self.port = self.members[index]
+            try:
+                client = self._connect_one()
+            except ServerUnavailableError as e:
+                failures.append(str(e))
+                if step + 1 < len(self.members):
+                    logger.info("catalogd at %s is unavailable; trying the next member", self._member_address())
+                continue
+            if index != self._current:
+                logger.info("moved to catalogd at %s", self._member_address())
+            self._current = index
+            return client
+        self.host, self.port = self.members[self._current]
+        if len(failures) == 1:
+            raise ServerUnavailableError(failures[0])
+        raise ServerUnavailableError("no member of " + self.address + " answered: " + "; ".join(failures))
+
+    def _advance(self) -> None:
+        """Try the next member first from now on (the current one failed a call)."""
+        self._current = (self._current + 1) % len(self.members)
+        self.host, self.port = self.members[self._current]
+
+    def _connect_one(self) -> CatalogService.Client:
+        address = self._member_address()
         sock = (TSocket.TSocket(self.host, self.port) if self._tls is None
                 else _TlsSocket(self.host, self.port, self._tls))
-        sock.setTimeout(self.timeout * 1000)
+        # With other members to try, one that does not answer is given up on sooner.
+        connect_timeout = self.timeout if len(self.members) == 1 else min(self.timeout, MEMBER_CONNECT_TIMEOUT)
+        sock.setTimeout(connect_timeout * 1000)
         transport = TTransport.TFramedTransport(sock, DEFAULT_MAX_FRAME_SIZE)
         try:
             transport.open()
         except TTransport.TTransportException as e:
-            raise ServerUnavailableError(f"cannot reach catalogd at {self.address}: {e}") from e
+            raise ServerUnavailableError(f"cannot reach catalogd at {address}: {e}") from e
+        sock.setTimeout(self.timeout * 1000)
         client = CatalogService.Client(TBinaryProtocolAccelerated(transport))
         if self._token:
             # The first call of every connection, reconnects included: the daemon keeps the
@@ -171,11 +249,11 @@ class CatalogClient:
             except TApplicationException as e:
                 if e.type != TApplicationException.UNKNOWN_METHOD:
                     _close_quietly(transport)
-                    raise InternalError(f"catalogd at {self.address} failed to authenticate: {e}") from None
+                    raise InternalError(f"catalogd at {address} failed to authenticate: {e}") from None
                 # A daemon older than authentication: it lets every caller do everything.
             except (TTransport.TTransportException, OSError, EOFError) as e:
                 _close_quietly(transport)
-                raise ServerUnavailableError(f"lost connection to catalogd at {self.address}: {e}") from e
+                raise ServerUnavailableError(f"lost connection to catalogd at {address}: {e}") from e
         self._socket = sock
         self._transport = transport
         self._client = client
@@ -183,10 +261,13 @@ class CatalogClient:
 
     def _call(self, fn: Callable[[CatalogService.Client], T], idempotent: bool = True) -> T:
         with self._lock:
-            attempts = 2 if idempotent else 1
+            # Idempotent: once more on the same member (a pooled connection the daemon closed),
+            # then once on each other member.
+            attempts = 1 + len(self.members) if idempotent else 1
             if self._client is not None and self._peer_closed():
                 self._reset()
             for attempt in range(attempts):
+                pooled = self._client is not None
                 client = self._client or self._connect()
                 try:
                     return fn(client)
@@ -194,9 +275,14 @@ class CatalogClient:
                     raise wire.error_from_thrift(e) from None
                 except (TTransport.TTransportException, OSError, EOFError) as e:
                     self._reset()
+                    lost = f"lost connection to catalogd at {self._member_address()}: {e}"
                     if attempt + 1 < attempts:
-                        continue  # a pooled connection the daemon closed: reconnect once
-                    raise ServerUnavailableError(f"lost connection to catalogd at {self.address}: {e}") from e
+                        if not (pooled and attempt == 0):
+                            # A fresh connection failed too: this member is down, try the next.
+                            logger.info("%s; moving the call to the next member", lost)
+                            self._advance()
+                        continue
+                    raise ServerUnavailableError(lost) from e
             raise AssertionError("unreachable")
 
     def _peer_closed(self) -> bool:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 _MANAGER_KEYS = {"default", "read_only", "atomic_writes"}
 #: Sections that apply at the next start only (field name, YAML name).
 _RESTART_SECTIONS = (("server", "server"), ("staging", "staging"), ("spark", "spark"),
-                     ("dynamic_tables", "dynamic-tables"), ("cache", "cache"))
+                     ("dynamic_tables", "dynamic-tables"), ("cache", "cache"), ("cluster", "cluster"))
 
 
 def _backend(conf: CatalogConfig) -> dict[str, Any]:
@@ -158,7 +158,7 @@ class CatalogManager:
         the running set stays. Catalogs removed or replaced are closed ``grace`` seconds
         after the switch, so requests already holding them finish. A changed *embedded*
         catalog is the exception: its metastore must stop before the new one starts.
-        Sections other than ``catalogs`` (server, staging, spark, dynamic-tables, cache) apply
+        Sections other than ``catalogs`` (server, staging, spark, dynamic-tables, cache, cluster) apply
         at the next start; the result names the ones that changed.
 
         Raises:
@@ -169,6 +169,7 @@ class CatalogManager:
             merged = config.model_copy(update={
                 "server": running.server, "staging": running.staging,
                 "spark": running.spark, "dynamic_tables": running.dynamic_tables, "cache": running.cache,
+                "cluster": running.cluster,
             })
             old, new = dict(self._confs), {c.name: c for c in merged.catalogs}
             added = [n for n in new if n not in old]

@@ -17,16 +17,27 @@ if TYPE_CHECKING:
 STAGE_KEY = "stage.key"
 
 
-def _load_hive(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:
-    from catalogd.catalog.hive import HiveCatalog
-    from catalogd.catalog.hive_staging import HiveStager
+def stage_key(config: Config) -> bytes:
+    """The key stages are signed with: ``staging.secret``, else the one generated into the data dir.
+
+    Raises:
+        ConfigError: the generated key cannot be read or written.
+    """
     from catalogd.keys import load_key
 
     staging = config.staging
     # The same key after a restart (and for every daemon given the same staging.secret):
     # stages signed before are still recognised as catalogd's own.
-    secret = (staging.secret.get_secret_value().strip().encode() if staging.secret is not None
-              else load_key(config.server.data_dir, STAGE_KEY))
+    return (staging.secret.get_secret_value().strip().encode() if staging.secret is not None
+            else load_key(config.server.data_dir, STAGE_KEY))
+
+
+def _load_hive(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:
+    from catalogd.catalog.hive import HiveCatalog
+    from catalogd.catalog.hive_staging import HiveStager
+
+    staging = config.staging
+    secret = stage_key(config)
 
     def stages(session: HiveSession) -> HiveStager:
         return HiveStager(

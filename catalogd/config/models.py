@@ -234,6 +234,75 @@ class ServerConfig(_Model):
         return self
 
 
+class ClusterMember(_Model):
+    """One daemon of a deployment, as clients reach it."""
+
+    #: The member's host name or address, as clients (and Spark) reach it.
+    host: str
+    #: Its Thrift API port (``server.port`` in its config).
+    port: Port = 9190
+    #: Its HMS endpoint port (``server.hms-port``): ``spark-conf`` lists every member's.
+    hms_port: Port = Field(default=9083, alias="hms-port")
+    #: Its HTTP port (``server.http-port``).
+    http_port: Port = Field(default=9191, alias="http-port")
+
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, value: str) -> str:
+        if not value.strip() or "," in value or "/" in value:
+            raise ValueError("must be a host name or address")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _fixed_ports(self) -> ClusterMember:
+        for name, value in (("port", self.port), ("hms-port", self.hms_port), ("http-port", self.http_port)):
+            if value == 0:
+                raise ValueError(f"{name} is 0: a member's clients need its fixed port")
+        return self
+
+    @property
+    def address(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    @property
+    def hms_uri(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"thrift://{host}:{self.hms_port}"
+
+
+class ClusterConfig(_Model):
+    """The daemons of one deployment (this one included): what ``spark-conf`` and clients fail over across."""
+
+    #: Every daemon of the deployment, this one included (matched by its three ports).
+    members: list[ClusterMember] = Field(default_factory=list)
+
+    @field_validator("members", mode="before")
+    @classmethod
+    def _members_none(cls, value: object) -> object:
+        return [] if value is None else value
+
+    @field_validator("members")
+    @classmethod
+    def _distinct_members(cls, value: list[ClusterMember]) -> list[ClusterMember]:
+        seen: set[tuple[str, int]] = set()
+        for member in value:
+            key = (member.host.lower(), member.port)
+            if key in seen:
+                raise ValueError(f"{member.address} is listed twice")
+            seen.add(key)
+        return value
+
+    @property
+    def hms_uris(self) -> str:
+        """``thrift://a:9083,thrift://b:9083``: every member's HMS endpoint, in order."""
+        return ",".join(m.hms_uri for m in self.members)
+
+    @property
+    def addresses(self) -> str:
+        """``a:9190,b:9190``: every member's Thrift API, as ``--server`` takes it."""
+        return ",".join(m.address for m in self.members)
+
+
 _URIS_KEY = "hive.metastore.uris"
 _CONNECT_TIMEOUT_KEY = "hive.metastore.connect.timeout"
 _SOCKET_TIMEOUT_KEY = "hive.metastore.client.socket.timeout"
@@ -802,10 +871,12 @@ class Config(_Model):
     staging: StagingConfig = Field(default_factory=StagingConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    #: The daemons of this deployment (none: a daemon on its own).
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     #: The file the configuration came from (set by the loader, never read from the YAML).
     source: str = Field(default="<string>", exclude=True)
 
-    @field_validator("server", "dynamic_tables", "spark", "staging", "cache", "auth", mode="before")
+    @field_validator("server", "dynamic_tables", "spark", "staging", "cache", "auth", "cluster", mode="before")
     @classmethod
     def _empty_sections(cls, value: object) -> object:
         return none_as_empty(value)
@@ -839,6 +910,24 @@ class Config(_Model):
             for index, grant in enumerate(self.auth.grants) if grant.catalog != "*" and grant.catalog not in names]
         if problems:
             raise problems_error(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _this_daemon_is_a_member(self) -> Config:
+        members = self.cluster.members
+        server = self.server
+        if not members:
+            return self
+        ports = {"port": server.port, "hms-port": server.hms_port, "http-port": server.http_port}
+        if 0 in ports.values():
+            zero = ", ".join(f"server.{name}" for name, value in ports.items() if value == 0)
+            raise problems_error([(("cluster", "members"),
+                                   f"{zero} is 0 (any free port): members of a cluster need fixed ports")])
+        if not any((m.port, m.hms_port, m.http_port) == (server.port, server.hms_port, server.http_port)
+                   for m in members):
+            raise problems_error([(("cluster", "members"),
+                                   f"no member has this daemon's ports (port {server.port}, hms-port "
+                                   f"{server.hms_port}, http-port {server.http_port}): list this daemon too")])
         return self
 
     @model_validator(mode="after")

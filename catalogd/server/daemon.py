@@ -39,6 +39,7 @@ from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
 from catalogd.server.metrics import Metrics
 from catalogd.server.thrift_server import ThriftServer
+from catalogd.stage_key import check_stage_key
 from catalogd.tls import server_context
 
 logger = logging.getLogger(__name__)
@@ -195,6 +196,9 @@ class Daemon:
                                   denied_max_bytes=audit.denied_max_bytes, denied_backups=audit.denied_backups,
                                   denial_window=audit.denial_window.total_seconds())
             self.manager.open()
+            # Before acting on any stage: a daemon whose key differs from its metastore's
+            # deployment would take the others' stages for strangers' (and they its own).
+            check_stage_key(self.manager, self.config)
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)
             self.janitor.start()
@@ -219,7 +223,9 @@ class Daemon:
             try:
                 self.thrift.bind()
                 self.hms.bind()
-                self.manager.serve_endpoint(ServedEndpoint(f"thrift://{_public(server.host)}:{self.hms.port}", tls))
+                # A cluster: every member's endpoint, so that Spark's metastore client fails over.
+                uri = self.config.cluster.hms_uris or f"thrift://{_public(server.host)}:{self.hms.port}"
+                self.manager.serve_endpoint(ServedEndpoint(uri, tls))
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
                                        access=access)
