@@ -36,7 +36,7 @@ from catalogd.catalog.caching_client import RAW
 from catalogd.errors import (
     CatalogError,
 )
-from catalogd.hms import limits, methods
+from catalogd.hms import limits, methods, rules
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
@@ -263,6 +263,10 @@ class Router:
         writes = kind is methods.Kind.WRITE
         if writes:
             policy.check_writable(route.catalog, method)
+            # Before any catalog sees it: a write catalogd cannot judge is never relayed.
+            refused = rules.refusal(method)
+            if refused is not None:
+                raise meta_error(refused)
             if method == "create_database":
                 spark_default_location(args.database)
         target = catalog.relay_target()
