@@ -48,6 +48,8 @@ class Claim:
     uri: str
     what: str
     own_table: tuple[str, str] | None = None
+    #: False: only confined to the allowed locations (a directory the metastore would move, not a new one).
+    check_others: bool = True
 
 
 def _success(result: Any) -> Any:
@@ -159,6 +161,11 @@ def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Ups
             out.append(Claim(path, f"{what} (its Spark path)", (database, name)))
         elif (new_db, new_name) != (database, name) and _managed(old):
             # A managed table renamed: the metastore moves its directory to the new default place.
+            # What it moves must be catalogd's (a table made behind its back on a foreign
+            # directory would carry that directory into the warehouse, where a drop deletes it).
+            if _location(old.sd):
+                out.append(Claim(_location(old.sd), f"table {database}.{name} (moved by the rename)",
+                                 check_others=False))
             db = _get(upstream, "get_database", new_db)
             if db is not None and db.locationUri:
                 out.append(Claim(f"{db.locationUri.rstrip('/')}/{new_name}", what, (database, name)))
@@ -191,7 +198,7 @@ def check_claims(claims: list[Claim], target: RelayTarget, method: str) -> None:
     taken: list[Claim] = []
     for claim in claims:
         try:
-            location = target.claim(claim.uri, claim.what, claim.own_table)
+            location = target.claim(claim.uri, claim.what, claim.own_table, claim.check_others)
         except CatalogError as e:
             raise meta_error(f"catalogd: {method} refused: {e}") from None
         # Two objects of one call may not share a directory either.
@@ -199,7 +206,8 @@ def check_claims(claims: list[Claim], target: RelayTarget, method: str) -> None:
             if other.uri.rstrip("/") == location.uri.rstrip("/"):
                 raise meta_error(f"catalogd: {method} refused: {claim.what} and {other.what} name one "
                                  f"directory {location.uri}")
-        taken.append(Claim(location.uri, claim.what, claim.own_table))
+        if claim.check_others:
+            taken.append(Claim(location.uri, claim.what, claim.own_table))
 
 
 def check_move(method: str, args: Any, place: Callable[[str], str], upstream: Upstream) -> None:

@@ -283,6 +283,32 @@ def test_unchanged_locations_and_default_places_are_still_accepted(client, main_
         assert c.get_table(db, "p").parameters["team"] == "data"
 
 
+def test_renaming_a_table_off_a_victim_database_is_refused(client, main_db, hms, hms_address, tmp_path,
+                                                           unique_name):
+    """The issue's attack: a database on a victim (made behind catalogd's back), a table in its default
+    place there, renamed into another database (the metastore moves the directory) and dropped."""
+    victim = make_victim(tmp_path)
+    (victim / "t").mkdir()
+    (victim / "t" / "precious.txt").write_text("keep me")
+    outside = unique_name("db")
+    hms.call("create_database", T.Database(name=outside, locationUri=victim.as_uri(), parameters={}),
+             idempotent=False)
+    try:
+        direct_table(hms, outside, "t")
+        db = main_db.split(".")[1]
+        with hms_connection(hms_address) as c:
+            moved = c.get_table(outside, "t")
+            moved.dbName = db
+            refused(lambda: c.alter_table(outside, "t", moved), "alter_table refused", "moved by the rename",
+                    "allowed locations")
+            assert c.get_table(outside, "t").sd.location.rstrip("/").endswith("/victim/t")
+            c.drop_table(outside, "t", True)
+        assert (victim / "t" / "precious.txt").read_text() == "keep me"
+    finally:
+        hms.call("drop_database", outside, False, True, idempotent=False)
+    assert intact(victim)
+
+
 # ---------------------------------------------------------------- Spark
 
 
