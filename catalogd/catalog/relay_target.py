@@ -72,9 +72,10 @@ class RelayTarget(Protocol):
         """Drop a partition by the catalog's deletion rules (its files deleted only where allowed)."""
 
     def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
-              check_others: bool = True) -> Location:
+              check_others: bool = True, within: tuple[str, str] | None = None) -> Location:
         """Check a new directory for ``what``: inside the allowed locations and clear of every
-        other object's (raises PermissionDeniedError). Call with ``files()`` held."""
+        other object's (raises PermissionDeniedError); ``within``: a table whose directory it may
+        lie inside (the caller vouches: a signed stage's target). Call with ``files()`` held."""
 
     def files(self) -> AbstractContextManager[None]:
         """Held while a location is checked and claimed and while a drop decides and deletes."""

@@ -10,6 +10,15 @@ until the metastore has answered, so no other write takes the directory in betwe
 Only a location that *changes* is claimed: an alter that keeps a table's (or partition's,
 or database's) location as it is (statistics, properties) is not refused because an older
 object lies outside today's rules.
+
+catalogd's own stages are the one exception to "clear of every other object's directory": an
+APPEND or OVERWRITE_PARTITIONS stage lives in ``<target>/.catalogd-stage-<key>`` (hidden from
+readers, so its partitions stay under the target's location), and Spark adds the stage's
+partitions through the endpoint. A partition of a staging table may lie inside the stage's
+target's directory only when catalogd's signature covers the staging table (its name, target
+and location: ``Catalog.stage_owner``), the staging table's directory is strictly inside its
+target's, and the partition's is strictly inside the staging table's. A name alone (a table
+called ``__catalogd_stage_x``, a directory called ``.catalogd-stage-x``) earns nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +30,8 @@ from typing import Any
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
-from catalogd.catalog.hive_codec import spark_path
+from catalogd.catalog.base import is_stage_table
+from catalogd.catalog.hive_codec import STAGE_PREFIX, spark_path
 from catalogd.catalog.locations import parse
 from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import CatalogError
@@ -32,6 +42,10 @@ __all__ = ["Claim", "check_claims", "check_move", "claims_of"]
 
 #: One decoded call on the catalog's metastore (method, args) -> its result struct.
 Upstream = Callable[[str, Any], Any]
+#: Who began the stage of a staging table when catalogd signed it, else None (``Catalog.stage_owner``).
+StageOwner = Callable[[Any], str | None]
+#: The parameter of a staging table naming the table its stage writes (in its database).
+_STAGE_TARGET = STAGE_PREFIX + "target"
 
 _CREATE_TABLE = frozenset({"create_table", "create_table_with_environment_context", "create_table_with_constraints"})
 _ALTER_TABLE = frozenset({"alter_table", "alter_table_with_environment_context", "alter_table_with_cascade"})
@@ -50,6 +64,8 @@ class Claim:
     own_table: tuple[str, str] | None = None
     #: False: only confined to the allowed locations (a directory the metastore would move, not a new one).
     check_others: bool = True
+    #: A table whose directory it may lie inside: the target of the signed stage whose partition it is.
+    within: tuple[str, str] | None = None
 
 
 def _success(result: Any) -> Any:
@@ -106,11 +122,13 @@ def _partitions(method: str, args: Any) -> Iterator[tuple[str, str, Any]]:
             yield args.db_name, args.tbl_name, part
 
 
-def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Upstream) -> list[Claim]:
+def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Upstream,
+              stage_owner: StageOwner | None = None) -> list[Claim]:
     """The directories a ``Rule.CLAIM`` write would give its objects (databases as the catalog knows them).
 
     Reads what it needs of the objects as they are now (a table's current location, a
-    database's) from the metastore through ``upstream``.
+    database's) from the metastore through ``upstream``. ``stage_owner`` tells catalogd's
+    signed staging tables (see the module docstring); None: no partition gets a stage's leeway.
     """
     if rule_of(method) is not Rule.CLAIM:
         return []
@@ -170,6 +188,7 @@ def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Ups
             if db is not None and db.locationUri:
                 out.append(Claim(f"{db.locationUri.rstrip('/')}/{new_name}", what, (database, name)))
     elif method in _ADD_PARTITION or method in _ALTER_PARTITION:
+        stages: dict[tuple[str, str], _Stage] = {}
         for db_name, tbl_name, part in _partitions(method, args):
             uri = _location(part.sd)
             if not uri:
@@ -180,8 +199,35 @@ def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Ups
                 old = _get(upstream, "get_partition", database, table, list(part.values or []))
                 if old is not None and _location(old.sd).rstrip("/") == uri.rstrip("/"):
                     continue  # unchanged
-            out.append(Claim(uri, what, (database, table)))
+            stage = stages.get((database, table))
+            if stage is None:
+                stage = stages[(database, table)] = _signed_stage(upstream, database, table, stage_owner)
+            within = stage.target if stage.target is not None and _inside(stage.directory, uri) else None
+            out.append(Claim(uri, what, (database, table), within=within))
     return out
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """A staging table catalogd signed, lying strictly inside its target's directory (else ``target`` None)."""
+
+    target: tuple[str, str] | None = None
+    directory: str = ""
+
+
+def _signed_stage(upstream: Upstream, database: str, table: str, stage_owner: StageOwner | None) -> _Stage:
+    """The stage whose partitions may lie inside its target's directory (see the module docstring)."""
+    if stage_owner is None or not is_stage_table(table):
+        return _Stage()
+    stage = _get(upstream, "get_table", database, table)
+    if stage is None or stage_owner(stage) is None:
+        return _Stage()  # unsigned: whoever made it, its name and parameters vouch for nothing
+    target = str((stage.parameters or {}).get(_STAGE_TARGET, "")).lower()
+    found = _get(upstream, "get_table", database, target) if target else None
+    directory = _location(stage.sd).rstrip("/")
+    if found is None or not _inside(_location(found.sd), directory):
+        return _Stage()
+    return _Stage((database, target), directory)
 
 
 def _managed(tbl: Any) -> bool:
@@ -198,7 +244,7 @@ def check_claims(claims: list[Claim], target: RelayTarget, method: str) -> None:
     taken: list[Claim] = []
     for claim in claims:
         try:
-            location = target.claim(claim.uri, claim.what, claim.own_table, claim.check_others)
+            location = target.claim(claim.uri, claim.what, claim.own_table, claim.check_others, claim.within)
         except CatalogError as e:
             raise meta_error(f"catalogd: {method} refused: {e}") from None
         # Two objects of one call may not share a directory either.

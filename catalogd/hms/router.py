@@ -436,7 +436,8 @@ class Router:
                 return self._relay_write(conn, message, args, route, target)
             # Checked and relayed under the files lock: no other write takes the directory between.
             with target.files():
-                check_claims(claims_of(method, args, self.rewriting.place, upstream), target, method)
+                check_claims(claims_of(method, args, self.rewriting.place, upstream, catalog.stage_owner),
+                             target, method)
                 return self._relay_write(conn, message, args, route, target)
 
     def _relay_write(self, conn: ClientConnection, message: Message, args: Any, route: _Route,

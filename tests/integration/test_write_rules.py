@@ -325,3 +325,57 @@ def test_spark_create_table_with_a_foreign_location_is_refused(spark, main_db, t
     with pytest.raises(Exception, match=r"(?i)not found|cannot be found"):
         spark.sql(f"INSERT OVERWRITE TABLE {db}.t SELECT 1")
     assert intact(victim)
+
+
+# ---------------------------------------------------------------- catalogd's own stages, and forged ones
+
+
+def test_only_a_signed_stage_may_sit_inside_its_target(client, main_db, hms, hms_address):
+    """An APPEND stage lives in ``<target>/.catalogd-stage-<key>`` and Spark adds its partitions through
+    the endpoint: allowed there for a stage catalogd signed, and nowhere else; a forged stage (a name,
+    a directory name, the parameters of a stage, without the signature) earns nothing."""
+    db = main_db.split(".")[1]
+    target = client.create_table(f"{main_db}.t", "id bigint", partitioned_by="ds string")
+    target_dir = local_path(target.location)
+    (target_dir / "ds=0").mkdir(parents=True)
+    (target_dir / "ds=0" / "precious.txt").write_text("keep me")
+    client.create_table(f"{main_db}.u", "id bigint", partitioned_by="ds string")
+    stage = client.begin_stage(f"{main_db}.t", purpose="APPEND")
+    genuine = f"__catalogd_stage_{stage.id.rsplit('.', 1)[1]}"
+    stage_dir = hms.call("get_table", db, genuine).sd.location.rstrip("/")
+    assert stage_dir.endswith(f"/t/.catalogd-stage-{stage.id.rsplit('.', 1)[1]}")
+    # The same table behind catalogd's back, every parameter copied, signed with another key.
+    forged = hms.call("get_table", db, genuine)
+    forged.tableName = "__catalogd_stage_forged"
+    forged.sd.location = f"{target.location.rstrip('/')}/.catalogd-stage-forged"
+    forged.parameters["catalogd.stage.signature"] = "v1:" + "0" * 64
+    hms.call("create_table", forged, idempotent=False)
+    try:
+        with hms_connection(hms_address) as c:
+            u = c.get_table(db, "u")
+
+            def part(table: str, location: str) -> Any:
+                return T.Partition(values=["1"], dbName=db, tableName=table, sd=T.StorageDescriptor(
+                    cols=u.sd.cols, location=location, inputFormat=u.sd.inputFormat,
+                    outputFormat=u.sd.outputFormat, serdeInfo=u.sd.serdeInfo), parameters={})
+
+            # The forged stage's partition inside its (forged) directory: inside table t's.
+            refused(lambda: add_partition(c, part("__catalogd_stage_forged", f"{forged.sd.location}/ds=1")),
+                    "add_partition refused", f"inside the directory of table {db}.t")
+            # Tables named or placed as stages are, through the endpoint.
+            for name in ("evil", "__catalogd_stage_evil"):
+                table = c.get_table(db, "u")
+                table.tableName, table.sd.location = name, f"{target.location.rstrip('/')}/.catalogd-stage-{name}"
+                refused(lambda: c.create_table(table), "create_table refused",  # noqa: B023
+                        f"inside the directory of table {db}.t")
+            # The genuine stage's partition outside the stage's own directory: in its target's, or another table's.
+            for location in (f"{target.location.rstrip('/')}/ds=1", f"{u.sd.location.rstrip('/')}/ds=1"):
+                refused(lambda: add_partition(c, part(genuine, location)), "add_partition refused")  # noqa: B023
+            # ... and inside it, as Spark places it: accepted.
+            add_partition(c, part(genuine, f"{stage_dir}/ds=1"))
+            assert c.get_partition_names(db, genuine, -1) == ["ds=1"]
+    finally:
+        client.abort_stage(stage.id, writer_stopped=True)
+        hms.call("drop_table", db, "__catalogd_stage_forged", False, idempotent=False)
+    assert (target_dir / "ds=0" / "precious.txt").read_text() == "keep me"
+
