@@ -431,16 +431,24 @@ class HiveSession:
         return [o for entries in fresh.values() for _, occupants in entries.values() for o in occupants]
 
     def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
-              check_others: bool = True) -> Location:
+              check_others: bool = True, within: tuple[str, str] | None = None) -> Location:
         """Check a new object's directory: strictly inside an allowed root and (``check_others``)
         clear of every other object's directory. Call with the files lock held.
+
+        Args:
+            within: a table whose directory it may lie inside: the target of the stage whose
+                partition it is, when the caller has checked catalogd's signature on the stage.
 
         Raises:
             PermissionDeniedError: it is not.
         """
         location = self.roots().confine(uri, what)
         if check_others:
-            conflict = claim_conflict(location, self.occupants(), own_table)
+            occupants = self.occupants()
+            if within is not None:
+                occupants = [o for o in occupants
+                             if not (o.kind == "table" and (o.database, o.table.lower()) == within)]
+            conflict = claim_conflict(location, occupants, own_table)
             if conflict:
                 raise PermissionDeniedError(f"{what}: location {location} cannot be used: {conflict}")
         return location

@@ -492,7 +492,9 @@ class MemoryMetastore:
         for key in [k for k in self.store.column_stats if k[:3] == (db, name, part_name)]:
             del self.store.column_stats[key]
         if delete_data and not is_external(tbl):
-            self.files.delete(part.sd.location if part.sd else None)
+            # Gone from the store already: what remains (its own table's directory aside) is others'.
+            self.store.delete_unless_used(part.sd.location if part.sd else None, f"partition {part_name} of "
+                                          f"{db}.{name}", own_table=(db, name))
         return part
 
     def _m_drop_partition(self, a: Any) -> bool:

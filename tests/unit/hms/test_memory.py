@@ -529,3 +529,47 @@ def test_concurrent_partition_adds_all_land(store: Store) -> None:
         t.join()
     assert not errors
     assert len(store("get_partition_names", db_name="db", tbl_name="c", max_parts=-1)) == 200
+
+
+# ---------------------------------------------------------------- another table's directory (issue 19)
+
+
+def _victim_table(store: Store, name: str = "a", custom: bool = False) -> Path:
+    """A managed table with a file that must survive the attacker's drop (at a custom place in the warehouse)."""
+    # Custom: where a table named "c" would go by default.
+    location = f"file://{store.warehouse}/db.db/c" if custom else None
+    store("create_table", tbl=table(name, location))
+    path = Path(store("get_table", dbname="db", tbl_name=name).sd.location.removeprefix("file://"))
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "precious.txt").write_text("keep me")
+    return path
+
+
+@pytest.mark.parametrize("attack", ["created at", "altered to", "partition on", "renamed onto"])
+def test_a_drop_keeps_another_tables_files(store: Store, attack: str) -> None:
+    a = _victim_table(store, custom=attack == "renamed onto")
+    if attack == "created at":
+        store("create_table", tbl=table("b", f"file://{a}"))
+        store("drop_table", dbname="db", name="b", deleteData=True)
+    elif attack == "altered to":
+        store("create_table", tbl=table("b"))
+        altered = store("get_table", dbname="db", tbl_name="b")
+        altered.sd.location = f"file://{a}"
+        store("alter_table", dbname="db", tbl_name="b", new_tbl=altered)
+        store("drop_table", dbname="db", name="b", deleteData=True)
+    elif attack == "partition on":
+        store("create_table", tbl=table("b", parts=[("ds", "string")]))
+        store("add_partition", new_part=partition("b", ["1"], f"file://{a}"))
+        store("drop_partition", db_name="db", tbl_name="b", part_vals=["1"], deleteData=True)
+        store("add_partition", new_part=partition("b", ["2"], f"file://{a}/inside"))
+        store("drop_table", dbname="db", name="b", deleteData=True)
+    else:
+        store("create_table", tbl=table("b"))
+        renamed = store("get_table", dbname="db", tbl_name="b")
+        renamed.tableName = "c"
+        renamed.sd.location = f"file://{store.warehouse}/db.db/c"  # as Spark sends a rename's new place
+        store("alter_table", dbname="db", tbl_name="b", new_tbl=renamed)
+        store("drop_table", dbname="db", name="c", deleteData=True)
+    assert (a / "precious.txt").read_text() == "keep me"
+    store("drop_table", dbname="db", name="a", deleteData=True)
+    assert not a.exists(), "a's own drop still deletes its files"
