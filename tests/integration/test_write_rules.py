@@ -317,10 +317,11 @@ def test_spark_create_table_with_a_foreign_location_is_refused(spark, main_db, t
     db = main_db.split(".")[1]
     with pytest.raises(Exception) as e:
         spark.sql(f"CREATE TABLE {db}.t (id INT) USING parquet LOCATION '{victim.as_uri()}'")
-    # The error docs/operations.md quotes ("External data").
-    assert str(e.value).startswith("org.apache.hadoop.hive.ql.metadata.HiveException: MetaException(message:"
-                                   "catalogd: create_table_with_environment_context refused: table ")
-    assert "is outside the catalog's allowed locations; allowed locations: " in str(e.value)
+    # The error docs/operations.md quotes ("External data"), word for word but the paths.
+    assert str(e.value).startswith(
+        "org.apache.hadoop.hive.ql.metadata.HiveException: MetaException(message:catalogd: "
+        f"create_table_with_environment_context refused: table {db}.t (its Spark path): location file:{victim} "
+        f"(file:{victim}) is outside the catalog's allowed locations; allowed locations: file:"), str(e.value)
     # No table, so nothing for Spark to overwrite there.
     with pytest.raises(Exception, match=r"(?i)not found|cannot be found"):
         spark.sql(f"INSERT OVERWRITE TABLE {db}.t SELECT 1")
