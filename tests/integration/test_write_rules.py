@@ -317,14 +317,32 @@ def test_spark_create_table_with_a_foreign_location_is_refused(spark, main_db, t
     db = main_db.split(".")[1]
     with pytest.raises(Exception) as e:
         spark.sql(f"CREATE TABLE {db}.t (id INT) USING parquet LOCATION '{victim.as_uri()}'")
-    # The error docs/operations.md quotes ("External data").
-    assert str(e.value).startswith("org.apache.hadoop.hive.ql.metadata.HiveException: MetaException(message:"
-                                   "catalogd: create_table_with_environment_context refused: table ")
-    assert "is outside the catalog's allowed locations; allowed locations: " in str(e.value)
+    # The error docs/operations.md quotes ("External data"), word for word but the paths.
+    assert str(e.value).startswith(
+        "org.apache.hadoop.hive.ql.metadata.HiveException: MetaException(message:catalogd: "
+        f"create_table_with_environment_context refused: table {db}.t (its Spark path): location file:{victim} "
+        f"(file:{victim}) is outside the catalog's allowed locations; allowed locations: file:"), str(e.value)
     # No table, so nothing for Spark to overwrite there.
     with pytest.raises(Exception, match=r"(?i)not found|cannot be found"):
         spark.sql(f"INSERT OVERWRITE TABLE {db}.t SELECT 1")
     assert intact(victim)
+
+
+def test_spark_create_table_on_another_memory_tables_directory_is_refused(spark, client, unique_name):
+    """A memory catalog's version of the attack: Spark overwrites another table's files through a table
+    placed on its directory; the create is refused (Spark's retry with its `path` too)."""
+    name = unique_name("memdb")
+    db = f"scratch__{name}"
+    spark.sql(f"CREATE DATABASE {db}")
+    try:
+        spark.sql(f"CREATE TABLE {db}.a (id INT) USING parquet")
+        spark.sql(f"INSERT INTO {db}.a VALUES (1)")
+        a_dir = local_path(client.get_table(f"scratch.{name}.a").location)
+        with pytest.raises(Exception, match="cannot be used on memory catalog scratch"):
+            spark.sql(f"CREATE TABLE {db}.t (id INT) USING parquet LOCATION '{a_dir.as_uri()}'")
+        assert sorted(spark.sql(f"SELECT id FROM {db}.a").collect()) == [(1,)]
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
 
 
 # ---------------------------------------------------------------- catalogd's own stages, and forged ones
@@ -379,3 +397,221 @@ def test_only_a_signed_stage_may_sit_inside_its_target(client, main_db, hms, hms
         hms.call("drop_table", db, "__catalogd_stage_forged", False, idempotent=False)
     assert (target_dir / "ds=0" / "precious.txt").read_text() == "keep me"
 
+
+# ---------------------------------------------------------------- the issue's attacks, on hive and memory catalogs
+#
+# Each attack runs as a hostile HMS client would, through the endpoint, against a victim directory with
+# a file catalogd promises to keep. On the hive catalog (``main``) an object the endpoint refuses to
+# place on a victim is placed there behind catalogd's back, straight into the metastore, as only such a
+# client can; a memory catalog (``scratch``) has no metastore behind it, so its objects are placed
+# through the endpoint (where its rules refuse them, or its drops keep the files). A step catalogd
+# refuses is where the attack ends; what matters is that the victim's file is still there.
+
+
+class Attack:
+    """One attack's surroundings: the endpoint connection, the catalog and a database made for it."""
+
+    def __init__(self, c: Any, catalog: str, db: str, hms: Any, tmp_path: Path) -> None:
+        self.c, self.catalog, self.db, self.hms, self.tmp_path = c, catalog, db, hms, tmp_path
+        self.hive = catalog == "main"
+        #: The database as the catalog knows it (the metastore's name) and as a client names it.
+        self.client_db = db if self.hive else f"scratch__{db}"
+
+    def table(self, name: str, location: str | None = None, partitioned: bool = False, db: str | None = None) -> Any:
+        """A managed table through the endpoint (a location refused there: behind catalogd's back on hive)."""
+        tbl = codec.to_hms_table(Table(name=name, database=db or self.client_db, columns=[Column("id", "bigint")],
+                                       partition_keys=[Column("ds", "string")] if partitioned else [],
+                                       location=location, kind=TableKind.MANAGED), None)
+        try:
+            self.c.create_table(tbl)
+        except T.MetaException:
+            if not self.hive:
+                raise
+            direct_table(self.hms, db or self.db, name, location, partitioned)
+        return self.c.get_table(db or self.client_db, name)
+
+    def partition(self, table: str, value: str, location: str) -> None:
+        """A partition on ``location`` (behind catalogd's back on hive, when the endpoint refuses it)."""
+        tbl = self.c.get_table(self.client_db, table)
+        part = T.Partition(values=[value], dbName=self.client_db, tableName=table, sd=tbl.sd, parameters={})
+        part.sd.location = location
+        try:
+            add_partition(self.c, part)
+        except T.MetaException:
+            if not self.hive:
+                raise
+            direct_partition(self.hms, self.db, table, value, location)
+
+    def victim(self, name: str = "victim") -> Path:
+        """A directory with a file to keep: a foreign one under tmp on hive; inside the catalog's
+        scratch warehouse (where its drops delete) on memory, as a table's own directory."""
+        if self.hive:
+            return make_victim(self.tmp_path, name)
+        path = local_path(self.table(f"{name}_owner").sd.location)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "precious.txt").write_text("keep me")
+        return path
+
+
+def attempt(call: Any) -> str | None:
+    """Run one step of an attack: None, or the refusal that ended it (an HMS exception's message)."""
+    try:
+        call()
+    except (T.MetaException, T.InvalidOperationException, T.NoSuchObjectException, T.InvalidObjectException) as e:
+        return str(getattr(e, "message", e))
+    return None
+
+
+def _drop_by_name(a: Attack, method: str) -> Path:
+    victim = a.victim()
+    a.table("p", partitioned=True)
+    if attempt(lambda: a.partition("p", "1", victim.as_uri())) is not None:
+        return victim
+    if method == "drop_partition_by_name":
+        a.c.drop_partition_by_name(a.client_db, "p", "ds=1", True)
+    elif method == "drop_partition_by_name_with_environment_context":
+        a.c.drop_partition_by_name_with_environment_context(a.client_db, "p", "ds=1", True,
+                                                            T.EnvironmentContext(properties={}))
+    else:
+        a.c.drop_partitions_req(T.DropPartitionsRequest(dbName=a.client_db, tblName="p", deleteData=True,
+                                                        parts=T.RequestPartsSpec(names=["ds=1"])))
+    assert a.c.get_partition_names(a.client_db, "p", -1) == []
+    return victim
+
+
+def _rename_partition(a: Attack) -> Path:
+    victim = a.victim()
+    a.table("p", partitioned=True)
+    if attempt(lambda: a.partition("p", "1", victim.as_uri())) is None:
+        part = a.c.get_partition(a.client_db, "p", ["1"])
+        part.values = ["2"]
+        attempt(lambda: a.c.rename_partition(a.client_db, "p", ["1"], part))
+        for values in (["1"], ["2"]):
+            attempt(lambda: a.c.drop_partition(a.client_db, "p", values, True))  # noqa: B023
+    return victim
+
+
+def _index(a: Attack, then: str) -> Path:
+    victim = a.victim()
+    base = a.table("base")
+    sd = T.StorageDescriptor(cols=base.sd.cols, location=victim.as_uri(), inputFormat=base.sd.inputFormat,
+                             outputFormat=base.sd.outputFormat, serdeInfo=base.sd.serdeInfo)
+    index = T.Index(indexName="i", indexHandlerClass="compact", dbName=a.client_db, origTableName="base",
+                    indexTableName="base_i", sd=sd, parameters={}, deferredRebuild=True)
+    index_table = T.Table(tableName="base_i", dbName=a.client_db, sd=sd, partitionKeys=[], parameters={},
+                          tableType="INDEX_TABLE")
+    assert "add_index refused" in (attempt(lambda: a.c.add_index(index, index_table)) or "")
+    if then == "drop_index":
+        assert "refused" in (attempt(lambda: a.c.drop_index_by_name(a.client_db, "base", "i", True)) or "")
+    else:
+        a.c.drop_table(a.client_db, "base", False)
+    return victim
+
+
+def _database_rename(a: Attack, unique_name: Any) -> Path:
+    """A database on the victim, a table in its default place there, renamed into another database, dropped."""
+    victim = a.victim()
+    if a.hive:
+        (victim / "t").mkdir()
+        (victim / "t" / "precious.txt").write_text("keep me")
+    outside = unique_name("db")
+    client_outside = outside if a.hive else f"scratch__{outside}"
+    if attempt(lambda: a.c.create_database(T.Database(name=client_outside, locationUri=victim.as_uri(),
+                                                      parameters={}))) is not None:
+        assert a.hive
+        a.hms.call("create_database", T.Database(name=outside, locationUri=victim.as_uri(), parameters={}),
+                   idempotent=False)
+    try:
+        if a.hive:
+            direct_table(a.hms, outside, "t")
+        else:
+            a.table("t", db=client_outside)
+        moved = a.c.get_table(client_outside, "t")
+        moved.dbName = a.client_db
+        if attempt(lambda: a.c.alter_table(client_outside, "t", moved)) is None:
+            a.c.drop_table(a.client_db, "t", True)
+        attempt(lambda: a.c.drop_table(client_outside, "t", True))
+    finally:
+        attempt(lambda: a.c.drop_database(client_outside, False, True))
+        if a.hive:
+            attempt(lambda: a.hms.call("drop_database", outside, False, True, idempotent=False))
+    return victim / "t" if a.hive else victim
+
+
+def _keep_data_database_drop(a: Attack, unique_name: Any) -> Path:
+    """drop_database(deleteData=false, cascade=true): its managed tables' files stay."""
+    name = unique_name("db")
+    client_name = name if a.hive else f"scratch__{name}"
+    a.c.create_database(T.Database(name=client_name, parameters={}))
+    own = local_path(a.table("t", db=client_name).sd.location)
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "precious.txt").write_text("keep me")
+    a.c.drop_database(client_name, False, True)
+    assert client_name not in a.c.get_all_databases()
+    return own
+
+
+def _other_tables_directory(a: Attack, how: str) -> Path:
+    """Table B created at, altered to, given a partition on (or inside), or renamed onto table A's
+    directory (A's custom one, where B's new name puts it), then dropped with its data: A's files stay."""
+    if how == "renamed onto":
+        database_dir = a.c.get_database(a.client_db).locationUri.rstrip("/")
+        a.table("a", location=f"{database_dir}/c")
+    else:
+        a.table("a")
+    a_dir = local_path(a.c.get_table(a.client_db, "a").sd.location)
+    a_dir.mkdir(parents=True, exist_ok=True)
+    (a_dir / "precious.txt").write_text("keep me")
+    a_uri = a.c.get_table(a.client_db, "a").sd.location.rstrip("/")
+    b = a.table("b", partitioned=how.startswith("partition"))
+    if how == "created at":
+        b.tableName, b.sd.location = "b2", a_uri
+        refusal = attempt(lambda: a.c.create_table(b))
+    elif how == "altered to":
+        b.sd.location = a_uri
+        refusal = attempt(lambda: a.c.alter_table(a.client_db, "b", b))
+    elif how.startswith("partition"):
+        part = T.Partition(values=["1"], dbName=a.client_db, tableName="b", sd=b.sd, parameters={})
+        part.sd.location = a_uri if how == "partition on" else f"{a_uri}/ds=1"
+        refusal = attempt(lambda: add_partition(a.c, part))
+        # Dropping A at once (the issue: within 30 s of B's partition it took B's files, or B's drop took A's).
+    else:
+        b.tableName, b.sd.location = "c", a_uri  # as Spark sends a rename's new place
+        refusal = attempt(lambda: a.c.alter_table(a.client_db, "b", b))
+    assert refusal is not None and ("refused" in refusal or "cannot be used" in refusal), refusal
+    for name in ("b", "b2", "c"):
+        attempt(lambda: a.c.drop_table(a.client_db, name, True))  # noqa: B023
+    return a_dir
+
+
+ATTACKS: dict[str, Any] = {
+    "drop_partition_by_name": lambda a, u: _drop_by_name(a, "drop_partition_by_name"),
+    "drop_partition_by_name_with_environment_context":
+        lambda a, u: _drop_by_name(a, "drop_partition_by_name_with_environment_context"),
+    "drop_partitions_req": lambda a, u: _drop_by_name(a, "drop_partitions_req"),
+    "rename_partition then drop": lambda a, u: _rename_partition(a),
+    "add_index then drop_index_by_name": lambda a, u: _index(a, "drop_index"),
+    "add_index then drop the base table keeping data": lambda a, u: _index(a, "drop_base"),
+    "database on a victim, table renamed out and dropped": _database_rename,
+    "drop_database keeping data, cascade": _keep_data_database_drop,
+    "partition inside another table's directory": lambda a, u: _other_tables_directory(a, "partition inside"),
+    "table created at another table's directory": lambda a, u: _other_tables_directory(a, "created at"),
+    "table altered to another table's directory": lambda a, u: _other_tables_directory(a, "altered to"),
+    "partition on another table's directory": lambda a, u: _other_tables_directory(a, "partition on"),
+    "table renamed onto another table's custom location": lambda a, u: _other_tables_directory(a, "renamed onto"),
+}
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+@pytest.mark.parametrize("catalog", ["main", "scratch"])
+def test_the_issues_attacks_keep_the_victims_files(attack, catalog, client, hms, hms_address, tmp_path,
+                                                     unique_name):
+    """Every attack of issue 19 (Spark's LOCATION + INSERT OVERWRITE: ``test_spark_*`` above), on both kinds."""
+    name = unique_name("db")
+    client.create_database(f"{catalog}.{name}")
+    try:
+        with hms_connection(hms_address) as c:
+            victim = ATTACKS[attack](Attack(c, catalog, name, hms, tmp_path), unique_name)
+        assert intact(victim), f"{attack} on {catalog}: the victim's files were deleted"
+    finally:
+        client.drop_database(f"{catalog}.{name}", if_exists=True, cascade=True)
