@@ -1,0 +1,310 @@
+"""Where a hive catalog's objects lie, kept current at per-object cost: the session's location index.
+
+Judging a claim or a deletion needs the directories of the objects in and around one path
+(``location_index``), never a read of the whole catalog on a client's call. The index is:
+
+- **kept current from catalogd's own writes**: every write through the session's client, the
+  HMS endpoint's relayed ones included (``CachingHiveClient`` tells ``written``), marks the
+  (database, table) it touched; the next judgment reads just those objects again (a table and
+  its partitions: the objects involved) before it looks;
+- **reconciled in the background** with the metastore, one pass over the catalog at a time
+  (100 tables a call, the partitions of partitioned tables), paced so that a pass uses at
+  most a third of one thread and starts at least ``RECONCILE_GAP`` after the last one ended.
+  Only changes made behind catalogd's back (another metastore client) wait for it: they show
+  within one pass plus the gap (the window; docs/operations.md gives it measured).
+
+Before the first pass after start has completed, the index does not know the catalog: a
+judgment waits for that pass (``INDEX_WAIT`` at most, then it is refused as
+metastore-unavailable, to be retried) rather than guess, so a new object is never placed on,
+and a drop never deletes, a directory another object uses. The wait is the background
+pass's, not a scan made by the call.
+
+A read started before a write of the same object is never applied over that write (each
+write is numbered; a read carries the number it started at).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.base import is_stage_table
+from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.location_index import LocationIndex
+from catalogd.catalog.locations import Location, Occupant
+from catalogd.errors import CatalogError, MetastoreUnavailableError, NotFoundError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["INDEX_WAIT", "RECONCILE_GAP", "LocationTracker"]
+
+#: Seconds between the end of one background pass and the start of the next, at least.
+RECONCILE_GAP = 30.0
+#: A pass sleeps this many times what each batch of tables took: at most a third of a thread.
+PACE = 2.0
+#: How long a judgment waits for the first pass after start before it is refused.
+INDEX_WAIT = 60.0
+#: Tables read per call in a pass.
+BATCH = 100
+
+Key = tuple[str, str]
+#: Lends the typed client for a block (``HiveSession.client``), errors as catalogd errors.
+Lend = Callable[[str], AbstractContextManager[HiveClient]]
+#: A location as stored in HMS, normalised (None: none, or one catalogd cannot read).
+Parse = Callable[[str | None], Location | None]
+
+
+class LocationTracker:
+    """The location index of one hive catalog, kept current (see the module docstring).
+
+    Args:
+        name: the catalog's name (for logs and errors).
+        lend: lends the session's typed client (uncached reads).
+        parse: normalises a stored location.
+    """
+
+    def __init__(self, name: str, lend: Lend, parse: Parse) -> None:
+        self.name = name
+        self._lend = lend
+        self._parse = parse
+        self._lock = threading.Lock()
+        self._index = LocationIndex()
+        self._writes = 0
+        #: (database, table) -> the number of its last write not yet covered by a read.
+        self._written: dict[Key, int] = {}
+        #: Databases dropped through catalogd: their tables are gone too.
+        self._dropped: set[str] = set()
+        self._loaded = threading.Event()
+        self._kick = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: Completed passes, and what the last one took (seconds): for logs and the benchmark.
+        self.passes = 0
+        self.last_pass = 0.0
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the background passes (the first one at once)."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=f"locations-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._kick.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(10)
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded.is_set()
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                self.reconcile()
+                failures = 0
+                wait = RECONCILE_GAP
+            except CatalogError as e:
+                failures += 1
+                wait = min(RECONCILE_GAP, 0.5 * 2 ** min(failures, 6))
+                logger.warning("catalog %s: reading its locations failed (again in %.0fs): %s", self.name, wait, e)
+            self._kick.wait(wait)
+            self._kick.clear()
+
+    # ------------------------------------------------------------ writes
+
+    def written(self, method: str, keys: list[tuple[str, str]]) -> None:
+        """A write through catalogd may have changed ``keys`` (none: anything): read them again
+        before the next judgment (an unknown write: a background pass now)."""
+        unknown = not keys
+        with self._lock:
+            self._writes += 1
+            for database, table in keys:
+                if not database:  # a struct without its database: anything may have changed
+                    unknown = True
+                    continue
+                self._written[(database.lower(), (table or "").lower())] = self._writes
+                if method == "drop_database" and not table:
+                    self._dropped.add(database.lower())
+        if unknown:
+            self._kick.set()
+
+    # ------------------------------------------------------------ judging
+
+    def current(self, wait: float | None = None) -> None:
+        """Bring the index up to date with catalogd's own writes: reads the objects written since
+        the last judgment, nothing else. Call with the session's files lock held.
+
+        Raises:
+            MetastoreUnavailableError: the first pass after start has not completed within ``wait``
+                (default ``INDEX_WAIT``), or the metastore does not answer.
+        """
+        if self._thread is None and not self._loaded.is_set():
+            self.reconcile()  # no background passes (a session attached to a test's client)
+        if not self._loaded.wait(INDEX_WAIT if wait is None else wait):
+            raise MetastoreUnavailableError(
+                f"catalog {self.name}: the directories of its objects are still being read after start "
+                f"({len(self._index)} objects so far); catalogd judges no location before it knows them all: "
+                "try again shortly")
+        with self._lock:
+            todo = dict(self._written)
+            dropped = set(self._dropped)
+        if not todo:
+            return
+        with self._lend(f"catalog {self.name}: locations") as c:
+            for (database, table), number in todo.items():
+                start = number  # this read comes after that write
+                if not table:
+                    self._read_database(c, database, start, database in dropped)
+                else:
+                    self._apply((database, table), self._read_table(c, database, table), start)
+
+    def around(self, location: Location) -> list[Occupant]:
+        """The objects whose directories are ``location``, lie inside it or contain it (after ``current``)."""
+        with self._lock:
+            return self._index.around(location)
+
+    def of_table(self, database: str, table: str) -> list[Occupant]:
+        with self._lock:
+            return list(self._index.get((database.lower(), table.lower())) or [])
+
+    def all(self) -> list[Occupant]:
+        with self._lock:
+            return self._index.all()
+
+    # ------------------------------------------------------------ reading
+
+    def _number(self) -> int:
+        with self._lock:
+            return self._writes
+
+    def _apply(self, key: Key, occupants: list[Occupant] | None, start: int) -> None:
+        """What ``key`` held as read after write number ``start`` (None: it is gone); a read older
+        than a write of it is dropped (the write's own read brings it)."""
+        with self._lock:
+            if self._written.get(key, 0) > start:
+                return
+            self._written.pop(key, None)
+            if occupants is None:
+                self._index.remove(key)
+            else:
+                self._index.put(key, occupants)
+
+    def _read_database(self, c: HiveClient, database: str, start: int, dropped: bool) -> None:
+        try:
+            db = c.get_database(database)
+        except hms.NoSuchObjectException:
+            with self._lock:
+                if self._written.get((database, ""), 0) <= start:
+                    self._written.pop((database, ""), None)
+                    self._dropped.discard(database)
+                    self._index.remove_database(database)
+            return
+        loc = self._parse(db.locationUri)
+        self._apply((database, ""), [Occupant("database", database, "", "", loc)] if loc else [], start)
+        if dropped:
+            # A drop that failed half way (or a database made again): its tables as they are now.
+            names = {n.lower() for n in c.get_all_tables(database)}
+            with self._lock:
+                self._dropped.discard(database)
+                gone = [t for t in self._index.tables_of(database) if t not in names]
+            for table in gone:
+                self._apply((database, table), None, start)
+
+    def _read_table(self, c: HiveClient, database: str, table: str) -> list[Occupant] | None:
+        try:
+            tbl = c.get_table(database, table)
+        except hms.NoSuchObjectException:
+            return None
+        return self.table_occupants(c, database, tbl)
+
+    def table_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant]:
+        """The directories of a table and of its partitions outside its directory (the others
+        lie in or around the table's directory too, so they add nothing to any judgment)."""
+        if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
+            return []
+        stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
+            if is_stage_table(tbl.tableName) else ""
+        found = []
+        table_loc = self._parse(tbl.sd.location)
+        if table_loc is not None:
+            found.append(Occupant("table", database, tbl.tableName, "", table_loc, stage_of))
+        if tbl.partitionKeys:
+            try:
+                parts = c.get_partitions(database, tbl.tableName, -1)
+            except hms.NoSuchObjectException:
+                return found
+            for part in parts:
+                loc = self._parse(part.sd.location if part.sd else None)
+                if loc is not None and (table_loc is None or not table_loc.contains(loc)):
+                    name = codec.partition_name(tbl.partitionKeys, part.values)
+                    found.append(Occupant("partition", database, tbl.tableName, name, loc, stage_of))
+        return found
+
+    def reconcile(self) -> None:
+        """One pass over the catalog, applied object by object (the first one marks the index loaded).
+
+        Raises:
+            CatalogError: the metastore failed (the pass is tried again later).
+        """
+        began = time.monotonic()
+        first = not self._loaded.is_set()
+        start = self._number()
+        with self._lend(f"catalog {self.name}: locations") as c:
+            databases = [d.lower() for d in c.get_all_databases()]
+        for database in databases:
+            if self._stop.is_set():
+                return
+            self._reconcile_database(database, first)
+        with self._lock:
+            stale = {d for d, _ in self._index.objects() if d not in databases}
+        for database in stale:
+            with self._lock:
+                if all(n <= start for (d, _), n in self._written.items() if d == database):
+                    self._index.remove_database(database)
+        self.passes += 1
+        self.last_pass = time.monotonic() - began
+        if first:
+            self._loaded.set()
+            logger.info("catalog %s: the directories of %d objects read in %.1fs", self.name, len(self._index),
+                        self.last_pass)
+
+    def _reconcile_database(self, database: str, first: bool) -> None:
+        start = self._number()
+        try:
+            with self._lend(f"catalog {self.name}: locations") as c:
+                db = c.get_database(database)
+                names = sorted({n.lower() for n in c.get_all_tables(database)})
+        except NotFoundError:
+            return  # dropped while we looked
+        loc = self._parse(db.locationUri)
+        self._apply((database, ""), [Occupant("database", database, "", "", loc)] if loc else [], start)
+        for first_name in range(0, len(names), BATCH):
+            if self._stop.is_set():
+                return
+            batch = names[first_name:first_name + BATCH]
+            began = time.monotonic()
+            number = self._number()
+            with self._lend(f"catalog {self.name}: locations") as c:
+                tables = c.get_table_objects_by_name(database, batch)
+                read = {t.tableName.lower(): self.table_occupants(c, database, t) for t in tables}
+            for name in batch:
+                self._apply((database, name), read.get(name), number)
+            if not first:
+                self._stop.wait(PACE * (time.monotonic() - began))
+        with self._lock:
+            known = set(self._index.tables_of(database))
+        for name in known - set(names):
+            self._apply((database, name), None, start)
