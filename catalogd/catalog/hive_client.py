@@ -36,8 +36,8 @@ from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import is_stage_table
 from catalogd.catalog.caching_client import FUNCTION_WRITES, CachingHiveClient
 from catalogd.catalog.hive_api import HiveClient
-from catalogd.catalog.hive_locations import LocationTracker
 from catalogd.catalog.hms_cache import MetadataCache
+from catalogd.catalog.location_tracker import LocationTracker
 from catalogd.catalog.locations import (
     Location,
     Occupant,
@@ -164,7 +164,7 @@ class HiveSession:
         #: Held while a location is checked and claimed, and while a drop decides and deletes:
         #: no directory is handed to a new object between a drop's check and its deletion.
         self._files = threading.RLock()
-        #: The directories of the catalog's objects, kept current (``hive_locations``).
+        #: The directories of the catalog's objects, kept current (``location_tracker``).
         self.locations = LocationTracker(name, lambda what: self.client(what), self._location)
 
     # ------------------------------------------------------------ lifecycle
@@ -375,7 +375,7 @@ class HiveSession:
         ones a claim of, or a deletion at, ``location`` depends on. Call with the files lock held.
 
         Raises:
-            MetastoreUnavailableError: the locations are still being read after start (see ``hive_locations``).
+            MetastoreUnavailableError: the locations are still being read after start (see ``location_tracker``).
         """
         self.locations.current()
         return self.locations.around(location)

@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
@@ -52,6 +53,8 @@ PACE = 2.0
 INDEX_WAIT = 60.0
 #: Tables read per call in a pass.
 BATCH = 100
+#: Connections the first pass after start reads on at once.
+FIRST_PASS_THREADS = 4
 
 Key = tuple[str, str]
 #: Lends the typed client for a block (``HiveSession.client``), errors as catalogd errors.
@@ -78,6 +81,8 @@ class LocationTracker:
         self._writes = 0
         #: (database, table) -> the number of its last write not yet covered by a read.
         self._written: dict[Key, int] = {}
+        #: (database, table) -> the write number its entry was read after (no older read replaces it).
+        self._read_at: dict[Key, int] = {}
         #: Databases dropped through catalogd: their tables are gone too.
         self._dropped: set[str] = set()
         self._loaded = threading.Event()
@@ -194,9 +199,10 @@ class LocationTracker:
         """What ``key`` held as read after write number ``start`` (None: it is gone); a read older
         than a write of it is dropped (the write's own read brings it)."""
         with self._lock:
-            if self._written.get(key, 0) > start:
+            if self._written.get(key, 0) > start or self._read_at.get(key, -1) > start:
                 return
             self._written.pop(key, None)
+            self._read_at[key] = start
             if occupants is None:
                 self._index.remove(key)
             else:
@@ -209,6 +215,7 @@ class LocationTracker:
             with self._lock:
                 if self._written.get((database, ""), 0) <= start:
                     self._written.pop((database, ""), None)
+                    self._read_at[(database, "")] = start
                     self._dropped.discard(database)
                     self._index.remove_database(database)
             return
@@ -272,14 +279,28 @@ class LocationTracker:
             stale = {d for d, _ in self._index.objects() if d not in databases}
         for database in stale:
             with self._lock:
-                if all(n <= start for (d, _), n in self._written.items() if d == database):
+                numbers = [*self._written.items(), *self._read_at.items()]
+                if all(n <= start for (d, _), n in numbers if d == database):
                     self._index.remove_database(database)
+        with self._lock:
+            # What no longer exists needs no guard against older reads once the pass is over.
+            self._read_at = {k: n for k, n in self._read_at.items() if n > start or self._index.get(k) is not None}
         self.passes += 1
         self.last_pass = time.monotonic() - began
         if first:
             self._loaded.set()
             logger.info("catalog %s: the directories of %d objects read in %.1fs", self.name, len(self._index),
                         self.last_pass)
+
+    def _reconcile_batch(self, database: str, batch: list[str]) -> None:
+        if self._stop.is_set():
+            return
+        number = self._number()
+        with self._lend(f"catalog {self.name}: locations") as c:
+            tables = c.get_table_objects_by_name(database, batch)
+            read = {t.tableName.lower(): self.table_occupants(c, database, t) for t in tables}
+        for name in batch:
+            self._apply((database, name), read.get(name), number)
 
     def _reconcile_database(self, database: str, first: bool) -> None:
         start = self._number()
@@ -291,18 +312,17 @@ class LocationTracker:
             return  # dropped while we looked
         loc = self._parse(db.locationUri)
         self._apply((database, ""), [Occupant("database", database, "", "", loc)] if loc else [], start)
-        for first_name in range(0, len(names), BATCH):
-            if self._stop.is_set():
-                return
-            batch = names[first_name:first_name + BATCH]
-            began = time.monotonic()
-            number = self._number()
-            with self._lend(f"catalog {self.name}: locations") as c:
-                tables = c.get_table_objects_by_name(database, batch)
-                read = {t.tableName.lower(): self.table_occupants(c, database, t) for t in tables}
-            for name in batch:
-                self._apply((database, name), read.get(name), number)
-            if not first:
+        batches = [names[i:i + BATCH] for i in range(0, len(names), BATCH)]
+        if first:
+            # Nothing is judged before the first pass ends: it reads on a few connections at once.
+            with ThreadPoolExecutor(FIRST_PASS_THREADS, thread_name_prefix=f"locations-{self.name}") as pool:
+                list(pool.map(lambda batch: self._reconcile_batch(database, batch), batches))
+        else:
+            for batch in batches:
+                if self._stop.is_set():
+                    return
+                began = time.monotonic()
+                self._reconcile_batch(database, batch)
                 self._stop.wait(PACE * (time.monotonic() - began))
         with self._lock:
             known = set(self._index.tables_of(database))
