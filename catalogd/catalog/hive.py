@@ -20,10 +20,13 @@ the session invalidates the cache.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
@@ -134,13 +137,16 @@ class HiveCatalog(BaseCatalog):
         max_concurrent_calls: int | None = None,
         allowed_locations: list[str] | None = None,
         cache: MetadataCache | None = None,
+        locations_file: Path | None = None,
+        metastore_identity: str = "",
     ) -> None:
         super().__init__(name)
         # An embedded metastore has no core-site.xml: its default file system is the local one.
         default_fs = ("file", "") if embedded is not None else None
         self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout,
                                    max_concurrent_calls=max_concurrent_calls,
-                                   allowed_locations=allowed_locations, default_fs=default_fs, cache=cache)
+                                   allowed_locations=allowed_locations, default_fs=default_fs, cache=cache,
+                                   locations_file=locations_file, identity=metastore_identity)
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
@@ -179,6 +185,11 @@ class HiveCatalog(BaseCatalog):
             max_concurrent_calls=conf.max_concurrent_calls,
             allowed_locations=conf.allowed_locations,
             cache=cache,
+            # The location index is kept between runs, for this metastore only.
+            locations_file=config.server.data_dir / "catalogs" / conf.name / "locations.json",
+            metastore_identity=hashlib.sha256(json.dumps([
+                conf.uris, conf.warehouse, conf.metastore_database.jdbc_url if conf.metastore_database else None,
+            ]).encode()).hexdigest(),
         )
 
     # ------------------------------------------------------------ lifecycle

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
@@ -122,6 +123,8 @@ class HiveSession:
             embedded metastore); None: bare paths are refused.
         cache: the daemon's metadata cache; every write through this session invalidates
             what it touched there. None: no cache.
+        locations_file: where the location index is saved between runs (None: not saved).
+        identity: which metastore this is (a saved index of another one is not used).
     """
 
     def __init__(
@@ -136,6 +139,8 @@ class HiveSession:
         allowed_locations: list[str] | None = None,
         default_fs: tuple[str, str] | None = None,
         cache: MetadataCache | None = None,
+        locations_file: Path | None = None,
+        identity: str = "",
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
@@ -165,7 +170,8 @@ class HiveSession:
         #: no directory is handed to a new object between a drop's check and its deletion.
         self._files = threading.RLock()
         #: The directories of the catalog's objects, kept current (``location_tracker``).
-        self.locations = LocationTracker(name, lambda what: self.client(what), self._location)
+        self.locations = LocationTracker(name, lambda what: self.client(what), self._location, locations_file,
+                                         identity)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -496,6 +502,7 @@ class HiveSession:
                 for values in kept:
                     c.drop_partition(database, name, values, False)
                 c.drop_table_with_environment_context(database, name, delete, codec.purge_context(purge))
+            self.locations.gone(database, name)  # known gone: no need to read it again
         if reason:
             logger.warning("%s dropped; its files were left in place: %s", what, reason)
         elif kept:

@@ -51,6 +51,9 @@ class LocationIndex:
     def objects(self) -> list[Key]:
         return list(self._entries)
 
+    def items(self) -> list[tuple[Key, list[Occupant]]]:
+        return [(k, list(v)) for k, v in self._entries.items()]
+
     def tables_of(self, database: str) -> list[str]:
         """The tables of ``database`` that have an entry."""
         return [t for d, t in self._entries if d == database and t]

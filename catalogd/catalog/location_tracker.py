@@ -13,8 +13,14 @@ Judging a claim or a deletion needs the directories of the objects in and around
   Only changes made behind catalogd's back (another metastore client) wait for it: they show
   within one pass plus the gap (the window; docs/operations.md gives it measured).
 
-Before the first pass after start has completed, the index does not know the catalog: a
-judgment waits for that pass (``INDEX_WAIT`` at most, then it is refused as
+The index is saved (``<data-dir>/catalogs/<name>/locations.json``, 0600: an authority may
+carry credentials) after every pass and when the daemon stops, with the objects written since
+their last read; every write between two saves is also appended to a journal
+(``locations.journal``), so that a daemon killed in between knows at start which objects to
+read again. Both are read back at start: judgments go on at once, and what changed behind
+catalogd's back meanwhile shows at the first pass, as any such change does. Without a saved
+index (the first start, another metastore, an unreadable file) the index does not know the
+catalog: a judgment waits for the first pass (``INDEX_WAIT`` at most, then it is refused as
 metastore-unavailable, to be retried) rather than guess, so a new object is never placed on,
 and a drop never deletes, a directory another object uses. The wait is the background
 pass's, not a scan made by the call.
@@ -25,12 +31,17 @@ write is numbered; a read carries the number it started at).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
@@ -70,10 +81,15 @@ class LocationTracker:
         name: the catalog's name (for logs and errors).
         lend: lends the session's typed client (uncached reads).
         parse: normalises a stored location.
+        snapshot: where the index is saved between runs (None: not saved).
+        identity: the metastore's identity: a saved index of another one is not used.
     """
 
-    def __init__(self, name: str, lend: Lend, parse: Parse) -> None:
+    def __init__(self, name: str, lend: Lend, parse: Parse, snapshot: Path | None = None,
+                 identity: str = "") -> None:
         self.name = name
+        self._snapshot = snapshot
+        self._identity = identity
         self._lend = lend
         self._parse = parse
         self._lock = threading.Lock()
@@ -85,6 +101,7 @@ class LocationTracker:
         self._read_at: dict[Key, int] = {}
         #: Databases dropped through catalogd: their tables are gone too.
         self._dropped: set[str] = set()
+        self._journal: Any = None
         self._loaded = threading.Event()
         self._kick = threading.Event()
         self._stop = threading.Event()
@@ -99,6 +116,8 @@ class LocationTracker:
         """Start the background passes (the first one at once)."""
         if self._thread is not None:
             return
+        if not self._loaded.is_set() and self._load():
+            self._loaded.set()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name=f"locations-{self.name}", daemon=True)
         self._thread.start()
@@ -109,6 +128,8 @@ class LocationTracker:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(10)
+        if self._loaded.is_set():
+            self._save()
 
     @property
     def loaded(self) -> bool:
@@ -143,6 +164,7 @@ class LocationTracker:
                 self._written[(database.lower(), (table or "").lower())] = self._writes
                 if method == "drop_database" and not table:
                     self._dropped.add(database.lower())
+            self._journal_write(method, keys, unknown)
         if unknown:
             self._kick.set()
 
@@ -175,6 +197,15 @@ class LocationTracker:
                     self._read_database(c, database, start, database in dropped)
                 else:
                     self._apply((database, table), self._read_table(c, database, table), start)
+
+    def gone(self, database: str, table: str) -> None:
+        """catalogd has just dropped the table (its write noted, the files lock still held): its
+        entry goes without reading it again."""
+        key = (database.lower(), table.lower())
+        with self._lock:
+            number = self._written.pop(key, self._writes)
+            self._read_at[key] = number
+            self._index.remove(key)
 
     def around(self, location: Location) -> list[Occupant]:
         """The objects whose directories are ``location``, lie inside it or contain it (after ``current``)."""
@@ -287,6 +318,7 @@ class LocationTracker:
             self._read_at = {k: n for k, n in self._read_at.items() if n > start or self._index.get(k) is not None}
         self.passes += 1
         self.last_pass = time.monotonic() - began
+        self._save()
         if first:
             self._loaded.set()
             logger.info("catalog %s: the directories of %d objects read in %.1fs", self.name, len(self._index),
@@ -328,3 +360,90 @@ class LocationTracker:
             known = set(self._index.tables_of(database))
         for name in known - set(names):
             self._apply((database, name), None, start)
+
+    # ------------------------------------------------------------ saved between runs
+
+    def _save(self) -> None:
+        path = self._snapshot
+        if path is None:
+            return
+        with self._lock:
+            self._journal_reset()
+            entries = [[db, table, [[o.kind, o.database, o.table, o.partition, o.stage_of, o.location.scheme,
+                                     o.location.authority, o.location.path, o.location.key] for o in occupants]]
+                       for (db, table), occupants in self._index.items()]
+            written = [list(k) for k in self._written]
+        document = {"version": 1, "identity": self._identity, "entries": entries, "written": written}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(path.name + ".tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(document, f, separators=(",", ":"))
+            os.replace(temporary, path)
+        except OSError as e:
+            logger.warning("catalog %s: saving its location index to %s: %s", self.name, path, e)
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)  # its journal is gone: the next start reads the metastore
+
+    def _load(self) -> bool:
+        """Read the saved index back (False: none, another metastore's, or unreadable)."""
+        path = self._snapshot
+        if path is None or not path.exists():
+            return False
+        try:
+            document = json.loads(path.read_text())
+            if document.get("version") != 1 or document.get("identity") != self._identity:
+                logger.info("catalog %s: the saved location index is another metastore's: not used", self.name)
+                return False
+            entries = [((str(db), str(table)), [Occupant(kind, database, tbl, part, Location(scheme, auth, p, key),
+                                                         stage_of)
+                                                for kind, database, tbl, part, stage_of, scheme, auth, p, key in occ])
+                       for db, table, occ in document["entries"]]
+            written = [(str(db), str(table)) for db, table in document["written"]]
+            journal = path.with_name(path.stem + ".journal")
+            if journal.exists():
+                for line in journal.read_text().splitlines():
+                    record = json.loads(line) if line.strip() else {}
+                    if record.get("unknown"):
+                        raise ValueError("a write catalogd could not place")
+                    written += [(str(db), str(table)) for db, table in record.get("keys", [])]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            logger.warning("catalog %s: the saved location index %s cannot be read (%s): reading the metastore",
+                           self.name, path, e)
+            return False
+        with self._lock:
+            self._index.replace_all(entries)
+            self._writes += 1
+            for key in written:  # written before the stop, never read since: read before the next judgment
+                self._written[key] = self._writes
+        logger.info("catalog %s: location index of %d objects read from %s", self.name, len(entries), path)
+        return True
+
+    def _journal_write(self, method: str, keys: list[tuple[str, str]], unknown: bool) -> None:
+        """Note a write (lock held): a daemon killed before the next save reads these again at start."""
+        if self._snapshot is None:
+            return
+        try:
+            if self._journal is None:
+                self._snapshot.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self._snapshot.with_name(self._snapshot.stem + ".journal"),
+                             os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                self._journal = os.fdopen(fd, "a")
+            record = {"keys": [[d.lower(), (t or "").lower()] for d, t in keys if d], "unknown": unknown}
+            self._journal.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self._journal.flush()  # in the kernel: survives the daemon's death
+        except OSError as e:
+            logger.warning("catalog %s: noting a write in the location journal: %s", self.name, e)
+
+    def _journal_reset(self) -> None:
+        """The index is being saved with every write so far (lock held): the journal starts afresh."""
+        if self._snapshot is None:
+            return
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        try:
+            self._snapshot.with_name(self._snapshot.stem + ".journal").unlink(missing_ok=True)
+        except OSError as e:
+            logger.warning("catalog %s: resetting the location journal: %s", self.name, e)

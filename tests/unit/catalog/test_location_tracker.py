@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fake_hms import WAREHOUSE, FakeHms
@@ -54,7 +55,7 @@ def counting(fake: FakeHms) -> Counting:
     return Counting(fake)
 
 
-def tracker_on(counting: Counting) -> LocationTracker:
+def tracker_on(counting: Counting, snapshot: Path | None = None) -> LocationTracker:
     @contextlib.contextmanager
     def lend(what: str) -> Iterator[Counting]:
         yield counting
@@ -62,7 +63,7 @@ def tracker_on(counting: Counting) -> LocationTracker:
     def location(uri: str | None) -> Location | None:
         return parse(uri) if uri else None
 
-    return LocationTracker("main", lend, location)  # type: ignore[arg-type]
+    return LocationTracker("main", lend, location, snapshot)  # type: ignore[arg-type]
 
 
 def test_a_judgment_reads_only_the_objects_written_since_the_last_one(counting: Counting) -> None:
@@ -126,3 +127,29 @@ def test_nothing_is_judged_before_the_first_pass(counting: Counting) -> None:
     finally:
         counting.gate.set()
         tracker.stop()
+
+
+def test_a_saved_index_lets_judgments_go_on_at_start_and_the_journal_covers_a_kill(
+        counting: Counting, tmp_path: Path) -> None:
+    snapshot = tmp_path / "locations.json"
+    first = tracker_on(counting, snapshot)
+    first.reconcile()  # saved after the pass
+    assert snapshot.stat().st_mode & 0o777 == 0o600
+    # Written after the save, then the daemon dies (no save at stop): the journal has it.
+    make(counting.fake, "late", "file:/late/t")
+    first.written("create_table", [("sales", "late")])
+    counting.gate.clear()  # the metastore is slow to answer after the restart
+    second = tracker_on(counting, snapshot)
+    second.start()
+    try:
+        assert second.loaded and len(second.all()) == 52
+        counting.gate.set()
+        second.current(wait=0)  # reads what the journal names before judging
+        assert [o.table for o in second.around(where("/late"))] == ["late"]
+    finally:
+        counting.gate.set()
+        second.stop()
+    # Another metastore's index is not used.
+    other = LocationTracker("main", lambda what: contextlib.nullcontext(counting),  # type: ignore[arg-type,return-value]
+                            lambda uri: parse(uri) if uri else None, snapshot, identity="another")
+    assert not other._load()
