@@ -37,8 +37,8 @@ from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import is_stage_table
 from catalogd.catalog.caching_client import FUNCTION_WRITES, CachingHiveClient
 from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.hive_location_tracker import LocationTracker
 from catalogd.catalog.hms_cache import MetadataCache
-from catalogd.catalog.location_tracker import LocationTracker
 from catalogd.catalog.locations import (
     Location,
     Occupant,
@@ -169,7 +169,7 @@ class HiveSession:
         #: Held while a location is checked and claimed, and while a drop decides and deletes:
         #: no directory is handed to a new object between a drop's check and its deletion.
         self._files = threading.RLock()
-        #: The directories of the catalog's objects, kept current (``location_tracker``).
+        #: The directories of the catalog's objects, kept current (``hive_location_tracker``).
         self.locations = LocationTracker(name, lambda what: self.client(what), self._location, locations_file,
                                          identity)
 
@@ -381,7 +381,7 @@ class HiveSession:
         ones a claim of, or a deletion at, ``location`` depends on. Call with the files lock held.
 
         Raises:
-            MetastoreUnavailableError: the locations are still being read after start (see ``location_tracker``).
+            MetastoreUnavailableError: the locations are still being read after start (see ``hive_location_tracker``).
         """
         self.locations.current()
         return self.locations.around(location)
