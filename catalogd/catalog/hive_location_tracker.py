@@ -127,7 +127,7 @@ class LocationTracker:
         self._kick.set()
         thread, self._thread = self._thread, None
         if thread is not None:
-            thread.join(10)
+            thread.join(2)  # a pass in a metastore call is not waited for: it ends with the pool
         if self._loaded.is_set():
             self._save()
 
