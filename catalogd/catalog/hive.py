@@ -584,7 +584,9 @@ class HiveCatalog(BaseCatalog):
             try:
                 with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
                     names = [n for n in c.get_all_tables(database) if not is_stage_table(n)]
-                    tables = c.get_table_objects_by_name(database, names) if names else []
+                    # Read once at start (dynamic tables restored), 100 a call: no answer grows with the catalog.
+                    tables = [t for i in range(0, len(names), 100)
+                              for t in c.get_table_objects_by_name(database, names[i:i + 100])]
             except DatabaseNotFoundError:
                 continue  # dropped while we looked
             found += [(database, t.tableName, dict(t.parameters)) for t in tables if key in (t.parameters or {})]
