@@ -104,6 +104,12 @@ def populate(uri: str, database: str, names: list[str], partitions: int) -> None
 class ScaleDaemon(Daemon):
     """The benchmark's daemon: one embedded hive catalog, in a kept data dir."""
 
+    def start(self) -> None:
+        # A restart: the ports are the new process's (read again from its state file).
+        self.port = self.http_port = 0
+        (self.data_dir / "catalogd.json").unlink(missing_ok=True)
+        super().start()
+
     @property
     def hms_port(self) -> int:
         return int(json.loads((self.data_dir / "catalogd.json").read_text())["hms_port"])
