@@ -203,7 +203,7 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
     uri = client.get_catalog(CATALOG).metastore or ""
     out["tables"] = len(client.list_tables(f"{CATALOG}.{DATABASE}"))
     direct = DirectHms(uri)
-    endpoint = DirectHms(f"thrift://127.0.0.1:{daemon.hms_port}")
+    endpoint: DirectHms | None = None
     try:
         for db in (PROBE_DB, "bulk_c", "bulk_d"):
             if db in client.list_databases(CATALOG):
@@ -272,6 +272,8 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
                                       "ratio_to_hms_cascade": round(catalogd_s / cascade_s, 2)}
 
         # add_partitions of 1,000 through the HMS endpoint against the metastore directly.
+        # Opened now: the endpoint closes a connection idle for long.
+        endpoint = DirectHms(f"thrift://127.0.0.1:{daemon.hms_port}")
         timings = {}
         for side, conn, name in (("endpoint", endpoint, "ape"), ("direct", direct, "apd"),
                                  ("endpoint2", endpoint, "ape2"), ("direct2", direct, "apd2")):
@@ -291,7 +293,8 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
         client.drop_database(f"{CATALOG}.{PROBE_DB}", cascade=True)
     finally:
         for closer in (client, direct, endpoint):
-            closer.close()
+            if closer is not None:
+                closer.close()
         daemon.stop()
     return out
 
