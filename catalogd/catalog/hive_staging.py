@@ -654,7 +654,8 @@ class HiveStager:
         found: list[tuple[str, hms.Table]] = []
         with self._client("list stages", DatabaseNotFoundError) as c:
             for database in databases if databases is not None else c.get_all_databases():
-                names = [n for n in c.get_all_tables(database) if is_stage_table(n)]
+                # The metastore picks them out by name: a pass reads no other table's name.
+                names = [n for n in c.get_tables(database, STAGE_TABLE_PREFIX + "*") if is_stage_table(n)]
                 if names:
                     found.extend((database, t) for t in c.get_table_objects_by_name(database, names))
         return found

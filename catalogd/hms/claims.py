@@ -241,19 +241,19 @@ def check_claims(claims: list[Claim], target: RelayTarget, method: str) -> None:
     Raises:
         Refused: a MetaException naming the directory and why, as the Thrift API's error says it.
     """
-    taken: list[Claim] = []
+    # Two objects of one call may not share a directory either (by directory: one look-up per claim).
+    taken: dict[str, Claim] = {}
     for claim in claims:
         try:
             location = target.claim(claim.uri, claim.what, claim.own_table, claim.check_others, claim.within)
         except CatalogError as e:
             raise meta_error(f"catalogd: {method} refused: {e}") from None
-        # Two objects of one call may not share a directory either.
-        for other in taken:
-            if other.uri.rstrip("/") == location.uri.rstrip("/"):
-                raise meta_error(f"catalogd: {method} refused: {claim.what} and {other.what} name one "
-                                 f"directory {location.uri}")
+        other = taken.get(location.uri.rstrip("/"))
+        if other is not None:
+            raise meta_error(f"catalogd: {method} refused: {claim.what} and {other.what} name one "
+                             f"directory {location.uri}")
         if claim.check_others:
-            taken.append(Claim(location.uri, claim.what, claim.own_table))
+            taken[location.uri.rstrip("/")] = Claim(location.uri, claim.what, claim.own_table)
 
 
 def check_move(method: str, args: Any, place: Callable[[str], str], upstream: Upstream) -> None:
