@@ -34,9 +34,11 @@ from catalogd.manager import CatalogManager, ServedEndpoint
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ReloadResult
 from catalogd.server.access import Access
+from catalogd.server.forwarding import LeaderForwarding
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
+from catalogd.server.leader import Leadership
 from catalogd.server.metrics import Metrics
 from catalogd.server.thrift_server import ThriftServer
 from catalogd.stage_key import check_stage_key
@@ -168,9 +170,21 @@ class Daemon:
         self.authority = Authority.from_config(config)
         #: Opened at start-up, once the data dir is ours.
         self.audit: AuditLog | None = None
-        self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
-        self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority)
+        cluster = config.cluster
+        member = cluster.own(config.server.port, config.server.hms_port, config.server.http_port)
+        #: Who does the background work: this daemon alone, or (a cluster) the member holding the
+        #: lease, once ``startup`` attached it to the shared metastore.
+        self.leadership = Leadership(None, member.address if member is not None else self._address(),
+                                     cluster.lease.total_seconds(), on_change=self._lead)
+        self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds(),
+                               fence=self.leadership.is_leader)
+        self.forwarding = LeaderForwarding(self.leadership, config, self._address) if member is not None else None
+        self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority,
+                                     leading=self.leadership.is_leader, leader=self.forwarding)
         self.metrics.watch_dynamic_tables(self.dynamic.lags)
+        forwarding = self.forwarding
+        self.metrics.watch_leader(self.leadership.status,
+                                  (lambda: forwarding.forwarded) if forwarding is not None else None)
         self.should_exit = threading.Event()
         self.reload_requested = threading.Event()
         self._saved_handlers: dict[int, Any] = {}
@@ -199,6 +213,8 @@ class Daemon:
             # Before acting on any stage: a daemon whose key differs from its metastore's
             # deployment would take the others' stages for strangers' (and they its own).
             check_stage_key(self.manager, self.config)
+            # A cluster: background work only on the member holding the lease (not yet elected).
+            self._attach_lease()
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)
             self.janitor.start()
@@ -237,6 +253,8 @@ class Daemon:
             self.thrift.start()
             self.hms.start()
             self.http.start()
+            # Last: once elected, the forwarded calls and the jobs started can reach this daemon.
+            self.leadership.start()
         except BaseException:
             self.shutdown()
             raise
@@ -249,6 +267,32 @@ class Daemon:
         # Not a log record: the one line a new user needs next, without a logger's prefix.
         print(next_steps(self._address(), f"{_local(server.host)}:{self.http.port}", self.manager.list_catalogs(),
                          https=server.tls is not None), file=sys.stderr, flush=True)
+
+    def _attach_lease(self) -> None:
+        """Keep the cluster's leader lease in the metastore of the first writable hive catalog
+        (in config order: every member must name the same metastore first)."""
+        from catalogd.catalog.hive import HiveCatalog
+        from catalogd.catalog.hive_lease import HmsLeaseStore
+
+        if not self.config.cluster.members:
+            return
+        catalogs = self.manager.catalogs()
+        for conf in self.config.catalogs:
+            catalog = catalogs.get(conf.name)
+            if isinstance(catalog, HiveCatalog) and not conf.read_only:
+                store = HmsLeaseStore(catalog.session)
+                self.leadership.attach(store)
+                logger.info("cluster: the leader lease is kept in catalog %s's metastore (%s); this member is %s",
+                            conf.name, store.where, self.leadership.member)
+                return
+        logger.warning("cluster: no writable hive catalog to keep a leader lease in: this member does its "
+                       "background work alone (memory catalogs are per member)")
+
+    def _lead(self, leading: bool) -> None:
+        """This member took up or gave up the cluster's background work."""
+        self.dynamic.lead(leading)
+        if leading:
+            self.janitor.wake()
 
     def _address(self) -> str:
         """Where jobs reach this daemon's Thrift server."""
@@ -294,6 +338,8 @@ class Daemon:
         logger.info("shutting down")
         # One grace period (server.shutdown-grace) for everything that is waited for.
         grace = self.config.server.shutdown_grace.total_seconds()
+        # First: the lead goes to another member while this one stops.
+        self.leadership.stop(grace)
         self.janitor.stop(grace)
         self.dynamic.stop()
         if self.hms is not None:
