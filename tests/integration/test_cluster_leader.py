@@ -96,8 +96,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         with CatalogClient(holder.address, timeout=60) as client:
             uri = client.get_catalog("main").metastore
         remote = [{"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri}}]
-        ports = [{"host": "127.0.0.1", "port": free_port(), "hms-port": free_port(), "http-port": free_port()}
-                 for _ in range(2)]
+        ports: list[dict[str, Any]] = [
+            {"host": "127.0.0.1", "port": free_port(), "hms-port": free_port(), "http-port": free_port()}
+            for _ in range(2)]
         members = []
         for index, member in enumerate(ports):
             own: dict[str, Any] = {k: member[k] for k in ("port", "hms-port", "http-port")}
@@ -148,8 +149,10 @@ def test_one_member_leads_and_another_takes_over_within_10s_of_a_sigkill(cluster
     # Every lapsed stage is aborted, by exactly one member.
     with CatalogClient(follower.address, timeout=60) as client:
         for stage in stages:
-            wait_until(lambda s=stage: client.get_stage(s.id).state is StageState.ABORTED, 60,
-                       what=f"stage {stage.id} to be aborted", every=0.5)
+            def aborted(stage_id: str = stage.id) -> bool:
+                return client.get_stage(stage_id).state is StageState.ABORTED
+
+            wait_until(aborted, 60, what=f"stage {stage.id} to be aborted", every=0.5)
     for stage in stages:
         assert _aborts(logs, stage.id) == 1, stage.id
 
