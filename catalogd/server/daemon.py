@@ -32,8 +32,9 @@ from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.hms.endpoint import HmsEndpoint
 from catalogd.manager import CatalogManager, ServedEndpoint
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
-from catalogd.model import CatalogInfo, ReloadResult
+from catalogd.model import CatalogInfo, ClusterStatus, ReloadResult
 from catalogd.server.access import Access
+from catalogd.server.cluster_status import cluster_status
 from catalogd.server.forwarding import LeaderForwarding
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
@@ -221,7 +222,7 @@ class Daemon:
             manager = self.manager
             access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs())
             handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic,
-                                     access=access)
+                                     access=access, cluster=self.cluster_status)
             tls = server.tls
             # Mutual TLS is for the Thrift API and HTTP: Hive's metastore client has no client certificate.
             api_tls = server_context(tls.cert, tls.key, tls.client_ca) if tls is not None else None
@@ -267,6 +268,11 @@ class Daemon:
         # Not a log record: the one line a new user needs next, without a logger's prefix.
         print(next_steps(self._address(), f"{_local(server.host)}:{self.http.port}", self.manager.list_catalogs(),
                          https=server.tls is not None), file=sys.stderr, flush=True)
+
+    def cluster_status(self) -> ClusterStatus:
+        """Every member (pinged now) and the leader lease, for ``catalogd cluster status``."""
+        tls = self.forwarding.tls if self.forwarding is not None else None
+        return cluster_status(self.config, self.leadership, tls)
 
     def _attach_lease(self) -> None:
         """Keep the cluster's leader lease in the metastore of the first writable hive catalog

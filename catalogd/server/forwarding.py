@@ -70,7 +70,8 @@ class LeaderForwarding:
         self.own_address = own_address
         self.wait = wait
         self._token = forward_token(config)
-        self._tls = _tls(config)
+        #: What calls to other members are made over (None: no TLS).
+        self.tls = _tls(config)
         #: Calls forwarded, for /metrics.
         self.forwarded = 0
 
@@ -95,7 +96,7 @@ class LeaderForwarding:
             self.forwarded += 1
             logger.debug("forwarding %s to the leader %s", what, address)
             try:
-                with CatalogClient(address, timeout=120.0, token=self._token, tls_context=self._tls) as client:
+                with CatalogClient(address, timeout=120.0, token=self._token, tls_context=self.tls) as client:
                     return client._call(fn, idempotent=idempotent)
             except ServerUnavailableError:
                 # The lease still names a leader that died; a read may wait for the next one.
