@@ -17,6 +17,8 @@ import re
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,9 @@ pytestmark = pytest.mark.integration
 
 #: The issue's goal: another member leads within 10 s of the leader's death.
 TAKEOVER = 10.0
+#: Small Spark jobs (the refresh test's one job shares 2 cores with everything else).
+SPARK = {"master": "local[1]", "conf": {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "512m"}}
+JOB_TIMEOUT = 240.0
 
 
 @dataclass
@@ -112,7 +117,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 data_dir=root / f"m{index}", catalogs=remote,
                 extra={"server": own, "cluster": {"members": ports},
                        "staging": {**staging, "janitor-interval": "1s"},
-                       "dynamic-tables": {"warm-analyzer": False}})
+                       "dynamic-tables": {"warm-analyzer": False}, "spark": SPARK})
             members.append(start_daemon(config, root / f"m{index}", root / f"m{index}.log"))
             started.append(members[-1])
         yield Cluster(holder, members, started)
@@ -199,3 +204,47 @@ def test_a_stopped_leader_is_replaced_and_does_nothing_when_it_comes_back(cluste
     wait_until(lambda: "no longer leading" in log_text(leader), 30, what="the stopped leader to see the new term")
     assert _one_leader(cluster)[0] is follower
 
+
+
+def _rest(daemon: Daemon, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(daemon.http + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.mark.spark
+def test_a_refresh_asked_of_a_follower_runs_once_on_the_leader(cluster: Cluster) -> None:
+    """Dynamic-table calls on a member that does not lead go to the leader: the table is driven
+    there, a refresh asked through REST on the follower runs once, and its job reads alike
+    through both members."""
+    leader, follower = _one_leader(cluster)
+    table = "main.leader_dt.totals"
+    with CatalogClient(follower.address, timeout=240) as client:
+        client.create_database("main.leader_dt", if_not_exists=True)
+        client.create_table("main.leader_dt.src", "id bigint", if_not_exists=True)
+        client.create_dynamic_table(table, "SELECT count(*) AS n FROM leader_dt.src", "1 day",
+                                    refresh_mode="full", options={"initialize": "on_schedule"})
+    status, job = _rest(follower, "POST", "/v3/dynamic-tables/refresh", {"tables": [table]})
+    assert status == 200, job
+    job_id = job["jobId"]
+
+    def finished() -> dict[str, Any] | None:
+        answers = [_rest(member, "GET", f"/v3/dynamic-tables/refresh/{job_id}") for member in (leader, follower)]
+        assert all(code == 200 for code, _ in answers), answers
+        done = [body for _, body in answers if body["status"] in ("SUCCEEDED", "FAILED")]
+        return done[0] if len(done) == 2 else None
+
+    done = wait_until(finished, JOB_TIMEOUT, what="the refresh job to finish (read through both members)", every=1.0)
+    assert done["status"] == "SUCCEEDED", done
+    with CatalogClient(leader.address, timeout=60) as client:
+        runs = client.dynamic_table_history(table)
+    assert [r.trigger for r in runs] == ["api"], runs
+    logs = [m.log_path.read_text(errors="replace") for m in cluster.members]
+    assert sum(text.count(f"refresh {runs[0].id} of {table}") for text in logs) == 1
+    with CatalogClient(follower.address, timeout=60) as client:
+        client.drop_dynamic_table(table)
