@@ -152,9 +152,10 @@ def _cluster_status_text(status: ClusterStatus) -> None:
     out.print()
     since = iso_seconds(status.leader_since)
     age = "" if status.lease_age is None else f"{status.lease_age:.1f}s"
-    _fields([("leader", status.leader or "none yet"), ("leader since", since), ("term", status.epoch),
-             ("lease age", f"{age} (lease {status.lease:g}s)" if age else None),
-             ("lease kept in", status.lease_store), ("lease problem", status.problem)])
+    fields = [("leader", status.leader or "none yet"), ("leader since", since), ("term", status.epoch),
+              ("lease age", f"{age} (lease {status.lease:g}s)" if age else None),
+              ("lease kept in", status.lease_store), ("lease problem", status.problem)]
+    _fields([(k, v) for k, v in fields if v is not None])
 
 
 @show_text.register
