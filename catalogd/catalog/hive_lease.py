@@ -32,6 +32,18 @@ def lease_name(epoch: int) -> str:
     return f"{LEASE_PREFIX}{epoch:012d}"
 
 
+def lease_view(epoch: int, params: dict[str, str]) -> hms.Table:
+    """The view of term ``epoch``: no location (nothing on disk), one column (a view needs one)."""
+    return hms.Table(
+        tableName=lease_name(epoch), dbName=LEASE_DATABASE, owner="catalogd", createTime=int(time.time()),
+        lastAccessTime=0, retention=0, partitionKeys=[], parameters=dict(params), tableType=_VIEW,
+        viewOriginalText="SELECT 1", viewExpandedText="SELECT 1",
+        sd=hms.StorageDescriptor(cols=[hms.FieldSchema(name="leader", type="int", comment=None)], location=None,
+                                 inputFormat=None, outputFormat=None, compressed=False, numBuckets=-1,
+                                 serdeInfo=hms.SerDeInfo(name=None, serializationLib=None, parameters={}),
+                                 bucketCols=[], sortCols=[], parameters={}))
+
+
 def _epoch_of(name: str) -> int | None:
     digits = name[len(LEASE_PREFIX):]
     return int(digits) if digits.isdigit() else None
@@ -67,19 +79,9 @@ class HmsLeaseStore:
 
     def claim(self, epoch: int, params: dict[str, str]) -> bool:
         """Create the term ``epoch``; False when it exists already (another daemon took it)."""
-        name = lease_name(epoch)
-        table = hms.Table(
-            tableName=name, dbName=LEASE_DATABASE, owner="catalogd", createTime=int(time.time()),
-            lastAccessTime=0, retention=0, partitionKeys=[], parameters=dict(params), tableType=_VIEW,
-            viewOriginalText="SELECT 1", viewExpandedText="SELECT 1",
-            sd=hms.StorageDescriptor(cols=[hms.FieldSchema(name="leader", type="int", comment=None)],
-                                     location=None, inputFormat=None, outputFormat=None, compressed=False,
-                                     numBuckets=-1, serdeInfo=hms.SerDeInfo(name=None, serializationLib=None,
-                                                                            parameters={}),
-                                     bucketCols=[], sortCols=[], parameters={}))
         try:
             with self.session.client("claim leader lease") as c:
-                c.create_table(table)
+                c.create_table(lease_view(epoch, params))
         except AlreadyExistsError:
             return False
         # A create that raced another on the database's unique key may fail otherwise (the
