@@ -12,6 +12,7 @@ no stage key can collide with it (stage keys are hex digits).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
@@ -53,11 +54,16 @@ class HmsLeaseStore:
     """Lease terms as views of one metastore (the ``LeaseStore`` of ``catalogd.server.leader``).
 
     Args:
-        session: the session of the catalog whose metastore holds the lease.
+        session: the session of the catalog whose metastore holds the lease, asked for at each
+            call (a live reload may replace the catalog, and its session with it).
     """
 
-    def __init__(self, session: HiveSession) -> None:
-        self.session = session
+    def __init__(self, session: Callable[[], HiveSession]) -> None:
+        self._session = session
+
+    @property
+    def session(self) -> HiveSession:
+        return self._session()
 
     @property
     def where(self) -> str:
@@ -89,12 +95,9 @@ class HmsLeaseStore:
         return True
 
     def renew(self, epoch: int, params: dict[str, str]) -> None:
-        """Write the term's parameters (only its holder does)."""
-        name = lease_name(epoch)
+        """Write the term's parameters (only its holder does: one call, the whole view as it was claimed)."""
         with self.session.client("renew leader lease") as c:
-            table = c.get_table(LEASE_DATABASE, name)
-            table.parameters = {**(table.parameters or {}), **params}
-            c.alter_table(LEASE_DATABASE, name, table)
+            c.alter_table(LEASE_DATABASE, lease_name(epoch), lease_view(epoch, params))
 
     def drop(self, epoch: int) -> None:
         """Forget an old term (a view: no data)."""

@@ -163,8 +163,9 @@ class DynamicTables:
         default catalog's analyzer in the background (``dynamic-tables.warm-analyzer``), also
         after a reload replaced it."""
         self._loader.sync()
+        # In a cluster only the leader creates tables (the others send their creates there).
         if self.config.dynamic_tables.enabled and self.config.dynamic_tables.warm_analyzer \
-                and not self._stopping.is_set():
+                and not self._stopping.is_set() and self._leading():
             self._tables.warm_analyzer()
         self._warn_retention()
 

@@ -278,6 +278,7 @@ class Daemon:
         """Keep the cluster's leader lease in the metastore of the first writable hive catalog
         (in config order: every member must name the same metastore first)."""
         from catalogd.catalog.hive import HiveCatalog
+        from catalogd.catalog.hive_client import HiveSession
         from catalogd.catalog.hive_lease import HmsLeaseStore
 
         if not self.config.cluster.members:
@@ -286,7 +287,13 @@ class Daemon:
         for conf in self.config.catalogs:
             catalog = catalogs.get(conf.name)
             if isinstance(catalog, HiveCatalog) and not conf.read_only:
-                store = HmsLeaseStore(catalog.session)
+                def session(name: str = conf.name, first: HiveCatalog = catalog) -> HiveSession:
+                    # The catalog as it is now (a reload may have replaced it); gone: the first one's,
+                    # whose calls then fail, and the lease lapses.
+                    current = self.manager.catalogs().get(name, first)
+                    return current.session if isinstance(current, HiveCatalog) else first.session
+
+                store = HmsLeaseStore(session)
                 self.leadership.attach(store)
                 logger.info("cluster: the leader lease is kept in catalog %s's metastore (%s); this member is %s",
                             conf.name, store.where, self.leadership.member)
@@ -344,10 +351,11 @@ class Daemon:
         logger.info("shutting down")
         # One grace period (server.shutdown-grace) for everything that is waited for.
         grace = self.config.server.shutdown_grace.total_seconds()
-        # First: the lead goes to another member while this one stops.
-        self.leadership.stop(grace)
         self.janitor.stop(grace)
         self.dynamic.stop()
+        # Once this member's background work has stopped (as a daemon's stop always did): the
+        # term is released, and another member takes the lead without waiting for the lease.
+        self.leadership.stop(grace)
         if self.hms is not None:
             self.hms.shutdown(grace)
         if self.thrift is not None:

@@ -10,8 +10,8 @@ in the metastore). Taking term N+1 is an atomic create that exactly one member w
 
 - The holder renews its term every ``interval`` (the lease / 6): it writes a new heartbeat,
   then lists the terms. A renewal that found no newer term *confirms* the lease: the holder
-  may act until ``valid`` (2/3 of the lease) after the renewal *began*, on its own monotonic
-  clock (which goes on while the process is stopped).
+  may act until ``valid`` (one lease) after the renewal *began*, on its own monotonic clock
+  (which goes on while the process is stopped).
 - A member that sees the latest term's heartbeat unchanged for a whole ``lease`` claims the
   next term. Having won it, it waits ``valid`` before acting (fencing): the old holder's last
   confirmation began before the claim landed (its listing did not see it), so its right to act
@@ -20,9 +20,11 @@ in the metastore). Taking term N+1 is an atomic create that exactly one member w
   background services let their work go (``on_change``).
 
 Takeover after the leader dies: at most the lease, plus a poll, plus ``valid``: with the
-default lease of 3 s, about 6 s. The only assumption is that the members' monotonic clocks
-run at about the same rate; a pause between a fence check and the action it guards (a few
-milliseconds of code) is the window the check cannot close.
+default lease of 3 s, about 6.5 s. Safety rests on the new leader's wait alone; the lease only
+sets how long a silent leader is waited for, and ``valid`` how long a leader whose renewals are
+slow goes on acting (a busy metastore must not make the leadership flap). The only assumption
+is that the members' monotonic clocks run at about the same rate; a pause between a fence check
+and the action it guards (a few milliseconds of code) is the window the check cannot close.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ class LeaseStore(Protocol):
 
     def claim(self, epoch: int, params: dict[str, str]) -> bool: ...
 
-    def renew(self, epoch: int, params: dict[str, str]) -> None: ...
+    def renew(self, epoch: int, params: dict[str, str]) -> None:
+        """Replace the term's parameters with ``params`` (all of them)."""
 
     def drop(self, epoch: int) -> None: ...
 
@@ -111,13 +114,15 @@ class Leadership:
         self.store = store
         self.member = member
         self.lease = lease
-        self.valid = lease * 2 / 3
+        self.valid = lease
         self.interval = lease / 6
         self.on_change = on_change
         self.clock = clock
         self.wall = wall
         self._lock = threading.Lock()
         self._epoch: int | None = None
+        #: The held term's parameters as claimed (a renewal writes them all, with a new heartbeat).
+        self._term: dict[str, str] = {}
         self._beats = 0
         self._valid_until = 0.0
         self._acting_from = 0.0
@@ -188,7 +193,7 @@ class Leadership:
         self._work.shutdown(wait=True)
         if epoch is not None:
             try:
-                self.store.renew(epoch, {HEARTBEAT: RELEASED})
+                self.store.renew(epoch, {**self._term, HEARTBEAT: RELEASED})
             except CatalogError as e:
                 logger.warning("leader lease: could not release term %d: %s", epoch, e.message)
 
@@ -218,7 +223,7 @@ class Leadership:
         if self._epoch is not None:
             self._beats += 1
             heartbeat = f"{self._beats}:{int(self.wall() * 1000)}"
-            store.renew(self._epoch, {HEARTBEAT: heartbeat})
+            store.renew(self._epoch, {**self._term, HEARTBEAT: heartbeat})
             epochs = store.epochs()
             latest = epochs[-1] if epochs else 0
             if latest <= self._epoch:
@@ -256,7 +261,7 @@ class Leadership:
             return
         landed = self.clock()
         with self._lock:
-            self._epoch, self._beats = epoch, 0
+            self._epoch, self._beats, self._term = epoch, 0, params
             self._valid_until = began + self.valid
             # Fencing: the previous holder may act until ``valid`` after a confirmation that began
             # before this claim landed; act only once that is surely over.

@@ -58,7 +58,7 @@ def _member(store: MemoryStore, clock: Clock, name: str, changes: list[bool] | N
     return leadership
 
 
-def _run(clock: Clock, members: list[Leadership], seconds: float, down: set[str] = frozenset()) -> None:
+def _run(clock: Clock, members: list[Leadership], seconds: float, down: frozenset[str] = frozenset()) -> None:
     """Step every member (but those ``down``: killed or stopped) each interval for ``seconds``."""
     end = clock.now + seconds
     while clock.now < end:
@@ -115,7 +115,7 @@ def test_a_stopped_leader_that_comes_back_does_nothing_and_steps_down() -> None:
     _run(clock, [a, b], 5)
     assert a.is_leader()
     # SIGSTOP: a makes no step while b takes over; its monotonic clock goes on.
-    _run(clock, [a, b], 10, down={"a:1"})
+    _run(clock, [a, b], 10, down=frozenset({"a:1"}))
     assert b.is_leader()
     # SIGCONT: before its next step, the fence already says no (its lease lapsed).
     assert not a.is_leader()
@@ -129,7 +129,7 @@ def test_a_stopped_leader_that_comes_back_does_nothing_and_steps_down() -> None:
 def test_at_no_time_do_two_members_lead() -> None:
     store, clock = MemoryStore(), Clock()
     members = [_member(store, clock, f"m{i}:1") for i in range(3)]
-    pattern = [set(), {"m0:1"}, set(), {"m1:1"}, {"m2:1", "m0:1"}, set()]
+    pattern: list[set[str]] = [set(), {"m0:1"}, set(), {"m1:1"}, {"m2:1", "m0:1"}, set()]
     for down in pattern:
         end = clock.now + 8
         while clock.now < end:
