@@ -596,14 +596,19 @@ class CatalogManager:
         catalog, database, key = self._stage(stage_id)
         return catalog.abort_stage(database, key, writer_stopped)
 
-    def janitor_pass(self, startup: bool = False) -> int:
-        """One janitor sweep over every writable catalog; a failing catalog does not stop the others."""
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        """One janitor sweep over every writable catalog; a failing catalog does not stop the others.
+
+        ``fence``: in a cluster, whether this member leads (asked before each stage is acted on).
+        """
         acted = 0
         for name, catalog in self.catalogs().items():
             if self._conf(name).read_only:
                 continue
+            if fence is not None and not fence():
+                break
             try:
-                acted += catalog.janitor_pass(startup)
+                acted += catalog.janitor_pass(startup, fence)
             except Exception as e:
                 logger.warning("janitor: catalog %s: %s", name, e)
         return acted

@@ -13,6 +13,7 @@ from catalogd import errors
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.model import (
     CatalogInfo,
+    ClusterStatus,
     Column,
     Database,
     DatabaseUpdate,
@@ -21,6 +22,7 @@ from catalogd.model import (
     DynamicTableSpec,
     Function,
     FunctionLanguage,
+    MemberStatus,
     Partition,
     RefreshJob,
     RefreshMode,
@@ -323,6 +325,26 @@ def reload_result_from_thrift(result: t.ReloadResult) -> ReloadResult:
     return ReloadResult(added=list(result.added or []), removed=list(result.removed or []),
                         changed=list(result.changed or []), unchanged=list(result.unchanged or []),
                         restart_needed=list(result.restartNeeded or []), source=result.source or "")
+
+
+def cluster_status_to_thrift(status: ClusterStatus) -> t.ClusterStatus:
+    return t.ClusterStatus(
+        clustered=status.clustered,
+        members=[t.MemberStatus(address=m.address, hmsUri=m.hms_uri, httpAddress=m.http_address, up=m.up,
+                                problem=m.problem, leader=m.leader, answering=m.answering) for m in status.members],
+        leader=status.leader, leaderSince=status.leader_since, epoch=status.epoch, leaseAge=status.lease_age,
+        lease=status.lease, leaseStore=status.lease_store, problem=status.problem, leading=status.leading)
+
+
+def cluster_status_from_thrift(status: t.ClusterStatus) -> ClusterStatus:
+    return ClusterStatus(
+        clustered=bool(status.clustered),
+        members=[MemberStatus(address=m.address or "", hms_uri=m.hmsUri or "", http_address=m.httpAddress or "",
+                              up=bool(m.up), problem=m.problem, leader=bool(m.leader), answering=bool(m.answering))
+                 for m in status.members or []],
+        leader=status.leader, leader_since=status.leaderSince, epoch=int(status.epoch or 0),
+        lease_age=status.leaseAge, lease=float(status.lease or 0.0), lease_store=status.leaseStore,
+        problem=status.problem, leading=bool(status.leading))
 
 
 # ---------------------------------------------------------------- errors

@@ -96,7 +96,7 @@ class HiveStages(Protocol):
 
     def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
 
-    def janitor_pass(self, startup: bool = False) -> int: ...
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int: ...
 
     def purge_retired_for(self, database: str, target: str) -> None:
         """The target was dropped: delete the replaced data its commits kept for readers."""
@@ -829,8 +829,8 @@ class HiveCatalog(BaseCatalog):
         reason = "aborted by its writer" if writer_stopped else "aborted on request"
         return self._stager().abort(database, key, reason, tombstone=not writer_stopped)
 
-    def janitor_pass(self, startup: bool = False) -> int:
-        return self.stages.janitor_pass(startup) if self.stages is not None else 0
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        return self.stages.janitor_pass(startup, fence) if self.stages is not None else 0
 
     def stage_owner(self, table: hms.Table) -> str | None:
         return self.stages.signed_owner(table) if self.stages is not None else None

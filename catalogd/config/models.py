@@ -275,6 +275,16 @@ class ClusterConfig(_Model):
 
     #: Every daemon of the deployment, this one included (matched by its three ports).
     members: list[ClusterMember] = Field(default_factory=list)
+    #: How long a silent leader keeps the lease for background work (janitor, dynamic tables):
+    #: another member takes over about 2x this after the leader dies or hangs.
+    lease: Annotated[Duration, AtMost(datetime.timedelta(minutes=1))] = datetime.timedelta(seconds=3)
+
+    @field_validator("lease")
+    @classmethod
+    def _lease_long_enough(cls, value: datetime.timedelta) -> datetime.timedelta:
+        if value < datetime.timedelta(seconds=1):
+            raise ValueError("must be at least 1s (the leader renews it every sixth of it)")
+        return value
 
     @field_validator("members", mode="before")
     @classmethod
@@ -301,6 +311,11 @@ class ClusterConfig(_Model):
     def addresses(self) -> str:
         """``a:9190,b:9190``: every member's Thrift API, as ``--server`` takes it."""
         return ",".join(m.address for m in self.members)
+
+    def own(self, port: int, hms_port: int, http_port: int) -> ClusterMember | None:
+        """The member with these three ports (this daemon's), if any."""
+        return next((m for m in self.members if (m.port, m.hms_port, m.http_port) == (port, hms_port, http_port)),
+                    None)
 
 
 _URIS_KEY = "hive.metastore.uris"
