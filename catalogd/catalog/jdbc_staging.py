@@ -1,0 +1,521 @@
+"""Stages of a jdbc catalog: FLIP-305's ``JdbcStagedTable`` on PostgreSQL.
+
+``begin`` creates a hidden staging table ``__catalogd_stage_<key>`` in the target's schema
+(the target's column types); the Spark job writes into it through Spark's JDBC data source;
+``commit`` publishes it in **one PostgreSQL transaction**:
+
+* CREATE / CREATE_IF_NOT_EXISTS: ``ALTER TABLE stage RENAME TO target``. A target that
+  appeared meanwhile makes the transaction fail (CREATE: already-exists, the stage is
+  dropped; CREATE_IF_NOT_EXISTS: the stage is dropped quietly).
+* REPLACE (also INSERT OVERWRITE of a jdbc table): the old target is renamed aside, the
+  stage renamed in, the old one dropped, all in the transaction. The renames take
+  ``ACCESS EXCLUSIVE`` locks, so a reader's statement waits for the commit and then reads the
+  new table (PostgreSQL looks the name up again once it has the lock): old rows or new rows,
+  never a mixture, never a missing table.
+* APPEND (INSERT INTO): ``INSERT INTO target SELECT ... FROM stage`` and the stage dropped.
+
+What a stage is lives in PostgreSQL, never only in the daemon: the staging table's comment
+holds its ``catalogd.stage.*`` fields as JSON (id, target, purpose, state, owner, lease
+deadline, the target's comment and properties to be), signed with the stage key (HMAC, as
+hive stages are), so a table with the prefix that catalogd did not create is never committed,
+aborted or dropped by it. A commit first marks the stage COMMITTING (its own transaction);
+a daemon killed during the publishing transaction leaves PostgreSQL as it was before it
+(the server rolls the transaction back when the connection drops), and the janitor finishes
+the commit when the daemon starts again. Stage operations on one stage are serialised by a
+transaction-scoped advisory lock on the stage, commits onto one target by one on the target
+(so four racing CREATEs publish one after the other and three fail cleanly).
+
+An abort drops the staging table at once: a writer still running then fails on its next
+insert (its table is gone) rather than leaving rows anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, is_stage_table
+from catalogd.errors import (
+    CatalogError,
+    ConflictError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    StageNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from catalogd.faults import fault_point
+from catalogd.hive_types import parse_type
+from catalogd.model import Column, Stage, StagePurpose, StageRequest, StageState
+
+if TYPE_CHECKING:
+    from catalogd.catalog.jdbc import JdbcCatalog
+
+logger = logging.getLogger(__name__)
+
+PARAM = "catalogd.stage."
+#: The target's property naming the stage that last committed into it.
+LAST_COMMIT = "catalogd.last-commit"
+_KEY_LENGTH = 16
+_SIGNATURE_VERSION = "v1"
+#: Advisory-lock namespaces (pg_advisory_xact_lock's first key): one stage, one target.
+_STAGE_LOCK = 0x0CA7D001
+_TARGET_LOCK = 0x0CA7D002
+_FINISHED_CACHE = 4096
+FORGED = ("not created by this catalogd (no valid signature; daemons sharing a database must share "
+          "staging.secret): left alone")
+#: The suffix of the name the old target has for the instant of a REPLACE (inside the commit's transaction).
+_OLD = "o"
+
+
+def new_key() -> str:
+    return secrets.token_hex(_KEY_LENGTH // 2)
+
+
+def check_key(key: str) -> str:
+    if len(key) != _KEY_LENGTH or any(c not in "0123456789abcdef" for c in key):
+        raise InvalidArgumentError(f"bad stage id: {key!r} is not {_KEY_LENGTH} lower-case hex digits")
+    return key
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def signature(secret: bytes, database: str, table: str, meta: dict[str, Any]) -> str:
+    """HMAC-SHA256 over the staging table's schema, name and stage fields (all but the signature)."""
+    fields = {k: v for k, v in meta.items() if k != PARAM + "signature"}
+    message = json.dumps([_SIGNATURE_VERSION, database, table, fields], sort_keys=True, separators=(",", ":"))
+    return f"{_SIGNATURE_VERSION}:{hmac.new(secret, message.encode(), hashlib.sha256).hexdigest()}"
+
+
+class JdbcStager:
+    """The stage operations of one jdbc catalog (see the module docstring)."""
+
+    def __init__(self, catalog: JdbcCatalog, *, lease: float, secret: bytes, max_lease: float,
+                 committer: str | None = None) -> None:
+        self.catalog = catalog
+        self.name = catalog.name
+        self.lease = lease
+        self.max_lease = max_lease
+        self.committer = committer or ""
+        self._secret = secret
+        self._finished: OrderedDict[str, Stage] = OrderedDict()
+        self._guard = threading.Lock()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _stage_id(self, database: str, key: str) -> str:
+        return f"{self.name}.{database}.{key}"
+
+    def _what(self, database: str, key: str) -> str:
+        return f"stage {self._stage_id(database, key)}"
+
+    def _q(self, *parts: str) -> sql.Composable:
+        return sql.SQL(".").join(sql.Identifier(p) for p in parts)
+
+    @staticmethod
+    def _lock(conn: Any, namespace: int, name: str) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (namespace, name))
+
+    def _read(self, conn: Any, database: str, key: str) -> dict[str, Any] | None:
+        """The stage fields of ``__catalogd_stage_<key>``; None when there is no such table."""
+        found = self.catalog.relation(conn, database, STAGE_TABLE_PREFIX + key)
+        if found is None:
+            return None
+        try:
+            meta = json.loads(found[2] or "{}")
+        except ValueError:
+            meta = {}
+        return meta if isinstance(meta, dict) else {}
+
+    def _authentic(self, database: str, table: str, meta: dict[str, Any]) -> bool:
+        given = meta.get(PARAM + "signature")
+        return isinstance(given, str) and hmac.compare_digest(
+            given.encode(), signature(self._secret, database, table, meta).encode())
+
+    def _check_authentic(self, database: str, key: str, meta: dict[str, Any]) -> None:
+        if not self._authentic(database, STAGE_TABLE_PREFIX + key, meta):
+            raise PermissionDeniedError(f"{self._what(database, key)}: {FORGED}")
+
+    def _write_meta(self, conn: Any, database: str, key: str, meta: dict[str, Any]) -> None:
+        table = STAGE_TABLE_PREFIX + key
+        meta[PARAM + "signature"] = signature(self._secret, database, table, meta)
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+            self._q(database, table), sql.Literal(json.dumps(meta, sort_keys=True))))
+
+    def _to_stage(self, database: str, key: str, meta: dict[str, Any], columns: list[Column] | None = None,
+                  state: StageState | None = None, message: str | None = None) -> Stage:
+        if not self._authentic(database, STAGE_TABLE_PREFIX + key, meta):
+            message = FORGED
+        return Stage(
+            id=self._stage_id(database, key), catalog=self.name, database=database,
+            target=str(meta.get(PARAM + "target", "")),
+            purpose=StagePurpose.parse(str(meta.get(PARAM + "purpose", "CREATE"))),
+            state=state or StageState(str(meta.get(PARAM + "state", "OPEN"))),
+            owner=meta.get(PARAM + "owner") or None, created=meta.get(PARAM + "created"),
+            lease_deadline=meta.get(PARAM + "lease-deadline"), staging_table=STAGE_TABLE_PREFIX + key,
+            location=self.catalog.jdbc_url, columns=list(columns or []), format=None, message=message,
+        )
+
+    def _remember(self, stage: Stage) -> Stage:
+        with self._guard:
+            self._finished[stage.id] = stage
+            self._finished.move_to_end(stage.id)
+            while len(self._finished) > _FINISHED_CACHE:
+                self._finished.popitem(last=False)
+        return stage
+
+    def _ended(self, database: str, key: str, target: str, purpose: StagePurpose, state: StageState,
+               message: str) -> Stage:
+        return self._remember(Stage(id=self._stage_id(database, key), catalog=self.name, database=database,
+                                    target=target, purpose=purpose, state=state, message=message,
+                                    location=self.catalog.jdbc_url))
+
+    def _find_committed(self, conn: Any, database: str, key: str) -> Stage | None:
+        """A stage this daemon saw end, or the table of the schema whose last commit it was."""
+        from catalogd.catalog.jdbc import decode_comment
+
+        stage_id = self._stage_id(database, key)
+        with self._guard:
+            known = self._finished.get(stage_id)
+        if known is not None:
+            return known
+        # One query over the schema's comments: the tag is in the target's comment.
+        rows = conn.execute(
+            "SELECT c.relname, obj_description(c.oid, 'pg_class') FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r' "
+            "AND obj_description(c.oid, 'pg_class') LIKE %s", (database, f"%{stage_id}%")).fetchall()
+        for name, text in rows:
+            _, properties = decode_comment(text)
+            if properties.get(LAST_COMMIT) == stage_id and not is_stage_table(name):
+                return self._ended(database, key, name, StagePurpose.CREATE, StageState.COMMITTED,
+                                   f"committed into {self.name}.{database}.{name}")
+        return None
+
+    def _check_lease(self, lease: float) -> None:
+        if lease <= 0:
+            raise InvalidArgumentError(f"a lease must be positive, got {lease} s")
+        if lease > self.max_lease:
+            raise InvalidArgumentError(f"a lease of {lease:g} s is longer than staging.max-lease "
+                                       f"({self.max_lease:g} s)")
+
+    # ------------------------------------------------------------ begin
+
+    def begin(self, request: StageRequest) -> Stage:
+        database, target = request.database, request.target.lower()
+        what = f"table {self.name}.{database}.{target}"
+        if is_stage_table(target):
+            raise InvalidArgumentError(f"{what}: a staging table cannot be the target of a stage")
+        purpose = request.purpose
+        if purpose is StagePurpose.OVERWRITE_PARTITIONS or request.partition_keys:
+            raise UnsupportedError(f"{what}: a jdbc catalog has no partitions (overwrite the whole table: REPLACE)")
+        reserved = sorted(k for k in request.properties if k.lower().startswith(RESERVED_PROPERTY_PREFIX))
+        if reserved:
+            raise InvalidArgumentError(f"{what}: properties {reserved} are reserved for catalogd")
+        lease = request.lease if request.lease is not None else self.lease
+        self._check_lease(lease)
+        key = new_key()
+        table = STAGE_TABLE_PREFIX + key
+        with self.catalog.connections.connection(what) as conn, conn.transaction():
+            if self.catalog._schema_row(conn, database) is None:
+                raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+            existing = self.catalog.read_table(conn, database, target)
+            if existing is not None and existing.view_text is not None and \
+                    purpose is not StagePurpose.CREATE_IF_NOT_EXISTS:
+                raise InvalidArgumentError(f"{what} is a view: stages write tables only")
+            if purpose is StagePurpose.CREATE and existing is not None:
+                raise TableAlreadyExistsError(f"{what} already exists")
+            if purpose is StagePurpose.CREATE_IF_NOT_EXISTS and existing is not None:
+                return self._ended(database, key, target, purpose, StageState.ABORTED,
+                                   f"{what} exists already; nothing to write")
+            if purpose is StagePurpose.APPEND and existing is None:
+                raise TableNotFoundError(f"{what} does not exist: an append needs an existing table")
+            columns = list(request.columns)
+            if purpose is StagePurpose.APPEND:
+                assert existing is not None
+                columns = columns or existing.columns
+            if not columns:
+                raise InvalidArgumentError(f"{what}: a stage needs the table's columns")
+            columns = [Column(c.name.lower(), parse_type(c.type), c.comment) for c in columns]
+            now = _now_ms()
+            meta: dict[str, Any] = {
+                PARAM + "id": self._stage_id(database, key), PARAM + "target": target,
+                PARAM + "purpose": purpose.value, PARAM + "state": StageState.OPEN.value,
+                PARAM + "owner": request.owner or "", PARAM + "created": now,
+                PARAM + "lease": int(lease * 1000), PARAM + "lease-deadline": now + int(lease * 1000),
+                PARAM + "comment": request.comment, PARAM + "properties": dict(request.properties),
+            }
+            for statement in self.catalog.table_ddl(database, table, columns, None, {}):
+                conn.execute(statement)
+            self._write_meta(conn, database, key, meta)
+        logger.info("stage %s begun for %s (%s)", self._stage_id(database, key), what, purpose.value)
+        return self._to_stage(database, key, meta, columns)
+
+    # ------------------------------------------------------------ get, list, heartbeat
+
+    def get(self, database: str, key: str) -> Stage:
+        check_key(key)
+        what = self._what(database, key)
+        with self.catalog.connections.connection(what) as conn:
+            meta = self._read(conn, database, key)
+            if meta is not None:
+                found = self.catalog.relation(conn, database, STAGE_TABLE_PREFIX + key)
+                columns = self.catalog.columns_of(conn, found[0]) if found else []
+                return self._to_stage(database, key, meta, columns)
+            committed = self._find_committed(conn, database, key)
+        if committed is not None:
+            return committed
+        raise StageNotFoundError(f"{what} is not open: it was aborted (or its lease lapsed), or never existed")
+
+    def _raw_stages(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """(schema, key, fields) of every staging table of the database: one catalog query."""
+        with self.catalog.connections.connection(f"catalog {self.name}") as conn:
+            rows = conn.execute(
+                "SELECT n.nspname, c.relname, obj_description(c.oid, 'pg_class') FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
+                "AND c.relname LIKE %s", (STAGE_TABLE_PREFIX.replace("_", "\\_") + "%",)).fetchall()
+        found = []
+        for schema, name, text in rows:
+            key = name[len(STAGE_TABLE_PREFIX):]
+            try:
+                meta = json.loads(text or "{}")
+            except ValueError:
+                meta = {}
+            if len(key) == _KEY_LENGTH and isinstance(meta, dict):
+                found.append((schema, key, meta))
+        return found
+
+    def list_stages(self) -> list[Stage]:
+        return [self._to_stage(schema, key, meta) for schema, key, meta in self._raw_stages()]
+
+    def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage:
+        check_key(key)
+        lease = lease if lease is not None else self.lease
+        self._check_lease(lease)
+        what = self._what(database, key)
+        lapsed = False
+        with self.catalog.connections.connection(what) as conn, conn.transaction():
+            self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
+            meta = self._read(conn, database, key)
+            if meta is None:
+                raise StageNotFoundError(f"{what} is not open (aborted, committed, or its lease lapsed)")
+            self._check_authentic(database, key, meta)
+            if meta.get(PARAM + "state") != StageState.OPEN.value:
+                raise StageNotFoundError(f"{what} is {str(meta.get(PARAM + 'state')).lower()}, not open")
+            now = _now_ms()
+            if int(meta.get(PARAM + "lease-deadline") or 0) < now:
+                lapsed = True
+                self._drop(conn, database, key)
+            else:
+                meta[PARAM + "lease"] = int(lease * 1000)
+                meta[PARAM + "lease-deadline"] = now + int(lease * 1000)
+                self._write_meta(conn, database, key, meta)
+        if lapsed:
+            self._ended(database, key, str(meta.get(PARAM + "target", "")),
+                        StagePurpose.parse(str(meta.get(PARAM + "purpose"))), StageState.ABORTED, "its lease lapsed")
+            raise ConflictError(f"{what}: its lease lapsed before this heartbeat; the stage is aborted")
+        return self._to_stage(database, key, meta)
+
+    # ------------------------------------------------------------ abort
+
+    def _drop(self, conn: Any, database: str, key: str) -> None:
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._q(database, STAGE_TABLE_PREFIX + key)))
+
+    def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage:
+        """Drop the staging table (``tombstone`` is accepted for the interface: a jdbc stage needs none,
+        because a writer that goes on writing into a dropped table fails)."""
+        check_key(key)
+        what = self._what(database, key)
+        with self.catalog.connections.connection(what) as conn:
+            with conn.transaction():
+                self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
+                meta = self._read(conn, database, key)
+                if meta is not None:
+                    self._check_authentic(database, key, meta)
+                    if meta.get(PARAM + "state") == StageState.COMMITTING.value:
+                        raise ConflictError(f"{what} is committing; it cannot be aborted")
+                    self._drop(conn, database, key)
+            if meta is None:
+                committed = self._find_committed(conn, database, key)
+                if committed is not None and committed.state is StageState.COMMITTED:
+                    raise ConflictError(f"{what} is committed; it cannot be aborted")
+                return committed or self._ended(database, key, "", StagePurpose.CREATE, StageState.ABORTED,
+                                                "no open stage (aborted already, or never existed)")
+        logger.info("stage %s aborted: %s", self._stage_id(database, key), reason)
+        return self._ended(database, key, str(meta.get(PARAM + "target", "")),
+                           StagePurpose.parse(str(meta.get(PARAM + "purpose"))), StageState.ABORTED, reason)
+
+    # ------------------------------------------------------------ commit
+
+    def commit(self, database: str, key: str) -> Stage:
+        check_key(key)
+        what = self._what(database, key)
+        with self.catalog.connections.connection(what) as conn:
+            with conn.transaction():
+                self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
+                meta = self._read(conn, database, key)
+                if meta is not None:
+                    self._check_authentic(database, key, meta)
+                    state = meta.get(PARAM + "state")
+                    if state == StageState.OPEN.value:
+                        if int(meta.get(PARAM + "lease-deadline") or 0) < _now_ms():
+                            self._drop(conn, database, key)
+                            lapsed = True
+                        else:
+                            lapsed = False
+                            meta[PARAM + "state"] = StageState.COMMITTING.value
+                            meta[PARAM + "committer"] = self.committer
+                            meta[PARAM + "commit-started"] = _now_ms()
+                            self._write_meta(conn, database, key, meta)
+                    else:
+                        lapsed = False
+            if meta is None:
+                found = self._find_committed(conn, database, key)
+                if found is not None and found.state is StageState.COMMITTED:
+                    return found
+                if found is not None:
+                    raise StageNotFoundError(f"{what} is not open: {found.message}")
+                raise StageNotFoundError(f"{what} is not open: it was aborted (or its lease lapsed), "
+                                         "or never existed")
+        if lapsed:
+            self._ended(database, key, str(meta.get(PARAM + "target", "")),
+                        StagePurpose.parse(str(meta.get(PARAM + "purpose"))), StageState.ABORTED, "its lease lapsed")
+            raise ConflictError(f"{what}: its lease lapsed before the commit; the stage is aborted")
+        fault_point("jdbc.commit.marked")
+        return self._finish(database, key)
+
+    def _finish(self, database: str, key: str) -> Stage:
+        """Publish a COMMITTING stage in one transaction (idempotent: a finished one is found committed)."""
+        from catalogd.catalog.jdbc import encode_comment
+
+        what = self._what(database, key)
+        stage_table = STAGE_TABLE_PREFIX + key
+        with self.catalog.connections.connection(what) as conn:
+            try:
+                with conn.transaction():
+                    self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
+                    meta = self._read(conn, database, key)
+                    if meta is None:
+                        found = self._find_committed(conn, database, key)
+                        if found is not None:
+                            return found
+                        raise StageNotFoundError(f"{what} is not open: aborted, or never existed")
+                    self._check_authentic(database, key, meta)
+                    if meta.get(PARAM + "state") != StageState.COMMITTING.value:
+                        raise ConflictError(f"{what} is {meta.get(PARAM + 'state')}, not committing")
+                    target = str(meta[PARAM + "target"])
+                    purpose = StagePurpose.parse(str(meta[PARAM + "purpose"]))
+                    self._lock(conn, _TARGET_LOCK, f"{database}.{target}")
+                    existing = self.catalog.relation(conn, database, target)
+                    properties = dict(meta.get(PARAM + "properties") or {})
+                    comment = meta.get(PARAM + "comment")
+                    properties[LAST_COMMIT] = self._stage_id(database, key)
+                    if existing is not None and purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS):
+                        self._drop(conn, database, key)
+                        lost = f"table {self.name}.{database}.{target} appeared meanwhile"
+                        outcome = "lost"
+                    elif purpose is StagePurpose.APPEND:
+                        if existing is None:
+                            raise TableNotFoundError(f"table {self.name}.{database}.{target} is gone: nothing "
+                                                     "to append to")
+                        self._append(conn, database, target, stage_table, existing[0])
+                        outcome = "appended"
+                    else:
+                        if existing is not None:
+                            if existing[1] not in ("r", "p"):
+                                raise InvalidArgumentError(f"{self.name}.{database}.{target} is not a table: "
+                                                           "a stage cannot replace it")
+                            conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                                self._q(database, target), sql.Identifier(stage_table + _OLD)))
+                        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                            self._q(database, stage_table), sql.Identifier(target)))
+                        fault_point("jdbc.commit.renamed")
+                        if existing is not None:
+                            conn.execute(sql.SQL("DROP TABLE {}").format(self._q(database, stage_table + _OLD)))
+                        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+                            self._q(database, target), sql.Literal(encode_comment(comment, properties))))
+                        outcome = "published"
+            except psycopg.errors.DuplicateTable:
+                # A table of that name made outside catalogd (without its target lock) got in first.
+                with conn.transaction():
+                    self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
+                    self._drop(conn, database, key)
+                lost, outcome = f"table {self.name}.{database}.{target} appeared meanwhile", "lost"
+        fault_point("jdbc.commit.committed")
+        if outcome == "lost":
+            if purpose is StagePurpose.CREATE:
+                self._ended(database, key, target, purpose, StageState.ABORTED, lost)
+                raise TableAlreadyExistsError(f"{lost}; the stage is aborted")
+            return self._ended(database, key, target, purpose, StageState.ABORTED, f"{lost}; nothing written")
+        logger.info("stage %s committed into %s.%s.%s", self._stage_id(database, key), self.name, database, target)
+        return self._ended(database, key, target, purpose, StageState.COMMITTED,
+                           f"committed into {self.name}.{database}.{target}")
+
+    def _append(self, conn: Any, database: str, target: str, stage_table: str, target_oid: int) -> None:
+        from catalogd.catalog.jdbc import decode_comment, encode_comment
+
+        staged = self.catalog.relation(conn, database, stage_table)
+        assert staged is not None
+        names = [c.name for c in self.catalog.columns_of(conn, staged[0])]
+        cols = sql.SQL(", ").join(sql.Identifier(n) for n in names)
+        conn.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(
+            self._q(database, target), cols, cols, self._q(database, stage_table)))
+        self._drop(conn, database, stage_table[len(STAGE_TABLE_PREFIX):])
+        text = conn.execute("SELECT obj_description(%s::oid, 'pg_class')", (target_oid,)).fetchone()[0]
+        comment, properties = decode_comment(text)
+        properties[LAST_COMMIT] = self._stage_id(database, stage_table[len(STAGE_TABLE_PREFIX):])
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+            self._q(database, target), sql.Literal(encode_comment(comment, properties))))
+
+    # ------------------------------------------------------------ janitor
+
+    def janitor_pass(self, startup: bool = False) -> int:
+        """Drop stages whose lease lapsed, finish interrupted commits; how many it acted on."""
+        acted = 0
+        now = _now_ms()
+        for schema, key, meta in self._raw_stages():
+            if not self._authentic(schema, STAGE_TABLE_PREFIX + key, meta):
+                continue
+            state = meta.get(PARAM + "state")
+            try:
+                if state == StageState.OPEN.value and int(meta.get(PARAM + "lease-deadline") or 0) < now:
+                    self._expire(schema, key)
+                    acted += 1
+                elif state == StageState.COMMITTING.value and self._may_recover(meta, now, startup):
+                    logger.warning("stage %s: finishing a commit that was interrupted", self._stage_id(schema, key))
+                    self._finish(schema, key)
+                    acted += 1
+            except CatalogError as e:
+                logger.warning("janitor: stage %s: %s", self._stage_id(schema, key), e)
+        return acted
+
+    def _expire(self, database: str, key: str) -> None:
+        """Drop a stage whose lease lapsed (decided again under its lock: a heartbeat may have come first)."""
+        with self.catalog.connections.connection(self._what(database, key)) as conn, conn.transaction():
+            self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
+            meta = self._read(conn, database, key)
+            if meta is None or not self._authentic(database, STAGE_TABLE_PREFIX + key, meta):
+                return
+            if meta.get(PARAM + "state") == StageState.OPEN.value and \
+                    int(meta.get(PARAM + "lease-deadline") or 0) < _now_ms():
+                self._drop(conn, database, key)
+                logger.info("stage %s aborted: its lease lapsed", self._stage_id(database, key))
+
+    def _may_recover(self, meta: dict[str, Any], now: int, startup: bool) -> bool:
+        """Whether an interrupted commit is ours to finish (nobody else can be running it)."""
+        started = int(meta.get(PARAM + "commit-started") or 0)
+        stuck = started + int(self.lease * 1000) < now
+        return (startup and meta.get(PARAM + "committer") == self.committer) or stuck
