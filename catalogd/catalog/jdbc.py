@@ -132,9 +132,9 @@ class JdbcCatalog(BaseCatalog):
         self.connections.close()
 
     def info(self) -> CatalogInfo:
-        # metastore: where the data is, for clients (no credentials); warehouse: the driver Spark needs.
-        return CatalogInfo(name=self.name, type="jdbc", metastore=self.jdbc_url, warehouse=None,
-                           atomic_writes=self.stager is not None)
+        # metastore: where the data is, for clients (no credentials); the driver Spark needs.
+        return CatalogInfo(name=self.name, type="jdbc", metastore=self.jdbc_url, atomic_writes=self.stager is not None,
+                           jdbc_user=self.user, jdbc_driver_jar=self.driver_jar)
 
     def ping(self, timeout: float | None = None) -> None:
         with self.connections.connection(f"catalog {self.name}") as conn:
