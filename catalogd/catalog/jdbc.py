@@ -19,13 +19,13 @@ hidden from listings, refused as names of user tables.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from psycopg import sql
 
 from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, check_name, is_stage_table
+from catalogd.catalog.jdbc_comments import decode_comment, encode_comment
 from catalogd.catalog.jdbc_connection import PgConnections
 from catalogd.catalog.jdbc_dialect import Dialect, dialect_for
 from catalogd.errors import (
@@ -56,11 +56,8 @@ from catalogd.model import (
 if TYPE_CHECKING:
     from hmsclient.genthrift.hive_metastore import ttypes as hms
 
-    from catalogd.catalog.jdbc_staging import JdbcStager
     from catalogd.config import CatalogConfig
 
-#: The line that starts catalogd's properties inside a PostgreSQL comment.
-PROPERTIES_MARKER = "\n-- catalogd properties: "
 #: Names catalogd can address (it lower-cases every name it is given).
 _ADDRESSABLE = re.compile(r"[a-z0-9_]+")
 #: Relation kinds (pg_class.relkind) listed as tables and as views.
@@ -68,27 +65,16 @@ TABLE_KINDS = ("r", "p", "f")
 VIEW_KINDS = ("v", "m")
 
 
-def encode_comment(comment: str | None, properties: dict[str, str]) -> str | None:
-    """The PostgreSQL comment that keeps ``comment`` and catalogd's ``properties``."""
-    if not properties:
-        return comment or None
-    return (comment or "") + PROPERTIES_MARKER + json.dumps(dict(sorted(properties.items())), separators=(",", ":"))
+class Stager(Protocol):
+    """The stage operations of a jdbc catalog (``jdbc_staging.Stager``)."""
 
-
-def decode_comment(text: str | None) -> tuple[str | None, dict[str, str]]:
-    """(comment, properties) of a PostgreSQL comment; a comment without the marker has no properties."""
-    if not text:
-        return None, {}
-    comment, marker, rest = text.rpartition(PROPERTIES_MARKER)
-    if not marker:
-        return text, {}
-    try:
-        loaded = json.loads(rest)
-    except ValueError:
-        return text, {}
-    if not isinstance(loaded, dict):
-        return text, {}
-    return comment or None, {str(k): str(v) for k, v in loaded.items()}
+    def begin(self, request: StageRequest) -> Stage: ...
+    def get(self, database: str, key: str) -> Stage: ...
+    def list_stages(self) -> list[Stage]: ...
+    def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage: ...
+    def commit(self, database: str, key: str) -> Stage: ...
+    def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
+    def janitor_pass(self, startup: bool = False) -> int: ...
 
 
 class JdbcCatalog(BaseCatalog):
@@ -98,7 +84,7 @@ class JdbcCatalog(BaseCatalog):
 
     def __init__(self, name: str, *, dialect: Dialect, connections: PgConnections, jdbc_url: str, user: str,
                  driver_jar: str, default_schema: str = "public",
-                 stager: JdbcStager | None = None) -> None:
+                 stager: Stager | None = None) -> None:
         super().__init__(name)
         self.dialect = dialect
         self.connections = connections
@@ -507,7 +493,7 @@ class JdbcCatalog(BaseCatalog):
 
     # ------------------------------------------------------------ stages
 
-    def _stages(self) -> JdbcStager:
+    def _stages(self) -> Stager:
         if self.stager is None:
             raise self._no_stages()
         return self.stager

@@ -45,6 +45,7 @@ import psycopg
 from psycopg import sql
 
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, is_stage_table
+from catalogd.catalog.jdbc_comments import decode_comment, encode_comment
 from catalogd.errors import (
     CatalogError,
     ConflictError,
@@ -186,8 +187,6 @@ class JdbcStager:
 
     def _find_committed(self, conn: Any, database: str, key: str) -> Stage | None:
         """A stage this daemon saw end, or the table of the schema whose last commit it was."""
-        from catalogd.catalog.jdbc import decode_comment
-
         stage_id = self._stage_id(database, key)
         with self._guard:
             known = self._finished.get(stage_id)
@@ -399,8 +398,6 @@ class JdbcStager:
 
     def _finish(self, database: str, key: str) -> Stage:
         """Publish a COMMITTING stage in one transaction (idempotent: a finished one is found committed)."""
-        from catalogd.catalog.jdbc import encode_comment
-
         what = self._what(database, key)
         stage_table = STAGE_TABLE_PREFIX + key
         with self.catalog.connections.connection(what) as conn:
@@ -465,8 +462,6 @@ class JdbcStager:
                            f"committed into {self.name}.{database}.{target}")
 
     def _append(self, conn: Any, database: str, target: str, stage_table: str, target_oid: int) -> None:
-        from catalogd.catalog.jdbc import decode_comment, encode_comment
-
         staged = self.catalog.relation(conn, database, stage_table)
         assert staged is not None
         names = [c.name for c in self.catalog.columns_of(conn, staged[0])]

@@ -444,7 +444,9 @@ class CatalogConfig(_Model):
         from catalogd.config.jdbc_url import parse_base_url
 
         problems: list[tuple[Loc, str]] = []
-        given = {key for key in _JDBC_KEYS if key.replace("-", "_") in self.model_fields_set}
+        # Keys given a value of their own (a dump of a config read back holds every key, at its default).
+        given = {key for key in _JDBC_KEYS
+                 if getattr(self, key.replace("-", "_")) != type(self).model_fields[key.replace("-", "_")].default}
         if self.type != "jdbc":
             problems.extend(((key,), "only a jdbc catalog takes this key") for key in sorted(given))
             if problems:

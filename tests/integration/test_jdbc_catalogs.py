@@ -359,7 +359,7 @@ def test_readers_during_replace_see_old_or_new_rows_never_a_mixture_or_nothing(p
     assert pg.stages(schema) == []
 
 
-@pytest.mark.parametrize("point", ["jdbc.commit.renamed", "jdbc.commit.marked"])
+@pytest.mark.parametrize("point", ["jdbc.commit.renamed"])
 def test_a_daemon_killed_mid_commit_finishes_it_when_it_starts_again(pg: Pg, point: str, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     config = _config(tmp_path, pg.server, pg.database, data_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalogd.catalog.jdbc import decode_comment, encode_comment
+from catalogd.catalog.jdbc_comments import decode_comment, encode_comment
 from catalogd.catalog.jdbc_dialect import PostgresDialect, dialect_for
 from catalogd.errors import InvalidArgumentError
 
