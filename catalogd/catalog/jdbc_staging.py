@@ -18,10 +18,12 @@ What a stage is lives in PostgreSQL, never only in the daemon: the staging table
 holds its ``catalogd.stage.*`` fields as JSON (id, target, purpose, state, owner, lease
 deadline, the target's comment and properties to be), signed with the stage key (HMAC, as
 hive stages are), so a table with the prefix that catalogd did not create is never committed,
-aborted or dropped by it. A commit first marks the stage COMMITTING (its own transaction);
-a daemon killed during the publishing transaction leaves PostgreSQL as it was before it
-(the server rolls the transaction back when the connection drops), and the janitor finishes
-the commit when the daemon starts again. Stage operations on one stage are serialised by a
+aborted or dropped by it. A commit is the one transaction, so there is no half-done commit
+to recover: a daemon killed during it leaves PostgreSQL as it was before (the server rolls
+the transaction back when the connection drops) and the stage OPEN, and the writer's retry
+of the commit (to the restarted daemon, or another) publishes it while its lease lasts; a
+daemon killed after it leaves the target published, and the retry finds the stage committed
+by the tag on the target (``catalogd.last-commit``). Stage operations on one stage are serialised by a
 transaction-scoped advisory lock on the stage, commits onto one target by one on the target
 (so four racing CREATEs publish one after the other and three fail cleanly).
 
@@ -344,8 +346,6 @@ class JdbcStager:
                 meta = self._read(conn, database, key)
                 if meta is not None:
                     self._check_authentic(database, key, meta)
-                    if meta.get(PARAM + "state") == StageState.COMMITTING.value:
-                        raise ConflictError(f"{what} is committing; it cannot be aborted")
                     self._drop(conn, database, key)
             if meta is None:
                 committed = self._find_committed(conn, database, key)
@@ -360,46 +360,15 @@ class JdbcStager:
     # ------------------------------------------------------------ commit
 
     def commit(self, database: str, key: str) -> Stage:
+        """Publish the stage in one transaction (idempotent: a committed stage is found by its target's tag).
+
+        A daemon killed during the transaction leaves the stage OPEN and the target as it was
+        (PostgreSQL rolls the transaction back when the connection drops): the writer's retry of
+        the commit, to this daemon restarted or to another, publishes it while its lease lasts.
+        """
         check_key(key)
         what = self._what(database, key)
-        with self.catalog.connections.connection(what) as conn:
-            with conn.transaction():
-                self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
-                meta = self._read(conn, database, key)
-                if meta is not None:
-                    self._check_authentic(database, key, meta)
-                    state = meta.get(PARAM + "state")
-                    if state == StageState.OPEN.value:
-                        if int(meta.get(PARAM + "lease-deadline") or 0) < _now_ms():
-                            self._drop(conn, database, key)
-                            lapsed = True
-                        else:
-                            lapsed = False
-                            meta[PARAM + "state"] = StageState.COMMITTING.value
-                            meta[PARAM + "committer"] = self.committer
-                            meta[PARAM + "commit-started"] = _now_ms()
-                            self._write_meta(conn, database, key, meta)
-                    else:
-                        lapsed = False
-            if meta is None:
-                found = self._find_committed(conn, database, key)
-                if found is not None and found.state is StageState.COMMITTED:
-                    return found
-                if found is not None:
-                    raise StageNotFoundError(f"{what} is not open: {found.message}")
-                raise StageNotFoundError(f"{what} is not open: it was aborted (or its lease lapsed), "
-                                         "or never existed")
-        if lapsed:
-            self._ended(database, key, str(meta.get(PARAM + "target", "")),
-                        StagePurpose.parse(str(meta.get(PARAM + "purpose"))), StageState.ABORTED, "its lease lapsed")
-            raise ConflictError(f"{what}: its lease lapsed before the commit; the stage is aborted")
-        fault_point("jdbc.commit.marked")
-        return self._finish(database, key)
-
-    def _finish(self, database: str, key: str) -> Stage:
-        """Publish a COMMITTING stage in one transaction (idempotent: a finished one is found committed)."""
-        what = self._what(database, key)
-        stage_table = STAGE_TABLE_PREFIX + key
+        outcome, lost, target, purpose = "", "", "", StagePurpose.CREATE
         with self.catalog.connections.connection(what) as conn:
             try:
                 with conn.transaction():
@@ -407,44 +376,22 @@ class JdbcStager:
                     meta = self._read(conn, database, key)
                     if meta is None:
                         found = self._find_committed(conn, database, key)
-                        if found is not None:
+                        if found is not None and found.state is StageState.COMMITTED:
                             return found
-                        raise StageNotFoundError(f"{what} is not open: aborted, or never existed")
+                        if found is not None:
+                            raise StageNotFoundError(f"{what} is not open: {found.message}")
+                        raise StageNotFoundError(f"{what} is not open: it was aborted (or its lease lapsed), "
+                                                 "or never existed")
                     self._check_authentic(database, key, meta)
-                    if meta.get(PARAM + "state") != StageState.COMMITTING.value:
-                        raise ConflictError(f"{what} is {meta.get(PARAM + 'state')}, not committing")
                     target = str(meta[PARAM + "target"])
                     purpose = StagePurpose.parse(str(meta[PARAM + "purpose"]))
-                    self._lock(conn, _TARGET_LOCK, f"{database}.{target}")
-                    existing = self.catalog.relation(conn, database, target)
-                    properties = dict(meta.get(PARAM + "properties") or {})
-                    comment = meta.get(PARAM + "comment")
-                    properties[LAST_COMMIT] = self._stage_id(database, key)
-                    if existing is not None and purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS):
+                    if int(meta.get(PARAM + "lease-deadline") or 0) < _now_ms():
                         self._drop(conn, database, key)
-                        lost = f"table {self.name}.{database}.{target} appeared meanwhile"
-                        outcome = "lost"
-                    elif purpose is StagePurpose.APPEND:
-                        if existing is None:
-                            raise TableNotFoundError(f"table {self.name}.{database}.{target} is gone: nothing "
-                                                     "to append to")
-                        self._append(conn, database, target, stage_table, existing[0])
-                        outcome = "appended"
+                        outcome = "lapsed"
                     else:
-                        if existing is not None:
-                            if existing[1] not in ("r", "p"):
-                                raise InvalidArgumentError(f"{self.name}.{database}.{target} is not a table: "
-                                                           "a stage cannot replace it")
-                            conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
-                                self._q(database, target), sql.Identifier(stage_table + _OLD)))
-                        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
-                            self._q(database, stage_table), sql.Identifier(target)))
-                        fault_point("jdbc.commit.renamed")
-                        if existing is not None:
-                            conn.execute(sql.SQL("DROP TABLE {}").format(self._q(database, stage_table + _OLD)))
-                        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
-                            self._q(database, target), sql.Literal(encode_comment(comment, properties))))
-                        outcome = "published"
+                        outcome = self._publish(conn, database, key, meta, target, purpose)
+                        if outcome == "lost":
+                            lost = f"table {self.name}.{database}.{target} appeared meanwhile"
             except psycopg.errors.DuplicateTable:
                 # A table of that name made outside catalogd (without its target lock) got in first.
                 with conn.transaction():
@@ -452,6 +399,9 @@ class JdbcStager:
                     self._drop(conn, database, key)
                 lost, outcome = f"table {self.name}.{database}.{target} appeared meanwhile", "lost"
         fault_point("jdbc.commit.committed")
+        if outcome == "lapsed":
+            self._ended(database, key, target, purpose, StageState.ABORTED, "its lease lapsed")
+            raise ConflictError(f"{what}: its lease lapsed before the commit; the stage is aborted")
         if outcome == "lost":
             if purpose is StagePurpose.CREATE:
                 self._ended(database, key, target, purpose, StageState.ABORTED, lost)
@@ -460,6 +410,38 @@ class JdbcStager:
         logger.info("stage %s committed into %s.%s.%s", self._stage_id(database, key), self.name, database, target)
         return self._ended(database, key, target, purpose, StageState.COMMITTED,
                            f"committed into {self.name}.{database}.{target}")
+
+    def _publish(self, conn: Any, database: str, key: str, meta: dict[str, Any], target: str,
+                 purpose: StagePurpose) -> str:
+        """The commit's changes, inside its transaction (the stage's lock held): "published",
+        "appended", or "lost" (CREATE and the target exists: the stage is dropped)."""
+        stage_table = STAGE_TABLE_PREFIX + key
+        self._lock(conn, _TARGET_LOCK, f"{database}.{target}")
+        existing = self.catalog.relation(conn, database, target)
+        properties = dict(meta.get(PARAM + "properties") or {})
+        properties[LAST_COMMIT] = self._stage_id(database, key)
+        if existing is not None and purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS):
+            self._drop(conn, database, key)
+            return "lost"
+        if purpose is StagePurpose.APPEND:
+            if existing is None:
+                raise TableNotFoundError(f"table {self.name}.{database}.{target} is gone: nothing to append to")
+            self._append(conn, database, target, stage_table, existing[0])
+            return "appended"
+        if existing is not None:
+            if existing[1] not in ("r", "p"):
+                raise InvalidArgumentError(f"{self.name}.{database}.{target} is not a table: a stage cannot "
+                                           "replace it")
+            conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                self._q(database, target), sql.Identifier(stage_table + _OLD)))
+        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+            self._q(database, stage_table), sql.Identifier(target)))
+        fault_point("jdbc.commit.renamed")
+        if existing is not None:
+            conn.execute(sql.SQL("DROP TABLE {}").format(self._q(database, stage_table + _OLD)))
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+            self._q(database, target), sql.Literal(encode_comment(meta.get(PARAM + "comment"), properties))))
+        return "published"
 
     def _append(self, conn: Any, database: str, target: str, stage_table: str, target_oid: int) -> None:
         staged = self.catalog.relation(conn, database, stage_table)
@@ -478,39 +460,29 @@ class JdbcStager:
     # ------------------------------------------------------------ janitor
 
     def janitor_pass(self, startup: bool = False) -> int:
-        """Drop stages whose lease lapsed, finish interrupted commits; how many it acted on."""
+        """Drop the stages whose lease lapsed; how many it dropped. (A commit is one transaction:
+        none is ever left half done for the janitor to finish.)"""
         acted = 0
         now = _now_ms()
         for schema, key, meta in self._raw_stages():
             if not self._authentic(schema, STAGE_TABLE_PREFIX + key, meta):
                 continue
-            state = meta.get(PARAM + "state")
-            try:
-                if state == StageState.OPEN.value and int(meta.get(PARAM + "lease-deadline") or 0) < now:
-                    self._expire(schema, key)
-                    acted += 1
-                elif state == StageState.COMMITTING.value and self._may_recover(meta, now, startup):
-                    logger.warning("stage %s: finishing a commit that was interrupted", self._stage_id(schema, key))
-                    self._finish(schema, key)
-                    acted += 1
-            except CatalogError as e:
-                logger.warning("janitor: stage %s: %s", self._stage_id(schema, key), e)
+            if int(meta.get(PARAM + "lease-deadline") or 0) < now:
+                try:
+                    acted += self._expire(schema, key)
+                except CatalogError as e:
+                    logger.warning("janitor: stage %s: %s", self._stage_id(schema, key), e)
         return acted
 
-    def _expire(self, database: str, key: str) -> None:
+    def _expire(self, database: str, key: str) -> int:
         """Drop a stage whose lease lapsed (decided again under its lock: a heartbeat may have come first)."""
         with self.catalog.connections.connection(self._what(database, key)) as conn, conn.transaction():
             self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
             meta = self._read(conn, database, key)
             if meta is None or not self._authentic(database, STAGE_TABLE_PREFIX + key, meta):
-                return
-            if meta.get(PARAM + "state") == StageState.OPEN.value and \
-                    int(meta.get(PARAM + "lease-deadline") or 0) < _now_ms():
-                self._drop(conn, database, key)
-                logger.info("stage %s aborted: its lease lapsed", self._stage_id(database, key))
-
-    def _may_recover(self, meta: dict[str, Any], now: int, startup: bool) -> bool:
-        """Whether an interrupted commit is ours to finish (nobody else can be running it)."""
-        started = int(meta.get(PARAM + "commit-started") or 0)
-        stuck = started + int(self.lease * 1000) < now
-        return (startup and meta.get(PARAM + "committer") == self.committer) or stuck
+                return 0
+            if int(meta.get(PARAM + "lease-deadline") or 0) >= _now_ms():
+                return 0
+            self._drop(conn, database, key)
+        logger.info("stage %s aborted: its lease lapsed", self._stage_id(database, key))
+        return 1

@@ -360,7 +360,7 @@ def test_readers_during_replace_see_old_or_new_rows_never_a_mixture_or_nothing(p
 
 
 @pytest.mark.parametrize("point", ["jdbc.commit.renamed"])
-def test_a_daemon_killed_mid_commit_finishes_it_when_it_starts_again(pg: Pg, point: str, tmp_path: Path) -> None:
+def test_a_daemon_killed_mid_commit_undoes_it_and_the_retry_publishes(pg: Pg, point: str, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     config = _config(tmp_path, pg.server, pg.database, data_dir)
     env = {"PG_TEST_PASSWORD": pg.server.password}
@@ -372,23 +372,25 @@ def test_a_daemon_killed_mid_commit_finishes_it_when_it_starts_again(pg: Pg, poi
             target = f"pg.{schema}.t"
             c.create_table(target, "n bigint, v int")
             pg.query(f'INSERT INTO "{schema}".t VALUES (1, 0)')
-            stage_id = _staged(pg, c, target, 7, 50)
+            stage = c.begin_stage(target, "n bigint, v int", purpose=StagePurpose.REPLACE, lease=300)
+            pg.query(f"INSERT INTO {stage.spark_table} SELECT g, 7 FROM generate_series(1, 50) g")
             with pytest.raises(CatalogError):
-                c.commit_stage(stage_id)
+                c.commit_stage(stage.id)  # the daemon kills itself between the renames and COMMIT
         first.proc.wait(30)
         assert first.proc.returncode == -signal.SIGKILL
-        # The publishing transaction died with the daemon: the old table, whole; the stage COMMITTING.
+        # The transaction died with the daemon: the old table, whole; the stage still open.
         assert pg.query(f'SELECT count(*), max(v) FROM "{schema}".t') == [(1, 0)]
         assert len(pg.stages(schema)) == 1
         second = start_daemon(config, data_dir, tmp_path / "second.log", env=env)
         try:
-            wait_until(lambda: pg.stages(schema) == [] or None, 60, what="the restarted daemon to finish the commit")
-            assert pg.query(f'SELECT count(*), min(v) FROM "{schema}".t') == [(50, 7)]
             with CatalogClient(second.address, timeout=60.0) as c:
-                assert c.get_stage(stage_id).state is StageState.COMMITTED
+                assert c.get_stage(stage.id).state is StageState.OPEN
+                assert c.commit_stage(stage.id).state is StageState.COMMITTED
+                assert c.commit_stage(stage.id).state is StageState.COMMITTED  # idempotent
+            assert pg.query(f'SELECT count(*), min(v) FROM "{schema}".t') == [(50, 7)]
+            assert pg.stages(schema) == []
         finally:
             assert second.stop() == 0
     finally:
         first.stop()
         pg.query(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
