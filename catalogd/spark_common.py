@@ -129,7 +129,7 @@ def session_uris(spark: SparkSession) -> set[str]:
 def spark_prefix(info: CatalogInfo, spark: SparkSession | None) -> str:
     """What the session calls ``info``'s databases start with: its HMS-endpoint prefix when
     the session is on the endpoint (sessions from ``session_builder`` are), else nothing."""
-    if not info.hms_prefix:
+    if not info.hms_prefix or info.type == "jdbc":  # Spark reaches a jdbc catalog through JDBC, not the endpoint
         return ""
     if spark is not None and not (metastore_uris(info.hms_endpoint) & session_uris(spark)):
         return ""
