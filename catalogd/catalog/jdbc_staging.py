@@ -372,8 +372,17 @@ class JdbcStager:
         with self.catalog.connections.connection(what) as conn:
             try:
                 with conn.transaction():
-                    self._lock(conn, _STAGE_LOCK, self._stage_id(database, key))
-                    meta = self._read(conn, database, key)
+                    # Round trips are the commit's cost: peek at the stage for its target, take both
+                    # locks in one statement (stage first, as every stage operation does), then read
+                    # the stage and the target again, under the locks, in one query.
+                    meta, existing = self._stage_and_target(conn, database, key, None)
+                    if meta is not None:
+                        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s)), "
+                                     "pg_advisory_xact_lock(%s, hashtext(%s))",
+                                     (_STAGE_LOCK, self._stage_id(database, key), _TARGET_LOCK,
+                                      f"{database}.{meta.get(PARAM + 'target', '')}"))
+                        meta, existing = self._stage_and_target(conn, database, key,
+                                                                str(meta.get(PARAM + "target", "")))
                     if meta is None:
                         found = self._find_committed(conn, database, key)
                         if found is not None and found.state is StageState.COMMITTED:
@@ -389,7 +398,7 @@ class JdbcStager:
                         self._drop(conn, database, key)
                         outcome = "lapsed"
                     else:
-                        outcome = self._publish(conn, database, key, meta, target, purpose)
+                        outcome = self._publish(conn, database, key, meta, target, purpose, existing)
                         if outcome == "lost":
                             lost = f"table {self.name}.{database}.{target} appeared meanwhile"
             except psycopg.errors.DuplicateTable:
@@ -411,13 +420,37 @@ class JdbcStager:
         return self._ended(database, key, target, purpose, StageState.COMMITTED,
                            f"committed into {self.name}.{database}.{target}")
 
-    def _publish(self, conn: Any, database: str, key: str, meta: dict[str, Any], target: str,
-                 purpose: StagePurpose) -> str:
-        """The commit's changes, inside its transaction (the stage's lock held): "published",
-        "appended", or "lost" (CREATE and the target exists: the stage is dropped)."""
+    def _stage_and_target(self, conn: Any, database: str, key: str,
+                          target: str | None) -> tuple[dict[str, Any] | None, tuple[int, str] | None]:
+        """The stage's fields (None: no staging table) and the target's (oid, relkind) (None: no
+        table or view of that name), in one catalog query."""
+        from catalogd.catalog.jdbc import TABLE_KINDS, VIEW_KINDS
+
         stage_table = STAGE_TABLE_PREFIX + key
-        self._lock(conn, _TARGET_LOCK, f"{database}.{target}")
-        existing = self.catalog.relation(conn, database, target)
+        rows = conn.execute(
+            "SELECT c.relname, c.oid, c.relkind, obj_description(c.oid, 'pg_class') FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = ANY(%s) "
+            "AND c.relkind = ANY(%s)",
+            (database, [stage_table, *([target] if target else [])], list(TABLE_KINDS + VIEW_KINDS))).fetchall()
+        meta: dict[str, Any] | None = None
+        existing: tuple[int, str] | None = None
+        for name, oid, kind, text in rows:
+            if name == stage_table:
+                try:
+                    loaded = json.loads(text or "{}")
+                except ValueError:
+                    loaded = {}
+                meta = loaded if isinstance(loaded, dict) else {}
+            else:
+                existing = (int(oid), str(kind))
+        return meta, existing
+
+    def _publish(self, conn: Any, database: str, key: str, meta: dict[str, Any], target: str,
+                 purpose: StagePurpose, existing: tuple[int, str] | None) -> str:
+        """The commit's changes, inside its transaction (both locks held; ``existing``: the target's
+        oid and relkind, read under them): "published", "appended", or "lost" (CREATE and the
+        target exists: the stage is dropped)."""
+        stage_table = STAGE_TABLE_PREFIX + key
         properties = dict(meta.get(PARAM + "properties") or {})
         properties[LAST_COMMIT] = self._stage_id(database, key)
         if existing is not None and purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS):
@@ -428,19 +461,22 @@ class JdbcStager:
                 raise TableNotFoundError(f"table {self.name}.{database}.{target} is gone: nothing to append to")
             self._append(conn, database, target, stage_table, existing[0])
             return "appended"
+        statements: list[sql.Composable] = []
         if existing is not None:
             if existing[1] not in ("r", "p"):
                 raise InvalidArgumentError(f"{self.name}.{database}.{target} is not a table: a stage cannot "
                                            "replace it")
-            conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+            statements.append(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
                 self._q(database, target), sql.Identifier(stage_table + _OLD)))
-        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+        statements.append(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
             self._q(database, stage_table), sql.Identifier(target)))
-        fault_point("jdbc.commit.renamed")
         if existing is not None:
-            conn.execute(sql.SQL("DROP TABLE {}").format(self._q(database, stage_table + _OLD)))
-        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+            statements.append(sql.SQL("DROP TABLE {}").format(self._q(database, stage_table + _OLD)))
+        statements.append(sql.SQL("COMMENT ON TABLE {} IS {}").format(
             self._q(database, target), sql.Literal(encode_comment(meta.get(PARAM + "comment"), properties))))
+        # One round trip (no parameters: PostgreSQL's simple protocol runs them in order).
+        conn.execute(sql.SQL("; ").join(statements))
+        fault_point("jdbc.commit.renamed")
         return "published"
 
     def _append(self, conn: Any, database: str, target: str, stage_table: str, target_oid: int) -> None:
