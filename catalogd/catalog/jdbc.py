@@ -114,6 +114,11 @@ class JdbcCatalog(BaseCatalog):
 
     # ------------------------------------------------------------ lifecycle
 
+    def open(self) -> None:
+        # A wrong password or an unreachable server stops the start with PostgreSQL's reason,
+        # rather than failing the first call.
+        self.ping()
+
     def close(self) -> None:
         self.connections.close()
 

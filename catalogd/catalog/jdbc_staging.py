@@ -372,17 +372,10 @@ class JdbcStager:
         with self.catalog.connections.connection(what) as conn:
             try:
                 with conn.transaction():
-                    # Round trips are the commit's cost: peek at the stage for its target, take both
-                    # locks in one statement (stage first, as every stage operation does), then read
-                    # the stage and the target again, under the locks, in one query.
-                    meta, existing = self._stage_and_target(conn, database, key, None)
-                    if meta is not None:
-                        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s)), "
-                                     "pg_advisory_xact_lock(%s, hashtext(%s))",
-                                     (_STAGE_LOCK, self._stage_id(database, key), _TARGET_LOCK,
-                                      f"{database}.{meta.get(PARAM + 'target', '')}"))
-                        meta, existing = self._stage_and_target(conn, database, key,
-                                                                str(meta.get(PARAM + "target", "")))
+                    # Round trips are the commit's cost: both locks in one statement, then the stage
+                    # and the target read, under the locks, in one query.
+                    target_hint = self._lock_stage_and_target(conn, database, key)
+                    meta, existing = self._stage_and_target(conn, database, key, target_hint)
                     if meta is None:
                         found = self._find_committed(conn, database, key)
                         if found is not None and found.state is StageState.COMMITTED:
@@ -419,6 +412,24 @@ class JdbcStager:
         logger.info("stage %s committed into %s.%s.%s", self._stage_id(database, key), self.name, database, target)
         return self._ended(database, key, target, purpose, StageState.COMMITTED,
                            f"committed into {self.name}.{database}.{target}")
+
+    def _lock_stage_and_target(self, conn: Any, database: str, key: str) -> str | None:
+        """Take the stage's lock, then its target's, in one statement; the target's name (None: no stage).
+
+        The target is read from the stage's comment in the same statement, on the snapshot taken
+        before the stage's lock was granted: a stage's target is fixed (and signed) when it begins,
+        so an older snapshot names the same one. No stage: no target lock (a NULL key takes none).
+        """
+        row = conn.execute(
+            "WITH s AS (SELECT obj_description(c.oid, 'pg_class') AS meta FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s), "
+            "t AS (SELECT CASE WHEN meta IS NOT NULL AND meta LIKE '{%%' "
+            "THEN (meta::json ->> %s) END AS target FROM s) "
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s)), "
+            "pg_advisory_xact_lock(%s, hashtext(%s || '.' || (SELECT target FROM t))), (SELECT target FROM t)",
+            (database, STAGE_TABLE_PREFIX + key, PARAM + "target", _STAGE_LOCK, self._stage_id(database, key),
+             _TARGET_LOCK, database)).fetchone()
+        return None if row is None or row[2] is None else str(row[2])
 
     def _stage_and_target(self, conn: Any, database: str, key: str,
                           target: str | None) -> tuple[dict[str, Any] | None, tuple[int, str] | None]:
