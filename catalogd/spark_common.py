@@ -85,6 +85,9 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
             settings["spark.hadoop.hive.metastore.truststore.password"] = info.hms_truststore_password
     if info.warehouse:
         settings["spark.sql.warehouse.dir"] = info.warehouse
+    if info.type == "jdbc" and info.jdbc_driver_jar:
+        # Spark writes and reads a jdbc catalog's tables with this driver (classpath fixed at start).
+        settings["spark.jars"] = info.jdbc_driver_jar
     return settings
 
 

@@ -210,6 +210,22 @@ class JdbcCatalog(BaseCatalog):
             # CASCADE also when empty of user objects: the stages of writes in flight go with it.
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
 
+    def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        check_name(new_name, "database")
+        new_name = new_name.lower()
+        with self.connections.connection(self._what(name)) as conn, conn.transaction():
+            if self._schema_row(conn, name) is None:
+                if ignore_if_not_exists:
+                    return
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            if name == self.default_schema:
+                raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be renamed")
+            if self._schema_row(conn, new_name) is not None:
+                raise DatabaseAlreadyExistsError(f"database {self.name}.{new_name} already exists")
+            # Stages in flight go with the schema; their ids name the old one, so they fail and are redone.
+            conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(sql.Identifier(name),
+                                                                       sql.Identifier(new_name)))
+
     # ------------------------------------------------------------ tables
 
     @staticmethod

@@ -189,6 +189,9 @@ def test_databases_are_schemas_tables_views_and_what_is_unsupported(pg: Pg, pgc:
         pgc.drop_view("pg.sales.big")
         pgc.drop_table("pg.sales.orders2")
         assert pg.tables("sales") == []
+        pgc.rename_database("pg.sales", "sales2")
+        assert "sales2" in pgc.list_databases("pg") and "sales" not in pgc.list_databases("pg")
+        pgc.rename_database("pg.sales2", "sales")
     finally:
         pgc.drop_database("pg.sales", if_exists=True, cascade=True)
     assert pg.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'sales'") == [(0,)]
