@@ -164,11 +164,8 @@ def test_databases_are_schemas_tables_views_and_what_is_unsupported(pg: Pg, pgc:
         assert "FROM sales.orders" in (described.view_text or "") and "c3 > 10" in (described.view_text or "")
         assert pgc.list_views("pg.sales") == ["big"] and pgc.list_tables("pg.sales") == ["orders"]
 
-        for args in (("table", "describe", "pg.sales.orders"), ("view", "describe", "pg.sales.big"),
-                     ("db", "describe", "pg.sales")):
-            done = cli(pg, *args)
-            assert done.returncode == 0, done.stderr
-        assert "c3 > 10" in cli(pg, "view", "describe", "pg.sales.big").stdout
+        done = cli(pg, "view", "describe", "pg.sales.big")
+        assert done.returncode == 0 and "c3 > 10" in done.stdout, done.stderr
         pgc.rename_table("pg.sales.orders", "orders2")
         assert pg.tables("sales") == ["orders2"]
         for args in (("function", "list", "pg.sales"), ("table", "partitions", "pg.sales.orders2")):
