@@ -486,7 +486,12 @@ class JdbcStager:
         statements.append(sql.SQL("COMMENT ON TABLE {} IS {}").format(
             self._q(database, target), sql.Literal(encode_comment(meta.get(PARAM + "comment"), properties))))
         # One round trip (no parameters: PostgreSQL's simple protocol runs them in order).
-        conn.execute(sql.SQL("; ").join(statements))
+        try:
+            conn.execute(sql.SQL("; ").join(statements))
+        except psycopg.errors.DependentObjectsStillExist:
+            raise ConflictError(f"table {self.name}.{database}.{target}: views (or other objects) depend on it, "
+                                "and a REPLACE publishes a new table and drops the old one: drop them first; the "
+                                "stage stays open until its lease lapses") from None
         fault_point("jdbc.commit.renamed")
         return "published"
 

@@ -26,6 +26,7 @@ from polling import wait_until
 from catalogd.client import CatalogClient
 from catalogd.errors import (
     CatalogError,
+    ConflictError,
     DatabaseNotEmptyError,
     PermissionDeniedError,
     StageNotFoundError,
@@ -399,3 +400,18 @@ def test_a_daemon_killed_mid_commit_undoes_it_and_the_retry_publishes(pg: Pg, po
     finally:
         first.stop()
         pg.query(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_replace_of_a_table_views_depend_on_is_refused_and_changes_nothing(pg: Pg, pgc: CatalogClient,
+                                                                          schema: str) -> None:
+    target = f"pg.{schema}.base"
+    pgc.commit_stage(_staged(pg, pgc, target, 1, 10))
+    pgc.create_view(f"pg.{schema}.on_base", "SELECT n FROM base")
+    stage_id = _staged(pg, pgc, target, 2, 20)
+    with pytest.raises(ConflictError, match=r"views .* depend on it"):
+        pgc.commit_stage(stage_id)
+    assert pg.query(f'SELECT count(*), max(v) FROM "{schema}".base') == [(10, 1)]
+    assert pgc.get_stage(stage_id).state is StageState.OPEN
+    pgc.drop_view(f"pg.{schema}.on_base")
+    assert pgc.commit_stage(stage_id).state is StageState.COMMITTED
+    assert pg.query(f'SELECT count(*), max(v) FROM "{schema}".base') == [(20, 2)]
