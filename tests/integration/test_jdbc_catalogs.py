@@ -42,6 +42,7 @@ from .helpers import (
     free_port,
     hms_connection,
     process_alive,
+    spawn_daemon,
     start_daemon,
     write_config,
 )
@@ -415,3 +416,16 @@ def test_replace_of_a_table_views_depend_on_is_refused_and_changes_nothing(pg: P
     pgc.drop_view(f"pg.{schema}.on_base")
     assert pgc.commit_stage(stage_id).state is StageState.COMMITTED
     assert pg.query(f'SELECT count(*), max(v) FROM "{schema}".base') == [(20, 2)]
+
+
+def test_a_wrong_password_stops_the_start_and_is_never_shown(pg: Pg, tmp_path: Path) -> None:
+    wrong = "wrong-password-" + SECRET[::-1]
+    config = _config(tmp_path, pg.server, pg.database, tmp_path / "data")
+    daemon = spawn_daemon(config, tmp_path / "data", tmp_path / "refused.log", env={"PG_TEST_PASSWORD": wrong})
+    try:
+        code = daemon.proc.wait(120)
+    finally:
+        daemon.stop()
+    log = daemon.log(200)
+    assert code != 0 and "password authentication failed" in log, log
+    assert wrong not in log
