@@ -264,7 +264,7 @@ class CatalogManager:
         conf = self._conf(catalog.name)
         info = catalog.info()
         info.default = catalog.name == self.default_catalog
-        info.default_database = conf.default_database
+        info.default_database = conf.default_namespace
         info.read_only = conf.read_only
         # The backend may have nothing to stage (memory): then no config makes its writes atomic.
         info.atomic_writes = conf.atomic_writes and info.atomic_writes
@@ -304,7 +304,7 @@ class CatalogManager:
     def resolve_object(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
         """The catalog, database and name a path means (defaults filled in)."""
         catalog = self.catalog(path.catalog)
-        return catalog, path.database or self._conf(catalog.name).default_database, path.name
+        return catalog, path.database or self._conf(catalog.name).default_namespace, path.name
 
     @contextlib.contextmanager
     def _helpful(self, catalog: BaseCatalog, database: str, name: str | None = None,
@@ -390,7 +390,7 @@ class CatalogManager:
         catalog = self.catalog(table.catalog or None)
         self.check_writable(catalog)
         table.catalog = catalog.name
-        table.database = table.database or self._conf(catalog.name).default_database
+        table.database = table.database or self._conf(catalog.name).default_namespace
         reserved = sorted(k for k in table.properties if k.lower().startswith(RESERVED_PROPERTY_PREFIX))
         if reserved:
             # Refused as an alter refuses them: a forged definition or stage mark would be believed.
@@ -440,7 +440,7 @@ class CatalogManager:
         catalog = self.catalog(function.catalog or None)
         self.check_writable(catalog)
         function.catalog = catalog.name
-        function.database = function.database or self._conf(catalog.name).default_database
+        function.database = function.database or self._conf(catalog.name).default_namespace
         with self._helpful(catalog, function.database):
             return catalog.create_function(function, ignore_if_exists)
 
@@ -497,7 +497,7 @@ class CatalogManager:
         catalog = self.catalog(view.catalog or None)
         self.check_writable(catalog)
         view.catalog = catalog.name
-        view.database = view.database or self._conf(catalog.name).default_database
+        view.database = view.database or self._conf(catalog.name).default_namespace
         view.kind = TableKind.VIEW
         if ignore_if_exists:
             try:
@@ -574,7 +574,7 @@ class CatalogManager:
         catalog = self.catalog(request.catalog or None)
         self.check_writable(catalog)
         request.catalog = catalog.name
-        request.database = request.database or self._conf(catalog.name).default_database
+        request.database = request.database or self._conf(catalog.name).default_namespace
         return catalog.begin_stage(request)
 
     def get_stage(self, stage_id: str) -> Stage:

@@ -61,6 +61,10 @@ class CatalogInfo:
     hms_truststore: str | None = None
     #: Its password (``server.tls.truststore-password``; protects the file's integrity, not a credential).
     hms_truststore_password: str | None = field(default=None, repr=False)
+    #: jdbc catalogs: the role catalogd logs in as (``metastore`` is the JDBC URL, no credentials).
+    jdbc_user: str | None = None
+    #: jdbc catalogs: the JDBC driver jar Spark reads and writes the catalog's tables with.
+    jdbc_driver_jar: str | None = None
 
 
 @dataclass

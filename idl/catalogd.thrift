@@ -66,7 +66,7 @@ struct ObjectPath {
 
 struct CatalogInfo {
   1: required string name,
-  // hive | memory
+  // hive | memory | jdbc
   2: required string type,
   3: required bool isDefault,
   4: required string defaultDatabase,
@@ -85,6 +85,10 @@ struct CatalogInfo {
   // the JKS truststore for Hive clients of the endpoint (server.tls.truststore) and its password
   12: optional string hmsTruststore,
   13: optional string hmsTruststorePassword,
+  // jdbc catalogs: the role catalogd logs in as, and the JDBC driver jar Spark reads and writes with
+  // (the database's JDBC URL, without credentials, is in `metastore`)
+  14: optional string jdbcUser,
+  15: optional string jdbcDriverJar,
 }
 
 struct Database {

@@ -79,6 +79,9 @@ def check_name(name: str, what: str) -> str:
 class Catalog(abc.ABC):
     """A named catalog of databases and tables."""
 
+    #: Whether catalogd's HMS endpoint serves this catalog (HMS clients cannot read a jdbc catalog's tables).
+    hms_served: bool = True
+
     def __init__(self, name: str) -> None:
         self.name = name
 

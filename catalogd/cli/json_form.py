@@ -80,9 +80,13 @@ def _catalogs_json(result: Catalogs) -> list[str]:
 @to_json.register
 def catalog_json(info: CatalogInfo) -> dict[str, Any]:
     # read_only comes last: the order this object has always had.
-    return {"name": info.name, "type": info.type, "default": info.default, "default_database": info.default_database,
-            "metastore": info.metastore, "warehouse": info.warehouse, "atomic_writes": info.atomic_writes,
-            "read_only": info.read_only}
+    form: dict[str, Any] = {
+        "name": info.name, "type": info.type, "default": info.default, "default_database": info.default_database,
+        "metastore": info.metastore, "warehouse": info.warehouse, "atomic_writes": info.atomic_writes}
+    if info.type == "jdbc":  # metastore is its JDBC URL (no credentials)
+        form.update(jdbc_user=info.jdbc_user, jdbc_driver_jar=info.jdbc_driver_jar)
+    form["read_only"] = info.read_only
+    return form
 
 
 @to_json.register

@@ -262,6 +262,10 @@ class Router:
         catalog = self.manager.catalogs().get(route.catalog)
         if catalog is None:
             raise Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog {route.catalog!r}"))
+        if not catalog.hms_served:
+            raise Refused(hms.NoSuchObjectException(
+                message=f"catalogd: catalog {route.catalog!r} is a {catalog.info().type} catalog, which HMS clients "
+                        "cannot read: use catalogd.spark's reader or the database itself"))
         writes = kind is methods.Kind.WRITE
         if writes:
             policy.check_writable(route.catalog, method)
@@ -362,7 +366,7 @@ class Router:
         federation = self.federation
         names: set[str] = set()
         for name, catalog in self.manager.catalogs().items():
-            if not self.policy.readable(principal, name):
+            if not catalog.hms_served or not self.policy.readable(principal, name):
                 continue
             target = catalog.relay_target()
             try:
@@ -390,7 +394,7 @@ class Router:
         federation = self.federation
         metas: list[Any] = []
         for name, catalog in self.manager.catalogs().items():
-            if not self.policy.readable(principal, name):
+            if not catalog.hms_served or not self.policy.readable(principal, name):
                 continue
             target = catalog.relay_target()
             if target is None:

@@ -1001,11 +1001,13 @@ class CatalogInfo(object):
      - hmsTls
      - hmsTruststore
      - hmsTruststorePassword
+     - jdbcUser
+     - jdbcDriverJar
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None, jdbcUser=None, jdbcDriverJar=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1019,6 +1021,8 @@ class CatalogInfo(object):
         self.hmsTls = hmsTls
         self.hmsTruststore = hmsTruststore
         self.hmsTruststorePassword = hmsTruststorePassword
+        self.jdbcUser = jdbcUser
+        self.jdbcDriverJar = jdbcDriverJar
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1094,6 +1098,16 @@ class CatalogInfo(object):
                     self.hmsTruststorePassword = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 14:
+                if ftype == TType.STRING:
+                    self.jdbcUser = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 15:
+                if ftype == TType.STRING:
+                    self.jdbcDriverJar = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1155,6 +1169,14 @@ class CatalogInfo(object):
         if self.hmsTruststorePassword is not None:
             oprot.writeFieldBegin('hmsTruststorePassword', TType.STRING, 13)
             oprot.writeString(self.hmsTruststorePassword.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststorePassword)
+            oprot.writeFieldEnd()
+        if self.jdbcUser is not None:
+            oprot.writeFieldBegin('jdbcUser', TType.STRING, 14)
+            oprot.writeString(self.jdbcUser.encode('utf-8') if sys.version_info[0] == 2 else self.jdbcUser)
+            oprot.writeFieldEnd()
+        if self.jdbcDriverJar is not None:
+            oprot.writeFieldBegin('jdbcDriverJar', TType.STRING, 15)
+            oprot.writeString(self.jdbcDriverJar.encode('utf-8') if sys.version_info[0] == 2 else self.jdbcDriverJar)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4452,6 +4474,8 @@ CatalogInfo.thrift_spec = (
     (11, TType.BOOL, 'hmsTls', None, None, ),  # 11
     (12, TType.STRING, 'hmsTruststore', 'UTF8', None, ),  # 12
     (13, TType.STRING, 'hmsTruststorePassword', 'UTF8', None, ),  # 13
+    (14, TType.STRING, 'jdbcUser', 'UTF8', None, ),  # 14
+    (15, TType.STRING, 'jdbcDriverJar', 'UTF8', None, ),  # 15
 )
 all_structs.append(Database)
 Database.thrift_spec = (
