@@ -34,10 +34,12 @@ from catalogd.manager import CatalogManager, ServedEndpoint
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ReloadResult
 from catalogd.server.access import Access
+from catalogd.server.console.app import ConsoleSources
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
 from catalogd.server.metrics import Metrics
+from catalogd.server.overview import HealthSources
 from catalogd.server.thrift_server import ThriftServer
 from catalogd.stage_key import check_stage_key
 from catalogd.tls import server_context
@@ -228,7 +230,7 @@ class Daemon:
                 self.manager.serve_endpoint(ServedEndpoint(uri, tls))
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
-                                       access=access)
+                                       access=access, console=self._console_sources())
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after
@@ -249,6 +251,20 @@ class Daemon:
         # Not a log record: the one line a new user needs next, without a logger's prefix.
         print(next_steps(self._address(), f"{_local(server.host)}:{self.http.port}", self.manager.list_catalogs(),
                          https=server.tls is not None), file=sys.stderr, flush=True)
+
+    def _console_sources(self) -> ConsoleSources:
+        """What the console and ``GET /v3/health`` read beyond the manager: cache, connections, cluster, audit."""
+        assert self.thrift is not None and self.hms is not None
+        thrift, hms = self.thrift, self.hms
+
+        def cluster() -> dict[str, Any]:
+            # Leadership is not built yet: the members are the configured ones, no leader.
+            return {"members": [m.address for m in self.config.cluster.members], "leader": None}
+
+        health = HealthSources(ping=self.manager.ping, cache=self.cache.stats,
+                               connections={"thrift": thrift.stats, "hms": hms.server.stats}, cluster=cluster)
+        return ConsoleSources(health=health, audit_path=audit_path(self.config.server.data_dir),
+                              tls=self.config.server.tls is not None)
 
     def _address(self) -> str:
         """Where jobs reach this daemon's Thrift server."""
