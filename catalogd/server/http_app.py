@@ -201,8 +201,9 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
                access: Access | None = None, console: ConsoleSources | None = None) -> FastAPI:
     """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited).
 
-    ``console``: serve the web console at ``/ui`` and the read routes it shares with REST (the
-    manager is then the daemon's ``CatalogManager``, ``dynamic`` its ``DynamicTables``).
+    ``console``: serve the web console at ``/ui`` too. The read routes it shares with REST
+    (dynamic tables, runs, stages, health) need the daemon's ``CatalogManager`` as ``manager``
+    and its ``DynamicTables`` as ``dynamic``.
     """
     app = _App(title="catalogd REST API", version=__version__,
                description="Refresh dynamic tables from workflow schedulers (FLIP-435's gateway API); "
@@ -339,8 +340,8 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
             return error_response(e)
         return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
 
+    _overview_routes(app, manager, dynamic, access, console or ConsoleSources(), caller, check)
     if console is not None:
-        _overview_routes(app, manager, dynamic, access, console, caller, check)
         app.include_router(console_router(manager, dynamic, access, console))
 
     @app.exception_handler(_Unauthenticated)
@@ -398,7 +399,8 @@ def _overview_routes(app: FastAPI, manager: Any, dynamic: Any, access: Access | 
              response_description="the tables of every catalog the caller reads, by name")
     async def list_dynamic(request: Request, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
         return await answer(request, principal, lambda: DynamicTableList(tables=[
-            DynamicTableStatus.of(dt) for catalog in readable(principal) for dt in served().list_tables(catalog)]))
+            DynamicTableStatus.of(dt) for catalog in readable(principal)
+            for dt in overview.dynamic_tables_of(served(), catalog)]))
 
     @app.get(DYNAMIC + "/{table}/runs", operation_id="dynamicTableRuns", response_model=RunHistory,
              tags=["dynamic tables"], summary="A dynamic table's runs and its freshness lag over time",
@@ -431,7 +433,7 @@ def _overview_routes(app: FastAPI, manager: Any, dynamic: Any, access: Access | 
         def build() -> StageList:
             found = []
             for catalog in readable(principal):
-                for s in overview.open_stages(manager.list_stages(catalog)):
+                for s in overview.stages_of(manager, catalog):
                     found.append(StageStatus(id=s.id, target=f"{s.catalog}.{s.database}.{s.target}",
                                              purpose=s.purpose.value, state=s.state.value, owner=s.owner,
                                              created=s.created, lease_left_seconds=overview.lease_left(s)))

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalogd.dynamic.freshness import parse_freshness
-from catalogd.errors import CatalogError
+from catalogd.errors import CatalogError, UnsupportedError
 from catalogd.model import DynamicTable, RefreshRun, RefreshState, RunStatus, Stage, StageState
 
-__all__ = ["HealthSources", "health", "lag_points", "lease_left", "open_stages", "target_seconds", "why_not_fresh"]
+__all__ = ["HealthSources", "dynamic_tables_of", "health", "lag_points", "lease_left", "open_stages", "stages_of",
+           "target_seconds", "why_not_fresh"]
 
 
 def target_seconds(dt: DynamicTable) -> float | None:
@@ -35,6 +36,15 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def dynamic_tables_of(service: Any, catalog: str, database: str | None = None) -> list[DynamicTable]:
+    """The dynamic tables of a catalog (or one database), none for a catalog that cannot hold any (memory)."""
+    try:
+        found: list[DynamicTable] = service.list_tables(catalog, database)
+    except UnsupportedError:
+        return []
+    return found
 
 
 def why_not_fresh(dt: DynamicTable) -> str | None:
@@ -96,6 +106,14 @@ def open_stages(stages: list[Stage]) -> list[Stage]:
     """The stages still in flight (open or committing), oldest first."""
     live = [s for s in stages if s.state in (StageState.OPEN, StageState.COMMITTING)]
     return sorted(live, key=lambda s: (s.created or 0, s.id))
+
+
+def stages_of(manager: Any, catalog: str) -> list[Stage]:
+    """The open stages of a catalog, none for one that stages nothing (memory)."""
+    try:
+        return open_stages(manager.list_stages(catalog))
+    except UnsupportedError:
+        return []
 
 
 @dataclass

@@ -32,7 +32,7 @@ from catalogd.auth.audit import OUTCOMES, read_audit
 from catalogd.auth.model import ANONYMOUS, Principal, Role
 from catalogd.auth.operations import THRIFT_ROLES
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX
-from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError, PermissionDeniedError
+from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnsupportedError
 from catalogd.model import DynamicTableChange, RunStatus
 from catalogd.names import NamespacePath, ObjectPath, quote
 from catalogd.server import overview
@@ -324,9 +324,9 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
             ns = NamespacePath(catalog, database)
             views = set(manager.list_views(ns))
             tables = [t for t in manager.list_tables(ns) if t not in views]
-            dynamic_names = set()
+            dynamic_names: set[str] = set()
             if dynamic is not None:
-                dynamic_names = {d.name for d in dynamic.list_tables(catalog, database)}
+                dynamic_names = {d.name for d in overview.dynamic_tables_of(dynamic, catalog, database)}
             return "database.html", {"catalog": catalog, "database": manager.get_database(ns), "tables": tables,
                                      "views": sorted(views), "functions": manager.list_functions(ns),
                                      "dynamic": dynamic_names}
@@ -342,16 +342,24 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
             table = manager.get_table(path)
             if table.view_text is not None:
                 return "view.html", {"table": table}
-            partitions = manager.list_partitions(path) if table.partition_keys else []
+            partitions: list[Any] = []
+            partition_problem = None
+            if table.partition_keys:
+                try:
+                    partitions = manager.list_partitions(path)
+                except UnsupportedError as e:
+                    partition_problem = e.message
             pages = max(1, -(-len(partitions) // PAGE_SIZE))
             current = min(max(page_no, 1), pages)
             props = sorted(table.properties.items())
-            is_dynamic = dynamic is not None and any(d.name == name for d in dynamic.list_tables(catalog, database))
+            is_dynamic = dynamic is not None and any(
+                d.name == name for d in overview.dynamic_tables_of(dynamic, catalog, database))
             return "table.html", {
                 "table": table, "partitions": partitions[(current - 1) * PAGE_SIZE: current * PAGE_SIZE],
                 "partition_count": len(partitions), "page": current, "pages": pages,
                 "properties": [(k, v) for k, v in props if not k.startswith(RESERVED)],
-                "reserved": [(k, v) for k, v in props if k.startswith(RESERVED)], "is_dynamic": is_dynamic}
+                "reserved": [(k, v) for k, v in props if k.startswith(RESERVED)], "is_dynamic": is_dynamic,
+                "partition_problem": partition_problem}
 
         return await page(request, build)
 
@@ -375,7 +383,7 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
         def build(session: Session, principal: Principal) -> tuple[str, dict[str, Any]]:
             rows = []
             for catalog in readable(principal):
-                for dt in service().list_tables(catalog):
+                for dt in overview.dynamic_tables_of(service(), catalog):
                     rows.append({"dt": dt, "target": overview.target_seconds(dt),
                                  "reason": overview.why_not_fresh(dt)})
             return "dynamic_list.html", {"rows": rows}
@@ -463,12 +471,11 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
             now = time.time()
             for catalog in readable(principal):
                 try:
-                    found = manager.list_stages(catalog)
+                    found = overview.stages_of(manager, catalog)
                 except CatalogError as e:
                     problems.append(f"{catalog}: {e.message}")
                     continue
-                rows.extend({"stage": s, "lease_left": overview.lease_left(s, now)}
-                            for s in overview.open_stages(found))
+                rows.extend({"stage": s, "lease_left": overview.lease_left(s, now)} for s in found)
             return "stages.html", {"rows": rows, "problems": problems}
 
         return await page(request, build)
