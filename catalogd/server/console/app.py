@@ -55,6 +55,8 @@ HERE = Path(__file__).parent
 PAGE_SIZE = 100
 #: Runs of a dynamic table read for its page (its plots and run list).
 HISTORY = 200
+#: The largest form body read (a token and a CSRF field).
+MAX_FORM = 16 * 1024
 #: Audit lines shown at most.
 AUDIT_LIMIT = 500
 #: Properties folded away on a table page: catalogd's own and what Hive and Spark keep for themselves.
@@ -246,7 +248,7 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
 
     @router.post("/login", response_class=HTMLResponse)
     async def login(request: Request) -> Response:
-        form = await request.form()
+        form = await _form(request)
         token = str(form.get("token") or "").strip()
         target = _safe_next(str(form.get("next") or ""))
         if not auth_on:
@@ -271,7 +273,7 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
     @router.post("/logout")
     async def logout(request: Request) -> Response:
         session = sessions.get(request.cookies.get(COOKIE))
-        form = await request.form()
+        form = await _form(request)
         if session is not None and session.csrf_ok(str(form.get("csrf") or "")):
             sessions.close(session.id)
         response = RedirectResponse(f"{PREFIX}/login" if auth_on else f"{PREFIX}/dynamic", status_code=303)
@@ -415,7 +417,7 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
         full = f"{catalog}.{database}.{name}"
         operation = f"POST {PREFIX}/dynamic/{{table}}/{action}"
         session = sessions.get(request.cookies.get(COOKIE))
-        form = await request.form()
+        form = await _form(request)
 
         def refuse(principal: str | None, why: str) -> Response:
             if access is not None:
@@ -509,6 +511,21 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
         return await page(request, build)
 
     return router
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An urlencoded form's fields (the first value of each); none past ``MAX_FORM`` bytes.
+
+    Read here rather than with Starlette's ``request.form()``, which needs python-multipart for
+    what these small forms never send.
+    """
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            return {}  # no honest form is this large: as if empty (no token, no CSRF field)
+    fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {k: v[0] for k, v in fields.items()}
 
 
 def _secure(response: Response) -> None:
