@@ -432,7 +432,11 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
         if session is None:
             return refuse(None, "no console session: sign in and use the page's buttons")
         if not session.csrf_ok(str(form.get("csrf") or "")):
-            return refuse(None, "the form's CSRF token is missing or wrong: reload the page and try again")
+            try:
+                who: str | None = principal_of(session).name
+            except PermissionDeniedError:
+                who = None
+            return refuse(who, "the form's CSRF token is missing or wrong: reload the page and try again")
         if action not in ACTIONS:
             return Response(status_code=404)
         try:

@@ -34,20 +34,25 @@ def _clock(epoch: float, span: float) -> str:
     return moment.strftime("%H:%M:%S" if span < 86400 else "%m-%d %H:%M")
 
 
+#: Tick steps of a duration axis, in seconds: round in the unit they are shown in.
+_STEPS = (0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 21600, 43200,
+          86400, 172800, 604800)
+#: The narrowest time axis drawn (seconds): a lone point or two close runs still get a readable axis.
+MIN_SPAN = 120.0
+
+
 def _nice_max(value: float) -> float:
-    """A round upper bound for an axis (1, 2, 5 times a power of ten) at or above ``value``."""
-    if value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 5, 10):
-        if value <= step * power:
-            return float(step * power)
-    return float(10 * power)
+    """The top of a duration axis of four ticks: four times the first round step that reaches ``value``."""
+    for step in _STEPS:
+        if value <= 4 * step:
+            return 4.0 * step
+    return 4.0 * _STEPS[-1] * math.ceil(value / (4 * _STEPS[-1]))
 
 
 class _Frame:
     def __init__(self, x0: float, x1: float, y1: float) -> None:
-        self.x0, self.x1 = x0, x1 if x1 > x0 else x0 + 1.0
+        # Widened to the left (the newest point stays at the right edge).
+        self.x0, self.x1 = min(x0, x1 - MIN_SPAN), x1
         self.y1 = _nice_max(y1)
 
     def x(self, value: float) -> float:
@@ -68,7 +73,8 @@ class _Frame:
         span = self.x1 - self.x0
         for i in range(5):
             t = self.x0 + span * i / 4
-            parts.append(f'<text class="tick" x="{self.x(t):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">'
+            anchor = "start" if i == 0 else "end" if i == 4 else "middle"
+            parts.append(f'<text class="tick" x="{self.x(t):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="{anchor}">'
                          f'{_clock(t, span)}</text>')
         parts.append(f'<text class="tick" x="{WIDTH - RIGHT}" y="{HEIGHT - 4}" text-anchor="end">'
                      f'{escape(unit_label)}</text>')
@@ -85,7 +91,7 @@ def lag_plot(points: Sequence[tuple[float, float]], target: float | None) -> Mar
     if not points:
         return Markup('<p class="empty" id="lag-plot-empty">No successful run yet: no lag to plot.</p>')
     top = max([lag for _, lag in points] + ([target] if target is not None else []))
-    frame = _Frame(points[0][0], points[-1][0], top * 1.05)
+    frame = _Frame(points[0][0], points[-1][0], top)
     parts = frame.axes("time (UTC) / lag")
     if target is not None:
         y = frame.y(target)
@@ -107,8 +113,8 @@ def bars(points: Sequence[tuple[float, float, bool]], label: str) -> Markup:
     if not points:
         return Markup('<p class="empty">No finished run yet.</p>')
     first, last = min(p[0] for p in points), max(p[0] for p in points)
-    pad = max((last - first) * 0.03, 1.0)
-    frame = _Frame(first - pad, last + pad, max(p[1] for p in points) * 1.05)
+    pad = max((last - first) * 0.03, MIN_SPAN / 2)
+    frame = _Frame(first - pad, last + pad, max(p[1] for p in points))
     parts = frame.axes("run start (UTC) / duration")
     span = frame.x1 - frame.x0
     for t, seconds, ok in points:
