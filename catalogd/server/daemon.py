@@ -147,7 +147,9 @@ def next_steps(address: str, http_address: str, catalogs: list[CatalogInfo],
     spark = next((c for c in hive if c.default), hive[0] if hive else None)
     if spark is not None:
         parts.append(f"Spark conf: {command} spark-conf {spark.name}")
-    parts.append(f"HTTP: {'https' if https else 'http'}://{http_address}/healthz")
+    scheme = "https" if https else "http"
+    parts.append(f"HTTP: {scheme}://{http_address}/healthz")
+    parts.append(f"Console: {scheme}://{http_address}/ui")
     return "catalogd is ready. " + "  |  ".join(parts)
 
 
