@@ -69,7 +69,8 @@ def consoled(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 @pytest.fixture(scope="module")
 def ops(consoled: Daemon) -> Iterator[CatalogClient]:
-    with CatalogClient(consoled.address, timeout=120.0, token=TOKENS["ops"]) as c:
+    # CREATE DYNAMIC TABLE checks its query with Spark: slow on a busy machine.
+    with CatalogClient(consoled.address, timeout=300.0, token=TOKENS["ops"]) as c:
         yield c
 
 
@@ -85,6 +86,7 @@ def objects(consoled: Daemon, ops: CatalogClient, spark: Any) -> Iterator[dict[s
             f"AS SELECT count(*) AS n, sum(amount) AS total FROM {db}.orders")
     ops.create_table(f"main.{db}.hostile", [Column("id", "bigint", HOSTILE)], comment=HOSTILE,
                      properties={"note": HOSTILE})
+    ops.create_view(f"main.{db}.big_orders", f"SELECT id FROM {db}.orders WHERE amount > 10")
     yield {"db": db, "dt": dt}
     ops.drop_dynamic_table(dt, if_exists=True)
     ops.drop_database(f"main.{db}", if_exists=True, cascade=True)
@@ -158,6 +160,12 @@ def test_sessions_roles_csrf_and_escaping(consoled: Daemon, ops: CatalogClient, 
             assert "<script>alert" not in html
         assert table.text.count("&lt;script&gt;alert(") == 3
         assert "Matches for" in search.text
+
+        # A view's SQL as written and expanded; the catalog's spark-conf lines.
+        view = ana.get(f"/ui/tables/main/{objects['db']}/big_orders").text
+        assert "WHERE amount &gt; 10" in view and f"`{objects['db']}`.`orders`" in view
+        catalog = ana.get("/ui/catalogs/main").text
+        assert "spark.hadoop.hive.metastore.uris thrift://" in catalog
 
         audit = admin.get("/ui/audit", params={"outcome": "denied", "operation": "suspend"})
         assert audit.status_code == 200
