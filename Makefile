@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 CONFIG ?= conf/catalogd.yaml
 
-.PHONY: run test unit integration lint docs idl install java postgresql clean bench lock
+.PHONY: run test unit integration lint docs idl install java postgresql chromium clean bench lock
 
 # uv installs the pinned set in requirements.lock (made by `make lock`) in seconds; pip only
 # bootstraps uv itself.
@@ -42,16 +42,25 @@ postgresql:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql libpostgresql-jdbc-java >/dev/null; \
 	else echo "the tests need PostgreSQL: install postgresql and libpostgresql-jdbc-java and re-run" >&2; exit 1; fi
 
+# Debian's Chromium: the console's browser test drives it with Playwright (whose own browser
+# download cannot be used here). `make run` needs no browser.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Chromium (chromium) for the console's browser test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "the console's browser test needs Chromium: install chromium and re-run" >&2; exit 1; fi
+
 run: $(STAMP)
 	$(BIN)/catalogd serve --config $(CONFIG)
 
-test: $(STAMP) postgresql lint docs
+test: $(STAMP) postgresql chromium lint docs
 	$(BIN)/python -m pytest -q tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: $(STAMP) postgresql
+integration: $(STAMP) postgresql chromium
 	$(BIN)/python -m pytest -q -m integration tests
 
 lint: $(STAMP)

@@ -84,6 +84,10 @@ REST_ROLES: dict[str, Role] = {
     "GET /openapi.json": _R,
     "POST /v3/dynamic-tables/refresh": _W,
     "GET /v3/dynamic-tables/refresh/{jobId}": _R,
+    "GET /v3/dynamic-tables": _R,
+    "GET /v3/dynamic-tables/{table}/runs": _R,
+    "GET /v3/stages": _R,
+    "GET /v3/health": _R,
 }
 
 #: HMS methods that manage the metastore's own roles and privileges: admin.

@@ -35,12 +35,14 @@ from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ClusterStatus, ReloadResult
 from catalogd.server.access import Access
 from catalogd.server.cluster_status import cluster_status
+from catalogd.server.console.app import ConsoleSources
 from catalogd.server.forwarding import LeaderForwarding
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
 from catalogd.server.leader import Leadership
 from catalogd.server.metrics import Metrics
+from catalogd.server.overview import HealthSources
 from catalogd.server.thrift_server import ThriftServer
 from catalogd.stage_key import check_stage_key
 from catalogd.tls import server_context
@@ -148,7 +150,9 @@ def next_steps(address: str, http_address: str, catalogs: list[CatalogInfo],
     spark = next((c for c in hive if c.default), hive[0] if hive else None)
     if spark is not None:
         parts.append(f"Spark conf: {command} spark-conf {spark.name}")
-    parts.append(f"HTTP: {'https' if https else 'http'}://{http_address}/healthz")
+    scheme = "https" if https else "http"
+    parts.append(f"HTTP: {scheme}://{http_address}/healthz")
+    parts.append(f"Console: {scheme}://{http_address}/ui")
     return "catalogd is ready. " + "  |  ".join(parts)
 
 
@@ -245,7 +249,7 @@ class Daemon:
                 self.manager.serve_endpoint(ServedEndpoint(uri, tls))
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
-                                       access=access)
+                                       access=access, console=self._console_sources())
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after
@@ -306,6 +310,22 @@ class Daemon:
         self.dynamic.lead(leading)
         if leading:
             self.janitor.wake()
+    def _console_sources(self) -> ConsoleSources:
+        """What the console and ``GET /v3/health`` read beyond the manager: cache, connections, cluster, audit."""
+        assert self.thrift is not None and self.hms is not None
+        thrift, hms = self.thrift, self.hms
+
+        def cluster() -> dict[str, Any]:
+            # This member's view of the lease (no pings: a health page must not wait on peers).
+            status = self.leadership.status()
+            return {"members": [m.address for m in self.config.cluster.members], "leader": status.leader,
+                    "leading": status.leading, "epoch": status.epoch, "since": status.since,
+                    "lease_age": status.lease_age}
+
+        health = HealthSources(ping=self.manager.ping, cache=self.cache.stats,
+                               connections={"thrift": thrift.stats, "hms": hms.server.stats}, cluster=cluster)
+        return ConsoleSources(health=health, audit_path=audit_path(self.config.server.data_dir),
+                              tls=self.config.server.tls is not None)
 
     def _address(self) -> str:
         """Where jobs reach this daemon's Thrift server."""

@@ -5,7 +5,12 @@
     GET  /metrics                            Prometheus
     POST /v3/dynamic-tables/refresh          {"tables": [...], "scheduleTime": "...", "configuration": {...}}
     GET  /v3/dynamic-tables/refresh/{jobId}
+    GET  /v3/dynamic-tables                  every dynamic table: freshness target, lag, within target or why not
+    GET  /v3/dynamic-tables/{table}/runs     a table's run history and its freshness lag over time
+    GET  /v3/stages                          open stages: target, owner, purpose, lease left
+    GET  /v3/health                          metastores, metadata cache, connections, cluster
     GET  /v3/openapi.json                    generated from the models in ``http_models``
+    GET  /ui/...                             the web console (``catalogd.server.console``)
 
 Errors are ``{"error": {"kind", "message"}}`` with the status of the catalogd error kind.
 Calls that take locks or talk to a metastore run in the threadpool, never on the event loop.
@@ -38,8 +43,24 @@ from catalogd.auth.model import ANONYMOUS, Principal
 from catalogd.auth.operations import REST_ROLES
 from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, UnsupportedError
 from catalogd.names import parse_object
+from catalogd.server import overview
 from catalogd.server.access import Access
-from catalogd.server.http_models import Error, Health, Readiness, RefreshJob, RefreshRequest
+from catalogd.server.console.app import PREFIX as CONSOLE
+from catalogd.server.console.app import ConsoleSources, console_router
+from catalogd.server.http_models import (
+    DynamicTableList,
+    DynamicTableStatus,
+    Error,
+    Health,
+    HealthReport,
+    Readiness,
+    RefreshJob,
+    RefreshRequest,
+    RefreshRun,
+    RunHistory,
+    StageList,
+    StageStatus,
+)
 from catalogd.server.metrics import Metrics
 
 logger = logging.getLogger(__name__)
@@ -51,7 +72,11 @@ MAX_BODY = 1 << 20
 #: HTTP status of each catalogd error kind; others are 500.
 STATUS = {"invalid-argument": 400, "usage": 400, "not-found": 404, "already-exists": 409, "conflict": 409,
           "permission-denied": 403, "unsupported": 501, "metastore-unavailable": 503}
-ENDPOINTS = ["/healthz", "/readyz", "/metrics", OPENAPI, f"POST {REFRESH}", f"GET {REFRESH}/{{jobId}}"]
+DYNAMIC = "/v3/dynamic-tables"
+ENDPOINTS = ["/healthz", "/readyz", "/metrics", OPENAPI, f"POST {REFRESH}", f"GET {REFRESH}/{{jobId}}",
+             f"GET {DYNAMIC}", f"GET {DYNAMIC}/{{table}}/runs", "GET /v3/stages", "GET /v3/health", f"GET {CONSOLE}"]
+#: Runs a history answer holds at most.
+MAX_RUNS = 1000
 
 
 class Pinger(Protocol):
@@ -167,12 +192,19 @@ def _route(request: Request) -> str:
     path = request.url.path
     if request.method == "GET" and path.startswith(REFRESH + "/"):
         path = REFRESH + "/{jobId}"
+    elif request.method == "GET" and path.startswith(DYNAMIC + "/") and path.endswith("/runs"):
+        path = DYNAMIC + "/{table}/runs"
     return f"{request.method} {path}"
 
 
 def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None = None,
-               access: Access | None = None) -> FastAPI:
-    """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited)."""
+               access: Access | None = None, console: ConsoleSources | None = None) -> FastAPI:
+    """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited).
+
+    ``console``: serve the web console at ``/ui`` too. The read routes it shares with REST
+    (dynamic tables, runs, stages, health) need the daemon's ``CatalogManager`` as ``manager``
+    and its ``DynamicTables`` as ``dynamic``.
+    """
     app = _App(title="catalogd REST API", version=__version__,
                description="Refresh dynamic tables from workflow schedulers (FLIP-435's gateway API); "
                            "health, readiness and metrics of the daemon.",
@@ -308,6 +340,10 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
             return error_response(e)
         return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
 
+    _overview_routes(app, manager, dynamic, access, console or ConsoleSources(), caller, check)
+    if console is not None:
+        app.include_router(console_router(manager, dynamic, access, console))
+
     @app.exception_handler(_Unauthenticated)
     async def unauthenticated(request: Request, e: _Unauthenticated) -> Response:
         return _error(401, "permission-denied", e.message, {"WWW-Authenticate": "Bearer"})
@@ -330,6 +366,87 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
 
     app.add_middleware(_Bugs)
     return app
+
+
+def _overview_routes(app: FastAPI, manager: Any, dynamic: Any, access: Access | None, console: ConsoleSources,
+                     caller: Callable[[Request], Awaitable[Principal]],
+                     check: Callable[..., None]) -> None:
+    """The read routes the console shares with REST: dynamic tables' status and runs, stages, health."""
+
+    def readable(principal: Principal) -> list[str]:
+        names = sorted(manager.catalogs())
+        if access is None or not access.enabled:
+            return names
+        return [n for n in names if access.allows(principal, n, REST_ROLES[f"GET {DYNAMIC}"])]
+
+    def served() -> Any:
+        if dynamic is None:
+            raise UnsupportedError("dynamic tables are not served here")
+        return dynamic
+
+    async def answer(request: Request, principal: Principal, build: Callable[[], Any],
+                     catalogs: list[str] | None = None, target: str | None = None) -> Response:
+        try:
+            check(principal, request, catalogs, target)
+            return _json(200, await run_in_threadpool(build))
+        except CatalogError as e:
+            return error_response(e)
+
+    errors: dict[int | str, dict[str, Any]] = {401: _UNAUTHENTICATED, 403: _NO_ROLE, 500: _INTERNAL}
+
+    @app.get(DYNAMIC, operation_id="listDynamicTables", response_model=DynamicTableList, tags=["dynamic tables"],
+             summary="Every dynamic table with its freshness", responses={**errors, 501: _NOT_SERVED},
+             response_description="the tables of every catalog the caller reads, by name")
+    async def list_dynamic(request: Request, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
+        return await answer(request, principal, lambda: DynamicTableList(tables=[
+            DynamicTableStatus.of(dt) for catalog in readable(principal)
+            for dt in overview.dynamic_tables_of(served(), catalog)]))
+
+    @app.get(DYNAMIC + "/{table}/runs", operation_id="dynamicTableRuns", response_model=RunHistory,
+             tags=["dynamic tables"], summary="A dynamic table's runs and its freshness lag over time",
+             responses={**errors, 400: _doc("a bad table name or limit"), 404: _doc("no such dynamic table"),
+                        501: _NOT_SERVED},
+             response_description="the runs, newest first, and [time, lag] points rebuilt from them")
+    async def runs(request: Request, table: str = Path(description="catalog.database.table"),
+                   limit: int = 100, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
+        try:
+            path = parse_object(table)
+            if not 0 < limit <= MAX_RUNS:
+                raise InvalidArgumentError(f"limit {limit}: use 1 to {MAX_RUNS}")
+        except CatalogError as e:
+            return error_response(e)
+        catalog = access.catalog(path.catalog) if access is not None else (path.catalog or "")
+
+        def build() -> RunHistory:
+            service = served()
+            dt = service.get(path)
+            history = service.history(path, limit)
+            return RunHistory(table=dt.full_name, target_seconds=overview.target_seconds(dt),
+                              runs=[RefreshRun.of(r) for r in history], lag=overview.lag_points(history))
+
+        return await answer(request, principal, build, [catalog] if access is not None else None, table)
+
+    @app.get("/v3/stages", operation_id="listOpenStages", response_model=StageList, tags=["stages"],
+             summary="Open stages with their lease left", responses=errors,
+             response_description="the open and committing stages of every catalog the caller reads")
+    async def stages(request: Request, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
+        def build() -> StageList:
+            found = []
+            for catalog in readable(principal):
+                for s in overview.stages_of(manager, catalog):
+                    found.append(StageStatus(id=s.id, target=f"{s.catalog}.{s.database}.{s.target}",
+                                             purpose=s.purpose.value, state=s.state.value, owner=s.owner,
+                                             created=s.created, lease_left_seconds=overview.lease_left(s)))
+            return StageList(stages=found)
+
+        return await answer(request, principal, build)
+
+    @app.get("/v3/health", operation_id="healthReport", response_model=HealthReport, tags=["daemon"],
+             summary="Metastores, cache, connections and cluster", responses=errors,
+             response_description="the daemon at a glance")
+    async def health(request: Request, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
+        sources = console.health or overview.HealthSources(ping=manager.ping)
+        return await answer(request, principal, lambda: HealthReport.model_validate(overview.health(sources)))
 
 
 class _Bugs:

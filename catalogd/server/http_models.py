@@ -15,6 +15,7 @@ from catalogd import model
 from catalogd.dynamic.jobconf import REQUEST_SETTINGS
 from catalogd.errors import InvalidArgumentError
 from catalogd.model import TRIGGERS, RunStatus
+from catalogd.server.overview import target_seconds, why_not_fresh
 
 #: The request fields in the order they are checked (the first bad one is reported).
 REQUEST_FIELDS = ("tables", "scheduleTime", "configuration", "partition")
@@ -137,3 +138,83 @@ class Readiness(BaseModel):
     status: str = Field(examples=["ready"], description='"ready" or "not ready"')
     catalogs: dict[str, str] = Field(description='per catalog "ok" or the problem',
                                      examples=[{"main": "ok"}])
+
+
+class DynamicTableStatus(_Camel):
+    """One dynamic table as an operator first asks about it: fresh or not, and why not."""
+
+    name: str = Field(examples=["main.sales.daily_totals"])
+    state: str = Field(examples=["RUNNING"], description="INITIALIZING, RUNNING or SUSPENDED")
+    refresh_mode: str = Field(examples=["FULL"])
+    freshness: str = Field(examples=["INTERVAL '1' HOUR"], description="the freshness target as written")
+    target_seconds: float | None = Field(default=None, description="the target in seconds")
+    lag_seconds: float | None = Field(default=None, description="seconds since the data was current; null: never "
+                                                                "refreshed")
+    within_target: bool | None = None
+    reason: str | None = Field(default=None, description="why the table is not within its target")
+    schedule: str | None = Field(default=None, description="Quartz cron of a FULL refresh")
+    last_refresh: RefreshRun | None = None
+
+    @classmethod
+    def of(cls, dt: model.DynamicTable) -> DynamicTableStatus:
+        return cls(name=dt.full_name, state=dt.state.value, refresh_mode=dt.refresh_mode.value,
+                   freshness=dt.freshness, target_seconds=target_seconds(dt), lag_seconds=dt.freshness_lag,
+                   within_target=dt.within_target, reason=why_not_fresh(dt), schedule=dt.schedule,
+                   last_refresh=RefreshRun.of(dt.last_refresh) if dt.last_refresh is not None else None)
+
+
+class DynamicTableList(_Camel):
+    tables: list[DynamicTableStatus]
+
+
+class RunHistory(_Camel):
+    """A dynamic table's recorded runs, newest first, and its freshness lag over time rebuilt from them."""
+
+    table: str
+    target_seconds: float | None = None
+    runs: list[RefreshRun]
+    lag: list[tuple[float, float]] = Field(description="[time (seconds since the epoch), lag (seconds)] points")
+
+
+class StageStatus(_Camel):
+    """An open stage: what it will become, whose it is and how long its lease has left."""
+
+    id: str
+    target: str = Field(examples=["main.sales.daily_totals"])
+    purpose: str
+    state: str
+    owner: str | None = None
+    created: int | None = Field(default=None, description="milliseconds since the epoch")
+    lease_left_seconds: float | None = Field(default=None, description="negative: overdue")
+
+
+class StageList(_Camel):
+    stages: list[StageStatus]
+
+
+class CacheHealth(_Camel):
+    enabled: bool = False
+    hits: int = 0
+    misses: int = 0
+    hit_rate: float | None = None
+    entries: int = 0
+    bytes: int = 0
+
+
+class ClusterHealth(_Camel):
+    members: list[str] = Field(default_factory=list, description="host:port of each configured member")
+    leader: str | None = Field(default=None,
+                               description="the member that leads, as this member sees the lease (null: none seen yet)")
+    leading: bool = Field(default=True, description="whether this member does the background work now")
+    epoch: int = Field(default=0, description="the latest leadership term (0: none; a single daemon leads alone)")
+    since: float | None = Field(default=None, description="when the latest term was taken, epoch seconds")
+    lease_age: float | None = Field(default=None, description="seconds since the leader's heartbeat last changed")
+
+
+class HealthReport(_Camel):
+    """The daemon at a glance: each catalog's metastore, the metadata cache, connections, the cluster."""
+
+    metastores: dict[str, str] = Field(description='per catalog "up" or the problem', examples=[{"main": "up"}])
+    cache: CacheHealth
+    connections: dict[str, dict[str, int]] = Field(description="per server (thrift, hms) its connection counts")
+    cluster: ClusterHealth

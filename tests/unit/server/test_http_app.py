@@ -269,7 +269,8 @@ def test_openapi_lists_every_status_with_its_own_description(client: TestClient)
     operations = [(path, method, op) for path, item in doc["paths"].items() for method, op in item.items()]
     assert {(path, method) for path, method, _ in operations} == {
         ("/healthz", "get"), ("/readyz", "get"), ("/metrics", "get"), (REFRESH, "post"),
-        (f"{REFRESH}/{{jobId}}", "get")}
+        (f"{REFRESH}/{{jobId}}", "get"), ("/v3/dynamic-tables", "get"), ("/v3/dynamic-tables/{table}/runs", "get"),
+        ("/v3/stages", "get"), ("/v3/health", "get")}
     ids = [op["operationId"] for _, _, op in operations]
     assert len(set(ids)) == len(ids) == len(operations)
     for _, _, op in operations:

@@ -26,7 +26,8 @@ def venv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_make_run_line_names_the_activation_spark_conf_and_health(venv: Path) -> None:
     line = next_steps("127.0.0.1:9190", "127.0.0.1:9191", CATALOGS, prefix=str(venv), on_path="")
     assert line == ("catalogd is ready. CLI: . .venv/bin/activate; catalogd catalog list  |  "
-                    "Spark conf: catalogd spark-conf main  |  HTTP: http://127.0.0.1:9191/healthz")
+                    "Spark conf: catalogd spark-conf main  |  HTTP: http://127.0.0.1:9191/healthz  |  "
+                    "Console: http://127.0.0.1:9191/ui")
     assert "\n" not in line
 
 
@@ -47,4 +48,4 @@ def test_another_port_is_named_and_a_memory_default_points_spark_at_a_hive_catal
 def test_no_hive_catalog_no_spark(venv: Path) -> None:
     line = next_steps("127.0.0.1:9190", "127.0.0.1:9191", [CatalogInfo("scratch", "memory", default=True)],
                       prefix=str(venv), on_path=str(venv / "bin" / "catalogd"))
-    assert "Spark" not in line and line.endswith("HTTP: http://127.0.0.1:9191/healthz")
+    assert "Spark" not in line and line.endswith("HTTP: http://127.0.0.1:9191/healthz  |  Console: http://127.0.0.1:9191/ui")

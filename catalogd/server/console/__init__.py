@@ -1,0 +1,1 @@
+"""The web console at ``/ui`` of the daemon's HTTP port (``app``), its sessions and its plots."""
