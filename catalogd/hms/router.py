@@ -228,7 +228,7 @@ class Router:
         method = message.name
         policy = self.policy
         if method == "set_ugi":
-            return self._set_ugi(conn, message)
+            return self._set_ugi(conn, message, call)
         kind = methods.kind(method)
         if method in _LOCK_METHODS and self.locks is not None:
             policy.authorize(conn, method, kind, self.federation.default, call)
@@ -475,7 +475,7 @@ class Router:
         kind = methods.kind(message.name)
         return self._relay(target, conn, message.raw, retry=kind is methods.Kind.GLOBAL_READ).raw
 
-    def _set_ugi(self, conn: ClientConnection, message: Message) -> bytes:
+    def _set_ugi(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
         too_large = limits.set_ugi_error(len(message.body))
         if too_large is not None:
             raise Refused(too_large)
@@ -484,7 +484,17 @@ class Router:
         if too_long is not None:
             raise Refused(too_long)
         groups = list(args.group_names or [])
-        conn.identity = (args.user_name or "", tuple(groups))
+        if conn.proven is not None:
+            # A proven identity stays: set_ugi to oneself is a no-op (clients call it), to anyone
+            # else an attempt to act as them.
+            proven = conn.identity[0] if conn.identity else ""
+            if (args.user_name or "") != proven:
+                raise self.policy.denied(
+                    conn, "set_ugi", call, f"catalogd: permission denied: the connection is {proven!r} "
+                    f"(proven by {conn.proven} {conn.proven_name!r}); set_ugi cannot make it {args.user_name!r}")
+            conn.identity = (proven, tuple(groups))
+        else:
+            conn.identity = (args.user_name or "", tuple(groups))
         return self._reply("set_ugi", message.seqid, ThriftHiveMetastore.set_ugi_result(success=groups))
 
     def _lock_call(self, conn: ClientConnection, message: Message) -> bytes:

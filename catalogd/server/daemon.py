@@ -23,6 +23,7 @@ from typing import Any
 from catalogd import __version__
 from catalogd.auth.audit import AuditLog, audit_path
 from catalogd.auth.model import Authority
+from catalogd.auth.throttle import Throttle
 from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.config import Config, load_config
 from catalogd.datadir import DataDirLock
@@ -166,6 +167,11 @@ class Daemon:
         self.http: HttpServer | None = None
         self.hms: HmsEndpoint | None = None
         self.authority = Authority.from_config(config)
+        throttle = config.auth.throttle
+        #: One back-off for every port: a guesser gains nothing by moving to another.
+        self.throttle = Throttle(free=throttle.free_attempts, base=throttle.base_delay.total_seconds(),
+                                 max_delay=throttle.max_delay.total_seconds(),
+                                 forget=throttle.forget_after.total_seconds())
         #: Opened at start-up, once the data dir is ours.
         self.audit: AuditLog | None = None
         self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
@@ -203,13 +209,15 @@ class Daemon:
             self.janitor.run_once(startup=True)
             self.janitor.start()
             manager = self.manager
-            access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs())
+            access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs(),
+                            throttle=self.throttle)
             handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic,
                                      access=access)
             tls = server.tls
-            # Mutual TLS is for the Thrift API and HTTP: Hive's metastore client has no client certificate.
+            # Every port alike: with client-ca a connection must present a certificate it signed (on
+            # the HMS endpoint its subject is the connection's principal, auth.certificate-rules).
             api_tls = server_context(tls.cert, tls.key, tls.client_ca) if tls is not None else None
-            hms_tls = server_context(tls.cert, tls.key) if tls is not None else None
+            hms_tls = api_tls
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
                                        server.max_frame_size, server.workers,
                                        max_connections=server.max_connections,
@@ -217,7 +225,9 @@ class Daemon:
                                        frame_timeout=server.frame_timeout.total_seconds(),
                                        max_buffered_bytes=server.max_buffered_bytes, ssl_context=api_tls)
             self.hms = HmsEndpoint(self.manager, self.config, drop_dynamic=self.dynamic.drop,
-                                   authority=self.authority, audit=self.audit, ssl_context=hms_tls)
+                                   authority=self.authority, audit=self.audit, ssl_context=hms_tls,
+                                   throttle=self.throttle)
+            self.metrics.watch_auth(self.throttle.stats)
             self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats,
                                             self.hms.router.rewriting.views.stats)
             try:

@@ -1,0 +1,121 @@
+"""Kerberos on the HMS endpoint against a real MIT KDC: SASL GSSAPI clients act as their ticket's principal.
+
+One daemon (a memory default catalog: no metastore to start) with ``auth.kerberos``; clients are
+hmsclient-style Thrift SASL clients (``kerberos_client``), each in its own process with its own
+ticket cache.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
+
+from catalogd.auth.audit import read_audit
+
+from .helpers import clean_env
+from .kdc import Kdc
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE = "catalogd/localhost"
+
+
+def _client(kdc: Kdc, ccache: Path, port: int, steps: list[list[Any]], qop: str = "auth") -> dict[str, Any]:
+    env = {**clean_env(), **kdc.env(ccache)}
+    done = subprocess.run([sys.executable, "-m", "tests.integration.kerberos_client", "127.0.0.1", str(port),
+                           "localhost", qop, json.dumps(steps)], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
+
+
+@pytest.fixture
+def kerberized(kdc: Kdc, daemon_factory: Any, tmp_path: Path) -> dict[str, Any]:
+    keytab = tmp_path / "catalogd.keytab"
+    kdc.add_principal(SERVICE, keytab)
+    tickets = {}
+    for user in ("alice", "bob", "mallory"):
+        user_keytab = tmp_path / f"{user}.keytab"
+        principal = kdc.add_principal(user, user_keytab)
+        ccache = tmp_path / f"{user}.ccache"
+        kdc.kinit(principal, user_keytab, ccache)
+        tickets[user] = ccache
+    auth = {"enabled": True,
+            "principals": [{"name": "alice"}, {"name": "bob"}],
+            "grants": [{"principal": "alice", "catalog": "*", "role": "writer"},
+                       {"principal": "bob", "catalog": "*", "role": "reader"}],
+            "kerberos": {"principal": f"{SERVICE}@{kdc.realm}", "keytab": str(keytab)},
+            # This test's clients all come from 127.0.0.1: the back-off is another test's.
+            "throttle": {"free-attempts": 1000}}
+    daemon = daemon_factory(name="krb", catalogs=[{"name": "scratch", "type": "memory", "default": True}],
+                            extra={"auth": auth}, env=kdc.env())
+    return {"daemon": daemon, "port": daemon.hms_address[1], "tickets": tickets}
+
+
+def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, kerberized: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    port, tickets, daemon = kerberized["port"], kerberized["tickets"], kerberized["daemon"]
+
+    # alice (writer) writes, over each quality of protection; set_ugi to herself is harmless,
+    # to bob refused, and she stays alice.
+    alice = _client(kdc, tickets["alice"], port, [
+        ["set_ugi", "alice", []], ["create_database", "krb_alice"], ["get_all_databases"],
+        ["set_ugi", "bob", []], ["create_database", "krb_still_alice"]])
+    assert alice["open"] is None, alice
+    results = alice["results"]
+    assert results[0] == [True, []]
+    assert results[1][0] is True
+    assert "krb_alice" in results[2][1]
+    assert results[3][0] is False and "set_ugi cannot make it 'bob'" in results[3][1]
+    assert results[4][0] is True
+    for qop in ("auth-int", "auth-conf"):
+        sealed = _client(kdc, tickets["alice"], port, [["get_all_databases"]], qop=qop)
+        assert sealed["open"] is None and sealed["results"][0][0] is True, (qop, sealed)
+
+    # bob (reader) reads and may not write; set_ugi to alice does not make him a writer.
+    bob = _client(kdc, tickets["bob"], port, [["get_all_databases"], ["create_database", "krb_bob"],
+                                             ["set_ugi", "alice", []], ["create_database", "krb_bob"]])
+    assert bob["open"] is None
+    assert bob["results"][0][0] is True
+    assert bob["results"][1][0] is False and "user 'bob' needs role writer" in bob["results"][1][1]
+    assert bob["results"][2][0] is False
+    assert bob["results"][3][0] is False and "user 'bob'" in bob["results"][3][1]
+
+    # A ticket of a principal catalogd does not know, no ticket at all, or no SASL: refused.
+    mallory = _client(kdc, tickets["mallory"], port, [["get_all_databases"]])
+    assert mallory["open"] is not None or mallory["results"][0][0] is False, mallory
+    nobody = _client(kdc, tmp_path / "empty.ccache", port, [["get_all_databases"]])
+    assert nobody["open"] is not None, nobody
+    sock = TSocket.TSocket("127.0.0.1", port)
+    sock.setTimeout(30_000)
+    transport = TTransport.TBufferedTransport(sock)
+    transport.open()
+    try:
+        plain = ThriftHiveMetastore.Client(TBinaryProtocol(transport))
+        with pytest.raises((TTransport.TTransportException, OSError, EOFError)):
+            plain.set_ugi("alice", [])
+            plain.get_all_databases()
+    finally:
+        transport.close()
+
+    # The audit log: alice's writes under her name; the refusals, mallory's by her mapped name.
+    writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000)
+    created = [e for e in writes if e["operation"] == "create_database" and e["outcome"] == "ok"]
+    assert {e["principal"] for e in created} == {"alice"}
+    denied = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000, denied=True)
+    details = [e["detail"] for e in denied]
+    assert any("Kerberos principal 'mallory@CATALOGD.TEST' maps to 'mallory', not a configured principal" in (d or "")
+               for d in details), details
+    assert any("set_ugi cannot make it 'bob'" in (d or "") for d in details)
+    assert any("did not start a SASL negotiation" in (d or "") for d in details)
+    assert daemon.proc.poll() is None
