@@ -61,6 +61,8 @@ class CatalogInfo:
     hms_truststore: str | None = None
     #: Its password (``server.tls.truststore-password``; protects the file's integrity, not a credential).
     hms_truststore_password: str | None = field(default=None, repr=False)
+    #: The HMS endpoint's Kerberos service principal (auth.kerberos.principal); None: no Kerberos.
+    hms_kerberos_principal: str | None = None
 
 
 @dataclass

@@ -77,7 +77,8 @@ def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
                          defaultDatabase=info.default_database, readOnly=info.read_only,
                          metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes,
                          hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix, hmsTls=info.hms_tls,
-                         hmsTruststore=info.hms_truststore, hmsTruststorePassword=info.hms_truststore_password)
+                         hmsTruststore=info.hms_truststore, hmsTruststorePassword=info.hms_truststore_password,
+                         hmsKerberosPrincipal=info.hms_kerberos_principal)
 
 
 def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
@@ -86,7 +87,8 @@ def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
                        metastore=info.metastore, warehouse=info.warehouse,
                        atomic_writes=info.atomicWrites is not False, hms_endpoint=info.hmsEndpoint,
                        hms_prefix=info.hmsPrefix or "", hms_tls=bool(info.hmsTls),
-                       hms_truststore=info.hmsTruststore, hms_truststore_password=info.hmsTruststorePassword)
+                       hms_truststore=info.hmsTruststore, hms_truststore_password=info.hmsTruststorePassword,
+                       hms_kerberos_principal=info.hmsKerberosPrincipal)
 
 
 def database_to_thrift(db: Database) -> t.Database:

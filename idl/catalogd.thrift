@@ -85,6 +85,8 @@ struct CatalogInfo {
   // the JKS truststore for Hive clients of the endpoint (server.tls.truststore) and its password
   12: optional string hmsTruststore,
   13: optional string hmsTruststorePassword,
+  // the endpoint's Kerberos service principal (auth.kerberos.principal): clients use SASL GSSAPI
+  14: optional string hmsKerberosPrincipal,
 }
 
 struct Database {

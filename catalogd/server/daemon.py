@@ -235,7 +235,8 @@ class Daemon:
                 self.hms.bind()
                 # A cluster: every member's endpoint, so that Spark's metastore client fails over.
                 uri = self.config.cluster.hms_uris or f"thrift://{_public(server.host)}:{self.hms.port}"
-                self.manager.serve_endpoint(ServedEndpoint(uri, tls))
+                kerberos = self.hms.auth.kerberos
+                self.manager.serve_endpoint(ServedEndpoint(uri, tls, kerberos.principal if kerberos else None))
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
                                        access=access)

@@ -20,13 +20,14 @@ from thrift.transport import TSocket, TTransport
 
 from catalogd.auth.audit import read_audit
 
-from .helpers import clean_env
+from .helpers import CATALOGD, SparkChild, clean_env
 from .kdc import Kdc
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "catalogd/localhost"
+ALICE_TOKEN = "alice-token-0123456789abcdef-A1"
 
 
 def _client(kdc: Kdc, ccache: Path, port: int, steps: list[list[Any]], qop: str = "auth") -> dict[str, Any]:
@@ -51,7 +52,7 @@ def kerberized(kdc: Kdc, daemon_factory: Any, tmp_path: Path) -> dict[str, Any]:
         kdc.kinit(principal, user_keytab, ccache)
         tickets[user] = ccache
     auth = {"enabled": True,
-            "principals": [{"name": "alice"}, {"name": "bob"}],
+            "principals": [{"name": "alice", "token": ALICE_TOKEN}, {"name": "bob"}],
             "grants": [{"principal": "alice", "catalog": "*", "role": "writer"},
                        {"principal": "bob", "catalog": "*", "role": "reader"}],
             "kerberos": {"principal": f"{SERVICE}@{kdc.realm}", "keytab": str(keytab)},
@@ -119,3 +120,39 @@ def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, ker
     assert any("set_ugi cannot make it 'bob'" in (d or "") for d in details)
     assert any("did not start a SASL negotiation" in (d or "") for d in details)
     assert daemon.proc.poll() is None
+
+
+def test_unmodified_spark_with_a_keytab_reads_and_writes_as_its_principal(kdc: Kdc, kerberized: dict[str, Any],
+                                                                           tmp_path: Path) -> None:
+    daemon = kerberized["daemon"]
+    done = subprocess.run([str(CATALOGD), "--server", daemon.address, "spark-conf", "scratch"], capture_output=True,
+                          text=True, timeout=120, env={**clean_env(), "CATALOGD_TOKEN": ALICE_TOKEN})
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    conf = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    assert conf["spark.hadoop.hive.metastore.sasl.enabled"] == "true"
+    assert conf["spark.hadoop.hive.metastore.kerberos.principal"] == f"{SERVICE}@{kdc.realm}"
+    assert conf["spark.hadoop.hadoop.security.authentication"] == "kerberos"
+
+    # A kerberized Hadoop client configuration, as a secured cluster's; Spark logs in with the keytab.
+    hadoop_conf = tmp_path / "hadoop-conf"
+    hadoop_conf.mkdir()
+    (hadoop_conf / "core-site.xml").write_text(
+        "<configuration><property><name>hadoop.security.authentication</name><value>kerberos</value></property>"
+        "</configuration>")
+    keytab = tmp_path / "alice.keytab"
+    conf.update({"spark.kerberos.principal": f"alice@{kdc.realm}", "spark.kerberos.keytab": str(keytab),
+                 "spark.driver.extraJavaOptions": f"-Djava.security.krb5.conf={kdc.krb5_conf}",
+                 "spark.hadoop.hive.metastore.connect.retries": "1"})
+    env = {**clean_env(), **kdc.env(tmp_path / "spark.ccache"), "HADOOP_CONF_DIR": str(hadoop_conf)}
+    child = SparkChild.start(tmp_path / "child.py", conf, env=env)
+    try:
+        assert child.answer() == {"ready": True}
+        assert child.sql("CREATE DATABASE krb_spark") == {"rows": []}
+        assert child.sql("CREATE TABLE krb_spark.t (id INT) USING parquet") == {"rows": []}
+        assert child.sql("INSERT INTO krb_spark.t VALUES (1), (2)") == {"rows": []}
+        assert child.sql("SELECT count(*) FROM krb_spark.t") == {"rows": [[2]]}
+    finally:
+        child.proc.kill()
+        child.proc.wait()
+    writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000)
+    assert {e["principal"] for e in writes if e["object"] and "krb_spark" in e["object"]} == {"alice"}

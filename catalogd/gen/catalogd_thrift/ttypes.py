@@ -1001,11 +1001,12 @@ class CatalogInfo(object):
      - hmsTls
      - hmsTruststore
      - hmsTruststorePassword
+     - hmsKerberosPrincipal
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None, hmsKerberosPrincipal=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1019,6 +1020,7 @@ class CatalogInfo(object):
         self.hmsTls = hmsTls
         self.hmsTruststore = hmsTruststore
         self.hmsTruststorePassword = hmsTruststorePassword
+        self.hmsKerberosPrincipal = hmsKerberosPrincipal
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1094,6 +1096,11 @@ class CatalogInfo(object):
                     self.hmsTruststorePassword = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 14:
+                if ftype == TType.STRING:
+                    self.hmsKerberosPrincipal = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1155,6 +1162,10 @@ class CatalogInfo(object):
         if self.hmsTruststorePassword is not None:
             oprot.writeFieldBegin('hmsTruststorePassword', TType.STRING, 13)
             oprot.writeString(self.hmsTruststorePassword.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststorePassword)
+            oprot.writeFieldEnd()
+        if self.hmsKerberosPrincipal is not None:
+            oprot.writeFieldBegin('hmsKerberosPrincipal', TType.STRING, 14)
+            oprot.writeString(self.hmsKerberosPrincipal.encode('utf-8') if sys.version_info[0] == 2 else self.hmsKerberosPrincipal)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4142,6 +4153,7 @@ CatalogInfo.thrift_spec = (
     (11, TType.BOOL, 'hmsTls', None, None, ),  # 11
     (12, TType.STRING, 'hmsTruststore', 'UTF8', None, ),  # 12
     (13, TType.STRING, 'hmsTruststorePassword', 'UTF8', None, ),  # 13
+    (14, TType.STRING, 'hmsKerberosPrincipal', 'UTF8', None, ),  # 14
 )
 all_structs.append(Database)
 Database.thrift_spec = (
