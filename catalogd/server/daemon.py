@@ -293,6 +293,11 @@ class Daemon:
         # The server section applies at the next start: the running host is the one that counts.
         check_insecure(new.model_copy(update={"server": self.config.server}))
         result = self.manager.reload(new)
+        old_auth, new_auth = self.config.auth, self.manager.config.auth
+        if (old_auth.kerberos, old_auth.certificate_rules, old_auth.throttle) != (
+                new_auth.kerberos, new_auth.certificate_rules, new_auth.throttle):
+            logger.warning("auth.kerberos, auth.certificate-rules and auth.throttle changed: they apply at the "
+                           "next start (the endpoint's keytab and rules are loaded once)")
         self.authority.reload(self.manager.config)
         self.config = self.manager.config
         # New catalogs get their dynamic tables driven; removed ones let go. Only once the
