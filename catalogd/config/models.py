@@ -845,6 +845,27 @@ def _check_rules(rules: list[str]) -> list[str]:
 _KRB_PRINCIPAL_RE = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)?@[A-Za-z0-9._-]+")
 
 
+class DelegationTokensConfig(_Model):
+    """Delegation tokens the HMS endpoint issues to Kerberos-authenticated clients (SASL DIGEST-MD5 with them)."""
+
+    #: The key that signs tokens; daemons that share it accept each other's tokens. Unset: a key
+    #: generated once into <data-dir>/secrets/delegation.key (this daemon's tokens only).
+    secret: SecretStr | None = None
+    #: A token lives this long after it was issued or last renewed.
+    renew_interval: Annotated[Duration, AtMost(datetime.timedelta(days=30))] = Field(
+        default=datetime.timedelta(days=1), alias="renew-interval")
+    #: No renewal keeps a token past this long after it was issued.
+    max_lifetime: Annotated[Duration, AtMost(datetime.timedelta(days=365))] = Field(
+        default=datetime.timedelta(days=7), alias="max-lifetime")
+
+    @field_validator("secret")
+    @classmethod
+    def _check_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().strip()) < _MIN_SECRET:
+            raise ValueError(f"must be at least {_MIN_SECRET} characters (e.g. the output of `openssl rand -hex 32`)")
+        return value
+
+
 class KerberosConfig(_Model):
     """Kerberos (SASL GSSAPI) on the HMS endpoint, as the Hive Metastore speaks it."""
 
@@ -861,6 +882,9 @@ class KerberosConfig(_Model):
     #: auth-conf (privacy), as hive.server2.thrift.sasl.qop / hadoop.rpc.protection name them.
     qop: list[Annotated[Literal["auth", "auth-int", "auth-conf"], BeforeValidator(lower)]] = Field(
         default_factory=lambda: ["auth-conf", "auth-int", "auth"])  # type: ignore[arg-type]
+    #: Delegation tokens (get_delegation_token, SASL DIGEST-MD5), as a kerberized metastore issues them.
+    delegation_tokens: DelegationTokensConfig = Field(default_factory=DelegationTokensConfig,
+                                                      alias="delegation-tokens")
 
     @field_validator("principal")
     @classmethod
@@ -885,6 +909,11 @@ class KerberosConfig(_Model):
     @classmethod
     def _check_rules(cls, value: list[str]) -> list[str]:
         return _check_rules(value)
+
+    @field_validator("delegation_tokens", mode="before")
+    @classmethod
+    def _empty_tokens(cls, value: object) -> object:
+        return none_as_empty(value)
 
     @field_validator("qop")
     @classmethod

@@ -52,6 +52,7 @@ class HmsEndpoint:
 
         self.auth = EndpointAuth(config, lambda name: authority is None or authority.principal_named(name) is not None,
                                  throttle=throttle, audit=audit)
+        self.router.delegation = self.auth
         self.server = HmsServer(self.router.handle, server.host, server.hms_port,
                                 max_connections=server.max_connections,
                                 idle_timeout=server.idle_timeout.total_seconds(),

@@ -17,7 +17,9 @@ for another here).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hmac
 import logging
 import os
 import socket
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GssapiAcceptor", "SaslError", "SaslSession", "negotiate"]
+__all__ = ["DigestAcceptor", "GssapiAcceptor", "SaslError", "SaslSession", "negotiate"]
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +170,102 @@ class GssapiAcceptor:
         return SaslSession(name, "GSSAPI", qop, wrap, unwrap)
 
 
-def negotiate(read: Read, write: Write, gssapi: GssapiAcceptor | None) -> SaslSession:
+#: DIGEST-MD5's realm, as Hadoop's ``SaslRpcServer.SASL_DEFAULT_REALM``.
+DIGEST_REALM = "default"
+
+
+class DigestAcceptor:
+    """SASL DIGEST-MD5 (RFC 2831) with delegation tokens, as Hadoop's ``SaslDigestCallbackHandler``
+    does it: the user name is the token identifier in base64, the password the token's password in
+    base64; QOP ``auth`` only (Hive's clients use DIGEST-MD5 with ``auth`` by default).
+
+    Args:
+        lookup: the password (base64 text) and the authenticated name of a user name (the
+            identifier in base64); raises SaslError when it is no live token.
+    """
+
+    def __init__(self, lookup: Callable[[str], tuple[str, str]]) -> None:
+        self.lookup = lookup
+
+    def accept(self, read: Read, write: Write) -> SaslSession:
+        import hashlib
+
+        _, initial = _read_message(read)
+        if initial:
+            raise SaslError("DIGEST-MD5 has no initial response")
+        nonce = base64.b64encode(os.urandom(24)).decode()
+        _send(write, OK, (f'realm="{DIGEST_REALM}",nonce="{nonce}",qop="auth",charset=utf-8,'
+                          'algorithm=md5-sess').encode())
+        status, response = _read_message(read)
+        if status not in (OK, COMPLETE):
+            raise SaslError(f"expected the DIGEST-MD5 response, got status {status}")
+        fields = _parse_digest(response)
+        for key in ("username", "nonce", "cnonce", "nc", "digest-uri", "response"):
+            if key not in fields:
+                raise SaslError(f"the DIGEST-MD5 response has no {key}")
+        if fields["nonce"] != nonce:
+            raise SaslError("the DIGEST-MD5 response is for another nonce")
+        if fields.get("qop", "auth") != "auth":
+            raise SaslError(f"DIGEST-MD5 qop {fields['qop']!r} was not offered (auth is)")
+        realm = fields.get("realm", DIGEST_REALM)
+        password, name = self.lookup(fields["username"])
+
+        def md5(data: bytes) -> bytes:
+            return hashlib.md5(data, usedforsecurity=False).digest()
+
+        def hexmd5(data: bytes) -> str:
+            return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+        authzid = fields.get("authzid")
+        a1 = md5(f"{fields['username']}:{realm}:{password}".encode()) + \
+            f":{nonce}:{fields['cnonce']}".encode() + (f":{authzid}".encode() if authzid else b"")
+        digest_uri = fields["digest-uri"]
+
+        def response_for(a2: str) -> str:
+            return hexmd5(f"{hexmd5(a1)}:{nonce}:{fields['nc']}:{fields['cnonce']}:auth:{hexmd5(a2.encode())}"
+                          .encode())
+
+        if not hmac.compare_digest(response_for(f"AUTHENTICATE:{digest_uri}"), fields["response"].lower()):
+            raise SaslError("the DIGEST-MD5 response does not match the token's password")
+        if authzid and authzid != fields["username"]:
+            raise SaslError("a delegation token may not act as anyone else")
+        _send(write, COMPLETE, f"rspauth={response_for(':' + digest_uri)}".encode())
+        return SaslSession(name, "DIGEST-MD5", "auth")
+
+
+def _parse_digest(data: bytes) -> dict[str, str]:
+    """The ``key=value`` and ``key="value"`` fields of a DIGEST-MD5 message."""
+    text = data.decode("utf-8", "replace")
+    fields: dict[str, str] = {}
+    pos = 0
+    while pos < len(text):
+        while pos < len(text) and text[pos] in " ,\t":
+            pos += 1
+        eq = text.find("=", pos)
+        if eq < 0:
+            break
+        key = text[pos:eq].strip().lower()
+        pos = eq + 1
+        if pos < len(text) and text[pos] == '"':
+            pos += 1
+            value = []
+            while pos < len(text) and text[pos] != '"':
+                if text[pos] == "\\" and pos + 1 < len(text):
+                    pos += 1
+                value.append(text[pos])
+                pos += 1
+            pos += 1
+            fields[key] = "".join(value)
+        else:
+            end = text.find(",", pos)
+            end = len(text) if end < 0 else end
+            fields[key] = text[pos:end].strip()
+            pos = end
+    return fields
+
+
+def negotiate(read: Read, write: Write, gssapi: GssapiAcceptor | None,
+              digest: DigestAcceptor | None = None) -> SaslSession:
     """The server side of a Thrift SASL negotiation: START, then the mechanism's exchange.
 
     Raises:
@@ -185,7 +282,10 @@ def negotiate(read: Read, write: Write, gssapi: GssapiAcceptor | None) -> SaslSe
     try:
         if mechanism == "GSSAPI" and gssapi is not None:
             return gssapi.accept(read, write)
-        raise SaslError(f"SASL mechanism {mechanism!r} is not offered (GSSAPI is)")
+        if mechanism == "DIGEST-MD5" and digest is not None:
+            return digest.accept(read, write)
+        offered = " and ".join(name for name, acceptor in (("GSSAPI", gssapi), ("DIGEST-MD5", digest)) if acceptor)
+        raise SaslError(f"SASL mechanism {mechanism!r} is not offered ({offered or 'none'} is)")
     except SaslError as e:
         with contextlib.suppress(OSError):
             _send(write, BAD, str(e).encode())

@@ -4,6 +4,9 @@
 Its own process because the Kerberos library reads ``KRB5_CONFIG`` and the ticket cache
 (``KRB5CCNAME``) from the environment: each test client runs with its own.
 
+With QOP ``digest:TOKEN`` it authenticates with SASL DIGEST-MD5 and the delegation token TOKEN instead,
+as Hadoop's clients do (user name: the token identifier in base64, password: its password in base64).
+
 Usage: ``python -m tests.integration.kerberos_client HOST PORT SERVICE_HOST QOP STEPS_JSON``; STEPS is
 a list of ``[method, args...]`` calls made in order on one connection. Prints one JSON line:
 ``{"open": error or null, "results": [[ok, value or error text], ...]}``.
@@ -11,6 +14,7 @@ a list of ``[method, args...]`` calls made in order on one connection. Prints on
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from typing import Any
@@ -31,7 +35,16 @@ def main(argv: list[str]) -> dict[str, Any]:
     host, port, service_host, qop, steps = argv[0], int(argv[1]), argv[2], argv[3], json.loads(argv[4])
     sock = TSocket.TSocket(host, port)
     sock.setTimeout(60_000)
-    transport = TTransport.TSaslClientTransport(sock, service_host, "catalogd", mechanism="GSSAPI", qops=[qop])
+    transport: TTransport.TSaslClientTransport
+    if qop.startswith("digest:"):
+        from catalogd.auth.delegation import decode_token
+
+        identifier, password, _ = decode_token(qop.removeprefix("digest:"))
+        transport = TTransport.TSaslClientTransport(
+            sock, "default", "", mechanism="DIGEST-MD5", username=base64.b64encode(identifier).decode(),
+            password=base64.b64encode(password).decode())
+    else:
+        transport = TTransport.TSaslClientTransport(sock, service_host, "catalogd", mechanism="GSSAPI", qops=[qop])
     try:
         transport.open()
     except Exception as e:

@@ -19,6 +19,7 @@ from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from catalogd.auth.audit import read_audit
+from catalogd.auth.delegation import decode_token, encode_token
 
 from .helpers import CATALOGD, SparkChild, clean_env
 from .kdc import Kdc
@@ -156,3 +157,46 @@ def test_unmodified_spark_with_a_keytab_reads_and_writes_as_its_principal(kdc: K
         child.proc.wait()
     writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000)
     assert {e["principal"] for e in writes if e["object"] and "krb_spark" in e["object"]} == {"alice"}
+
+
+def test_a_delegation_token_authenticates_without_a_ticket_until_it_is_cancelled(kdc: Kdc, kerberized: dict[str, Any],
+                                                                                 tmp_path: Path) -> None:
+    port, tickets, daemon = kerberized["port"], kerberized["tickets"], kerberized["daemon"]
+    # The driver (alice, with a ticket) gets a token she may renew herself.
+    got = _client(kdc, tickets["alice"], port, [["get_delegation_token", f"alice@{kdc.realm}", "alice"],
+                                               ["get_delegation_token", "bob", "alice"]])
+    assert got["open"] is None and got["results"][0][0] is True, got
+    token = got["results"][0][1]
+    assert got["results"][1][0] is False and "may not get a delegation token for 'bob'" in got["results"][1][1]
+
+    # An executor with no ticket at all authenticates with the token (DIGEST-MD5) and is alice.
+    no_ticket = tmp_path / "none.ccache"
+    executor = _client(kdc, no_ticket, port, [["create_database", "krb_token_db"], ["set_ugi", "bob", []],
+                                              ["get_delegation_token", "alice", "alice"]], qop=f"digest:{token}")
+    assert executor["open"] is None, executor
+    assert executor["results"][0][0] is True, executor
+    assert executor["results"][1][0] is False
+    assert executor["results"][2][0] is False and "only to a Kerberos-authenticated" in executor["results"][2][1]
+
+    # Renewal by its renewer only; a tampered token is nobody's.
+    renewals = _client(kdc, tickets["bob"], port, [["renew_delegation_token", token]])
+    assert renewals["results"][0][0] is False and "renewer" in renewals["results"][0][1]
+    renewed = _client(kdc, tickets["alice"], port, [["renew_delegation_token", token]])
+    assert renewed["results"][0][0] is True and renewed["results"][0][1] > 0
+    identifier, password, _ = decode_token(token)
+    tampered = encode_token(identifier, bytes([password[0] ^ 1]) + password[1:])
+    forged = _client(kdc, no_ticket, port, [["get_all_databases"]], qop=f"digest:{tampered}")
+    assert forged["open"] is not None or forged["results"][0][0] is False
+
+    # Cancelled: the token no longer authenticates.
+    cancelled = _client(kdc, tickets["alice"], port, [["cancel_delegation_token", token]])
+    assert cancelled["results"][0] == [True, None], cancelled
+    after = _client(kdc, no_ticket, port, [["get_all_databases"]], qop=f"digest:{token}")
+    assert after["open"] is not None, after
+
+    denied = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000, denied=True)
+    assert any("the delegation token was cancelled" in (e["detail"] or "") for e in denied), denied
+    writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000)
+    assert [e["principal"] for e in writes if e["operation"] == "create_database"
+            and e["object"] and "krb_token_db" in e["object"]] == ["alice"]
+    assert token not in (daemon.data_dir / "audit" / "audit.jsonl").read_text()
