@@ -381,17 +381,7 @@ class HmsServer:
                 if conn.deadline is None:
                     conn.deadline = time.monotonic() + self.frame_timeout
                 return data
-            if conn.deadline is None:
-                # Waiting for a call's first byte: the idle timeout applies.
-                conn.sock.settimeout(self.idle_timeout)
-                data = conn.sock.recv(size)
-                conn.deadline = time.monotonic() + self.frame_timeout
-                return data
-            left = conn.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("call not complete within the frame timeout")
-            conn.sock.settimeout(left)
-            return conn.sock.recv(size)
+            return raw(size)
 
         def recv(size: int) -> bytes:
             data = receive(size)

@@ -19,7 +19,7 @@ from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from catalogd.auth.audit import read_audit
-from catalogd.auth.delegation import decode_token, encode_token
+from catalogd.auth.delegation import _vlong, decode_token, encode_token
 
 from .helpers import CATALOGD, SparkChild, clean_env
 from .kdc import Kdc
@@ -200,3 +200,57 @@ def test_a_delegation_token_authenticates_without_a_ticket_until_it_is_cancelled
     assert [e["principal"] for e in writes if e["operation"] == "create_database"
             and e["object"] and "krb_token_db" in e["object"]] == ["alice"]
     assert token not in (daemon.data_dir / "audit" / "audit.jsonl").read_text()
+
+
+def _token_file(path: Path, token: str) -> Path:
+    """A Hadoop credentials file (``HDTS``, Writable format) holding ``token``: what a cluster
+    hands a container through ``HADOOP_TOKEN_FILE_LOCATION``."""
+    identifier, password, kind = decode_token(token)
+
+    def text(value: bytes) -> bytes:
+        return _vlong(len(value)) + value
+
+    stored = text(identifier) + text(password) + text(kind.encode()) + text(b"")
+    path.write_bytes(b"HDTS\x00" + _vlong(1) + text(b"hive.metastore.delegation.token") + stored + _vlong(0))
+    path.chmod(0o600)
+    return path
+
+
+def test_unmodified_spark_without_a_ticket_uses_a_delegation_token_until_it_is_cancelled(
+        kdc: Kdc, kerberized: dict[str, Any], tmp_path: Path) -> None:
+    port, tickets, daemon = kerberized["port"], kerberized["tickets"], kerberized["daemon"]
+    got = _client(kdc, tickets["alice"], port, [["get_delegation_token", f"alice@{kdc.realm}", "alice"],
+                                               ["create_database", "krb_dt"]])
+    token = got["results"][0][1]
+    done = subprocess.run([str(CATALOGD), "--server", daemon.address, "spark-conf", "scratch"], capture_output=True,
+                          text=True, timeout=120, env={**clean_env(), "CATALOGD_TOKEN": ALICE_TOKEN})
+    conf = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    conf.update({"spark.driver.extraJavaOptions": f"-Djava.security.krb5.conf={kdc.krb5_conf}",
+                 "spark.hadoop.hive.metastore.connect.retries": "1"})
+    hadoop_conf = tmp_path / "hadoop-conf"
+    hadoop_conf.mkdir()
+    (hadoop_conf / "core-site.xml").write_text(
+        "<configuration><property><name>hadoop.security.authentication</name><value>kerberos</value></property>"
+        "</configuration>")
+    # No ticket cache and no keytab: only the token, as an executor or a cluster-mode driver has it.
+    env = {**clean_env(), **kdc.env(tmp_path / "no-ticket.ccache"), "HADOOP_CONF_DIR": str(hadoop_conf),
+           "HADOOP_TOKEN_FILE_LOCATION": str(_token_file(tmp_path / "tokens", token))}
+
+    def spark_job(statements: list[str]) -> list[dict[str, object]]:
+        child = SparkChild.start(tmp_path / "child.py", conf, env=env)
+        try:
+            assert child.answer() == {"ready": True}
+            return [child.sql(statement) for statement in statements]
+        finally:
+            child.proc.kill()
+            child.proc.wait()
+
+    answers = spark_job(["CREATE TABLE krb_dt.t (id INT) USING parquet", "INSERT INTO krb_dt.t VALUES (7)",
+                         "SELECT id FROM krb_dt.t"])
+    assert answers == [{"rows": []}, {"rows": []}, {"rows": [[7]]}], answers
+    writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000)
+    assert {e["principal"] for e in writes if e["object"] and "krb_dt.t" in e["object"]} == {"alice"}
+
+    assert _client(kdc, tickets["alice"], port, [["cancel_delegation_token", token]])["results"][0][0] is True
+    after = spark_job(["SELECT id FROM krb_dt.t"])
+    assert "error" in after[0], after
