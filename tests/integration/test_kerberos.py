@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from thrift.transport import TSocket, TTransport
 from catalogd.auth.audit import read_audit
 from catalogd.auth.delegation import _vlong, decode_token, encode_token
 
-from .helpers import CATALOGD, SparkChild, clean_env
+from .helpers import CATALOGD, SparkChild, clean_env, free_port, start_daemon, write_config
 from .kdc import Kdc
 
 pytestmark = pytest.mark.integration
@@ -41,15 +42,17 @@ def _client(kdc: Kdc, ccache: Path, port: int, steps: list[list[Any]], qop: str 
     return answer
 
 
-@pytest.fixture
-def kerberized(kdc: Kdc, daemon_factory: Any, tmp_path: Path) -> dict[str, Any]:
-    keytab = tmp_path / "catalogd.keytab"
+@pytest.fixture(scope="module")
+def kerberized(kdc: Kdc, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One kerberized daemon for the module's tests (each uses databases of its own)."""
+    root = tmp_path_factory.mktemp("kerberized")
+    keytab = root / "catalogd.keytab"
     kdc.add_principal(SERVICE, keytab)
     tickets = {}
     for user in ("alice", "bob", "mallory"):
-        user_keytab = tmp_path / f"{user}.keytab"
+        user_keytab = root / f"{user}.keytab"
         principal = kdc.add_principal(user, user_keytab)
-        ccache = tmp_path / f"{user}.ccache"
+        ccache = root / f"{user}.ccache"
         kdc.kinit(principal, user_keytab, ccache)
         tickets[user] = ccache
     auth = {"enabled": True,
@@ -57,11 +60,15 @@ def kerberized(kdc: Kdc, daemon_factory: Any, tmp_path: Path) -> dict[str, Any]:
             "grants": [{"principal": "alice", "catalog": "*", "role": "writer"},
                        {"principal": "bob", "catalog": "*", "role": "reader"}],
             "kerberos": {"principal": f"{SERVICE}@{kdc.realm}", "keytab": str(keytab)},
-            # This test's clients all come from 127.0.0.1: the back-off is another test's.
+            # This module's clients all come from 127.0.0.1: the back-off is another test's.
             "throttle": {"free-attempts": 1000}}
-    daemon = daemon_factory(name="krb", catalogs=[{"name": "scratch", "type": "memory", "default": True}],
-                            extra={"auth": auth}, env=kdc.env())
-    return {"daemon": daemon, "port": daemon.hms_address[1], "tickets": tickets}
+    config = write_config(root / "krb.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
+                          catalogs=[{"name": "scratch", "type": "memory", "default": True}], extra={"auth": auth})
+    daemon = start_daemon(config, root / "data", root / "krb.log", env=kdc.env())
+    try:
+        yield {"daemon": daemon, "port": daemon.hms_address[1], "tickets": tickets, "keytabs": root}
+    finally:
+        daemon.stop()
 
 
 def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, kerberized: dict[str, Any],
@@ -140,7 +147,7 @@ def test_unmodified_spark_with_a_keytab_reads_and_writes_as_its_principal(kdc: K
     (hadoop_conf / "core-site.xml").write_text(
         "<configuration><property><name>hadoop.security.authentication</name><value>kerberos</value></property>"
         "</configuration>")
-    keytab = tmp_path / "alice.keytab"
+    keytab = kerberized["keytabs"] / "alice.keytab"
     conf.update({"spark.kerberos.principal": f"alice@{kdc.realm}", "spark.kerberos.keytab": str(keytab),
                  "spark.driver.extraJavaOptions": f"-Djava.security.krb5.conf={kdc.krb5_conf}",
                  "spark.hadoop.hive.metastore.connect.retries": "1"})
