@@ -97,14 +97,26 @@ class GssapiAcceptor:
     """
 
     def __init__(self, principal: str, keytab: str | os.PathLike[str], qop: Sequence[str]) -> None:
-        import gssapi
+        from catalogd.errors import ConfigError
 
+        try:
+            import gssapi
+            from gssapi.raw.misc import GSSError
+        except ImportError:
+            raise ConfigError("auth.kerberos needs the GSSAPI binding: pip install 'catalogd[kerberos]' "
+                              "(built against libkrb5-dev)") from None
         self.principal = principal.replace("_HOST", socket.getfqdn().lower())
         self.keytab = str(keytab)
         self.qop = list(qop)
-        name = gssapi.Name(self.principal, gssapi.NameType.kerberos_principal)
-        # The keytab through the credential store: no KRB5_KTNAME for the whole process.
-        self._creds = gssapi.Credentials(name=name, usage="accept", store={"keytab": self.keytab})
+        try:
+            name = gssapi.Name(self.principal, gssapi.NameType.kerberos_principal)
+            # The keytab through the credential store: no KRB5_KTNAME for the whole process.
+            self._creds = gssapi.Credentials(name=name, usage="accept", store={"keytab": self.keytab})
+            # Fails now, not at the first client, when the keytab has no key of the principal.
+            self._creds.inquire()
+        except GSSError as e:
+            raise ConfigError(f"auth.kerberos: cannot use the key of {self.principal} in {self.keytab}: "
+                              f"{_gss_reason(e)}") from None
 
     @property
     def realm(self) -> str:
@@ -114,6 +126,7 @@ class GssapiAcceptor:
         """Run the server side of one negotiation on a connection (START already read)."""
         import gssapi
         from gssapi.exceptions import GeneralError
+        from gssapi.raw.misc import GSSError
 
         context = gssapi.SecurityContext(creds=self._creds, usage="accept")
         try:
@@ -141,7 +154,7 @@ class GssapiAcceptor:
             if status not in (OK, COMPLETE):
                 raise SaslError(f"expected the security layer choice, got status {status}")
             chosen = context.unwrap(answer).message
-        except GeneralError as e:
+        except (GSSError, GeneralError) as e:
             raise SaslError(f"Kerberos: {_gss_reason(e)}") from None
         if len(chosen) < 4:
             raise SaslError("the security layer choice is too short")

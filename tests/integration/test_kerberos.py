@@ -8,6 +8,8 @@ ticket cache.
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -117,6 +119,11 @@ def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, ker
     finally:
         transport.close()
 
+    # A forged GSSAPI token: refused (BAD), audited, no internal error.
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        raw.sendall(struct.pack(">BI", 1, 6) + b"GSSAPI" + struct.pack(">BI", 2, 12) + b"not-a-ticket")
+        assert raw.recv(1) == b"\x03"
+
     # The audit log: alice's writes under her name; the refusals, mallory's by her mapped name.
     writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000)
     created = [e for e in writes if e["operation"] == "create_database" and e["outcome"] == "ok"]
@@ -127,7 +134,9 @@ def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, ker
                for d in details), details
     assert any("set_ugi cannot make it 'bob'" in (d or "") for d in details)
     assert any("did not start a SASL negotiation" in (d or "") for d in details)
+    assert any("SASL authentication failed: Kerberos:" in (d or "") for d in details), details
     assert daemon.proc.poll() is None
+    assert "Traceback" not in daemon.log_path.read_text()
 
 
 def test_unmodified_spark_with_a_keytab_reads_and_writes_as_its_principal(kdc: Kdc, kerberized: dict[str, Any],
