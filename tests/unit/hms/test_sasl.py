@@ -48,3 +48,50 @@ def test_certificate_subject() -> None:
     cert = {"subject": ((("commonName", "trino"),), (("organizationName", "Example"),))}
     assert certificate_subject(cert) == "CN=trino,O=Example"
     assert certificate_subject({}) == ""
+
+
+def _digest_exchange(username: str, password: str, lookup_password: str) -> tuple[object, list[int]]:
+    """pure-sasl's DIGEST-MD5 client (as Python HMS clients use it) against DigestAcceptor, in memory."""
+    from puresasl.client import SASLClient
+
+    from catalogd.hms.sasl import COMPLETE, OK, DigestAcceptor
+
+    client = SASLClient("default", "", mechanism="DIGEST-MD5", username=username, password=password)
+    # What the client sends, as the server reads it: its (empty) initial response, then each
+    # answer to a challenge, appended as the server writes the challenge.
+    to_server = io.BytesIO(_message(OK, client.process() or b""))
+    statuses: list[int] = []
+
+    def read(size: int) -> bytes:
+        data = to_server.read(size)
+        if not data:
+            raise EOFError
+        return data
+
+    def write(data: bytes) -> None:
+        statuses.append(data[0])
+        if data[0] == OK:
+            answer = client.process(data[5:])
+            rest = to_server.read()
+            to_server.seek(0)
+            to_server.truncate()
+            to_server.write(rest + _message(OK, answer or b""))
+            to_server.seek(0)
+        elif data[0] == COMPLETE:
+            client.process(data[5:])  # checks rspauth
+
+    acceptor = DigestAcceptor(lambda name: (lookup_password, "alice@EXAMPLE.COM") if name == username
+                              else (_ for _ in ()).throw(SaslError("unknown")))
+    session = acceptor.accept(read, write)
+    return session, statuses
+
+
+def test_digest_md5_with_a_token_s_password() -> None:
+    session, statuses = _digest_exchange("aWRlbnRpZmllcg==", "cGFzc3dvcmQ=", "cGFzc3dvcmQ=")
+    assert statuses == [2, 5]
+    assert (session.name, session.mechanism, session.qop) == ("alice@EXAMPLE.COM", "DIGEST-MD5", "auth")
+
+
+def test_digest_md5_with_a_wrong_password_is_refused() -> None:
+    with pytest.raises(SaslError, match="does not match"):
+        _digest_exchange("aWRlbnRpZmllcg==", "d3Jvbmc=", "cGFzc3dvcmQ=")
