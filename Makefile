@@ -5,18 +5,28 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 CONFIG ?= conf/catalogd.yaml
 
-.PHONY: run test unit integration lint docs idl install java postgresql chromium clean bench lock
+.PHONY: run test unit integration lint docs idl install java postgresql chromium kerberos clean bench lock
 
 # uv installs the pinned set in requirements.lock (made by `make lock`) in seconds; pip only
 # bootstraps uv itself.
 $(STAMP): pyproject.toml requirements.lock
 	@command -v java >/dev/null 2>&1 || $(MAKE) --no-print-directory java
+	@command -v krb5-config >/dev/null 2>&1 && command -v krb5kdc >/dev/null 2>&1 || $(MAKE) --no-print-directory kerberos
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@test -x $(BIN)/uv || $(BIN)/python -m pip install -qq --disable-pip-version-check uv
 	@echo "installing catalogd and its pinned dependencies into $(VENV)"
 	@$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
 	@$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	@touch $(STAMP)
+
+# MIT Kerberos: libkrb5-dev to build the GSSAPI binding (gssapi), and a KDC (krb5kdc, kadmin.local,
+# kinit) that the tests start in a temporary directory.
+kerberos:
+	@if command -v krb5-config >/dev/null 2>&1 && command -v krb5kdc >/dev/null 2>&1 && command -v kinit >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing MIT Kerberos (krb5-kdc, krb5-admin-server, krb5-user, libkrb5-dev)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq krb5-kdc krb5-admin-server krb5-user libkrb5-dev gcc >/dev/null; \
+	else echo "catalogd needs MIT Kerberos: install krb5-kdc, krb5-admin-server, krb5-user and libkrb5-dev and re-run" >&2; exit 1; fi
 
 # Re-pin the dependencies after a change to pyproject.toml.
 lock: $(STAMP)

@@ -28,6 +28,18 @@ TTL (``1h``) times them answered from the metadata cache.
 not matter for the transport), one plain and one with ``server.tls`` (a self-signed certificate
 made with openssl), and ``get_table`` on one persistent connection to each, alternating.
 
+``--kerberos`` measures what Kerberos adds on the HMS endpoint: a real MIT KDC in a temporary
+directory (tests/integration/kdc.py), two daemons on one memory catalog, one plain and one with
+``auth.kerberos``; the set-up of a connection (connect, SASL GSSAPI with a ticket from the cache,
+the first call) and a call on an open connection (``get_database``), against plain TCP, alternating.
+
+``--guessing`` measures wrong tokens per second that the daemon checks, on one Thrift API
+connection as fast as it answers, with the back-off off (``auth.throttle.base-delay: 0s``) and
+on (the defaults), ``--seconds`` each.
+
+    .venv/bin/python benchmarks/catalog_ops.py --kerberos [--iterations 300] [--warmup 30]
+    .venv/bin/python benchmarks/catalog_ops.py --guessing [--seconds 10]
+
 Prints one JSON document (and writes it to FILE when --output is given). The
 daemon (and with it the embedded metastore) is shut down at the end, also when
 something fails.
@@ -453,10 +465,12 @@ def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None
 class MemoryDaemon(Daemon):
     """A daemon with one memory catalog; ``tls``: every port serves TLS with a self-signed certificate."""
 
-    def __init__(self, workdir: Path, tls: bool, auth: bool = False) -> None:
+    def __init__(self, workdir: Path, tls: bool, auth: bool = False, extra: str = "") -> None:
         super().__init__(workdir)
         self.tls = tls
         self.auth = auth
+        #: More YAML under ``auth:`` (needs ``auth``).
+        self.extra = extra
         self.cert = workdir / "server.pem"
         workdir.mkdir(parents=True, exist_ok=True)
         if tls:
@@ -475,7 +489,11 @@ class MemoryDaemon(Daemon):
             "dynamic-tables:\n  warm-analyzer: false\n"
             f"catalogs:\n  - name: {CATALOG}\n    type: memory\n"
         ) + (f"auth:\n  enabled: true\n  principals:\n    - {{name: bench, token: {BENCH_TOKEN}}}\n"
-             f"  grants:\n    - {{principal: bench, catalog: '*', role: admin}}\n" if self.auth else "")
+             f"  grants:\n    - {{principal: bench, catalog: '*', role: admin}}\n{self.extra}" if self.auth else "")
+
+    @property
+    def hms_port(self) -> int:
+        return int(json.loads((self.data_dir / "catalogd.json").read_text())["hms_port"])
 
 
 #: The benchmark's own principal's token (a throwaway daemon's).
@@ -534,6 +552,125 @@ def run_tls(iterations: int, warmup: int) -> dict[str, Any]:
             guarded.stop()
 
 
+def _hms_client(port: int, kerberos: bool) -> tuple[Any, Any]:
+    sock = TSocket.TSocket("127.0.0.1", port)
+    sock.setTimeout(60_000)
+    transport: Any
+    if kerberos:
+        transport = TTransport.TSaslClientTransport(sock, "localhost", "catalogd", mechanism="GSSAPI", qops=["auth"])
+    else:
+        transport = TTransport.TBufferedTransport(sock)
+    transport.open()
+    client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(transport))
+    if not kerberos:
+        client.set_ugi("bench", [])
+    return client, transport
+
+
+def run_kerberos(iterations: int, warmup: int) -> dict[str, Any]:
+    """Connection set-up and get_database on the HMS endpoint, plain TCP vs SASL GSSAPI, alternating."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.integration.kdc import running_kdc
+
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-krb-") as tmp, running_kdc() as kdc:
+        root = Path(tmp)
+        keytab, user_keytab = root / "catalogd.keytab", root / "bench.keytab"
+        kdc.add_principal("catalogd/localhost", keytab)
+        kdc.kinit(kdc.add_principal("bench", user_keytab), user_keytab, root / "bench.ccache")
+        # This process's Kerberos library reads them at its first use.
+        os.environ.update(kdc.env(root / "bench.ccache"))
+        krb = (f"  kerberos: {{principal: catalogd/localhost@{kdc.realm}, keytab: {json.dumps(str(keytab))}}}\n")
+        plain = MemoryDaemon(root / "plain", tls=False, auth=True)
+        kerberized = MemoryDaemon(root / "krb", tls=False, auth=True, extra=krb)
+        transports: list[Any] = []
+        try:
+            plain.start()
+            kerberized.start()
+            ports = {"plain": plain.hms_port, "kerberos": kerberized.hms_port}
+            with CatalogClient(f"127.0.0.1:{plain.port}", timeout=60, token=BENCH_TOKEN) as c:
+                c.create_database(f"{CATALOG}.{DATABASE}")
+            with CatalogClient(f"127.0.0.1:{kerberized.port}", timeout=60, token=BENCH_TOKEN) as c:
+                c.create_database(f"{CATALOG}.{DATABASE}")
+            open_clients = {}
+            for side, port in ports.items():
+                client, transport = _hms_client(port, side == "kerberos")
+                open_clients[side] = client
+                transports.append(transport)
+
+            def connect(side: str) -> None:
+                client, transport = _hms_client(ports[side], side == "kerberos")
+                client.get_database(DATABASE)
+                transport.close()
+
+            setup: dict[str, list[int]] = {side: [] for side in ports}
+            call: dict[str, list[int]] = {side: [] for side in ports}
+            order = list(ports)
+            for i in range(warmup + iterations):
+                for side in order[i % 2:] + order[:i % 2]:
+                    set_up = timed(lambda _i, s=side: connect(s), i)
+                    called = timed(lambda _i, s=side: open_clients[s].get_database(DATABASE), i)
+                    if i >= warmup:
+                        setup[side].append(set_up)
+                        call[side].append(called)
+            results: dict[str, Any] = {}
+            for what, samples in (("connection_setup", setup), ("get_database", call)):
+                p, k = summary(samples["plain"]), summary(samples["kerberos"])
+                results[what] = {"plain": p, "kerberos": k, "added_p50_ms": round(k["p50_ms"] - p["p50_ms"], 4)}
+            return {
+                "benchmark": "catalog_ops_kerberos",
+                "iterations": iterations,
+                "warmup": warmup,
+                "setup": {"catalog": "memory", "endpoint": "HMS", "sasl": "GSSAPI, qop auth",
+                          "kdc": "MIT krb5kdc on 127.0.0.1 (TCP)",
+                          "connection_setup": "connect, SASL (Kerberos: the service ticket cached after the "
+                                              "first, no KDC round trip), get_database, close"},
+                **results,
+                "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                            "platform": platform.platform(), "machine": platform.machine()},
+            }
+        finally:
+            for transport in transports:
+                with contextlib.suppress(Exception):
+                    transport.close()
+            plain.stop()
+            kerberized.stop()
+
+
+def run_guessing(seconds: float) -> dict[str, Any]:
+    """Wrong tokens per second checked by the Thrift API, with the failed-auth back-off off and on."""
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-guess-") as tmp:
+        sides = {"backoff_off": MemoryDaemon(Path(tmp) / "off", tls=False, auth=True,
+                                             extra="  throttle: {base-delay: 0s}\n"),
+                 "backoff_on": MemoryDaemon(Path(tmp) / "on", tls=False, auth=True)}
+        try:
+            results: dict[str, Any] = {}
+            for side, daemon in sides.items():
+                daemon.start()
+                checked = refused = 0
+                with CatalogClient(f"127.0.0.1:{daemon.port}", timeout=60) as client:
+                    client.ping()
+                    started = time.monotonic()
+                    while time.monotonic() - started < seconds:
+                        try:
+                            client._call(lambda c: c.authenticate("wrong-token-0123456789abcdef"))
+                        except CatalogError as e:
+                            if "too many failed authentications" in e.message:
+                                refused += 1
+                            else:
+                                checked += 1
+                    elapsed = time.monotonic() - started
+                results[side] = {"seconds": round(elapsed, 2), "checked": checked, "refused_unchecked": refused,
+                                 "checked_per_second": round(checked / elapsed, 1),
+                                 "attempts_per_second": round((checked + refused) / elapsed, 1)}
+                daemon.stop()
+            return {"benchmark": "auth_guessing", "surface": "Thrift API authenticate, one connection",
+                    "backoff_on_settings": "free-attempts 5, base-delay 1s doubling, max-delay 1 min", **results,
+                    "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version()}}
+        finally:
+            for daemon in sides.values():
+                daemon.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iterations", type=int, default=300, help="timed iterations per operation and side")
@@ -544,6 +681,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-ttl", default=None,
                         help="the daemon's cache.ttl (0s: reads uncached; default: the daemon's own)")
     parser.add_argument("--tls", action="store_true", help="measure get_table over TLS against plain TCP instead")
+    parser.add_argument("--kerberos", action="store_true",
+                        help="measure the HMS endpoint with SASL GSSAPI against plain TCP instead")
+    parser.add_argument("--guessing", action="store_true",
+                        help="measure wrong tokens checked per second with the back-off off and on instead")
+    parser.add_argument("--seconds", type=float, default=10.0, help="--guessing: seconds of guessing per side")
     parser.add_argument("--no-auth", dest="auth", action="store_false",
                         help="skip get_table with auth on vs off (two more daemons)")
     args = parser.parse_args(argv)
@@ -551,6 +693,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--iterations must be at least 1 and --warmup at least 0")
     if args.tls:
         return report(lambda: run_tls(args.iterations, args.warmup), args.output)
+    if args.kerberos:
+        return report(lambda: run_kerberos(args.iterations, args.warmup), args.output)
+    if args.guessing:
+        return report(lambda: run_guessing(args.seconds), args.output)
     return report(lambda: run(args.iterations, args.warmup, args.mixed, args.cache_ttl, args.auth), args.output)
 
 

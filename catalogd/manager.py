@@ -86,6 +86,8 @@ class ServedEndpoint:
     uri: str
     #: The endpoint's TLS settings (None: plain).
     tls: TlsConfig | None = None
+    #: The endpoint's Kerberos service principal (None: no Kerberos).
+    kerberos_principal: str | None = None
 
 
 class CatalogManager:
@@ -275,6 +277,8 @@ class CatalogManager:
             info.hms_truststore = str(endpoint.tls.truststore) if endpoint.tls.truststore else None
             password = endpoint.tls.truststore_password
             info.hms_truststore_password = password.get_secret_value() if password is not None else None
+        if endpoint is not None:
+            info.hms_kerberos_principal = endpoint.kerberos_principal
         info.hms_prefix = hms_prefix_of(conf)
         return info
 

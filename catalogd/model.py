@@ -65,6 +65,8 @@ class CatalogInfo:
     jdbc_user: str | None = None
     #: jdbc catalogs: the JDBC driver jar Spark reads and writes the catalog's tables with.
     jdbc_driver_jar: str | None = None
+    #: The HMS endpoint's Kerberos service principal (auth.kerberos.principal); None: no Kerberos.
+    hms_kerberos_principal: str | None = None
 
 
 @dataclass

@@ -83,6 +83,12 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
             settings["spark.hadoop.hive.metastore.truststore.path"] = info.hms_truststore
         if info.hms_truststore_password is not None:
             settings["spark.hadoop.hive.metastore.truststore.password"] = info.hms_truststore_password
+    if info.hms_endpoint and info.hms_kerberos_principal:
+        # Hive's metastore client speaks SASL GSSAPI with a Kerberos ticket (Spark logs in with
+        # spark.kerberos.principal and spark.kerberos.keytab, or a kinit'ed ticket cache).
+        settings["spark.hadoop.hive.metastore.sasl.enabled"] = "true"
+        settings["spark.hadoop.hive.metastore.kerberos.principal"] = info.hms_kerberos_principal
+        settings["spark.hadoop.hadoop.security.authentication"] = "kerberos"
     if info.warehouse:
         settings["spark.sql.warehouse.dir"] = info.warehouse
     if info.type == "jdbc" and info.jdbc_driver_jar:

@@ -80,7 +80,8 @@ def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
                          metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes,
                          hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix, hmsTls=info.hms_tls,
                          hmsTruststore=info.hms_truststore, hmsTruststorePassword=info.hms_truststore_password,
-                         jdbcUser=info.jdbc_user, jdbcDriverJar=info.jdbc_driver_jar)
+                         jdbcUser=info.jdbc_user, jdbcDriverJar=info.jdbc_driver_jar,
+                         hmsKerberosPrincipal=info.hms_kerberos_principal)
 
 
 def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
@@ -90,7 +91,8 @@ def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
                        atomic_writes=info.atomicWrites is not False, hms_endpoint=info.hmsEndpoint,
                        hms_prefix=info.hmsPrefix or "", hms_tls=bool(info.hmsTls),
                        hms_truststore=info.hmsTruststore, hms_truststore_password=info.hmsTruststorePassword,
-                       jdbc_user=info.jdbcUser, jdbc_driver_jar=info.jdbcDriverJar)
+                       jdbc_user=info.jdbcUser, jdbc_driver_jar=info.jdbcDriverJar,
+                       hms_kerberos_principal=info.hmsKerberosPrincipal)
 
 
 def database_to_thrift(db: Database) -> t.Database:

@@ -89,6 +89,8 @@ struct CatalogInfo {
   // (the database's JDBC URL, without credentials, is in `metastore`)
   14: optional string jdbcUser,
   15: optional string jdbcDriverJar,
+  // the endpoint's Kerberos service principal (auth.kerberos.principal): clients use SASL GSSAPI
+  16: optional string hmsKerberosPrincipal,
 }
 
 struct Database {

@@ -912,6 +912,116 @@ class AuditConfig(_Model):
         default=datetime.timedelta(seconds=10), alias="denial-window")
 
 
+class ThrottleConfig(_Model):
+    """Failed authentications on every port (tokens, SASL) slow the next ones from the same address or principal."""
+
+    #: Failures of one client address (or principal) that cost nothing; each further one locks it out.
+    free_attempts: NonNegativeInt = Field(default=5, alias="free-attempts")
+    #: The first lockout; each further failure doubles it. 0s: no throttling.
+    base_delay: Annotated[NonNegativeDuration, AtMost(_HOUR)] = Field(
+        default=datetime.timedelta(seconds=1), alias="base-delay")
+    #: The longest lockout.
+    max_delay: Annotated[NonNegativeDuration, AtMost(_DAY)] = Field(
+        default=datetime.timedelta(minutes=1), alias="max-delay")
+    #: An address (or principal) without a failure for this long starts over.
+    forget_after: Annotated[Duration, AtMost(_DAY)] = Field(
+        default=datetime.timedelta(minutes=10), alias="forget-after")
+
+
+def _check_rules(rules: list[str]) -> list[str]:
+    """``PATTERN -> REPLACEMENT`` rules (catalogd.auth.mapping applies them)."""
+    for rule in rules:
+        pattern, sep, _ = rule.partition(" -> ")
+        if not sep:
+            raise ValueError(f"rule {rule!r} is not 'PATTERN -> REPLACEMENT'")
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"rule {rule!r}: bad pattern: {e}") from None
+    return rules
+
+
+_KRB_PRINCIPAL_RE = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)?@[A-Za-z0-9._-]+")
+
+
+class DelegationTokensConfig(_Model):
+    """Delegation tokens the HMS endpoint issues to Kerberos-authenticated clients (SASL DIGEST-MD5 with them)."""
+
+    #: The key that signs tokens; daemons that share it accept each other's tokens. Unset: a key
+    #: generated once into <data-dir>/secrets/delegation.key (this daemon's tokens only).
+    secret: SecretStr | None = None
+    #: A token lives this long after it was issued or last renewed.
+    renew_interval: Annotated[Duration, AtMost(datetime.timedelta(days=30))] = Field(
+        default=datetime.timedelta(days=1), alias="renew-interval")
+    #: No renewal keeps a token past this long after it was issued.
+    max_lifetime: Annotated[Duration, AtMost(datetime.timedelta(days=365))] = Field(
+        default=datetime.timedelta(days=7), alias="max-lifetime")
+
+    @field_validator("secret")
+    @classmethod
+    def _check_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().strip()) < _MIN_SECRET:
+            raise ValueError(f"must be at least {_MIN_SECRET} characters (e.g. the output of `openssl rand -hex 32`)")
+        return value
+
+
+class KerberosConfig(_Model):
+    """Kerberos (SASL GSSAPI) on the HMS endpoint, as the Hive Metastore speaks it."""
+
+    #: The endpoint's service principal, ``service/host@REALM`` (a ``_HOST`` host: this machine's name).
+    principal: str
+    #: The keytab holding the service principal's key; must be mode 0600.
+    keytab: Path
+    #: Rules mapping an authenticated Kerberos principal to a catalogd principal, tried in order:
+    #: ``PATTERN -> REPLACEMENT`` (a regular expression matching the whole principal; ``\1`` in
+    #: the replacement is its first group). None: ``user@REALM -> user`` for the service's own
+    #: realm only. No rule matching: the connection is refused.
+    principal_rules: list[str] = Field(default_factory=list, alias="principal-rules")
+    #: The SASL quality of protection offered: auth (authentication only), auth-int (integrity),
+    #: auth-conf (privacy), as hive.server2.thrift.sasl.qop / hadoop.rpc.protection name them.
+    qop: list[Annotated[Literal["auth", "auth-int", "auth-conf"], BeforeValidator(lower)]] = Field(
+        default_factory=lambda: ["auth-conf", "auth-int", "auth"])  # type: ignore[arg-type]
+    #: Delegation tokens (get_delegation_token, SASL DIGEST-MD5), as a kerberized metastore issues them.
+    delegation_tokens: DelegationTokensConfig = Field(default_factory=DelegationTokensConfig,
+                                                      alias="delegation-tokens")
+
+    @field_validator("principal")
+    @classmethod
+    def _check_principal(cls, value: str) -> str:
+        value = value.strip()
+        if not _KRB_PRINCIPAL_RE.fullmatch(value):
+            raise ValueError(f"invalid Kerberos principal {value!r}: use service/host@REALM")
+        return value
+
+    @field_validator("keytab")
+    @classmethod
+    def _check_keytab(cls, value: Path) -> Path:
+        value = value.expanduser()
+        if not value.is_file():
+            raise ValueError(f"keytab {str(value)!r} does not exist or is not a file")
+        mode = value.stat().st_mode & 0o777
+        if mode & 0o077:
+            raise ValueError(f"keytab {str(value)!r} is readable by others (mode {mode:o}): chmod 600 it")
+        return value
+
+    @field_validator("principal_rules")
+    @classmethod
+    def _check_rules(cls, value: list[str]) -> list[str]:
+        return _check_rules(value)
+
+    @field_validator("delegation_tokens", mode="before")
+    @classmethod
+    def _empty_tokens(cls, value: object) -> object:
+        return none_as_empty(value)
+
+    @field_validator("qop")
+    @classmethod
+    def _check_qop(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("offer at least one of auth, auth-int, auth-conf")
+        return value
+
+
 class AuthConfig(_Model):
     """Who may do what: principals with tokens, and their roles per catalog."""
 
@@ -922,13 +1032,25 @@ class AuthConfig(_Model):
     principals: list[PrincipalConfig] = Field(default_factory=list)
     grants: list[GrantConfig] = Field(default_factory=list)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
+    #: Kerberos on the HMS endpoint (absent: the endpoint takes set_ugi's user, or a client certificate's).
+    kerberos: KerberosConfig | None = None
+    #: With server.tls.client-ca: how a client certificate's subject becomes a principal on the
+    #: HMS endpoint, ``PATTERN -> REPLACEMENT`` rules over the subject as ``CN=name,O=org``.
+    certificate_rules: list[str] = Field(default_factory=lambda: [r"CN=([^,]+).* -> \1"],
+                                         alias="certificate-rules")
 
     @field_validator("principals", "grants", mode="before")
     @classmethod
     def _none_lists(cls, value: object) -> object:
         return [] if value is None else value
 
-    @field_validator("audit", mode="before")
+    @field_validator("certificate_rules")
+    @classmethod
+    def _check_certificate_rules(cls, value: list[str]) -> list[str]:
+        return _check_rules(value)
+
+    @field_validator("audit", "throttle", mode="before")
     @classmethod
     def _empty_audit(cls, value: object) -> object:
         return none_as_empty(value)

@@ -17,6 +17,7 @@ from catalogd.names import ObjectPath
 if TYPE_CHECKING:
     from catalogd.auth.audit import AuditLog
     from catalogd.auth.model import Authority
+    from catalogd.auth.throttle import Throttle
     from catalogd.config import Config
     from catalogd.manager import CatalogManager
 
@@ -35,7 +36,8 @@ class HmsEndpoint:
 
     def __init__(self, manager: CatalogManager, config: Config, *,
                  drop_dynamic: Callable[[ObjectPath], None] | None = None, authority: Authority | None = None,
-                 audit: AuditLog | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+                 audit: AuditLog | None = None, ssl_context: ssl.SSLContext | None = None,
+                 throttle: Throttle | None = None) -> None:
         self.manager = manager
         self.config = config
         server = config.server
@@ -46,11 +48,17 @@ class HmsEndpoint:
         self.router = Router(manager, locks=self.locks, memory_store=self._store,
                              drop_dynamic=drop_dynamic, max_message=MAX_MESSAGE, authority=authority,
                              audit=audit)
+        from catalogd.hms.identity import EndpointAuth
+
+        self.auth = EndpointAuth(config, lambda name: authority is None or authority.principal_named(name) is not None,
+                                 throttle=throttle, audit=audit)
+        self.router.delegation = self.auth
         self.server = HmsServer(self.router.handle, server.host, server.hms_port,
                                 max_connections=server.max_connections,
                                 idle_timeout=server.idle_timeout.total_seconds(),
                                 frame_timeout=server.frame_timeout.total_seconds(), max_message=MAX_MESSAGE,
-                                max_buffered_bytes=server.hms_max_buffered_bytes, ssl_context=ssl_context)
+                                max_buffered_bytes=server.hms_max_buffered_bytes, ssl_context=ssl_context,
+                                authenticator=self.auth if self.auth.active else None)
 
     @staticmethod
     def _lock_service(config: Config) -> LockService | None:

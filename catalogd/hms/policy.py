@@ -124,10 +124,10 @@ class Policy:
         where = f"catalog {catalog}" if catalog is not None else "any catalog"
         if self.audit is not None and call.object is None:
             call.object = obj() if obj is not None else catalog
-        raise self._denied(conn, method, call,
+        raise self.denied(conn, method, call,
                            f"catalogd: permission denied: {who} needs role {needed.label} on {where} for {method}")
 
-    def _denied(self, conn: ClientConnection, method: str, call: CallRecord, text: str) -> Refused:
+    def denied(self, conn: ClientConnection, method: str, call: CallRecord, text: str) -> Refused:
         """The refusal of a call the principal may not make, recorded as a denial (not as a
         write that failed)."""
         call.audited = False
@@ -265,7 +265,7 @@ class Policy:
             whose = f"which {owner or 'another principal'} began"
         if call.object is None:
             call.object = f"{catalog}.{database}.{table}"
-        raise self._denied(conn, method, call,
+        raise self.denied(conn, method, call,
                            f"catalogd: permission denied: user {user!r} needs role admin on catalog {catalog} for "
                            f"{method} of staging table {database}.{table} (stage {catalog}.{database}.{key}), "
                            f"{whose}")

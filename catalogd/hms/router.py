@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from catalogd.auth.model import Authority, Principal
     from catalogd.catalog.base import Catalog
     from catalogd.catalog.relay_target import CachedCalls, RelayTarget
+    from catalogd.hms.identity import EndpointAuth
     from catalogd.hms.server import ClientConnection
     from catalogd.manager import CatalogManager
 
@@ -74,6 +75,8 @@ _ARGS = {n[:-5]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastor
 _RESULTS = {n[:-7]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastore) if n.endswith("_result")}
 
 _LOCK_METHODS = frozenset({"lock", "check_lock", "unlock", "heartbeat", "show_locks"})
+#: Served by catalogd itself when it issues delegation tokens (auth.kerberos).
+_DELEGATION_METHODS = frozenset({"get_delegation_token", "renew_delegation_token", "cancel_delegation_token"})
 #: Reads answered from the metadata cache (keyed by their exact args).
 _CACHED_READS = frozenset({
     "get_database", "get_table", "get_table_req", "get_tables", "get_all_tables", "get_tables_by_type",
@@ -137,6 +140,8 @@ class Router:
         self.upstreams = Upstreams(max_message)
         self.drops = Drops(manager, drop_dynamic)
         self.locks = locks
+        #: Issues delegation tokens (set by the endpoint with auth.kerberos); None: relayed.
+        self.delegation: EndpointAuth | None = None
         self._memory_store = memory_store
         self._federation: tuple[object, Federation] | None = None
         #: Calls answered, by method and outcome (for /metrics).
@@ -230,8 +235,11 @@ class Router:
         method = message.name
         policy = self.policy
         if method == "set_ugi":
-            return self._set_ugi(conn, message)
+            return self._set_ugi(conn, message, call)
         kind = methods.kind(method)
+        if method in _DELEGATION_METHODS and self.delegation is not None and self.delegation.tokens is not None:
+            policy.authorize(conn, method, kind, self.federation.default, call)
+            return self._delegation_call(conn, message, call)
         if method in _LOCK_METHODS and self.locks is not None:
             policy.authorize(conn, method, kind, self.federation.default, call)
             return self._lock_call(conn, message)
@@ -499,7 +507,7 @@ class Router:
         kind = methods.kind(message.name)
         return self._relay(target, conn, message.raw, retry=kind is methods.Kind.GLOBAL_READ).raw
 
-    def _set_ugi(self, conn: ClientConnection, message: Message) -> bytes:
+    def _set_ugi(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
         too_large = limits.set_ugi_error(len(message.body))
         if too_large is not None:
             raise Refused(too_large)
@@ -508,8 +516,47 @@ class Router:
         if too_long is not None:
             raise Refused(too_long)
         groups = list(args.group_names or [])
-        conn.identity = (args.user_name or "", tuple(groups))
+        if conn.proven is not None:
+            # A proven identity stays: set_ugi to oneself is a no-op (clients call it), to anyone
+            # else an attempt to act as them.
+            proven = conn.identity[0] if conn.identity else ""
+            if (args.user_name or "") != proven:
+                raise self.policy.denied(
+                    conn, "set_ugi", call, f"catalogd: permission denied: the connection is {proven!r} "
+                    f"(proven by {conn.proven} {conn.proven_name!r}); set_ugi cannot make it {args.user_name!r}")
+            conn.identity = (proven, tuple(groups))
+        else:
+            conn.identity = (args.user_name or "", tuple(groups))
         return self._reply("set_ugi", message.seqid, ThriftHiveMetastore.set_ugi_result(success=groups))
+
+    def _delegation_call(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
+        """get/renew/cancel_delegation_token, answered by catalogd's own tokens (audited)."""
+        from catalogd.errors import PermissionDeniedError
+
+        auth = self.delegation
+        assert auth is not None
+        method = message.name
+        args = decode(getattr(ThriftHiveMetastore, f"{method}_args")(), message.body)
+        result_type = getattr(ThriftHiveMetastore, f"{method}_result")
+        try:
+            if method == "get_delegation_token":
+                value: Any = auth.get_delegation_token(conn, args.token_owner or "",
+                                                       args.renewer_kerberos_principal_name or "")
+                detail = f"renewer {args.renewer_kerberos_principal_name!r}"
+            elif method == "renew_delegation_token":
+                value = auth.renew_delegation_token(conn, args.token_str_form or "")
+                detail = f"until {value} ms"
+            else:
+                auth.cancel_delegation_token(conn, args.token_str_form or "")
+                value, detail = None, None
+        except PermissionDeniedError as e:
+            raise self.policy.denied(conn, method, call, f"catalogd: permission denied: {e.message}") from None
+        if self.policy.audit is not None:
+            name = conn.identity[0] if conn.identity else None
+            self.policy.audit.record(principal=name, surface="hms", client=conn.peer, operation=method,
+                                     object=None, outcome="ok", detail=detail)
+        result = result_type() if method == "cancel_delegation_token" else result_type(success=value)
+        return self._reply(method, message.seqid, result)
 
     def _lock_call(self, conn: ClientConnection, message: Message) -> bytes:
         assert self.locks is not None

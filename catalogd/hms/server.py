@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from catalogd.hms.sasl import SaslError, SaslSession
 from catalogd.metastore.messages import Message, MessageStream, ProtocolError, parse_message
 from catalogd.metastore.relay import Identity
 
@@ -152,8 +153,13 @@ class ClientConnection:
     """What the endpoint knows of one client connection."""
 
     peer: str
-    #: ``set_ugi``'s user and groups once the client called it.
+    #: ``set_ugi``'s user and groups once the client called it; or the principal the connection
+    #: proved (Kerberos, a client certificate), which set_ugi cannot change.
     identity: Identity = None
+    #: How ``identity`` was proven: ``kerberos``, ``certificate``; None: only asserted by set_ugi.
+    proven: str | None = None
+    #: The name the proof carried (a Kerberos principal, a certificate subject), for the audit log.
+    proven_name: str | None = None
     framed: bool = False
     #: Per-connection state the router keeps (e.g. lock ids it took).
     state: dict[str, object] = field(default_factory=dict)
@@ -161,6 +167,12 @@ class ClientConnection:
 
 #: Answers one call message: the reply's bytes (None for a oneway call).
 Handler = Callable[[ClientConnection, Message], bytes | None]
+#: Proves who a new connection is before its first call (after TLS): given the connection, the
+#: peer's verified certificate (None: none) and the raw read and write of its socket, sets the
+#: connection's identity and returns the SASL session its frames go through (None: no SASL).
+#: Raises SaslError (or PermissionError) to close the connection.
+Authenticator = Callable[[ClientConnection, dict[str, object] | None, Callable[[int], bytes],
+                          Callable[[bytes], None]], SaslSession | None]
 
 
 class _Conn:
@@ -169,6 +181,8 @@ class _Conn:
         #: Bytes read ahead of the message stream (a TLS socket cannot be peeked at).
         self.unread = b""
         self.client = ClientConnection(peer)
+        #: The SASL session the connection's frames go through (None: plain Thrift).
+        self.sasl: SaslSession | None = None
         self.busy = False
         self.last_active = time.monotonic()
         self.deadline: float | None = None
@@ -207,8 +221,9 @@ class HmsServer:
     def __init__(self, handler: Handler, host: str, port: int, *, max_connections: int = 1000,
                  idle_timeout: float = 300.0, frame_timeout: float = 30.0,
                  max_message: int = 256 * 1024 * 1024, max_buffered_bytes: int = 256 * 1024 * 1024,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, authenticator: Authenticator | None = None) -> None:
         self._handler = handler
+        self._authenticator = authenticator
         fix_mmap_threshold()
         self.ssl_context = ssl_context
         self.host = host
@@ -323,16 +338,11 @@ class HmsServer:
 
     # ------------------------------------------------------------ one connection
 
-    def _recv_for(self, conn: _Conn) -> Callable[[int], bytes]:
-        def receive(size: int) -> bytes:
+    def _raw_for(self, conn: _Conn) -> Callable[[int], bytes]:
+        """Reads the socket: the idle timeout before a call's first byte, the frame timeout after."""
+        def raw(size: int) -> bytes:
             size = min(size, _MAX_RECV)
-            if conn.unread:
-                data, conn.unread = conn.unread[:size], conn.unread[size:]
-                if conn.deadline is None:
-                    conn.deadline = time.monotonic() + self.frame_timeout
-                return data
             if conn.deadline is None:
-                # Waiting for a call's first byte: the idle timeout applies.
                 conn.sock.settimeout(self.idle_timeout)
                 data = conn.sock.recv(size)
                 conn.deadline = time.monotonic() + self.frame_timeout
@@ -342,6 +352,36 @@ class HmsServer:
                 raise TimeoutError("call not complete within the frame timeout")
             conn.sock.settimeout(left)
             return conn.sock.recv(size)
+
+        return raw
+
+    def _sasl_frame(self, conn: _Conn, raw: Callable[[int], bytes]) -> bytes:
+        """The next SASL data frame of ``conn``, unwrapped."""
+        assert conn.sasl is not None
+        (size,) = _FRAME.unpack(self._read_exact(raw, 4))
+        if not 0 < size <= self.max_message:
+            raise ProtocolError(f"SASL frame of {size} bytes (the limit is {self.max_message})")
+        data = self._read_exact(raw, size)
+        if conn.sasl.unwrap is not None:
+            try:
+                data = conn.sasl.unwrap(data)
+            except Exception as e:
+                raise ProtocolError(f"a SASL frame does not unwrap: {e}") from None
+        return data
+
+    def _recv_for(self, conn: _Conn) -> Callable[[int], bytes]:
+        raw = self._raw_for(conn)
+
+        def receive(size: int) -> bytes:
+            size = min(size, _MAX_RECV)
+            if not conn.unread and conn.sasl is not None:
+                conn.unread = self._sasl_frame(conn, raw)
+            if conn.unread:
+                data, conn.unread = conn.unread[:size], conn.unread[size:]
+                if conn.deadline is None:
+                    conn.deadline = time.monotonic() + self.frame_timeout
+                return data
+            return raw(size)
 
         def recv(size: int) -> bytes:
             data = receive(size)
@@ -409,6 +449,8 @@ class HmsServer:
         try:
             if self.ssl_context is not None:
                 self._start_tls(conn)
+            if self._authenticator is not None:
+                self._authenticate(conn)
             conn.client.framed = self._detect_framed(conn)
             while not self._stopping.is_set():
                 conn.deadline = None
@@ -424,6 +466,10 @@ class HmsServer:
                     del message
                     if reply is not None:
                         if conn.client.framed:
+                            reply = _FRAME.pack(len(reply)) + reply
+                        if conn.sasl is not None:
+                            if conn.sasl.wrap is not None:
+                                reply = conn.sasl.wrap(reply)
                             reply = _FRAME.pack(len(reply)) + reply
                         conn.sock.settimeout(self.frame_timeout)
                         conn.sock.sendall(reply)
@@ -442,6 +488,8 @@ class HmsServer:
         except ProtocolError as e:
             reason = f"protocol error: {e}"
             logger.info("HMS endpoint: %s sent a bad message (%s); closing it", conn.client.peer, e)
+        except SaslError as e:
+            reason = f"authentication failed: {e}"
         except ssl.SSLError as e:
             reason = f"TLS error: {getattr(e, 'reason', None) or e}"
             self._tls_failed.warning("HMS endpoint: TLS with %s failed (%s); closing it", conn.client.peer, reason)
@@ -473,10 +521,29 @@ class HmsServer:
                 conn.sock.close()
             raise EOFError
 
+    def _authenticate(self, conn: _Conn) -> None:
+        """Prove who the connection is (see ``Authenticator``), within the frame timeout."""
+        assert self._authenticator is not None
+        conn.deadline = time.monotonic() + self.frame_timeout
+        raw = self._raw_for(conn)
+        cert: dict[str, object] | None = None
+        if isinstance(conn.sock, ssl.SSLSocket):
+            cert = dict(conn.sock.getpeercert() or {})
+
+        def write(data: bytes) -> None:
+            conn.sock.settimeout(max(conn.deadline - time.monotonic(), 0.01) if conn.deadline else None)
+            conn.sock.sendall(data)
+
+        conn.sasl = self._authenticator(conn.client, cert or None, raw, write)
+        conn.deadline = None
+
     def _detect_framed(self, conn: _Conn) -> bool:
         """Whether the client frames its messages (looks at the first byte, which the stream still reads)."""
         conn.sock.settimeout(self.idle_timeout)
-        if isinstance(conn.sock, ssl.SSLSocket):
+        if conn.sasl is not None:
+            first = conn.unread = self._sasl_frame(conn, self._raw_for(conn))
+            conn.deadline = None
+        elif isinstance(conn.sock, ssl.SSLSocket):
             first = conn.unread = conn.sock.recv(1)  # no MSG_PEEK on a TLS socket
         else:
             first = conn.sock.recv(1, socket.MSG_PEEK)

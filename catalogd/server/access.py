@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from catalogd.auth.audit import AuditLog
 from catalogd.auth.model import ANONYMOUS, Authority, Principal, Role
 from catalogd.auth.operations import JOB_STAGE_RPCS
+from catalogd.auth.throttle import THROTTLED, Throttle
 from catalogd.errors import PermissionDeniedError
 
 __all__ = ["JOB_WRITES", "NOT_AUTHENTICATED", "Access"]
@@ -37,9 +38,11 @@ class Access:
     """
 
     def __init__(self, authority: Authority | None, audit: AuditLog | None, default_catalog: Callable[[], str],
-                 catalogs: Callable[[], Iterable[str]]) -> None:
+                 catalogs: Callable[[], Iterable[str]], throttle: Throttle | None = None) -> None:
         self.authority = authority
         self.audit = audit
+        #: Failed authentications slow the next ones from the same address (None: never).
+        self.throttle = throttle
         self._default_catalog = default_catalog
         self._catalogs = catalogs
 
@@ -47,11 +50,26 @@ class Access:
     def enabled(self) -> bool:
         return self.authority is not None and self.authority.enabled
 
-    def authenticate(self, token: str | None) -> Principal:
-        """The principal of ``token`` (``ANONYMOUS`` with auth off); PermissionDeniedError otherwise."""
-        if self.authority is None:
+    def authenticate(self, token: str | None, client: str = "local") -> Principal:
+        """The principal of ``token`` (``ANONYMOUS`` with auth off); PermissionDeniedError otherwise.
+
+        ``client`` (``host:port``): while its address is in a back-off for failed
+        authentications, the token is not even checked (see ``catalogd.auth.throttle``).
+        """
+        if self.authority is None or not self.authority.enabled:
             return ANONYMOUS
-        return self.authority.authenticate(token)
+        throttle = self.throttle
+        if throttle is not None and throttle.wait(client) > 0:
+            raise PermissionDeniedError(f"{THROTTLED} (at most {throttle.max_delay:g}s)")
+        try:
+            principal = self.authority.authenticate(token)
+        except PermissionDeniedError:
+            if throttle is not None and token:  # no token is no guess
+                throttle.failed(client)
+            raise
+        if throttle is not None:
+            throttle.succeeded(client)
+        return principal
 
     def catalog(self, name: str | None) -> str:
         """The catalog a request means: ``name``, or the default catalog when it gives none."""

@@ -23,6 +23,7 @@ from typing import Any
 from catalogd import __version__
 from catalogd.auth.audit import AuditLog, audit_path
 from catalogd.auth.model import Authority
+from catalogd.auth.throttle import Throttle
 from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.config import Config, load_config
 from catalogd.datadir import DataDirLock
@@ -173,6 +174,11 @@ class Daemon:
         self.http: HttpServer | None = None
         self.hms: HmsEndpoint | None = None
         self.authority = Authority.from_config(config)
+        throttle = config.auth.throttle
+        #: One back-off for every port: a guesser gains nothing by moving to another.
+        self.throttle = Throttle(free=throttle.free_attempts, base=throttle.base_delay.total_seconds(),
+                                 max_delay=throttle.max_delay.total_seconds(),
+                                 forget=throttle.forget_after.total_seconds())
         #: Opened at start-up, once the data dir is ours.
         self.audit: AuditLog | None = None
         cluster = config.cluster
@@ -224,13 +230,15 @@ class Daemon:
             self.janitor.run_once(startup=True)
             self.janitor.start()
             manager = self.manager
-            access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs())
+            access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs(),
+                            throttle=self.throttle)
             handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic,
                                      access=access, cluster=self.cluster_status)
             tls = server.tls
-            # Mutual TLS is for the Thrift API and HTTP: Hive's metastore client has no client certificate.
+            # Every port alike: with client-ca a connection must present a certificate it signed (on
+            # the HMS endpoint its subject is the connection's principal, auth.certificate-rules).
             api_tls = server_context(tls.cert, tls.key, tls.client_ca) if tls is not None else None
-            hms_tls = server_context(tls.cert, tls.key) if tls is not None else None
+            hms_tls = api_tls
             self.thrift = ThriftServer(CatalogService.Processor(handler), server.host, server.port,
                                        server.max_frame_size, server.workers,
                                        max_connections=server.max_connections,
@@ -238,7 +246,9 @@ class Daemon:
                                        frame_timeout=server.frame_timeout.total_seconds(),
                                        max_buffered_bytes=server.max_buffered_bytes, ssl_context=api_tls)
             self.hms = HmsEndpoint(self.manager, self.config, drop_dynamic=self.dynamic.drop,
-                                   authority=self.authority, audit=self.audit, ssl_context=hms_tls)
+                                   authority=self.authority, audit=self.audit, ssl_context=hms_tls,
+                                   throttle=self.throttle)
+            self.metrics.watch_auth(self.throttle.stats)
             self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats,
                                             self.hms.router.rewriting.views.stats)
             try:
@@ -246,7 +256,8 @@ class Daemon:
                 self.hms.bind()
                 # A cluster: every member's endpoint, so that Spark's metastore client fails over.
                 uri = self.config.cluster.hms_uris or f"thrift://{_public(server.host)}:{self.hms.port}"
-                self.manager.serve_endpoint(ServedEndpoint(uri, tls))
+                kerberos = self.hms.auth.kerberos
+                self.manager.serve_endpoint(ServedEndpoint(uri, tls, kerberos.principal if kerberos else None))
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
                                        access=access, console=self._console_sources())
@@ -359,6 +370,11 @@ class Daemon:
         # The server section applies at the next start: the running host is the one that counts.
         check_insecure(new.model_copy(update={"server": self.config.server}))
         result = self.manager.reload(new)
+        old_auth, new_auth = self.config.auth, self.manager.config.auth
+        if (old_auth.kerberos, old_auth.certificate_rules, old_auth.throttle) != (
+                new_auth.kerberos, new_auth.certificate_rules, new_auth.throttle):
+            logger.warning("auth.kerberos, auth.certificate-rules and auth.throttle changed: they apply at the "
+                           "next start (the endpoint's keytab and rules are loaded once)")
         self.authority.reload(self.manager.config)
         self.config = self.manager.config
         # New catalogs get their dynamic tables driven; removed ones let go. Only once the

@@ -274,7 +274,8 @@ class CatalogHandler:
         session = current_session()
         access = self.access
         try:
-            principal = access.authenticate(token or None) if access is not None else ANONYMOUS
+            principal = (access.authenticate(token or None, session.peer if session else "local")
+                         if access is not None else ANONYMOUS)
         except PermissionDeniedError as e:
             if session is not None:
                 session.principal = None  # a wrong token undoes an earlier authentication

@@ -219,7 +219,7 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
         try:
             if token is None:
                 raise PermissionDeniedError("no token given: send the header Authorization: Bearer <token>")
-            return access.authenticate(token)
+            return access.authenticate(token, _client(request))
         except PermissionDeniedError as e:
             access.record(principal=None, surface="http", client=_client(request), operation=_route(request),
                           object=None, outcome="denied", detail=e.message)

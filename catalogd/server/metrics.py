@@ -19,6 +19,8 @@ HmsCalls = Callable[[], dict[tuple[str, str], int]]
 HmsConnections = Callable[[], dict[str, int]]
 #: The HMS endpoint's view parser: ``ViewParser.stats()``.
 HmsViews = Callable[[], dict[str, int]]
+#: The failed-authentication back-off's ``Throttle.stats()``.
+AuthStats = Callable[[], dict[str, int]]
 #: The metadata cache's ``MetadataCache.stats()``.
 CacheStats = Callable[[], dict[str, Any]]
 #: What this member knows of the cluster's leadership (``Leadership.status``).
@@ -51,12 +53,32 @@ class Metrics:
         """Export whether this member leads, the term, the lease's age and the takeovers (read at every scrape)."""
         self.registry.register(_LeaderCollector(status, forwarded))
 
+    def watch_auth(self, stats: AuthStats) -> None:
+        """Export failed authentications and the back-off they caused (read at every scrape)."""
+        self.registry.register(_AuthCollector(stats))
+
     def watch_hms_endpoint(self, calls: HmsCalls, connections: HmsConnections,
                            views: HmsViews | None = None) -> None:
         """Export the HMS endpoint's call counts, connections and view parses (read at every scrape)."""
         self.registry.register(_HmsCollector(calls, connections))
         if views is not None:
             self.registry.register(_ViewCollector(views))
+
+
+class _AuthCollector(Collector):
+    def __init__(self, stats: AuthStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats()
+        yield CounterMetricFamily("catalogd_auth_failures", "Failed authentications on every port (tokens, SASL, "
+                                  "certificates)", value=stats["failures"])
+        yield CounterMetricFamily("catalogd_auth_throttled", "Authentication attempts refused unchecked during a "
+                                  "back-off", value=stats["refused"])
+        yield CounterMetricFamily("catalogd_auth_lockouts", "Back-offs begun (an address or principal passed its "
+                                  "free failed attempts)", value=stats["lockouts"])
+        yield GaugeMetricFamily("catalogd_auth_locked", "Addresses and principals in a back-off now",
+                                value=stats["locked"])
 
 
 class _HmsCollector(Collector):

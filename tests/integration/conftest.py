@@ -37,6 +37,7 @@ from .helpers import (
     start_daemon,
     write_config,
 )
+from .kdc import Kdc, running_kdc
 from .postgres import PostgresServer, running_postgres
 
 
@@ -70,6 +71,13 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     yield proc
     code = proc.stop()
     assert code == 0, f"the session daemon exited with {code}; log:\n{proc.log()}"
+
+
+@pytest.fixture(scope="session")
+def kdc() -> Iterator[Kdc]:
+    """A real MIT Kerberos KDC (realm CATALOGD.TEST) for the session, started when a test first asks for it."""
+    with running_kdc() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -43,11 +43,13 @@ def _cli(daemon: Any, *args: str, env: dict[str, str] | None = None) -> subproce
                           timeout=120, env={**clean_env(), **(env or {})})
 
 
-def _hms(port: int, certs: Certs | None) -> tuple[Any, TTransport.TTransportBase]:
+def _hms(port: int, certs: Certs | None, client_cert: bool = False) -> tuple[Any, TTransport.TTransportBase]:
     if certs is None:
         sock: TSocket.TSocket = TSocket.TSocket("127.0.0.1", port)
     else:
         context = ssl.create_default_context(cafile=str(certs.ca))
+        if client_cert:
+            context.load_cert_chain(str(certs.client_cert), str(certs.client_key))
         sock = TSSLSocket.TSSLSocket("127.0.0.1", port, ssl_context=context, server_hostname="127.0.0.1")
     sock.setTimeout(60_000)
     transport = TTransport.TBufferedTransport(sock)
@@ -95,19 +97,21 @@ def test_mutual_tls_on_the_api_and_http_and_tls_on_the_hms_endpoint(daemon_facto
     with pytest.raises((urllib.error.URLError, ConnectionError)):
         http_get(daemon.http.replace("https://", "http://") + "/healthz")
 
-    # The HMS endpoint: TLS without a client certificate (Hive's client has none); plaintext refused.
+    # The HMS endpoint, like the other ports: a client certificate is required (its subject is
+    # the connection's principal); without one, or without TLS, refused.
     port = daemon.hms_address[1]
-    hms, transport = _hms(port, certs)
+    hms, transport = _hms(port, certs, client_cert=True)
     try:
         assert "tls_db" in hms.get_all_databases()  # the default catalog's databases keep their names
     finally:
         transport.close()
-    plain, transport = _hms(port, None)
-    try:
-        with pytest.raises((TTransport.TTransportException, OSError, EOFError)):
-            plain.get_all_databases()
-    finally:
-        transport.close()
+    for refused_certs in (certs, None):
+        refused_hms, transport = _hms(port, refused_certs)
+        try:
+            with pytest.raises((TTransport.TTransportException, OSError, EOFError, ssl.SSLError)):
+                refused_hms.get_all_databases()
+        finally:
+            transport.close()
 
     # Still serving after every refusal.
     with CatalogClient(daemon.address, timeout=60, **mine) as client:
@@ -174,3 +178,30 @@ def test_a_refresh_job_reaches_its_daemon_under_mutual_tls(daemon_factory, tmp_p
         history = wait_until(lambda: [r for r in client.dynamic_table_history("main.tls_dt.copy") if r.status.finished],
                              600, "the initial refresh", every=1)
         assert history[0].status is RunStatus.SUCCEEDED, history[0]
+
+
+def test_a_client_certificate_is_the_hms_connection_s_principal(daemon_factory, tmp_path: Path):
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    from catalogd.auth.audit import read_audit
+
+    certs = make_certs(tmp_path / "certs", truststore=True)
+    extra = _tls(certs, mutual=True)
+    extra["auth"] = {"enabled": True, "principals": [{"name": "client"}, {"name": "ops"}],
+                     "grants": [{"principal": "client", "catalog": "*", "role": "writer"},
+                                {"principal": "ops", "catalog": "*", "role": "admin"}]}
+    daemon = daemon_factory(name="mtls-id", catalogs=MEMORY, extra=extra)
+    hms, transport = _hms(daemon.hms_address[1], certs, client_cert=True)
+    try:
+        hms.create_database(ttypes.Database(name="cert_db", description="", parameters={}))
+        # set_ugi to oneself is harmless; to ops (admin) refused, and the connection stays "client".
+        assert hms.set_ugi("client", []) == []
+        with pytest.raises(ttypes.MetaException, match="set_ugi cannot make it 'ops'"):
+            hms.set_ugi("ops", [])
+        with pytest.raises(ttypes.MetaException, match="user 'client' needs role admin"):
+            hms.grant_role("admin", "x", ttypes.PrincipalType.USER, "client", ttypes.PrincipalType.USER, False)
+    finally:
+        transport.close()
+    writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 100)
+    assert [(e["principal"], e["operation"]) for e in writes if e["operation"] == "create_database"] == [
+        ("client", "create_database")]

@@ -1003,11 +1003,12 @@ class CatalogInfo(object):
      - hmsTruststorePassword
      - jdbcUser
      - jdbcDriverJar
+     - hmsKerberosPrincipal
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None, jdbcUser=None, jdbcDriverJar=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None, jdbcUser=None, jdbcDriverJar=None, hmsKerberosPrincipal=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1023,6 +1024,7 @@ class CatalogInfo(object):
         self.hmsTruststorePassword = hmsTruststorePassword
         self.jdbcUser = jdbcUser
         self.jdbcDriverJar = jdbcDriverJar
+        self.hmsKerberosPrincipal = hmsKerberosPrincipal
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1108,6 +1110,11 @@ class CatalogInfo(object):
                     self.jdbcDriverJar = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 16:
+                if ftype == TType.STRING:
+                    self.hmsKerberosPrincipal = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1177,6 +1184,10 @@ class CatalogInfo(object):
         if self.jdbcDriverJar is not None:
             oprot.writeFieldBegin('jdbcDriverJar', TType.STRING, 15)
             oprot.writeString(self.jdbcDriverJar.encode('utf-8') if sys.version_info[0] == 2 else self.jdbcDriverJar)
+            oprot.writeFieldEnd()
+        if self.hmsKerberosPrincipal is not None:
+            oprot.writeFieldBegin('hmsKerberosPrincipal', TType.STRING, 16)
+            oprot.writeString(self.hmsKerberosPrincipal.encode('utf-8') if sys.version_info[0] == 2 else self.hmsKerberosPrincipal)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4476,6 +4487,7 @@ CatalogInfo.thrift_spec = (
     (13, TType.STRING, 'hmsTruststorePassword', 'UTF8', None, ),  # 13
     (14, TType.STRING, 'jdbcUser', 'UTF8', None, ),  # 14
     (15, TType.STRING, 'jdbcDriverJar', 'UTF8', None, ),  # 15
+    (16, TType.STRING, 'hmsKerberosPrincipal', 'UTF8', None, ),  # 16
 )
 all_structs.append(Database)
 Database.thrift_spec = (
