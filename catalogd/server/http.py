@@ -27,7 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from catalogd.config import TlsConfig
 from catalogd.errors import InternalError
 from catalogd.server.access import Access
-from catalogd.server.http_app import Pinger, RefreshService, create_app
+from catalogd.server.http_app import PeerReceiver, Pinger, RefreshService, create_app
 from catalogd.server.http_models import Error
 from catalogd.server.metrics import Metrics
 
@@ -192,13 +192,14 @@ class HttpServer:
     def __init__(self, host: str, port: int, manager: Pinger, metrics: Metrics,
                  dynamic: RefreshService | None = None, *, shutdown_grace: float = 10.0,
                  request_timeout: float = REQUEST_TIMEOUT, keep_alive: int = KEEP_ALIVE,
-                 tls: TlsConfig | None = None, access: Access | None = None) -> None:
+                 tls: TlsConfig | None = None, access: Access | None = None,
+                 peers: PeerReceiver | None = None) -> None:
         """Bind the port (so that a port in use fails here, before anything runs).
 
         Raises:
             OSError: the address cannot be bound.
         """
-        self.app = create_app(manager, metrics, dynamic, access)
+        self.app = create_app(manager, metrics, dynamic, access, peers)
         self.shutdown_grace = shutdown_grace
         self._socket = _bind(host, port)
         self._port = int(self._socket.getsockname()[1])

@@ -6,11 +6,13 @@
     POST /v3/dynamic-tables/refresh          {"tables": [...], "scheduleTime": "...", "configuration": {...}}
     GET  /v3/dynamic-tables/refresh/{jobId}
     GET  /v3/openapi.json                    generated from the models in ``http_models``
+    POST /cluster/invalidations              another member's cache invalidations (``cache_peers``)
 
 Errors are ``{"error": {"kind", "message"}}`` with the status of the catalogd error kind.
 Calls that take locks or talk to a metastore run in the threadpool, never on the event loop.
 
-With auth on, every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer
+With auth on, every route but ``/healthz``, ``/readyz`` and ``/cluster/invalidations`` (signed
+with the deployment's key instead: ``cache_peers``) needs ``Authorization: Bearer
 <token>`` (401 with ``WWW-Authenticate: Bearer`` without a valid one) and the route's role
 (``catalogd.auth.operations.REST_ROLES``; 403 without it): a refresh on the catalog of each
 table, the others on any catalog. Writes and denials are audited (surface ``http``).
@@ -39,6 +41,7 @@ from catalogd.auth.operations import REST_ROLES
 from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, UnsupportedError
 from catalogd.names import parse_object
 from catalogd.server.access import Access
+from catalogd.server.cache_peers import INVALIDATIONS, SIGNATURE_HEADER
 from catalogd.server.http_models import Error, Health, Readiness, RefreshJob, RefreshRequest
 from catalogd.server.metrics import Metrics
 
@@ -58,6 +61,12 @@ class Pinger(Protocol):
     """What /readyz needs of the CatalogManager."""
 
     def ping(self) -> dict[str, str | None]: ...
+
+
+class PeerReceiver(Protocol):
+    """What /cluster/invalidations needs: ``CachePeers.receive``."""
+
+    def receive(self, body: bytes, signature: str | None) -> int: ...
 
 
 class RefreshService(Protocol):
@@ -171,8 +180,9 @@ def _route(request: Request) -> str:
 
 
 def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None = None,
-               access: Access | None = None) -> FastAPI:
-    """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited)."""
+               access: Access | None = None, peers: PeerReceiver | None = None) -> FastAPI:
+    """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited;
+    ``peers``: the cluster's cache invalidations, None: no cluster)."""
     app = _App(title="catalogd REST API", version=__version__,
                description="Refresh dynamic tables from workflow schedulers (FLIP-435's gateway API); "
                            "health, readiness and metrics of the daemon.",
@@ -307,6 +317,23 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
         except CatalogError as e:
             return error_response(e)
         return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
+
+    @app.post(INVALIDATIONS, include_in_schema=False)
+    async def invalidations(request: Request) -> Response:
+        # Between members only (not part of the REST API): signed with the deployment's key, no token.
+        try:
+            if peers is None:
+                raise UnsupportedError("this daemon is no member of a cluster (cluster.members)")
+            body = await _read_body(request)
+            await run_in_threadpool(peers.receive, body, request.headers.get(SIGNATURE_HEADER))
+        except ClientDisconnect:
+            return Response(status_code=400)
+        except PermissionDeniedError as e:
+            logger.warning("refused cache invalidations from %s: %s", _client(request), e.message)
+            return _error(401, e.kind, e.message)
+        except CatalogError as e:
+            return error_response(e)
+        return Response(status_code=204)
 
     @app.exception_handler(_Unauthenticated)
     async def unauthenticated(request: Request, e: _Unauthenticated) -> Response:
