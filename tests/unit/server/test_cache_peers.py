@@ -180,3 +180,26 @@ def test_past_the_ttl_an_undelivered_invalidation_is_dropped(receiver: _Receiver
         assert peers.stats()["pending"] == 0
     finally:
         peers.stop()
+
+
+def test_the_http_route_answers_by_what_the_receiver_says() -> None:
+    from fastapi.testclient import TestClient
+    from http_fakes import FakeManager
+
+    from catalogd.server.http_app import create_app
+    from catalogd.server.metrics import Metrics
+
+    applied: list[tuple[str, str, str]] = []
+    peers = _peers(applied)
+    body = encode("other", [("main", "db", "t")], time.time())
+    good = {SIGNATURE_HEADER: sign(invalidation_key(KEY), body)}
+    with TestClient(create_app(FakeManager(), Metrics(), peers=peers)) as http:
+        assert http.post(INVALIDATIONS, content=body, headers=good).status_code == 204
+        assert applied == [("main", "db", "t")]
+        refused = http.post(INVALIDATIONS, content=body, headers={SIGNATURE_HEADER: "v1=00"})
+        assert refused.status_code == 401 and refused.json()["error"]["kind"] == "permission-denied"
+        assert http.post(INVALIDATIONS, content=b"[]", headers={
+            SIGNATURE_HEADER: sign(invalidation_key(KEY), b"[]")}).status_code == 400
+    assert applied == [("main", "db", "t")]
+    with TestClient(create_app(FakeManager(), Metrics())) as http:
+        assert http.post(INVALIDATIONS, content=body, headers=good).status_code == 501
