@@ -32,6 +32,7 @@ from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.hive_types import parse_schema
 from catalogd.model import (
     CatalogInfo,
+    ClusterStatus,
     Column,
     Database,
     DatabaseUpdate,
@@ -466,6 +467,10 @@ class CatalogClient:
 
 
     # ------------------------------------------------------------ configuration
+
+    def cluster_status(self) -> ClusterStatus:
+        """Every member of the daemon's cluster (each pinged by the daemon now), the leader and its lease."""
+        return wire.cluster_status_from_thrift(self._call(lambda c: c.clusterStatus()))
 
     def reload_config(self) -> ReloadResult:
         """Make the daemon re-read its configuration file (as SIGHUP does).

@@ -25,6 +25,8 @@ POINTS = (
     "commit.switched",  # the target points at the new data
     "commit.partitions",  # the target's partitions point at the new data
     "commit.retired",  # the staging table stands for the replaced data
+    "jdbc.commit.renamed",  # jdbc: inside the publishing transaction, renames and drop done, not committed
+    "jdbc.commit.committed",  # jdbc: the transaction committed, the daemon not yet told
 )
 
 

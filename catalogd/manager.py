@@ -265,7 +265,7 @@ class CatalogManager:
         conf = self._conf(catalog.name)
         info = catalog.info()
         info.default = catalog.name == self.default_catalog
-        info.default_database = conf.default_database
+        info.default_database = conf.default_namespace
         info.read_only = conf.read_only
         # The backend may have nothing to stage (memory): then no config makes its writes atomic.
         info.atomic_writes = conf.atomic_writes and info.atomic_writes
@@ -305,7 +305,7 @@ class CatalogManager:
     def resolve_object(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
         """The catalog, database and name a path means (defaults filled in)."""
         catalog = self.catalog(path.catalog)
-        return catalog, path.database or self._conf(catalog.name).default_database, path.name
+        return catalog, path.database or self._conf(catalog.name).default_namespace, path.name
 
     @contextlib.contextmanager
     def _helpful(self, catalog: BaseCatalog, database: str, name: str | None = None,
@@ -391,7 +391,7 @@ class CatalogManager:
         catalog = self.catalog(table.catalog or None)
         self.check_writable(catalog)
         table.catalog = catalog.name
-        table.database = table.database or self._conf(catalog.name).default_database
+        table.database = table.database or self._conf(catalog.name).default_namespace
         reserved = sorted(k for k in table.properties if k.lower().startswith(RESERVED_PROPERTY_PREFIX))
         if reserved:
             # Refused as an alter refuses them: a forged definition or stage mark would be believed.
@@ -441,7 +441,7 @@ class CatalogManager:
         catalog = self.catalog(function.catalog or None)
         self.check_writable(catalog)
         function.catalog = catalog.name
-        function.database = function.database or self._conf(catalog.name).default_database
+        function.database = function.database or self._conf(catalog.name).default_namespace
         with self._helpful(catalog, function.database):
             return catalog.create_function(function, ignore_if_exists)
 
@@ -498,7 +498,7 @@ class CatalogManager:
         catalog = self.catalog(view.catalog or None)
         self.check_writable(catalog)
         view.catalog = catalog.name
-        view.database = view.database or self._conf(catalog.name).default_database
+        view.database = view.database or self._conf(catalog.name).default_namespace
         view.kind = TableKind.VIEW
         if ignore_if_exists:
             try:
@@ -575,7 +575,7 @@ class CatalogManager:
         catalog = self.catalog(request.catalog or None)
         self.check_writable(catalog)
         request.catalog = catalog.name
-        request.database = request.database or self._conf(catalog.name).default_database
+        request.database = request.database or self._conf(catalog.name).default_namespace
         return catalog.begin_stage(request)
 
     def get_stage(self, stage_id: str) -> Stage:
@@ -597,14 +597,19 @@ class CatalogManager:
         catalog, database, key = self._stage(stage_id)
         return catalog.abort_stage(database, key, writer_stopped)
 
-    def janitor_pass(self, startup: bool = False) -> int:
-        """One janitor sweep over every writable catalog; a failing catalog does not stop the others."""
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        """One janitor sweep over every writable catalog; a failing catalog does not stop the others.
+
+        ``fence``: in a cluster, whether this member leads (asked before each stage is acted on).
+        """
         acted = 0
         for name, catalog in self.catalogs().items():
             if self._conf(name).read_only:
                 continue
+            if fence is not None and not fence():
+                break
             try:
-                acted += catalog.janitor_pass(startup)
+                acted += catalog.janitor_pass(startup, fence)
             except Exception as e:
                 logger.warning("janitor: catalog %s: %s", name, e)
         return acted

@@ -61,6 +61,10 @@ class CatalogInfo:
     hms_truststore: str | None = None
     #: Its password (``server.tls.truststore-password``; protects the file's integrity, not a credential).
     hms_truststore_password: str | None = field(default=None, repr=False)
+    #: jdbc catalogs: the role catalogd logs in as (``metastore`` is the JDBC URL, no credentials).
+    jdbc_user: str | None = None
+    #: jdbc catalogs: the JDBC driver jar Spark reads and writes the catalog's tables with.
+    jdbc_driver_jar: str | None = None
 
 
 @dataclass
@@ -307,6 +311,49 @@ class ReloadResult:
     #: Sections that changed but apply only after a restart.
     restart_needed: list[str] = field(default_factory=list)
     source: str = ""
+
+
+@dataclass
+class MemberStatus:
+    """One member of a cluster as the daemon that answered saw it (``cluster status``)."""
+
+    #: ``host:port`` of its Thrift API, as in ``cluster.members``.
+    address: str
+    hms_uri: str
+    http_address: str
+    #: It answered a ping just now.
+    up: bool
+    #: Why not, when it is down.
+    problem: str | None = None
+    #: It holds the leader lease's latest term.
+    leader: bool = False
+    #: It is the daemon that answered.
+    answering: bool = False
+
+
+@dataclass
+class ClusterStatus:
+    """The members of a cluster, its leader and the lease (``catalogd cluster status``)."""
+
+    #: False: no ``cluster`` section; the daemon works alone and leads itself.
+    clustered: bool
+    members: list[MemberStatus] = field(default_factory=list)
+    #: ``host:port`` of the leader (None: no term seen yet).
+    leader: str | None = None
+    #: When the leader's term began, epoch seconds.
+    leader_since: float | None = None
+    #: The latest term's number: each takeover adds one.
+    epoch: int = 0
+    #: Seconds since the leader's lease was last renewed, as the answering daemon saw it.
+    lease_age: float | None = None
+    #: ``cluster.lease``, seconds.
+    lease: float = 0.0
+    #: Where the lease is kept (a metastore's address); None: the daemon leads alone.
+    lease_store: str | None = None
+    #: The answering daemon's last error reaching the lease store.
+    problem: str | None = None
+    #: Whether the answering daemon does the background work now.
+    leading: bool = False
 
 
 # ---------------------------------------------------------------- dynamic tables

@@ -85,6 +85,9 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
             settings["spark.hadoop.hive.metastore.truststore.password"] = info.hms_truststore_password
     if info.warehouse:
         settings["spark.sql.warehouse.dir"] = info.warehouse
+    if info.type == "jdbc" and info.jdbc_driver_jar:
+        # Spark writes and reads a jdbc catalog's tables with this driver (classpath fixed at start).
+        settings["spark.jars"] = info.jdbc_driver_jar
     return settings
 
 
@@ -129,7 +132,7 @@ def session_uris(spark: SparkSession) -> set[str]:
 def spark_prefix(info: CatalogInfo, spark: SparkSession | None) -> str:
     """What the session calls ``info``'s databases start with: its HMS-endpoint prefix when
     the session is on the endpoint (sessions from ``session_builder`` are), else nothing."""
-    if not info.hms_prefix:
+    if not info.hms_prefix or info.type == "jdbc":  # Spark reaches a jdbc catalog through JDBC, not the endpoint
         return ""
     if spark is not None and not (metastore_uris(info.hms_endpoint) & session_uris(spark)):
         return ""
@@ -204,10 +207,12 @@ class _Heartbeat:
 class StagedTable:
     """What ``staged_table`` yields: the stage and the Spark table to write into."""
 
-    def __init__(self, stage: Stage, spark_prefix: str = "") -> None:
+    def __init__(self, stage: Stage, spark_prefix: str = "", info: CatalogInfo | None = None) -> None:
         self.stage = stage
         #: What the writing session calls the stage's database starts with (HMS endpoint prefix).
         self.spark_prefix = spark_prefix
+        #: The stage's catalog (None: it could not be read); a jdbc catalog's stage is written through JDBC.
+        self.info = info
         #: The final stage after the block: COMMITTED, or ABORTED.
         self.result: Stage | None = None
 
@@ -281,7 +286,8 @@ def staged_table(
     with client_or_own(client) as c:
         stage = c.begin_stage(target, data, partition_keys, format=format, purpose=purpose,
                               properties=properties, comment=comment, lease=lease)
-        staged = StagedTable(stage, _stage_prefix(c, stage, spark))
+        info = _catalog_info(c, stage)
+        staged = StagedTable(stage, spark_prefix(info, spark) if info is not None else "", info)
         if not staged.active:
             yield staged
             staged.result = stage
@@ -302,12 +308,11 @@ def staged_table(
         staged.result = c.commit_stage(stage.id)
 
 
-def _stage_prefix(client: CatalogClient, stage: Stage, spark: SparkSession | None) -> str:
+def _catalog_info(client: CatalogClient, stage: Stage) -> CatalogInfo | None:
     try:
-        info = client.get_catalog(stage.catalog)
+        return client.get_catalog(stage.catalog)
     except CatalogError:
-        return ""
-    return spark_prefix(info, spark)
+        return None
 
 
 _JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -358,5 +363,61 @@ def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable) -> Non
     name = staged.name
     if name is None:  # callers write only into an active stage; this would be a bug of theirs
         raise InternalError(f"stage {staged.stage_id} is {staged.stage.state}: there is nothing to write into")
+    if staged.info is not None and staged.info.type == "jdbc":
+        # The stage's columns are lower case, as catalogd keeps names; Spark's JDBC insert names them.
+        write_jdbc(spark, df.toDF(*[c.lower() for c in df.columns]), staged.info, staged.stage.spark_table, "append")
+        return
     with dynamic_partitions(spark):
         df.write.insertInto(name, overwrite=True)
+
+
+# ---------------------------------------------------------------- jdbc catalogs
+
+#: Spark settings and environment variables a job gives a jdbc catalog's credentials in
+#: (``<name>``: the catalog's name; upper case in the variables). Spark redacts settings whose
+#: names contain "password" from its UI and logs.
+JDBC_USER_CONF = "spark.catalogd.jdbc.{name}.user"
+JDBC_PASSWORD_CONF = "spark.catalogd.jdbc.{name}.password"
+JDBC_USER_ENV = "CATALOGD_JDBC_USER_{NAME}"
+JDBC_PASSWORD_ENV = "CATALOGD_JDBC_PASSWORD_{NAME}"
+_PG_DRIVER = "org.postgresql.Driver"
+
+
+def jdbc_driver_jars(infos: list[CatalogInfo]) -> list[str]:
+    """The JDBC driver jars of the jdbc catalogs among ``infos`` (for ``spark.jars``), once each."""
+    return sorted({i.jdbc_driver_jar for i in infos if i.type == "jdbc" and i.jdbc_driver_jar})
+
+
+def jdbc_properties(spark: SparkSession, info: CatalogInfo) -> dict[str, str]:
+    """Connection properties for Spark's JDBC source on ``info``'s database: the driver, the user and
+    the password the job was given (Spark setting, else environment variable; see ``JDBC_*``)."""
+    import os
+
+    def given(conf: str, env: str) -> str | None:
+        value = spark.conf.get(conf.format(name=info.name), None)
+        return value or os.environ.get(env.format(NAME=info.name.upper()))
+
+    props = {"driver": _PG_DRIVER,
+             # Batched INSERTs rewritten to multi-row ones: the one setting that matters for write speed.
+             "reWriteBatchedInserts": "true"}
+    user = given(JDBC_USER_CONF, JDBC_USER_ENV) or info.jdbc_user
+    if user:
+        props["user"] = user
+    password = given(JDBC_PASSWORD_CONF, JDBC_PASSWORD_ENV)
+    if password:
+        props["password"] = password
+    return props
+
+
+def write_jdbc(spark: SparkSession, df: DataFrame, info: CatalogInfo, table: str, mode: str) -> None:
+    """Write ``df`` into ``schema.table`` of a jdbc catalog with Spark's JDBC source."""
+    if not info.metastore:
+        raise InvalidArgumentError(f"catalog {info.name!r} names no JDBC URL")
+    df.write.jdbc(info.metastore, table, mode=mode, properties=jdbc_properties(spark, info))
+
+
+def read_jdbc(spark: SparkSession, info: CatalogInfo, table: str) -> DataFrame:
+    """``schema.table`` of a jdbc catalog as a DataFrame (Spark's JDBC source)."""
+    if not info.metastore:
+        raise InvalidArgumentError(f"catalog {info.name!r} names no JDBC URL")
+    return spark.read.jdbc(info.metastore, table, properties=jdbc_properties(spark, info))

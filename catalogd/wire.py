@@ -13,6 +13,7 @@ from catalogd import errors
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.model import (
     CatalogInfo,
+    ClusterStatus,
     Column,
     Database,
     DatabaseUpdate,
@@ -21,6 +22,7 @@ from catalogd.model import (
     DynamicTableSpec,
     Function,
     FunctionLanguage,
+    MemberStatus,
     Partition,
     RefreshJob,
     RefreshMode,
@@ -77,7 +79,8 @@ def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
                          defaultDatabase=info.default_database, readOnly=info.read_only,
                          metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes,
                          hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix, hmsTls=info.hms_tls,
-                         hmsTruststore=info.hms_truststore, hmsTruststorePassword=info.hms_truststore_password)
+                         hmsTruststore=info.hms_truststore, hmsTruststorePassword=info.hms_truststore_password,
+                         jdbcUser=info.jdbc_user, jdbcDriverJar=info.jdbc_driver_jar)
 
 
 def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
@@ -86,7 +89,8 @@ def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
                        metastore=info.metastore, warehouse=info.warehouse,
                        atomic_writes=info.atomicWrites is not False, hms_endpoint=info.hmsEndpoint,
                        hms_prefix=info.hmsPrefix or "", hms_tls=bool(info.hmsTls),
-                       hms_truststore=info.hmsTruststore, hms_truststore_password=info.hmsTruststorePassword)
+                       hms_truststore=info.hmsTruststore, hms_truststore_password=info.hmsTruststorePassword,
+                       jdbc_user=info.jdbcUser, jdbc_driver_jar=info.jdbcDriverJar)
 
 
 def database_to_thrift(db: Database) -> t.Database:
@@ -323,6 +327,26 @@ def reload_result_from_thrift(result: t.ReloadResult) -> ReloadResult:
     return ReloadResult(added=list(result.added or []), removed=list(result.removed or []),
                         changed=list(result.changed or []), unchanged=list(result.unchanged or []),
                         restart_needed=list(result.restartNeeded or []), source=result.source or "")
+
+
+def cluster_status_to_thrift(status: ClusterStatus) -> t.ClusterStatus:
+    return t.ClusterStatus(
+        clustered=status.clustered,
+        members=[t.MemberStatus(address=m.address, hmsUri=m.hms_uri, httpAddress=m.http_address, up=m.up,
+                                problem=m.problem, leader=m.leader, answering=m.answering) for m in status.members],
+        leader=status.leader, leaderSince=status.leader_since, epoch=status.epoch, leaseAge=status.lease_age,
+        lease=status.lease, leaseStore=status.lease_store, problem=status.problem, leading=status.leading)
+
+
+def cluster_status_from_thrift(status: t.ClusterStatus) -> ClusterStatus:
+    return ClusterStatus(
+        clustered=bool(status.clustered),
+        members=[MemberStatus(address=m.address or "", hms_uri=m.hmsUri or "", http_address=m.httpAddress or "",
+                              up=bool(m.up), problem=m.problem, leader=bool(m.leader), answering=bool(m.answering))
+                 for m in status.members or []],
+        leader=status.leader, leader_since=status.leaderSince, epoch=int(status.epoch or 0),
+        lease_age=status.leaseAge, lease=float(status.lease or 0.0), lease_store=status.leaseStore,
+        problem=status.problem, leading=bool(status.leading))
 
 
 # ---------------------------------------------------------------- errors

@@ -66,7 +66,7 @@ struct ObjectPath {
 
 struct CatalogInfo {
   1: required string name,
-  // hive | memory
+  // hive | memory | jdbc
   2: required string type,
   3: required bool isDefault,
   4: required string defaultDatabase,
@@ -85,6 +85,10 @@ struct CatalogInfo {
   // the JKS truststore for Hive clients of the endpoint (server.tls.truststore) and its password
   12: optional string hmsTruststore,
   13: optional string hmsTruststorePassword,
+  // jdbc catalogs: the role catalogd logs in as, and the JDBC driver jar Spark reads and writes with
+  // (the database's JDBC URL, without credentials, is in `metastore`)
+  14: optional string jdbcUser,
+  15: optional string jdbcDriverJar,
 }
 
 struct Database {
@@ -380,6 +384,46 @@ struct StatementResult {
   4: optional RefreshJob job,
 }
 
+// ---------------------------------------------------------------- cluster
+
+// One member of a cluster (cluster.members), as the daemon that answered saw it.
+struct MemberStatus {
+  // host:port of its Thrift API, as in cluster.members
+  1: required string address,
+  2: required string hmsUri,
+  3: required string httpAddress,
+  // it answered a ping just now
+  4: required bool up,
+  // why not, when it is down
+  5: optional string problem,
+  // it holds the leader lease's latest term
+  6: required bool leader,
+  // it is the daemon that answered
+  7: required bool answering,
+}
+
+struct ClusterStatus {
+  // false: no cluster section (the daemon works alone and leads itself)
+  1: required bool clustered,
+  2: required list<MemberStatus> members,
+  // host:port of the leader (none: no term seen yet)
+  3: optional string leader,
+  // when the leader's term began, epoch seconds
+  4: optional double leaderSince,
+  // the latest term's number: each takeover adds one
+  5: required i64 epoch,
+  // seconds since the leader's lease was last renewed, as the answering daemon saw it
+  6: optional double leaseAge,
+  // cluster.lease, seconds
+  7: required double lease,
+  // where the lease is kept (a metastore's address); none: the daemon leads alone
+  8: optional string leaseStore,
+  // the answering daemon's last error reaching the lease store
+  9: optional string problem,
+  // whether the answering daemon does the background work now
+  10: required bool leading,
+}
+
 // ---------------------------------------------------------------- service
 
 service CatalogService {
@@ -556,6 +600,10 @@ service CatalogService {
   ReloadResult reloadConfig()
   throws (1: InvalidArgument invalid, 2: MetastoreUnavailable unavailable, 3: InternalError internal,
           4: PermissionDenied denied),
+
+  // -- cluster: every member (each pinged now, up or down), the leader and its lease
+  ClusterStatus clusterStatus()
+  throws (1: InternalError internal, 2: PermissionDenied denied),
 
   // FLIP-30 renameDatabase: Hive Metastores cannot rename a database (Unsupported);
   // memory catalogs can.

@@ -36,6 +36,7 @@ THRIFT_ROLES: dict[str, Role] = {
     "getDynamicTable": _R,
     "dynamicTableHistory": _R,
     "getRefreshJob": _R,
+    "clusterStatus": _R,
     # DDL
     "createDatabase": _W,
     "alterDatabase": _W,

@@ -60,7 +60,25 @@ def _load_memory(conf: CatalogConfig, config: Config, cache: MetadataCache | Non
     return MemoryCatalog(conf.name, default_database=conf.default_database)
 
 
-CATALOG_TYPES = {"hive": _load_hive, "memory": _load_memory}
+def _load_jdbc(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:
+    from catalogd.catalog.jdbc import JdbcCatalog
+    from catalogd.catalog.jdbc_staging import JdbcStager
+
+    staging = config.staging
+    # A read-only catalog writes nothing, stages included; it needs no key either.
+    secret = None if conf.read_only else stage_key(config)
+
+    def stages(catalog: JdbcCatalog) -> JdbcStager | None:
+        if secret is None or not conf.atomic_writes:
+            return None
+        return JdbcStager(catalog, lease=staging.lease.total_seconds(), secret=secret,
+                          max_lease=staging.max_lease.total_seconds(),
+                          committer=f"{socket.gethostname()}:{config.server.data_dir}")
+
+    return JdbcCatalog.from_config(conf, stager=stages)
+
+
+CATALOG_TYPES = {"hive": _load_hive, "memory": _load_memory, "jdbc": _load_jdbc}
 
 
 def load_catalog(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:

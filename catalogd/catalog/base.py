@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Self
 
 from catalogd.errors import (
@@ -53,6 +54,15 @@ def is_stage_table(name: str) -> bool:
     return name.lower().startswith(STAGE_TABLE_PREFIX)
 
 
+#: The hidden views of a cluster's leader lease (``catalog.hive_lease``): under the staging
+#: prefix so that every listing hides them; no stage key starts like this (keys are hex digits).
+LEASE_TABLE_PREFIX = STAGE_TABLE_PREFIX + "_leader_"
+
+
+def is_lease_table(name: str) -> bool:
+    return name.lower().startswith(LEASE_TABLE_PREFIX)
+
+
 def check_name(name: str, what: str) -> str:
     """A database, table, view or function name as a Hive Metastore accepts it: letters,
     digits and underscores (so no ``..``, no ``a.b``), at most 128 characters.
@@ -68,6 +78,9 @@ def check_name(name: str, what: str) -> str:
 
 class Catalog(abc.ABC):
     """A named catalog of databases and tables."""
+
+    #: Whether catalogd's HMS endpoint serves this catalog (HMS clients cannot read a jdbc catalog's tables).
+    hms_served: bool = True
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -442,8 +455,12 @@ class Catalog(abc.ABC):
         """
         raise self._no_stages()
 
-    def janitor_pass(self, startup: bool = False) -> int:
-        """Abort lapsed stages, finish interrupted commits, delete retired data; returns how many acted on."""
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        """Abort lapsed stages, finish interrupted commits, delete retired data; returns how many acted on.
+
+        ``fence``: checked before each stage is acted on; the pass ends when it answers False
+        (in a cluster: this member no longer leads).
+        """
         return 0
 
     def stage_owner(self, table: hms.Table) -> str | None:

@@ -20,10 +20,13 @@ the session invalidates the cache.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
@@ -93,7 +96,7 @@ class HiveStages(Protocol):
 
     def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
 
-    def janitor_pass(self, startup: bool = False) -> int: ...
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int: ...
 
     def purge_retired_for(self, database: str, target: str) -> None:
         """The target was dropped: delete the replaced data its commits kept for readers."""
@@ -134,13 +137,16 @@ class HiveCatalog(BaseCatalog):
         max_concurrent_calls: int | None = None,
         allowed_locations: list[str] | None = None,
         cache: MetadataCache | None = None,
+        locations_file: Path | None = None,
+        metastore_identity: str = "",
     ) -> None:
         super().__init__(name)
         # An embedded metastore has no core-site.xml: its default file system is the local one.
         default_fs = ("file", "") if embedded is not None else None
         self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout,
                                    max_concurrent_calls=max_concurrent_calls,
-                                   allowed_locations=allowed_locations, default_fs=default_fs, cache=cache)
+                                   allowed_locations=allowed_locations, default_fs=default_fs, cache=cache,
+                                   locations_file=locations_file, identity=metastore_identity)
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
@@ -179,6 +185,11 @@ class HiveCatalog(BaseCatalog):
             max_concurrent_calls=conf.max_concurrent_calls,
             allowed_locations=conf.allowed_locations,
             cache=cache,
+            # The location index is kept between runs, for this metastore only.
+            locations_file=config.server.data_dir / "catalogs" / conf.name / "locations.json",
+            metastore_identity=hashlib.sha256(json.dumps([
+                conf.uris, conf.warehouse, conf.metastore_database.jdbc_url if conf.metastore_database else None,
+            ]).encode()).hexdigest(),
         )
 
     # ------------------------------------------------------------ lifecycle
@@ -573,7 +584,9 @@ class HiveCatalog(BaseCatalog):
             try:
                 with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
                     names = [n for n in c.get_all_tables(database) if not is_stage_table(n)]
-                    tables = c.get_table_objects_by_name(database, names) if names else []
+                    # Read once at start (dynamic tables restored), 100 a call: no answer grows with the catalog.
+                    tables = [t for i in range(0, len(names), 100)
+                              for t in c.get_table_objects_by_name(database, names[i:i + 100])]
             except DatabaseNotFoundError:
                 continue  # dropped while we looked
             found += [(database, t.tableName, dict(t.parameters)) for t in tables if key in (t.parameters or {})]
@@ -816,8 +829,8 @@ class HiveCatalog(BaseCatalog):
         reason = "aborted by its writer" if writer_stopped else "aborted on request"
         return self._stager().abort(database, key, reason, tombstone=not writer_stopped)
 
-    def janitor_pass(self, startup: bool = False) -> int:
-        return self.stages.janitor_pass(startup) if self.stages is not None else 0
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        return self.stages.janitor_pass(startup, fence) if self.stages is not None else 0
 
     def stage_owner(self, table: hms.Table) -> str | None:
         return self.stages.signed_owner(table) if self.stages is not None else None

@@ -77,6 +77,10 @@ class HiveClient:
     def get_all_tables(self, database: str) -> list[str]:
         return list(self._read("get_all_tables", database))
 
+    def get_tables(self, database: str, pattern: str) -> list[str]:
+        """The names matching ``pattern`` (HMS's: ``*`` any characters, ``|`` alternatives, case ignored)."""
+        return list(self._read("get_tables", database, pattern))
+
     def get_tables_by_type(self, database: str, pattern: str, table_type: str) -> list[str]:
         return list(self._read("get_tables_by_type", database, pattern, table_type))
 

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
@@ -36,6 +37,7 @@ from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import is_stage_table
 from catalogd.catalog.caching_client import FUNCTION_WRITES, CachingHiveClient
 from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.hive_location_tracker import LocationTracker
 from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.catalog.locations import (
     Location,
@@ -106,11 +108,6 @@ def translate(
         raise MetastoreUnavailableError(f"{what}: metastore failed: {e.message}") from e
 
 
-#: How long the directories of a table (and its partitions) read from HMS are trusted: catalogd's
-#: own writes refresh them at once; changes made behind its back show within this.
-OCCUPANTS_TTL = 30.0
-
-
 class HiveSession:
     """One hive catalog's connection to its metastore (see the module docstring).
 
@@ -126,6 +123,8 @@ class HiveSession:
             embedded metastore); None: bare paths are refused.
         cache: the daemon's metadata cache; every write through this session invalidates
             what it touched there. None: no cache.
+        locations_file: where the location index is saved between runs (None: not saved).
+        identity: which metastore this is (a saved index of another one is not used).
     """
 
     def __init__(
@@ -140,6 +139,8 @@ class HiveSession:
         allowed_locations: list[str] | None = None,
         default_fs: tuple[str, str] | None = None,
         cache: MetadataCache | None = None,
+        locations_file: Path | None = None,
+        identity: str = "",
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
@@ -168,11 +169,9 @@ class HiveSession:
         #: Held while a location is checked and claimed, and while a drop decides and deletes:
         #: no directory is handed to a new object between a drop's check and its deletion.
         self._files = threading.RLock()
-        # The directories of the catalog's objects as last read: database -> table ("" for the
-        # database itself) -> (read at, occupants); see OCCUPANTS_TTL.
-        self._seen: dict[str, dict[str, tuple[float, list[Occupant]]]] = {}
-        self._writes = 0
-        self._changed: dict[tuple[str, str], int] = {}
+        #: The directories of the catalog's objects, kept current (``hive_location_tracker``).
+        self.locations = LocationTracker(name, lambda what: self.client(what), self._location, locations_file,
+                                         identity)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -198,8 +197,10 @@ class HiveSession:
         if self.embedded is not None:
             self.supervisor = MetastoreSupervisor(self.embedded, on_restart=self.pool.reset)
             self.supervisor.start()
+        self.locations.start()
 
     def close(self) -> None:
+        self.locations.stop()
         if self.api is not None:
             self.api.close()
         if self.supervisor is not None:
@@ -208,7 +209,10 @@ class HiveSession:
             self.embedded.stop()
 
     def attach(self, api: HiveClient) -> None:
-        """Serve this session's calls with ``api`` (unit tests: a fake client; no metastore is started)."""
+        """Serve this session's calls with ``api`` (unit tests: a fake client; no metastore is started).
+
+        No background passes over the locations: the first judgment reads them (and
+        ``locations.reconcile()`` again)."""
         self.api = CachingHiveClient(api, self.name, self.cache, self._written)
 
     def cached_calls(self) -> CachingHiveClient:
@@ -358,89 +362,49 @@ class HiveSession:
 
     def _written(self, method: str, keys: list[tuple[str, str]]) -> None:
         """A write through this catalog's client (or relayed by the HMS endpoint) may have
-        changed ``keys`` (it may also have failed): the directories seen there are read again.
-        The client has invalidated the metadata cache already."""
+        changed ``keys`` (it may also have failed): the directories there are read again before
+        the next judgment. The client has invalidated the metadata cache already."""
         if method in FUNCTION_WRITES:  # functions have no directories
             return
-        with self._guard:
-            self._writes += 1
-            for database, table in keys:
-                self._changed[(database, table)] = self._writes
-                if table:
-                    self._seen.get(database, {}).pop(table, None)
-                else:
-                    self._seen.pop(database, None)
-
-    def _table_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant]:
-        if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
-            return []
-        stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
-            if is_stage_table(tbl.tableName) else ""
-        found = []
-        table_loc = self._location(tbl.sd.location)
-        if table_loc is not None:
-            found.append(Occupant("table", database, tbl.tableName, "", table_loc, stage_of))
-        if tbl.partitionKeys:
-            try:
-                parts = c.get_partitions(database, tbl.tableName, -1)
-            except hms.NoSuchObjectException:
-                return found
-            for part in parts:
-                loc = self._location(part.sd.location if part.sd else None)
-                if loc is not None and (table_loc is None or not table_loc.contains(loc)):
-                    name = codec.partition_name(tbl.partitionKeys, part.values)
-                    found.append(Occupant("partition", database, tbl.tableName, name, loc, stage_of))
-        return found
+        self.locations.written(method, keys)
 
     def occupants(self) -> list[Occupant]:
-        """Every directory the catalog's databases, tables and partitions use.
+        """Every directory the catalog's databases, tables and partitions use, as the location
+        index knows them (partitions inside their own table's directory left out). Reads no
+        more than the objects written since the last judgment; judgments ask
+        :meth:`occupants_around` instead."""
+        self.locations.current()
+        return self.locations.all()
 
-        Partitions inside their own table's directory are left out: whatever lies in or
-        around them lies in or around the table's directory too. Every call lists the
-        databases and their tables' names; a table's directories are read again when
-        catalogd wrote it, when it is new, or when they are older than ``OCCUPANTS_TTL``.
+    def occupants_around(self, location: Location) -> list[Occupant]:
+        """The objects whose directories are ``location``, lie inside it or contain it: the only
+        ones a claim of, or a deletion at, ``location`` depends on. Call with the files lock held.
+
+        Raises:
+            MetastoreUnavailableError: the locations are still being read after start (see ``hive_location_tracker``).
         """
-        now = time.monotonic()
-        with self._guard:
-            start = self._writes
-        fresh: dict[str, dict[str, tuple[float, list[Occupant]]]] = {}
-        with self.client(f"catalog {self.name}: locations") as c:
-            for database in c.get_all_databases():
-                with self._guard:
-                    seen = dict(self._seen.get(database, {}))
-                try:
-                    names = [n.lower() for n in c.get_all_tables(database)]
-                    entries = {n: seen[n] for n in ["", *names] if n in seen and now - seen[n][0] < OCCUPANTS_TTL}
-                    if "" not in entries:
-                        loc = self._location(c.get_database(database).locationUri)
-                        entries[""] = (now, [Occupant("database", database, "", "", loc)] if loc else [])
-                    stale = [n for n in names if n not in entries]
-                    for first in range(0, len(stale), 100):
-                        for tbl in c.get_table_objects_by_name(database, stale[first:first + 100]):
-                            entries[tbl.tableName.lower()] = (now, self._table_occupants(c, database, tbl))
-                except hms.NoSuchObjectException:
-                    continue  # dropped while we looked
-                fresh[database] = entries
-        with self._guard:
-            # Keep what no write touched since the scan began (a later read must not be lost
-            # to an earlier one, nor an earlier one kept over a write).
-            self._seen = {db: {t: e for t, e in entries.items() if self._changed.get((db, t), 0) <= start}
-                          for db, entries in fresh.items()}
-            # Writes before the scan began are in what it read.
-            self._changed = {k: n for k, n in self._changed.items() if n > start}
-        return [o for entries in fresh.values() for _, occupants in entries.values() for o in occupants]
+        self.locations.current()
+        return self.locations.around(location)
 
     def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
-              check_others: bool = True) -> Location:
+              check_others: bool = True, within: tuple[str, str] | None = None) -> Location:
         """Check a new object's directory: strictly inside an allowed root and (``check_others``)
         clear of every other object's directory. Call with the files lock held.
+
+        Args:
+            within: a table whose directory it may lie inside: the target of the stage whose
+                partition it is, when the caller has checked catalogd's signature on the stage.
 
         Raises:
             PermissionDeniedError: it is not.
         """
         location = self.roots().confine(uri, what)
         if check_others:
-            conflict = claim_conflict(location, self.occupants(), own_table)
+            occupants = self.occupants_around(location)
+            if within is not None:
+                occupants = [o for o in occupants
+                             if not (o.kind == "table" and (o.database, o.table.lower()) == within)]
+            conflict = claim_conflict(location, occupants, own_table)
             if conflict:
                 raise PermissionDeniedError(f"{what}: location {location} cannot be used: {conflict}")
         return location
@@ -491,6 +455,13 @@ class HiveSession:
         params: dict[str, str] = tbl.parameters or {}
         return bool(tbl.tableType != codec.VIRTUAL_VIEW and params.get("EXTERNAL", "").upper() != "TRUE")
 
+    def _others(self, location: Location, database: str, name: str) -> list[Occupant]:
+        """The objects in or around ``location`` but table ``database.name`` (and its partitions)
+        and its own stages (whose directories go with it; a stage may sit inside its target)."""
+        return [o for o in self.occupants_around(location)
+                if (o.kind == "database" or (o.database, o.table) != (database, name))
+                and not (o.database == database and o.stage_of == name)]
+
     def _table_deletion(self, tbl: hms.Table) -> tuple[bool, list[list[str]], str | None]:
         """Whether the metastore may delete a managed table's files on its drop: (delete, the
         partitions to drop first without their files, why nothing is deleted)."""
@@ -500,10 +471,7 @@ class HiveSession:
         if own is None:
             return False, [], f"its location {tbl.sd.location if tbl.sd else None} is not inside the allowed " \
                               f"locations ({roots})"
-        others = [o for o in self.occupants()
-                  if o.kind == "database" or (o.database, o.table) != (database, name)]
-        # Its own stages' directories go with it; a stage may sit inside its target.
-        others = [o for o in others if not (o.database == database and o.stage_of == name)]
+        others = self._others(own, database, name)
         exempt = set()
         if is_stage_table(name):
             exempt.add((database, (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "")))
@@ -518,7 +486,7 @@ class HiveSession:
                 loc = roots.deletable(part.sd.location if part.sd else None)
                 if loc is not None and own.contains(loc):
                     continue
-                if loc is None or deletion_blocker(loc, others, exempt | {(database, name)}):
+                if loc is None or deletion_blocker(loc, self._others(loc, database, name), exempt | {(database, name)}):
                     kept.append(list(part.values))
         return True, kept, None
 
@@ -542,6 +510,7 @@ class HiveSession:
                 for values in kept:
                     c.drop_partition(database, name, values, False)
                 c.drop_table_with_environment_context(database, name, delete, codec.purge_context(purge))
+            self.locations.gone(database, name)  # known gone: no need to read it again
         if reason:
             logger.warning("%s dropped; its files were left in place: %s", what, reason)
         elif kept:
@@ -556,7 +525,7 @@ class HiveSession:
             return f"its location {part.sd.location if part.sd else None} is not inside the allowed " \
                    f"locations ({roots})"
         name = codec.partition_name(tbl.partitionKeys, part.values)
-        others = [o for o in self.occupants()
+        others = [o for o in self.occupants_around(loc)
                   if not (o.kind == "partition" and (o.database, o.table, o.partition) == (tbl.dbName, tbl.tableName,
                                                                                           name))]
         blocker = deletion_blocker(loc, others, {(tbl.dbName, tbl.tableName)})
@@ -610,7 +579,7 @@ class HiveSession:
             if loc is None:
                 reason: str | None = f"its location {db.locationUri} is not inside the allowed locations ({roots})"
             else:
-                others = [o for o in self.occupants() if not (o.kind == "database" and o.database == name)]
+                others = [o for o in self.occupants_around(loc) if not (o.kind == "database" and o.database == name)]
                 reason = deletion_blocker(loc, others)
             with self.client(what, DatabaseNotFoundError) as c:
                 c.drop_database(name, reason is None, False)

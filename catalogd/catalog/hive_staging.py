@@ -42,7 +42,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from enum import StrEnum
 from typing import Any
@@ -51,7 +51,7 @@ from urllib.parse import unquote, urlsplit
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import hive_codec as codec
-from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, is_stage_table
+from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, is_lease_table, is_stage_table
 from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.hive_client import HiveSession
 from catalogd.config.durations import format_duration
@@ -654,7 +654,9 @@ class HiveStager:
         found: list[tuple[str, hms.Table]] = []
         with self._client("list stages", DatabaseNotFoundError) as c:
             for database in databases if databases is not None else c.get_all_databases():
-                names = [n for n in c.get_all_tables(database) if is_stage_table(n)]
+                # The metastore picks them out by name: a pass reads no other table's name.
+                names = [n for n in c.get_tables(database, STAGE_TABLE_PREFIX + "*")
+                         if is_stage_table(n) and not is_lease_table(n)]
                 if names:
                     found.extend((database, t) for t in c.get_table_objects_by_name(database, names))
         return found
@@ -1123,13 +1125,19 @@ class HiveStager:
 
     # ------------------------------------------------------------ janitor
 
-    def janitor_pass(self, startup: bool = False) -> int:
-        """One sweep over every staging table of the catalog; returns how many stages it acted on."""
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        """One sweep over every staging table of the catalog; returns how many stages it acted on.
+
+        ``fence``: asked before each stage is acted on; False ends the pass (another member leads).
+        """
         acted = 0
         for database, listed in self._raw_stages():
             key = listed.tableName[len(STAGE_TABLE_PREFIX):]
             if not self._authentic(database, listed) or not self._due(listed, startup):
                 continue
+            if fence is not None and not fence():
+                logger.info("janitor: this member no longer leads the cluster; the pass ends")
+                break
             try:
                 # Decided again under the lock: a commit or heartbeat may have come first.
                 with self.target_lock(database, (listed.parameters or {}).get(TARGET, "")):

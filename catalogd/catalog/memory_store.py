@@ -12,6 +12,7 @@ of each face live with the face.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, TypeVar
 
@@ -20,13 +21,15 @@ from thrift.protocol import TBinaryProtocol
 from thrift.TSerialization import deserialize, serialize
 
 from catalogd.catalog import hive_codec as codec
-from catalogd.catalog.memory_files import ScratchWarehouse, file_uri
+from catalogd.catalog.memory_files import ScratchWarehouse, file_uri, path_of, strictly_inside
 
 __all__ = ["MemoryStore", "is_external"]
 
 T = TypeVar("T")
 _PROTOCOL = TBinaryProtocol.TBinaryProtocolFactory()
 #: (database, table) as stored.
+logger = logging.getLogger(__name__)
+
 Key = tuple[str, str]
 #: A partition's values, in partition-key order.
 Values = tuple[str, ...]
@@ -91,7 +94,7 @@ class MemoryStore:
         self._databases.pop(name, None)
         self._tables.pop(name, None)
         if delete_data and self.files is not None:
-            self.files.delete(self.files.database_uri(name), min_depth=1)
+            self.delete_unless_used(self.files.database_uri(name), f"database {name}", min_depth=1)
 
     def rename_database(self, name: str, new_name: str) -> None:
         """Rename a database and everything in it (locations stay where they are)."""
@@ -146,6 +149,53 @@ class MemoryStore:
         self._types[(tbl.dbName, tbl.tableName)] = tbl.tableType or codec.MANAGED_TABLE
         self.partitions.setdefault((tbl.dbName, tbl.tableName), {})
 
+    def used_by_others(self, location: str | None, own_table: Key | None = None) -> str | None:
+        """Which remaining table or partition stands in the way of deleting ``location`` (None: none).
+
+        Its directory may not be ``location`` nor lie below it, and ``location`` may not lie inside
+        another table's or partition's directory (a partition inside its own table's, ``own_table``,
+        is fine): deleting it would take another object's files (a table created at, altered to,
+        renamed onto, or given a partition on another one's directory). A memory catalog lives in
+        the daemon's memory, so reading all of it is cheap next to the deletion.
+        """
+        path = path_of(location)
+        if path is None:
+            return None
+        real = path.resolve()
+        for database, tables in self._tables.items():
+            for table, data in tables.items():
+                tbl = decode(hms.Table, data)
+                if tbl.tableType == codec.VIRTUAL_VIEW:
+                    continue
+                own = (database, table) == own_table
+                places: list[tuple[str, str | None]] = []
+                if not own and tbl.sd is not None:
+                    places.append((f"table {database}.{table}", self.served(tbl).sd.location))
+                for pdata in self.partitions.get((database, table), {}).values():
+                    part = decode(hms.Partition, pdata)
+                    places.append((f"a partition of {database}.{table}", part.sd.location if part.sd else None))
+                for what, other in places:
+                    other_path = path_of(other)
+                    if other_path is None:
+                        continue
+                    other_real = other_path.resolve()
+                    if other_real == real or strictly_inside(other_real, real):
+                        return f"the directory of {what} is {other}"
+                    if strictly_inside(real, other_real) and not own:
+                        return f"it lies inside the directory of {what}, {other}"
+        return None
+
+    def delete_unless_used(self, location: str | None, what: str, own_table: Key | None = None,
+                           min_depth: int = 2) -> None:
+        """Delete ``location``'s files (confined to the scratch warehouse) unless another object uses them."""
+        if self.files is None:
+            return
+        blocker = self.used_by_others(location, own_table)
+        if blocker:
+            logger.warning("memory catalog: %s dropped; its files %s were left in place: %s", what, location, blocker)
+            return
+        self.files.delete(location, min_depth=min_depth)
+
     def drop_table(self, database: str, name: str, delete_data: bool) -> hms.Table | None:
         """Drop a table with its partitions and statistics; with ``delete_data`` a managed table's
         files go too (only those inside the scratch warehouse)."""
@@ -157,10 +207,11 @@ class MemoryStore:
             return None
         tbl = self.served(decode(hms.Table, data))
         if delete_data and self.files is not None and tbl.tableType != codec.VIRTUAL_VIEW and not is_external(tbl):
+            # The table and its partitions are gone from the store already: what remains is others'.
             for pdata in parts.values():
                 part = decode(hms.Partition, pdata)
-                self.files.delete(part.sd.location if part.sd else None)
-            self.files.delete(tbl.sd.location if tbl.sd else None)
+                self.delete_unless_used(part.sd.location if part.sd else None, f"a partition of {database}.{name}")
+            self.delete_unless_used(tbl.sd.location if tbl.sd else None, f"table {database}.{name}")
         return tbl
 
     def rename_table(self, database: str, name: str, new: hms.Table) -> None:

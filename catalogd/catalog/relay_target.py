@@ -9,7 +9,10 @@ endpoint learns where and how to relay from here, never from a concrete catalog 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from catalogd.catalog.locations import Location
 
 __all__ = ["CachedAnswer", "CachedCalls", "RelayTarget"]
 
@@ -67,3 +70,12 @@ class RelayTarget(Protocol):
 
     def drop_partition(self, database: str, table: str, values: list[str], purge: bool = False) -> None:
         """Drop a partition by the catalog's deletion rules (its files deleted only where allowed)."""
+
+    def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
+              check_others: bool = True, within: tuple[str, str] | None = None) -> Location:
+        """Check a new directory for ``what``: inside the allowed locations and clear of every
+        other object's (raises PermissionDeniedError); ``within``: a table whose directory it may
+        lie inside (the caller vouches: a signed stage's target). Call with ``files()`` held."""
+
+    def files(self) -> AbstractContextManager[None]:
+        """Held while a location is checked and claimed and while a drop decides and deletes."""

@@ -18,6 +18,7 @@ from catalogd import __version__
 from catalogd.cli import (
     audit,
     catalogs,
+    cluster,
     configuration,
     databases,
     dynamic_tables,
@@ -71,7 +72,7 @@ def _print_result(result: object, as_json: bool, **_options: object) -> None:
 
 for _command in (serve.serve, configuration.config, catalogs.catalog, catalogs.spark_conf, databases.db,
                  tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt,
-                 audit.audit):
+                 audit.audit, cluster.cluster):
     cli.add_command(_command)
 
 

@@ -29,6 +29,7 @@ from catalogd.cli.results import (
 )
 from catalogd.model import (
     CatalogInfo,
+    ClusterStatus,
     Column,
     Database,
     DynamicTable,
@@ -79,9 +80,13 @@ def _catalogs_json(result: Catalogs) -> list[str]:
 @to_json.register
 def catalog_json(info: CatalogInfo) -> dict[str, Any]:
     # read_only comes last: the order this object has always had.
-    return {"name": info.name, "type": info.type, "default": info.default, "default_database": info.default_database,
-            "metastore": info.metastore, "warehouse": info.warehouse, "atomic_writes": info.atomic_writes,
-            "read_only": info.read_only}
+    form: dict[str, Any] = {
+        "name": info.name, "type": info.type, "default": info.default, "default_database": info.default_database,
+        "metastore": info.metastore, "warehouse": info.warehouse, "atomic_writes": info.atomic_writes}
+    if info.type == "jdbc":  # metastore is its JDBC URL (no credentials)
+        form.update(jdbc_user=info.jdbc_user, jdbc_driver_jar=info.jdbc_driver_jar)
+    form["read_only"] = info.read_only
+    return form
 
 
 @to_json.register
@@ -98,6 +103,29 @@ def _done_json(result: Done) -> dict[str, str]:
 def _reload_json(result: ReloadResult) -> dict[str, Any]:
     return {"source": result.source, "added": result.added, "removed": result.removed, "changed": result.changed,
             "unchanged": result.unchanged, "restart_needed": result.restart_needed}
+
+
+def iso_seconds(seconds: float | None) -> str | None:
+    """Epoch seconds as ISO-8601 UTC with milliseconds (None stays None)."""
+    return None if seconds is None else iso_millis(int(seconds * 1000))
+
+
+@to_json.register
+def _cluster_status_json(status: ClusterStatus) -> dict[str, Any]:
+    return {
+        "clustered": status.clustered,
+        "leader": status.leader,
+        "leader_since": iso_seconds(status.leader_since),
+        "epoch": status.epoch,
+        "lease_age": None if status.lease_age is None else round(status.lease_age, 3),
+        "lease": status.lease,
+        "lease_store": status.lease_store,
+        "leading": status.leading,
+        "problem": status.problem,
+        "members": [{"address": m.address, "up": m.up, "leader": m.leader, "answering": m.answering,
+                     "problem": m.problem, "hms_uri": m.hms_uri, "http_address": m.http_address}
+                    for m in status.members],
+    }
 
 
 @to_json.register

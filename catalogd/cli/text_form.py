@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from catalogd.cli.human import clock_time, human_duration, lag_text, within_target_reason
-from catalogd.cli.json_form import catalog_json, iso_millis, stage_json
+from catalogd.cli.json_form import catalog_json, iso_millis, iso_seconds, stage_json
 from catalogd.cli.results import (
     AuditEntries,
     Catalogs,
@@ -35,6 +35,7 @@ from catalogd.cli.results import (
 )
 from catalogd.model import (
     CatalogInfo,
+    ClusterStatus,
     Database,
     DynamicTable,
     Function,
@@ -138,6 +139,23 @@ def _reload_text(result: ReloadResult) -> None:
                f"removed {', '.join(result.removed) or 'none'}; changed {', '.join(result.changed) or 'none'}")
     if result.restart_needed:
         click.echo(f"restart the daemon to apply: {', '.join(result.restart_needed)}")
+
+
+@show_text.register
+def _cluster_status_text(status: ClusterStatus) -> None:
+    if not status.clustered:
+        click.echo("no cluster: this daemon works alone (no cluster.members in its configuration) and leads itself")
+        return
+    _rows(["member", "state", "role", "hms", "problem"],
+          [[m.address + (" (answering)" if m.answering else ""), "up" if m.up else "DOWN",
+            "leader" if m.leader else "follower", m.hms_uri, m.problem] for m in status.members])
+    out.print()
+    since = iso_seconds(status.leader_since)
+    age = "" if status.lease_age is None else f"{status.lease_age:.1f}s"
+    fields = [("leader", status.leader or "none yet"), ("leader since", since), ("term", status.epoch),
+              ("lease age", f"{age} (lease {status.lease:g}s)" if age else None),
+              ("lease kept in", status.lease_store), ("lease problem", status.problem)]
+    _fields([(k, v) for k, v in fields if v is not None])
 
 
 @show_text.register

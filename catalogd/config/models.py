@@ -275,6 +275,16 @@ class ClusterConfig(_Model):
 
     #: Every daemon of the deployment, this one included (matched by its three ports).
     members: list[ClusterMember] = Field(default_factory=list)
+    #: How long a silent leader keeps the lease for background work (janitor, dynamic tables):
+    #: another member takes over about 2x this after the leader dies or hangs.
+    lease: Annotated[Duration, AtMost(datetime.timedelta(minutes=1))] = datetime.timedelta(seconds=3)
+
+    @field_validator("lease")
+    @classmethod
+    def _lease_long_enough(cls, value: datetime.timedelta) -> datetime.timedelta:
+        if value < datetime.timedelta(seconds=1):
+            raise ValueError("must be at least 1s (the leader renews it every sixth of it)")
+        return value
 
     @field_validator("members", mode="before")
     @classmethod
@@ -301,6 +311,11 @@ class ClusterConfig(_Model):
     def addresses(self) -> str:
         """``a:9190,b:9190``: every member's Thrift API, as ``--server`` takes it."""
         return ",".join(m.address for m in self.members)
+
+    def own(self, port: int, hms_port: int, http_port: int) -> ClusterMember | None:
+        """The member with these three ports (this daemon's), if any."""
+        return next((m for m in self.members if (m.port, m.hms_port, m.http_port) == (port, hms_port, http_port)),
+                    None)
 
 
 _URIS_KEY = "hive.metastore.uris"
@@ -359,13 +374,33 @@ def _uri_problems(value: str) -> list[str]:
     return problems
 
 
+#: The JDBC driver Spark writes a jdbc catalog's tables with: Debian's libpostgresql-jdbc-java.
+DEFAULT_JDBC_DRIVER_JAR = Path("/usr/share/java/postgresql.jar")
+#: Keys only a jdbc catalog takes (Flink's JDBC catalog options, and catalogd's own).
+_JDBC_KEYS = ("base-url", "username", "password", "password-file", "default-schema", "driver-jar")
+
+
 class CatalogConfig(_Model):
-    """One catalog: a Hive Metastore (remote or embedded) or an in-memory catalog."""
+    """One catalog: a Hive Metastore (remote or embedded), an in-memory catalog, or a JDBC database."""
 
     name: str
-    type: Annotated[Literal["hive", "memory"], BeforeValidator(lower)]
+    type: Annotated[Literal["hive", "memory", "jdbc"], BeforeValidator(lower)]
     default: bool = False
+    #: hive, memory: the database names without one mean. jdbc (Flink's meaning): the
+    #: PostgreSQL database the catalog serves; names without a database mean ``default-schema``.
     default_database: str = Field(default="default", alias="default-database")
+    #: jdbc only: ``jdbc:postgresql://HOST:PORT`` (Flink's ``base-url``; no database, no credentials).
+    base_url: str | None = Field(default=None, alias="base-url")
+    #: jdbc only: the PostgreSQL role catalogd logs in as.
+    username: str | None = None
+    #: jdbc only: its password (give it as ``${VAR}``), or ``password-file``.
+    password: SecretStr | None = None
+    #: jdbc only: a file holding the password (mode 0600, the daemon user's), read at load.
+    password_file: Path | None = Field(default=None, alias="password-file")
+    #: jdbc only: the schema (catalogd database) names without a database mean.
+    default_schema: str = Field(default="public", alias="default-schema")
+    #: jdbc only: the JDBC driver jar Spark writes and reads the catalog's tables with.
+    driver_jar: Path = Field(default=DEFAULT_JDBC_DRIVER_JAR, alias="driver-jar")
     connection: dict[str, str] = Field(default_factory=dict)
     warehouse: str | None = None
     #: URI prefixes where the catalog's databases, tables, partitions and stages may live and
@@ -389,6 +424,7 @@ class CatalogConfig(_Model):
     #: A file holding the password of ``metastore-db`` (mode 0600, the daemon user's), read at load.
     metastore_db_password_file: Path | None = Field(default=None, alias="metastore-db-password-file")
     _metastore_db_password: SecretStr | None = PrivateAttr(default=None)
+    _jdbc_password: SecretStr | None = PrivateAttr(default=None)
 
     @field_validator("hms_prefix")
     @classmethod
@@ -405,10 +441,71 @@ class CatalogConfig(_Model):
     def _check_name(cls, value: str) -> str:
         return identifier(value, "catalog name")
 
-    @field_validator("default_database")
+    @field_validator("default_database", "default_schema")
     @classmethod
     def _check_default_database(cls, value: str) -> str:
         return identifier(value, "database name")
+
+    @field_validator("password_file")
+    @classmethod
+    def _absolute_jdbc_password_file(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        value = value.expanduser()
+        return value if value.is_absolute() else Path.cwd() / value
+
+    @model_validator(mode="after")
+    def _check_jdbc_rules(self) -> CatalogConfig:
+        from catalogd.config.jdbc_url import parse_base_url
+
+        problems: list[tuple[Loc, str]] = []
+        # Keys given a value of their own (a dump of a config read back holds every key, at its default).
+        given = {key for key in _JDBC_KEYS
+                 if getattr(self, key.replace("-", "_")) != type(self).model_fields[key.replace("-", "_")].default}
+        if self.type != "jdbc":
+            problems.extend(((key,), "only a jdbc catalog takes this key") for key in sorted(given))
+            if problems:
+                raise problems_error(problems)
+            return self
+        if self.base_url is None:
+            problems.append((("base-url",), "a jdbc catalog needs base-url: jdbc:postgresql://HOST:PORT"))
+        else:
+            try:
+                parse_base_url(self.base_url)
+            except ValueError as exc:
+                problems.append((("base-url",), str(exc)))
+        if "default_database" not in self.model_fields_set:
+            problems.append((("default-database",), "a jdbc catalog needs the PostgreSQL database it serves"))
+        if not self.username:
+            problems.append((("username",), "a jdbc catalog needs the role catalogd logs in as"))
+        if self.password is not None and self.password_file is not None:
+            problems.append((("password-file",), "give the password or password-file, not both"))
+        elif self.password_file is not None:
+            try:
+                self._jdbc_password = read_password_file(self.password_file, os.geteuid())
+            except ValueError as exc:
+                problems.append((("password-file",), str(exc)))
+        if self.default:
+            problems.append((("default",), "a jdbc catalog cannot be the default catalog: the HMS endpoint "
+                                           "serves the default catalog's databases, and HMS clients cannot read "
+                                           "a jdbc catalog"))
+        for key, what in (("connection", self.connection), ("warehouse", self.warehouse),
+                          ("allowed-locations", self.allowed_locations), ("metastore-db", self.metastore_db)):
+            if what:
+                problems.append(((key,), "a jdbc catalog takes no such key (its data is in PostgreSQL)"))
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @property
+    def jdbc_password(self) -> SecretStr | None:
+        """A jdbc catalog's password (``password``, or read from ``password-file``)."""
+        return self.password if self.password is not None else self._jdbc_password
+
+    @property
+    def default_namespace(self) -> str:
+        """The database names without one mean: ``default-schema`` for jdbc, else ``default-database``."""
+        return self.default_schema if self.type == "jdbc" else self.default_database
 
     @field_validator("allowed_locations")
     @classmethod
@@ -450,7 +547,9 @@ class CatalogConfig(_Model):
     @model_validator(mode="after")
     def _check_type_rules(self) -> CatalogConfig:
         problems: list[tuple[Loc, str]] = []
-        if self.type == "memory":
+        if self.type == "jdbc":
+            pass  # its own rules: _check_jdbc_rules
+        elif self.type == "memory":
             if self.connection:
                 problems.append((("connection",), "a memory catalog takes no connection settings"))
             if self.warehouse is not None:

@@ -29,6 +29,8 @@ from catalogd.model import RefreshJob, RefreshRun, RunStatus
 
 logger = logging.getLogger(__name__)
 
+#: A run that did not start because this member lost the cluster's lead.
+NOT_LEADING = "this member no longer leads the cluster"
 #: Work dirs (spec, status, log) of finished runs kept for a look after the fact.
 _KEEP_RUN_DIRS = 50
 
@@ -65,6 +67,8 @@ class RunExecutor:
         #: Each run's future until it ends, and each running batch job's process.
         self._futures: dict[str, Future[None]] = {}
         self._procs: dict[str, Process] = {}
+        #: Whether this daemon may start runs now (in a cluster, only while it leads: the fence).
+        self.leading: Callable[[], bool] = lambda: True
 
     # ------------------------------------------------------------ submit
 
@@ -131,6 +135,8 @@ class RunExecutor:
                 raise CatalogError(f"{CUT_OFF} before the run started")
             if not self.registry.is_live(entry):
                 raise CatalogError("the dynamic table was dropped before the run started")
+            if not self.leading():
+                raise CatalogError(f"{NOT_LEADING} before the run started")
             self._execute(entry, run, conf)
         except TableNotFoundError as e:
             run.status, run.error = RunStatus.FAILED, e.message

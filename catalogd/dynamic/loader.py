@@ -44,7 +44,7 @@ class Loader:
 
     def __init__(self, manager: CatalogManager, config: Config, registry: Registry, records: Records,
                  driver: Driver, analyzers: Analyzers, stopping: threading.Event,
-                 clock: Callable[[], datetime.datetime]) -> None:
+                 clock: Callable[[], datetime.datetime], leading: Callable[[], bool] = lambda: True) -> None:
         self.manager = manager
         self.config = config
         self.registry = registry
@@ -52,6 +52,7 @@ class Loader:
         self.driver = driver
         self.analyzers = analyzers
         self.clock = clock
+        self.leading = leading
         self._stopping = stopping
         #: The catalog object each catalog's dynamic tables were loaded from (a live reload
         #: that replaces or removes it is seen by ``sync``), and tables to try again.
@@ -71,6 +72,9 @@ class Loader:
         if not self.config.dynamic_tables.enabled or self._stopping.is_set():
             return
         with self._lock:
+            # In a cluster only the leader drives tables (it loads them when it takes the lead).
+            if not self.leading():
+                return
             try:
                 self._sync()
             except Exception:  # the next pass tries again; a reload must not fail on it
@@ -127,15 +131,26 @@ class Loader:
             logger.error("cannot restore dynamic table %s.%s.%s (it is not refreshed): %s: %s",
                          catalog, database, table, type(e).__name__, e)
 
-    def _release_catalog(self, name: str) -> None:
+    def release_all(self, why: str) -> None:
+        """Stop driving every table (this member no longer leads the cluster); the next ``sync``
+        loads them again."""
+        with self._lock:
+            for name in list(self._loaded):
+                self._release_catalog(name, why)
+            self._retry.clear()
+
+    def _release_catalog(self, name: str, why: str | None = None) -> None:
         """Stop driving a catalog's tables (removed or replaced by a reload); their
         checkpoints stay for when the catalog comes back."""
         del self._loaded[name]
         released = self.registry.remove_where(lambda e: e.catalog == name)
         self.analyzers.release(name)  # it reads the old catalog's metastore
         for entry in released:
-            self.driver.let_go(entry, f"catalog {name} changed in the configuration")
-        if released:
+            self.driver.let_go(entry, why or f"catalog {name} changed in the configuration")
+        if why is not None:
+            if released:
+                logger.info("catalog %s: %d dynamic table(s) no longer driven here: %s", name, len(released), why)
+        elif released:
             logger.info("catalog %s was removed or replaced: %d dynamic table(s) no longer driven from it",
                         name, len(released))
 

@@ -34,6 +34,8 @@ class Scheduler:
         self.clock = clock
         self._stopping = stopping
         self._wake = threading.Event()
+        #: Whether this daemon may fire now (in a cluster, only while it leads: the fence).
+        self.leading: Callable[[], bool] = lambda: True
 
     def wake(self) -> None:
         """Look at the tables again now (one was added, resumed or changed)."""
@@ -51,6 +53,8 @@ class Scheduler:
 
     def tick(self) -> float:
         """Fire the due refreshes (each table's next fire time moves on); how long to sleep."""
+        if not self.leading():
+            return MAX_WAIT
         now = self.clock()
         due: list[tuple[Entry, datetime.datetime]] = []
         wait = MAX_WAIT

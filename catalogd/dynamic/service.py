@@ -20,6 +20,7 @@ import datetime
 import logging
 import threading
 from collections.abc import Callable
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from catalogd.auth.model import Authority
@@ -36,6 +37,7 @@ from catalogd.dynamic.runs import RunIndex
 from catalogd.dynamic.scheduler import Scheduler
 from catalogd.dynamic.supervisor import Supervisor
 from catalogd.dynamic.tables import TableOperations
+from catalogd.errors import NotFoundError
 from catalogd.manager import CatalogManager
 from catalogd.model import (
     DynamicTable,
@@ -51,6 +53,24 @@ from catalogd.names import ObjectPath
 logger = logging.getLogger(__name__)
 
 
+class LeaderCalls(Protocol):
+    """The same operations, run by the cluster's leader (``catalogd.server.forwarding``): a member
+    that does not lead sends every change of what drives tables there, so that it happens once."""
+
+    def create(self, spec: DynamicTableSpec, ignore_if_exists: bool) -> DynamicTable: ...
+
+    def alter(self, path: ObjectPath, change: DynamicTableChange) -> DynamicTable: ...
+
+    def drop(self, path: ObjectPath, ignore_if_not_exists: bool) -> None: ...
+
+    def refresh(self, tables: list[str], schedule_time: str | None, partition: dict[str, str] | None,
+                configuration: dict[str, str] | None, trigger: str) -> RefreshJob: ...
+
+    def get_job(self, job_id: str) -> RefreshJob: ...
+
+    def execute(self, statement: str) -> StatementResult: ...
+
+
 class DynamicTables:
     """Create, alter, drop and refresh dynamic tables; schedule and supervise their jobs.
 
@@ -61,16 +81,22 @@ class DynamicTables:
         address: the daemon's Thrift ``host:port`` (jobs commit through it); called
             when a job starts, after the server is bound.
         authority: mints each job run's token when auth is enabled.
+        leading: in a cluster, whether this member leads now (only the leader drives tables,
+            and every action checks it first); default: always.
+        leader: in a cluster, runs the changes on the leader when this member does not lead.
     """
 
     def __init__(self, manager: CatalogManager, config: Config, address: Callable[[], str],
-                 authority: Authority | None = None) -> None:
+                 authority: Authority | None = None, leading: Callable[[], bool] | None = None,
+                 leader: LeaderCalls | None = None) -> None:
         self.manager = manager
         self.config = config
         self.tz = ZoneInfo(config.dynamic_tables.time_zone)
         self._grace = config.server.shutdown_grace.total_seconds()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._leading: Callable[[], bool] = leading or (lambda: True)
+        self._leader = leader
         registry = self._registry = Registry()
         runs = RunIndex(config.spark.master)
         jobs = JobFactory(manager, config, address, config.server.data_dir / "dynamic", authority)
@@ -84,7 +110,8 @@ class DynamicTables:
         self._driver = Driver(registry, records, jobs, self._executor, self._scheduler, self._supervisor,
                               self._clock)
         self._loader = Loader(manager, config, registry, records, self._driver, self._analyzers, self._stopping,
-                              self._clock)
+                              self._clock, self._leading)
+        self._executor.leading = self._scheduler.leading = self._supervisor.leading = self._leading
         self._runs = runs
         self._tables = TableOperations(manager, config, registry, runs, records, jobs, self._executor,
                                        self._driver, self._loader, self._analyzers)
@@ -114,13 +141,31 @@ class DynamicTables:
             self._threads.append(thread)
         logger.info("dynamic tables: %d loaded", len(self._registry))
 
+    def lead(self, leading: bool) -> None:
+        """This member took up (True) or gave up (False) the cluster's lead: drive every
+        dynamic table, or none (their jobs stopped; the new leader restores them)."""
+        if not self.config.dynamic_tables.enabled or self._stopping.is_set():
+            return
+        if leading:
+            self.sync()
+            logger.info("dynamic tables: %d driven by this member (it leads the cluster)", len(self._registry))
+        else:
+            self._loader.release_all("this member no longer leads the cluster")
+
+    def _remote(self) -> LeaderCalls | None:
+        """The leader's calls when this member is in a cluster and does not lead; else None."""
+        if self._leader is None or self._leading():
+            return None
+        return self._leader
+
     def sync(self) -> None:
         """Drive the dynamic tables of every hive catalog (see ``Loader.sync``); start the
         default catalog's analyzer in the background (``dynamic-tables.warm-analyzer``), also
         after a reload replaced it."""
         self._loader.sync()
+        # In a cluster only the leader creates tables (the others send their creates there).
         if self.config.dynamic_tables.enabled and self.config.dynamic_tables.warm_analyzer \
-                and not self._stopping.is_set():
+                and not self._stopping.is_set() and self._leading():
             self._tables.warm_analyzer()
         self._warn_retention()
 
@@ -155,6 +200,9 @@ class DynamicTables:
 
     def create(self, spec: DynamicTableSpec, ignore_if_exists: bool = False) -> DynamicTable:
         """See ``TableOperations.create``."""
+        remote = self._remote()
+        if remote is not None:
+            return remote.create(spec, ignore_if_exists)
         return self._tables.create(spec, ignore_if_exists)
 
     def get(self, path: ObjectPath) -> DynamicTable:
@@ -175,20 +223,36 @@ class DynamicTables:
 
     def alter(self, path: ObjectPath, change: DynamicTableChange) -> DynamicTable:
         """See ``TableOperations.alter``."""
+        remote = self._remote()
+        if remote is not None:
+            return remote.alter(path, change)
         return self._tables.alter(path, change)
 
     def drop(self, path: ObjectPath, ignore_if_not_exists: bool = False) -> None:
         """See ``TableOperations.drop``."""
+        remote = self._remote()
+        if remote is not None:
+            remote.drop(path, ignore_if_not_exists)
+            return
         self._tables.drop(path, ignore_if_not_exists)
 
     def refresh(self, tables: list[str], schedule_time: str | None = None, partition: dict[str, str] | None = None,
                 configuration: dict[str, str] | None = None, trigger: str = "manual") -> RefreshJob:
         """See ``TableOperations.refresh``."""
+        remote = self._remote()
+        if remote is not None:
+            return remote.refresh(tables, schedule_time, partition, configuration, trigger)
         return self._tables.refresh(tables, schedule_time, partition, configuration, trigger)
 
     def get_job(self, job_id: str) -> RefreshJob:
-        """See ``RunIndex.get_job``."""
-        return self._runs.get_job(job_id)
+        """See ``RunIndex.get_job``; in a cluster, a job this member does not know is asked of the leader."""
+        try:
+            return self._runs.get_job(job_id)
+        except NotFoundError:
+            remote = self._remote()
+            if remote is None:
+                raise
+        return remote.get_job(job_id)
 
     def forget(self, catalog: str, database: str, name: str, only: Entry | None = None) -> Entry | None:
         """See ``Driver.forget``."""
@@ -196,4 +260,7 @@ class DynamicTables:
 
     def execute(self, statement: str) -> StatementResult:
         """Run a CREATE / ALTER / DROP DYNAMIC TABLE statement (see ``dispatch.execute``)."""
+        remote = self._remote()
+        if remote is not None:
+            return remote.execute(statement)
         return dispatch.execute(self._tables, statement)

@@ -97,6 +97,8 @@ class Supervisor:
         self.grace = config.server.shutdown_grace.total_seconds()
         self._stopping = stopping
         self._table_gone = table_gone
+        #: Whether this daemon may start jobs now (in a cluster, only while it leads: the fence).
+        self.leading: Callable[[], bool] = lambda: True
 
     def run(self) -> None:
         while not self._stopping.wait(self.every):
@@ -104,6 +106,8 @@ class Supervisor:
 
     def tick(self) -> None:
         """One pass over every driven table."""
+        if not self.leading():
+            return
         for entry in self.registry.entries():
             try:
                 self.supervise(entry)

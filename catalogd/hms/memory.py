@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import re
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import check_name
 from catalogd.catalog.memory import MemoryCatalog
-from catalogd.catalog.memory_files import ScratchWarehouse
+from catalogd.catalog.memory_files import ScratchWarehouse, path_of
 from catalogd.catalog.memory_store import decode, encode, is_external
 from catalogd.errors import CatalogError, InvalidArgumentError, TableAlreadyExistsError
 from catalogd.hms.errors import to_hms_error
@@ -57,6 +58,17 @@ def _hive_pattern(pattern: str | None) -> Callable[[str], bool]:
     alternatives = [re.compile(re.escape(p.strip()).replace(r"\*", ".*"), re.IGNORECASE)
                     for p in pattern.split("|")]
     return lambda name: any(a.fullmatch(name) for a in alternatives)
+
+
+def _changed(old: str | None, new: str | None) -> bool:
+    """Whether a location changes: ``file:/x``, ``file:///x/`` and ``/x`` are one place (Spark sends
+    back the first spelling of what the store holds in the second)."""
+    if not new:
+        return False
+    old_path, new_path = path_of(old), path_of(new)
+    if old_path is not None and new_path is not None:
+        return os.path.normpath(old_path) != os.path.normpath(new_path)
+    return (old or "").rstrip("/") != new.rstrip("/")
 
 
 def _limit(items: list[T], max_parts: int | None) -> list[T]:
@@ -248,9 +260,28 @@ class MemoryMetastore:
                                                      "exists")
         if not view:
             self.catalog.check_connector(model)
+            self._claim(tbl, tbl.sd.location, f"table {tbl.dbName}.{tbl.tableName}")
         self.store.put_table(tbl)
         if not view and not is_external(tbl):
             self.files.make_dir(tbl.sd.location)
+
+    def _claim(self, tbl: hms.Table | None, location: str | None, what: str,
+               own_table: tuple[str, str] | None = None) -> None:
+        """Refuse a directory (and a data source table's Spark ``path``) that another table or partition
+        of the catalog uses: at it, below it, or around it (a partition inside its own table's is fine).
+
+        Dropped, the new object would take the other's files; Spark's ``INSERT OVERWRITE`` would
+        clear them at once. Hive catalogs refuse these through their claims (``catalogd.hms.claims``).
+        """
+        places = [location]
+        path = codec.spark_path(tbl) if tbl is not None and tbl.sd is not None else None
+        if path and _changed(location, path):
+            places.append(path)
+        for place in places:
+            blocker = self.store.used_by_others(place, own_table)
+            if blocker:
+                raise hms.MetaException(message=f"catalogd: {what}: location {place} cannot be used on memory "
+                                                f"catalog {self.name}: {blocker}")
 
     def _m_create_table(self, a: Any) -> None:
         self._create_table(a.tbl)
@@ -271,6 +302,9 @@ class MemoryMetastore:
             raise hms.InvalidOperationException(message=f"{db}.{name}: a table cannot become a view or back")
         if old.tableType != codec.VIRTUAL_VIEW:
             self._check_alter(old, new)
+            if new.sd is not None and new.tableName == name and _changed(old.sd.location if old.sd else None,
+                                                                                  new.sd.location):
+                self._claim(new, new.sd.location, f"table {db}.{name}", own_table=(db, name))
         if new.tableName != name:
             self._rename(old, new)
             name = new.tableName
@@ -306,7 +340,10 @@ class MemoryMetastore:
         moved = (old.tableType == codec.MANAGED_TABLE and not is_external(old)
                  and old_location == default_old and new.sd is not None
                  and new.sd.location in (None, old_location, default_new))
+        if not moved and new.sd is not None and _changed(old_location, new.sd.location):
+            self._claim(new, new.sd.location, f"table {db}.{new_name}", own_table=(db, name))
         if moved:
+            self._claim(new, default_new, f"table {db}.{new_name}", own_table=(db, name))
             self.files.move(default_old, default_new)
             assert new.sd is not None
             new.sd.location = default_new
@@ -387,7 +424,10 @@ class MemoryMetastore:
         if part.sd is None:
             part.sd = copy.deepcopy(tbl.sd)
             part.sd.location = None
-        if not part.sd.location and tbl.sd and tbl.sd.location:
+        if part.sd.location:
+            self._claim(None, part.sd.location, f"partition {self._name(tbl, values)} of {db}.{name}",
+                        own_table=(db, name))
+        elif tbl.sd and tbl.sd.location:
             part.sd.location = f"{tbl.sd.location}/{self._name(tbl, values)}"
             if not is_external(tbl):
                 self.files.make_dir(part.sd.location)
@@ -450,6 +490,10 @@ class MemoryMetastore:
                                                         f"{db}.{name} does not exist")
         part = copy.deepcopy(given)
         part.dbName, part.tableName = db, name
+        old = decode(hms.Partition, parts[values])
+        new_location = part.sd.location if part.sd else None
+        if new_location and _changed(old.sd.location if old.sd else None, new_location):
+            self._claim(None, new_location, f"partition {list(values)} of {db}.{name}", own_table=(db, name))
         parts[values] = encode(part)
 
     def _m_alter_partition(self, a: Any) -> None:
@@ -492,7 +536,9 @@ class MemoryMetastore:
         for key in [k for k in self.store.column_stats if k[:3] == (db, name, part_name)]:
             del self.store.column_stats[key]
         if delete_data and not is_external(tbl):
-            self.files.delete(part.sd.location if part.sd else None)
+            # Gone from the store already: what remains (its own table's directory aside) is others'.
+            self.store.delete_unless_used(part.sd.location if part.sd else None, f"partition {part_name} of "
+                                          f"{db}.{name}", own_table=(db, name))
         return part
 
     def _m_drop_partition(self, a: Any) -> bool:

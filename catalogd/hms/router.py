@@ -21,6 +21,7 @@ dispatches between them:
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -36,7 +37,8 @@ from catalogd.catalog.caching_client import RAW
 from catalogd.errors import (
     CatalogError,
 )
-from catalogd.hms import limits, methods
+from catalogd.hms import limits, methods, rules
+from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
@@ -260,9 +262,17 @@ class Router:
         catalog = self.manager.catalogs().get(route.catalog)
         if catalog is None:
             raise Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog {route.catalog!r}"))
+        if not catalog.hms_served:
+            raise Refused(hms.NoSuchObjectException(
+                message=f"catalogd: catalog {route.catalog!r} is a {catalog.info().type} catalog, which HMS clients "
+                        "cannot read: use catalogd.spark's reader or the database itself"))
         writes = kind is methods.Kind.WRITE
         if writes:
             policy.check_writable(route.catalog, method)
+            # Before any catalog sees it: a write catalogd cannot judge is never relayed.
+            refused = rules.refusal(method)
+            if refused is not None:
+                raise meta_error(refused)
             if method == "create_database":
                 spark_default_location(args.database)
         target = catalog.relay_target()
@@ -356,7 +366,7 @@ class Router:
         federation = self.federation
         names: set[str] = set()
         for name, catalog in self.manager.catalogs().items():
-            if not self.policy.readable(principal, name):
+            if not catalog.hms_served or not self.policy.readable(principal, name):
                 continue
             target = catalog.relay_target()
             try:
@@ -384,7 +394,7 @@ class Router:
         federation = self.federation
         metas: list[Any] = []
         for name, catalog in self.manager.catalogs().items():
-            if not self.policy.readable(principal, name):
+            if not catalog.hms_served or not self.policy.readable(principal, name):
                 continue
             target = catalog.relay_target()
             if target is None:
@@ -419,22 +429,36 @@ class Router:
             self.policy.check_write(method, args, route.catalog, targets,
                                     lambda database, table: self._current_table(target, conn, database, table),
                                     conn, call, catalog.stage_owner)
+            upstream = functools.partial(self._upstream, target, conn)
             dropped = self.drops.drop(method, args, catalog, target, self.rewriting.place,
-                                      lambda database, table: self._current_table(target, conn, database, table))
+                                      lambda database, table: self._current_table(target, conn, database, table),
+                                      upstream)
             if dropped is not None:
                 return self._reply(method, message.seqid, dropped)
-            prefixed = bool(self.rewriting.prefix(route.catalog))
-            if prefixed or method == "create_database":
-                # Renamed, or a made-up location taken out (spark_default_location).
-                self._to_backing(method, args, route.catalog)
-                reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=False)
-            else:
-                reply = self._relay(target, conn, message.raw, retry=False)
-            if reply.type == REPLY and prefixed:
-                result = decode(_RESULTS[method](), reply.body)
-                self._to_client(method, result, route.catalog)
-                return self._reply(method, message.seqid, result)
-            return reply.raw
+            check_move(method, args, self.rewriting.place, upstream)
+            if rules.rule_of(method) is not rules.Rule.CLAIM:
+                return self._relay_write(conn, message, args, route, target)
+            # Checked and relayed under the files lock: no other write takes the directory between.
+            with target.files():
+                check_claims(claims_of(method, args, self.rewriting.place, upstream, catalog.stage_owner),
+                             target, method)
+                return self._relay_write(conn, message, args, route, target)
+
+    def _relay_write(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
+                     target: RelayTarget) -> bytes:
+        method = message.name
+        prefixed = bool(self.rewriting.prefix(route.catalog))
+        if prefixed or method == "create_database":
+            # Renamed, or a made-up location taken out (spark_default_location).
+            self._to_backing(method, args, route.catalog)
+            reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=False)
+        else:
+            reply = self._relay(target, conn, message.raw, retry=False)
+        if reply.type == REPLY and prefixed:
+            result = decode(_RESULTS[method](), reply.body)
+            self._to_client(method, result, route.catalog)
+            return self._reply(method, message.seqid, result)
+        return reply.raw
 
     def _current_table(self, target: RelayTarget, conn: ClientConnection, database: str, table: str) -> Any | None:
         result = self._upstream(target, conn, "get_table", ThriftHiveMetastore.get_table_args(database, table))

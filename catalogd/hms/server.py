@@ -429,8 +429,9 @@ class HmsServer:
                         conn.sock.sendall(reply)
                     del reply
                 finally:
-                    conn.busy = False
+                    # last_active first: a connection seen not busy has its idle clock set.
                     conn.last_active = time.monotonic()
+                    conn.busy = False
                     self._answered(conn, 0 if conn.client.framed else stream.buffered())
         except EOFError:
             pass

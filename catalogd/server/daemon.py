@@ -32,12 +32,15 @@ from catalogd.gen.catalogd_thrift import CatalogService
 from catalogd.hms.endpoint import HmsEndpoint
 from catalogd.manager import CatalogManager, ServedEndpoint
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
-from catalogd.model import CatalogInfo, ReloadResult
+from catalogd.model import CatalogInfo, ClusterStatus, ReloadResult
 from catalogd.server.access import Access
 from catalogd.server.cache_peers import CachePeers
+from catalogd.server.cluster_status import cluster_status
+from catalogd.server.forwarding import LeaderForwarding
 from catalogd.server.handler import CatalogHandler
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
+from catalogd.server.leader import Leadership
 from catalogd.server.metrics import Metrics
 from catalogd.server.thrift_server import ThriftServer
 from catalogd.stage_key import check_stage_key
@@ -171,9 +174,21 @@ class Daemon:
         self.authority = Authority.from_config(config)
         #: Opened at start-up, once the data dir is ours.
         self.audit: AuditLog | None = None
-        self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds())
-        self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority)
+        cluster = config.cluster
+        member = cluster.own(config.server.port, config.server.hms_port, config.server.http_port)
+        #: Who does the background work: this daemon alone, or (a cluster) the member holding the
+        #: lease, once ``startup`` attached it to the shared metastore.
+        self.leadership = Leadership(None, member.address if member is not None else self._address(),
+                                     cluster.lease.total_seconds(), on_change=self._lead)
+        self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds(),
+                               fence=self.leadership.is_leader)
+        self.forwarding = LeaderForwarding(self.leadership, config, self._address) if member is not None else None
+        self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority,
+                                     leading=self.leadership.is_leader, leader=self.forwarding)
         self.metrics.watch_dynamic_tables(self.dynamic.lags)
+        forwarding = self.forwarding
+        self.metrics.watch_leader(self.leadership.status,
+                                  (lambda: forwarding.forwarded) if forwarding is not None else None)
         self.should_exit = threading.Event()
         self.reload_requested = threading.Event()
         self._saved_handlers: dict[int, Any] = {}
@@ -203,13 +218,15 @@ class Daemon:
             # deployment would take the others' stages for strangers' (and they its own).
             check_stage_key(self.manager, self.config)
             self._join_peers()
+            # A cluster: background work only on the member holding the lease (not yet elected).
+            self._attach_lease()
             # Before serving: finish the commits a crashed daemon left half done.
             self.janitor.run_once(startup=True)
             self.janitor.start()
             manager = self.manager
             access = Access(self.authority, self.audit, lambda: manager.default_catalog, lambda: manager.catalogs())
             handler = CatalogHandler(self.manager, self.metrics, reload=self.reload, dynamic=self.dynamic,
-                                     access=access)
+                                     access=access, cluster=self.cluster_status)
             tls = server.tls
             # Mutual TLS is for the Thrift API and HTTP: Hive's metastore client has no client certificate.
             api_tls = server_context(tls.cert, tls.key, tls.client_ca) if tls is not None else None
@@ -243,6 +260,8 @@ class Daemon:
             self.http.start()
             if self.peers is not None:
                 self.peers.start()
+            # Last: once elected, the forwarded calls and the jobs started can reach this daemon.
+            self.leadership.start()
         except BaseException:
             self.shutdown()
             raise
@@ -272,6 +291,44 @@ class Daemon:
         self.cache.announce(self.peers.announce)
         self.metrics.watch_cache_peers(self.peers.stats)
         logger.info("cache invalidations go to members %s", ", ".join(self.peers.peers) or "(none: only this one)")
+
+    def cluster_status(self) -> ClusterStatus:
+        """Every member (pinged now) and the leader lease, for ``catalogd cluster status``."""
+        tls = self.forwarding.tls if self.forwarding is not None else None
+        return cluster_status(self.config, self.leadership, tls)
+
+    def _attach_lease(self) -> None:
+        """Keep the cluster's leader lease in the metastore of the first writable hive catalog
+        (in config order: every member must name the same metastore first)."""
+        from catalogd.catalog.hive import HiveCatalog
+        from catalogd.catalog.hive_client import HiveSession
+        from catalogd.catalog.hive_lease import HmsLeaseStore
+
+        if not self.config.cluster.members:
+            return
+        catalogs = self.manager.catalogs()
+        for conf in self.config.catalogs:
+            catalog = catalogs.get(conf.name)
+            if isinstance(catalog, HiveCatalog) and not conf.read_only:
+                def session(name: str = conf.name, first: HiveCatalog = catalog) -> HiveSession:
+                    # The catalog as it is now (a reload may have replaced it); gone: the first one's,
+                    # whose calls then fail, and the lease lapses.
+                    current = self.manager.catalogs().get(name, first)
+                    return current.session if isinstance(current, HiveCatalog) else first.session
+
+                store = HmsLeaseStore(session)
+                self.leadership.attach(store)
+                logger.info("cluster: the leader lease is kept in catalog %s's metastore (%s); this member is %s",
+                            conf.name, store.where, self.leadership.member)
+                return
+        logger.warning("cluster: no writable hive catalog to keep a leader lease in: this member does its "
+                       "background work alone (memory catalogs are per member)")
+
+    def _lead(self, leading: bool) -> None:
+        """This member took up or gave up the cluster's background work."""
+        self.dynamic.lead(leading)
+        if leading:
+            self.janitor.wake()
 
     def _address(self) -> str:
         """Where jobs reach this daemon's Thrift server."""
@@ -319,6 +376,9 @@ class Daemon:
         grace = self.config.server.shutdown_grace.total_seconds()
         self.janitor.stop(grace)
         self.dynamic.stop()
+        # Once this member's background work has stopped (as a daemon's stop always did): the
+        # term is released, and another member takes the lead without waiting for the lease.
+        self.leadership.stop(grace)
         if self.hms is not None:
             self.hms.shutdown(grace)
         if self.thrift is not None:

@@ -21,6 +21,7 @@ from catalogd.auth.operations import OWNED_STAGE_RPCS, THRIFT_ROLES
 from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError, PermissionDeniedError
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager, parse_stage_id
+from catalogd.model import ClusterStatus
 from catalogd.names import ObjectPath, parse_object, split_name
 from catalogd.server.access import JOB_WRITES, NOT_AUTHENTICATED, Access
 from catalogd.server.metrics import Metrics
@@ -126,10 +127,12 @@ class CatalogHandler:
     """Implements ``CatalogService`` (method names follow the IDL)."""
 
     def __init__(self, manager: CatalogManager, metrics: Metrics, reload: Callable[[], Any] | None = None,
-                 dynamic: DynamicTables | None = None, access: Access | None = None) -> None:
+                 dynamic: DynamicTables | None = None, access: Access | None = None,
+                 cluster: Callable[[], ClusterStatus] | None = None) -> None:
         self.manager = manager
         self.metrics = metrics
         self._reload = reload
+        self._cluster = cluster
         self._dynamic_tables = dynamic
         #: Authentication, roles and the audit log; None: every caller may do everything, unaudited.
         self.access = access
@@ -149,7 +152,7 @@ class CatalogHandler:
         principal = session.principal if session is not None else None
         if principal is None:
             raise PermissionDeniedError(NOT_AUTHENTICATED)
-        if name == "listCatalogs" or name == "getRefreshJob":
+        if name in ("listCatalogs", "getRefreshJob", "clusterStatus"):
             # Not about one catalog: a reader of any may ask (listCatalogs shows only those it reads).
             access.require_any(principal, needed, name)
             return principal, args[0] if args else None
@@ -486,6 +489,12 @@ class CatalogHandler:
         return [wire.stage_to_thrift(s) for s in stages]
 
     # -- configuration
+
+    @_rpc
+    def clusterStatus(self) -> t.ClusterStatus:
+        if self._cluster is None:
+            return wire.cluster_status_to_thrift(ClusterStatus(clustered=False, leading=True))
+        return wire.cluster_status_to_thrift(self._cluster())
 
     @_rpc
     def reloadConfig(self) -> t.ReloadResult:

@@ -9,6 +9,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from catalogd.server.leader import LeaderStatus
+
 #: (table, lag in seconds or None when never refreshed, within target or None)
 Lags = Callable[[], list[tuple[str, float | None, bool | None]]]
 #: The HMS endpoint's calls answered so far: (method, outcome) -> count.
@@ -21,6 +23,8 @@ HmsViews = Callable[[], dict[str, int]]
 CacheStats = Callable[[], dict[str, Any]]
 #: The cluster's cache invalidations: ``CachePeers.stats()``.
 PeerStats = Callable[[], dict[str, int]]
+#: What this member knows of the cluster's leadership (``Leadership.status``).
+LeaderInfo = Callable[[], LeaderStatus]
 
 
 class Metrics:
@@ -48,6 +52,9 @@ class Metrics:
     def watch_cache_peers(self, stats: PeerStats) -> None:
         """Export the invalidations sent to and received from the other members (read at every scrape)."""
         self.registry.register(_PeerCollector(stats))
+    def watch_leader(self, status: LeaderInfo, forwarded: Callable[[], int] | None = None) -> None:
+        """Export whether this member leads, the term, the lease's age and the takeovers (read at every scrape)."""
+        self.registry.register(_LeaderCollector(status, forwarded))
 
     def watch_hms_endpoint(self, calls: HmsCalls, connections: HmsConnections,
                            views: HmsViews | None = None) -> None:
@@ -75,6 +82,31 @@ class _HmsCollector(Collector):
                                 stats["busy"])
         yield CounterMetricFamily("catalogd_hms_connections_refused", "HMS endpoint connections refused at the cap",
                                   stats["refused"])
+
+
+class _LeaderCollector(Collector):
+    def __init__(self, status: LeaderInfo, forwarded: Callable[[], int] | None) -> None:
+        self.status = status
+        self.forwarded = forwarded
+
+    def collect(self) -> Iterator[Metric]:
+        status = self.status()
+        yield GaugeMetricFamily("catalogd_leader", "1 while this daemon does the background work (janitor, "
+                                "dynamic tables): the cluster's leader, or a daemon alone; else 0",
+                                1.0 if status.leading else 0.0)
+        yield GaugeMetricFamily("catalogd_leader_epoch", "The latest leadership term this member saw (each "
+                                "takeover adds one; 0 outside a cluster)", status.epoch)
+        if status.lease_age is not None:
+            yield GaugeMetricFamily("catalogd_leader_lease_age_seconds",
+                                    "Seconds since the leader's lease was last renewed, as this member saw it",
+                                    status.lease_age)
+        yield CounterMetricFamily("catalogd_leader_acquired", "Terms this member took (it became the leader)",
+                                  status.acquired)
+        yield CounterMetricFamily("catalogd_leader_lost", "Times this member stopped leading (a newer term, or "
+                                  "its lease lapsed)", status.lost)
+        if self.forwarded is not None:
+            yield CounterMetricFamily("catalogd_leader_forwarded_calls",
+                                      "Dynamic-table calls this member sent to the leader", self.forwarded())
 
 
 class _ViewCollector(Collector):

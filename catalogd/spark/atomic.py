@@ -25,9 +25,11 @@ from catalogd.spark_common import (
     client_or_own,
     dynamic_partitions,
     metastore_uris,
+    read_jdbc,
     session_uris,
     spark_prefix,
     staged_table,
+    write_jdbc,
     write_staged,
 )
 
@@ -74,8 +76,13 @@ def _resolve(spark: SparkSession, client: CatalogClient, target: str) -> tuple[C
     from catalogd.names import split_name
 
     parts = split_name(target)
-    session = session_uris(spark)
     infos = client.list_catalogs()
+    if len(parts) == 3:
+        jdbc = next((c for c in infos if c.name == parts[0] and c.type == "jdbc"), None)
+        if jdbc is not None:
+            # Spark reaches a jdbc catalog's tables through JDBC, whatever metastore the session uses.
+            return jdbc, ".".join(parts)
+    session = session_uris(spark)
     if _on_endpoint(infos, session):
         by_name = {c.name: c for c in infos}
         if len(parts) == 3:
@@ -172,7 +179,11 @@ def atomic_ctas(
         if keys:
             df = _with_partitions_last(df, keys)
         if not info.atomic_writes:
-            _plain_save(df, spark_name(info, name, spark), mode, keys, fmt)
+            if info.type == "jdbc":
+                _plain_jdbc(spark, df, info, name, {"create": "errorifexists", "create_if_not_exists": "ignore",
+                                                    "replace": "overwrite"}[mode])
+            else:
+                _plain_save(df, spark_name(info, name, spark), mode, keys, fmt)
             return None
         with staged_table(name, df.schema, partition_by=keys, format=fmt, mode=mode, properties=properties,
                           comment=comment, client=c, spark=spark) as staged:
@@ -195,6 +206,33 @@ def _plain_save(df: DataFrame, name: str, mode: str, keys: list[str], fmt: Table
     if keys:
         writer = writer.partitionBy(*keys)
     writer.saveAsTable(name)
+
+
+def _plain_jdbc(spark: SparkSession, df: DataFrame, info: CatalogInfo, name: str, mode: str) -> None:
+    """Spark's own, non-atomic JDBC write into a jdbc catalog's table (``atomic-writes: false``)."""
+    _, database, table = name.split(".", 2)
+    write_jdbc(spark, df.toDF(*[c.lower() for c in df.columns]), info, f"{database}.{table}", mode)
+
+
+def read_table(spark: SparkSession, name: str, client: CatalogClient | None = None) -> DataFrame:
+    """A catalog table as a DataFrame: a jdbc catalog's through Spark's JDBC source (HMS clients,
+    Spark's session catalog included, cannot read those), any other through the session's catalog.
+
+    The job gives a jdbc catalog's credentials as ``spark.catalogd.jdbc.<catalog>.user`` /
+    ``.password`` settings or ``CATALOGD_JDBC_USER_<CATALOG>`` / ``CATALOGD_JDBC_PASSWORD_<CATALOG>``
+    variables (the user defaults to the catalog's ``username``); the driver jar is the catalog's
+    ``driver-jar`` (``session_builder`` puts it on the session's classpath).
+
+    Raises:
+        TableNotFoundError: no such table (asked of the daemon first).
+    """
+    with client_or_own(client) as c:
+        info, full = _resolve(spark, c, name)
+        c.get_table(full)
+        if info.type == "jdbc":
+            _, database, table = full.split(".", 2)
+            return read_jdbc(spark, info, f"{database}.{table}")
+        return spark.table(spark_name(info, full, spark))
 
 
 def _refresh(spark: SparkSession, name: str) -> None:
@@ -288,6 +326,9 @@ def _insert(
             df = df.withColumn(key, F.lit(spec[key]).cast(key_type))
         df = df.select(*[col.name for col in table.columns], *keys)
         if not info.atomic_writes:
+            if info.type == "jdbc":
+                _plain_jdbc(spark, df, info, name, "overwrite" if overwrite else "append")
+                return None
             with dynamic_partitions(spark):
                 df.write.insertInto(spark_name(info, name, spark), overwrite=overwrite)
             return None

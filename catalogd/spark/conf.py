@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 # Defined beside the code the daemon's refresh jobs share; ``catalogd.spark.conf.spark_conf_for``
 # stays where users import it from.
-from catalogd.spark_common import spark_conf_for
+from catalogd.spark_common import jdbc_driver_jars, spark_conf_for
 
 if TYPE_CHECKING:
     from catalogd.client import CatalogClient
@@ -27,10 +27,15 @@ def session_builder(catalog: str | None = None, client: CatalogClient | None = N
     client = client or CatalogClient()
     try:
         info = client.get_catalog(catalog)
+        # The jdbc catalogs' drivers, from the daemon's config: on the classpath from the start,
+        # so that catalogd.spark can write and read their tables (spark.jars cannot change later).
+        jars = jdbc_driver_jars(client.list_catalogs())
     finally:
         if own:
             client.close()
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in spark_conf_for(info).items():
         builder = builder.config(key, value)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     return builder

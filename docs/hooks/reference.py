@@ -7,7 +7,9 @@ made from the code itself:
 - ``config``: the pydantic models of ``catalogd/config/models.py`` (every key, its type, its
   default, and the ``#:`` comment above the field);
 - ``cli``: the click app of ``catalogd/cli/`` (every command, its usage, arguments and options);
-- ``http``: the OpenAPI document of the FastAPI app in ``catalogd/server/http_app.py``.
+- ``http``: the OpenAPI document of the FastAPI app in ``catalogd/server/http_app.py``;
+- ``hms_writes``: every write method of the HMS endpoint with its location rule
+  (``catalogd/hms/rules.py``).
 
 So the reference cannot drift from the code: a key, a flag or a route added there shows on
 the site at the next ``make docs``. ``python docs/hooks/reference.py config|cli|http`` prints one.
@@ -389,8 +391,30 @@ def http_reference() -> str:
     return "\n".join(out)
 
 
+def hms_writes_reference() -> str:
+    """Every write method of the HMS endpoint with its location rule (``catalogd/hms/rules.py``)."""
+    from catalogd.hms import methods, rules
+
+    meaning = {
+        rules.Rule.NO_FILES: "metadata only: no directory deleted, moved or claimed",
+        rules.Rule.CLAIM: "each new or changed location claimed: inside `allowed-locations`, clear of every "
+                          "other object's directory; else `MetaException`",
+        rules.Rule.DROP: "made by catalogd under its deletion rules; `deleteData=false` keeps every file",
+        rules.Rule.MOVE: "refused when the metastore would move a directory outside the table's own",
+        rules.Rule.REFUSED: "refused with a `MetaException` (catalogd cannot judge what it would delete or move)",
+    }
+    writes = sorted(m for m in methods.IDL_METHODS if methods.kind(m) is methods.Kind.WRITE)
+    out = ["| method | rule | what catalogd does |", "|---|---|---|"]
+    for method in writes:
+        rule = rules.rule_of(method)
+        label = rule.value if rule is not None else "refused (no rule)"
+        what = meaning[rule if rule is not None else rules.Rule.REFUSED]
+        out.append(f"| `{method}` | {label} | {_cell(what)} |")
+    return "\n".join(out) + "\n"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {"config": config_reference, "cli": cli_reference,
-                                             "http": http_reference}
+                                             "http": http_reference, "hms_writes": hms_writes_reference}
 
 
 def expand(markdown: str) -> str:

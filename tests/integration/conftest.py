@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from catalogd.client import CatalogClient
+from catalogd.config.models import DEFAULT_JDBC_DRIVER_JAR
 from catalogd.metastore.client import MetastoreClient, parse_uris
 
 from .helpers import (
@@ -139,6 +140,10 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if DEFAULT_JDBC_DRIVER_JAR.is_file():
+        # The PostgreSQL JDBC driver (libpostgresql-jdbc-java), as session_builder adds a jdbc
+        # catalog's driver-jar: Spark's classpath is fixed when the session starts.
+        builder = builder.config("spark.jars", str(DEFAULT_JDBC_DRIVER_JAR))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")

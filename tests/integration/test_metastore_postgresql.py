@@ -8,8 +8,10 @@ password from the environment (``${VAR}`` in its config), B from ``metastore-db-
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,8 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 
+from catalogd.catalog.base import LEASE_TABLE_PREFIX
+from catalogd.catalog.hive_lease import lease_view
 from catalogd.client import CatalogClient
 from catalogd.errors import DatabaseNotFoundError
 
@@ -30,6 +34,7 @@ from .helpers import (
     embedded_catalog,
     free_port,
     hms_connection,
+    http_get,
     metastore_pids,
     start_daemon,
     write_config,
@@ -52,6 +57,8 @@ class Pair:
     server: PostgresServer
     database: str
     env_a: dict[str, str]
+    #: The ports of A's and B's embedded metastores (on the one database).
+    metastore_ports: tuple[int, int]
 
     def restart_a(self) -> None:
         assert self.a.stop() == 0, self.a.log()
@@ -68,24 +75,31 @@ def pair(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> 
     password_file.write_text(postgres.password + "\n")
     password_file.chmod(0o600)
     # A's URL takes the password from the environment, B's from the file.
-    catalogs_a = [embedded_catalog("main", metastore_port=free_port(), warehouse=warehouse,
+    metastore_ports = (free_port(), free_port())
+    catalogs_a = [embedded_catalog("main", metastore_port=metastore_ports[0], warehouse=warehouse,
                                    **{"metastore-db": url.replace("@", f":${{{PASSWORD_VAR}}}@", 1)})]
-    catalogs_b = [embedded_catalog("main", metastore_port=free_port(), warehouse=warehouse,
+    catalogs_b = [embedded_catalog("main", metastore_port=metastore_ports[1], warehouse=warehouse,
                                    **{"metastore-db": url, "metastore-db-password-file": str(password_file)})]
     staging = {"secret": SESSION_STAGE_SECRET}
-    config_a = write_config(root / "a.yaml", port=free_port(), http_port=free_port(), data_dir=root / "a",
-                            catalogs=catalogs_a, extra={"staging": staging})
-    # Background work on one daemon only (until the daemons elect a leader).
-    config_b = write_config(root / "b.yaml", port=free_port(), http_port=free_port(), data_dir=root / "b",
-                            catalogs=catalogs_b, extra={"staging": staging,
-                                                        "dynamic-tables": {"enabled": False, "warm-analyzer": False}})
+    # Members of one cluster: the background work is the elected leader's.
+    members = [{"host": "127.0.0.1", "port": free_port(), "hms-port": free_port(), "http-port": free_port()}
+               for _ in range(2)]
+    config_a = write_config(root / "a.yaml", port=members[0]["port"], http_port=members[0]["http-port"],
+                            data_dir=root / "a", catalogs=catalogs_a,
+                            extra={"staging": staging, "server": {"hms-port": members[0]["hms-port"]},
+                                   "cluster": {"members": members}})
+    config_b = write_config(root / "b.yaml", port=members[1]["port"], http_port=members[1]["http-port"],
+                            data_dir=root / "b", catalogs=catalogs_b,
+                            extra={"staging": staging, "server": {"hms-port": members[1]["hms-port"]},
+                                   "cluster": {"members": members}})
     env_a = {PASSWORD_VAR: postgres.password}
     # A first, alone: its metastore creates the schema in the empty database.
     a = start_daemon(config_a, root / "a", root / "a.log", env=env_a)
     started = [a]
     try:
         started.append(start_daemon(config_b, root / "b", root / "b.log"))
-        the_pair = Pair(a=a, b=started[1], server=postgres, database=database, env_a=env_a)
+        the_pair = Pair(a=a, b=started[1], server=postgres, database=database, env_a=env_a,
+                        metastore_ports=metastore_ports)
         yield the_pair
         started = [the_pair.a, the_pair.b]
     finally:
@@ -160,6 +174,53 @@ def test_objects_survive_a_restart_and_the_schema_is_left_alone(pair: Pair, uniq
     with hms_connection(pair.a.hms_address) as ha:
         assert ha.get_partition_names(name, "t", -1) == ["ds=2024-01-01", "ds=2024-01-02"]
         assert ha.get_table(name, "t").tableName == "t"
+
+
+def _leading(daemon: Daemon) -> bool | None:
+    status, body = http_get(f"{daemon.http}/metrics", timeout=5.0)
+    found = re.search(r"^catalogd_leader (\S+)$", body, re.MULTILINE) if status == 200 else None
+    return None if found is None else float(found.group(1)) == 1.0
+
+
+def test_the_pair_elects_one_leader_through_the_database(pair: Pair) -> None:
+    """The lease's terms are views in the shared database, whose unique key lets one claim win."""
+    wait_until(lambda: sorted([_leading(pair.a), _leading(pair.b)]) == [False, True], 60,
+               what="exactly one of the pair to lead", every=0.25)
+    views = pair.server.sql('SELECT "TBL_NAME" FROM "TBLS" WHERE "TBL_NAME" LIKE \'%catalogd_stage__leader_%\'',
+                            pair.database).split()
+    assert views and all(v.startswith(LEASE_TABLE_PREFIX) for v in views), views
+    with CatalogClient(pair.b.address) as b:
+        status = b.cluster_status()
+    assert status.leader in (pair.a.address, pair.b.address) and status.lease_store
+    assert all(m.up for m in status.members)
+
+    # Two claims of one view at once, one through each embedded metastore: exactly one wins. (A
+    # name of its own: a term beyond the pair's would end its leader's term.)
+    outcomes: list[str] = []
+    name = ""
+
+    def claim(port: int) -> None:
+        view = lease_view(1, {"catalogd.leader.member": f"racer:{port}"})
+        view.tableName = name
+        try:
+            with hms_connection(("127.0.0.1", port)) as c:
+                c.create_table(view)
+            outcomes.append("won")
+        except Exception as e:
+            outcomes.append(type(e).__name__)
+
+    for attempt in range(3):
+        name = f"leader_race_{os.getpid()}_{attempt}"
+        outcomes.clear()
+        racers = [threading.Thread(target=claim, args=(port,)) for port in pair.metastore_ports]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(60)
+        assert outcomes.count("won") == 1, outcomes
+        assert pair.server.sql(f'SELECT count(*) FROM "TBLS" WHERE "TBL_NAME" = \'{name}\'', pair.database) == "1"
+        with hms_connection(("127.0.0.1", pair.metastore_ports[0])) as c:
+            c.drop_table("default", name, False)
 
 
 def test_the_password_shows_nowhere_but_the_private_hive_site(pair: Pair) -> None:

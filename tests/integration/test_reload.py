@@ -76,7 +76,7 @@ def test_reload_adds_changes_removes_catalogs_without_failing_requests(client, d
             extra.config_path.write_text(good.replace("type: memory", "type: hdfs", 1))
             bad = run_cli("config", "reload", server=extra.address)
             assert bad.code == 2, bad
-            assert "type: expected 'hive' or 'memory', got 'hdfs'" in bad.stderr
+            assert "type: expected 'hive', 'memory' or 'jdbc', got 'hdfs'" in bad.stderr
             check = run_cli("config", "check", str(extra.config_path))
             assert check.stderr == bad.stderr
             rejected_before = rejections(extra)

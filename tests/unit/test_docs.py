@@ -109,3 +109,13 @@ def test_the_other_references_generate(name: str) -> None:
         assert "{#cli-dt-refresh}" in text and "--schedule-time" in text
     else:
         assert "/v3/dynamic-tables/refresh" in text and "RefreshRequest" in text
+
+
+def test_the_safety_page_lists_every_hms_write_method_with_its_rule() -> None:
+    from catalogd.hms import methods
+
+    assert "<!-- generated: hms_writes -->" in (DOCS / "operations.md").read_text()
+    text = _reference().GENERATORS["hms_writes"]()
+    for method in (m for m in methods.IDL_METHODS if methods.kind(m) is methods.Kind.WRITE):
+        assert f"| `{method}` |" in text, method
+    assert "| `drop_partitions_req` | judged: drop |" in text and "| `add_index` | refused |" in text

@@ -354,6 +354,9 @@ class Iface(object):
     def reloadConfig(self):
         pass
 
+    def clusterStatus(self):
+        pass
+
     def renameDatabase(self, path, newName, ignoreIfNotExists):
         """
         Parameters:
@@ -2217,6 +2220,36 @@ class Client(Iface):
             raise result.denied
         raise TApplicationException(TApplicationException.MISSING_RESULT, "reloadConfig failed: unknown result")
 
+    def clusterStatus(self):
+        self.send_clusterStatus()
+        return self.recv_clusterStatus()
+
+    def send_clusterStatus(self):
+        self._oprot.writeMessageBegin('clusterStatus', TMessageType.CALL, self._seqid)
+        args = clusterStatus_args()
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_clusterStatus(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = clusterStatus_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.internal is not None:
+            raise result.internal
+        if result.denied is not None:
+            raise result.denied
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "clusterStatus failed: unknown result")
+
     def renameDatabase(self, path, newName, ignoreIfNotExists):
         """
         Parameters:
@@ -2712,6 +2745,7 @@ class Processor(Iface, TProcessor):
         self._processMap["renameFunction"] = Processor.process_renameFunction
         self._processMap["dropFunction"] = Processor.process_dropFunction
         self._processMap["reloadConfig"] = Processor.process_reloadConfig
+        self._processMap["clusterStatus"] = Processor.process_clusterStatus
         self._processMap["renameDatabase"] = Processor.process_renameDatabase
         self._processMap["createDynamicTable"] = Processor.process_createDynamicTable
         self._processMap["getDynamicTable"] = Processor.process_getDynamicTable
@@ -4363,6 +4397,35 @@ class Processor(Iface, TProcessor):
         oprot.writeMessageEnd()
         oprot.trans.flush()
 
+    def process_clusterStatus(self, seqid, iprot, oprot):
+        args = clusterStatus_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = clusterStatus_result()
+        try:
+            result.success = self._handler.clusterStatus()
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except InternalError as internal:
+            msg_type = TMessageType.REPLY
+            result.internal = internal
+        except PermissionDenied as denied:
+            msg_type = TMessageType.REPLY
+            result.denied = denied
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("clusterStatus", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
     def process_renameDatabase(self, seqid, iprot, oprot):
         args = renameDatabase_args()
         args.read(iprot)
@@ -5097,11 +5160,11 @@ class listCatalogs_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype288, _size285) = iprot.readListBegin()
-                    for _i289 in range(_size285):
-                        _elem290 = CatalogInfo()
-                        _elem290.read(iprot)
-                        self.success.append(_elem290)
+                    (_etype295, _size292) = iprot.readListBegin()
+                    for _i296 in range(_size292):
+                        _elem297 = CatalogInfo()
+                        _elem297.read(iprot)
+                        self.success.append(_elem297)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -5128,8 +5191,8 @@ class listCatalogs_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter291 in self.success:
-                iter291.write(oprot)
+            for iter298 in self.success:
+                iter298.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.internal is not None:
@@ -5431,10 +5494,10 @@ class listDatabases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype295, _size292) = iprot.readListBegin()
-                    for _i296 in range(_size292):
-                        _elem297 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem297)
+                    (_etype302, _size299) = iprot.readListBegin()
+                    for _i303 in range(_size299):
+                        _elem304 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem304)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -5476,8 +5539,8 @@ class listDatabases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter298 in self.success:
-                oprot.writeString(iter298.encode('utf-8') if sys.version_info[0] == 2 else iter298)
+            for iter305 in self.success:
+                oprot.writeString(iter305.encode('utf-8') if sys.version_info[0] == 2 else iter305)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -6632,10 +6695,10 @@ class listTables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype302, _size299) = iprot.readListBegin()
-                    for _i303 in range(_size299):
-                        _elem304 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem304)
+                    (_etype309, _size306) = iprot.readListBegin()
+                    for _i310 in range(_size306):
+                        _elem311 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem311)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6677,8 +6740,8 @@ class listTables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter305 in self.success:
-                oprot.writeString(iter305.encode('utf-8') if sys.version_info[0] == 2 else iter305)
+            for iter312 in self.success:
+                oprot.writeString(iter312.encode('utf-8') if sys.version_info[0] == 2 else iter312)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -9144,11 +9207,11 @@ class listStages_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype309, _size306) = iprot.readListBegin()
-                    for _i310 in range(_size306):
-                        _elem311 = Stage()
-                        _elem311.read(iprot)
-                        self.success.append(_elem311)
+                    (_etype316, _size313) = iprot.readListBegin()
+                    for _i317 in range(_size313):
+                        _elem318 = Stage()
+                        _elem318.read(iprot)
+                        self.success.append(_elem318)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9195,8 +9258,8 @@ class listStages_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter312 in self.success:
-                iter312.write(oprot)
+            for iter319 in self.success:
+                iter319.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -9361,11 +9424,11 @@ class listPartitions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype316, _size313) = iprot.readListBegin()
-                    for _i317 in range(_size313):
-                        _elem318 = Partition()
-                        _elem318.read(iprot)
-                        self.success.append(_elem318)
+                    (_etype323, _size320) = iprot.readListBegin()
+                    for _i324 in range(_size320):
+                        _elem325 = Partition()
+                        _elem325.read(iprot)
+                        self.success.append(_elem325)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9412,8 +9475,8 @@ class listPartitions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter319 in self.success:
-                iter319.write(oprot)
+            for iter326 in self.success:
+                iter326.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -9499,11 +9562,11 @@ class getPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype321, _vtype322, _size320) = iprot.readMapBegin()
-                    for _i324 in range(_size320):
-                        _key325 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val326 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key325] = _val326
+                    (_ktype328, _vtype329, _size327) = iprot.readMapBegin()
+                    for _i331 in range(_size327):
+                        _key332 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val333 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key332] = _val333
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -9524,9 +9587,9 @@ class getPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter327, viter328 in self.spec.items():
-                oprot.writeString(kiter327.encode('utf-8') if sys.version_info[0] == 2 else kiter327)
-                oprot.writeString(viter328.encode('utf-8') if sys.version_info[0] == 2 else viter328)
+            for kiter334, viter335 in self.spec.items():
+                oprot.writeString(kiter334.encode('utf-8') if sys.version_info[0] == 2 else kiter334)
+                oprot.writeString(viter335.encode('utf-8') if sys.version_info[0] == 2 else viter335)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -9722,11 +9785,11 @@ class addPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype330, _vtype331, _size329) = iprot.readMapBegin()
-                    for _i333 in range(_size329):
-                        _key334 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val335 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key334] = _val335
+                    (_ktype337, _vtype338, _size336) = iprot.readMapBegin()
+                    for _i340 in range(_size336):
+                        _key341 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val342 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key341] = _val342
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -9757,9 +9820,9 @@ class addPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter336, viter337 in self.spec.items():
-                oprot.writeString(kiter336.encode('utf-8') if sys.version_info[0] == 2 else kiter336)
-                oprot.writeString(viter337.encode('utf-8') if sys.version_info[0] == 2 else viter337)
+            for kiter343, viter344 in self.spec.items():
+                oprot.writeString(kiter343.encode('utf-8') if sys.version_info[0] == 2 else kiter343)
+                oprot.writeString(viter344.encode('utf-8') if sys.version_info[0] == 2 else viter344)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.location is not None:
@@ -9977,11 +10040,11 @@ class dropPartition_args(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.spec = {}
-                    (_ktype339, _vtype340, _size338) = iprot.readMapBegin()
-                    for _i342 in range(_size338):
-                        _key343 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val344 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.spec[_key343] = _val344
+                    (_ktype346, _vtype347, _size345) = iprot.readMapBegin()
+                    for _i349 in range(_size345):
+                        _key350 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val351 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.spec[_key350] = _val351
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -10012,9 +10075,9 @@ class dropPartition_args(object):
         if self.spec is not None:
             oprot.writeFieldBegin('spec', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.spec))
-            for kiter345, viter346 in self.spec.items():
-                oprot.writeString(kiter345.encode('utf-8') if sys.version_info[0] == 2 else kiter345)
-                oprot.writeString(viter346.encode('utf-8') if sys.version_info[0] == 2 else viter346)
+            for kiter352, viter353 in self.spec.items():
+                oprot.writeString(kiter352.encode('utf-8') if sys.version_info[0] == 2 else kiter352)
+                oprot.writeString(viter353.encode('utf-8') if sys.version_info[0] == 2 else viter353)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.ignoreIfNotExists is not None:
@@ -10271,10 +10334,10 @@ class listViews_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype350, _size347) = iprot.readListBegin()
-                    for _i351 in range(_size347):
-                        _elem352 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem352)
+                    (_etype357, _size354) = iprot.readListBegin()
+                    for _i358 in range(_size354):
+                        _elem359 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem359)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10321,8 +10384,8 @@ class listViews_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter353 in self.success:
-                oprot.writeString(iter353.encode('utf-8') if sys.version_info[0] == 2 else iter353)
+            for iter360 in self.success:
+                oprot.writeString(iter360.encode('utf-8') if sys.version_info[0] == 2 else iter360)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -11521,10 +11584,10 @@ class listFunctions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype357, _size354) = iprot.readListBegin()
-                    for _i358 in range(_size354):
-                        _elem359 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem359)
+                    (_etype364, _size361) = iprot.readListBegin()
+                    for _i365 in range(_size361):
+                        _elem366 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem366)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11571,8 +11634,8 @@ class listFunctions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter360 in self.success:
-                oprot.writeString(iter360.encode('utf-8') if sys.version_info[0] == 2 else iter360)
+            for iter367 in self.success:
+                oprot.writeString(iter367.encode('utf-8') if sys.version_info[0] == 2 else iter367)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -12826,6 +12889,135 @@ reloadConfig_result.thrift_spec = (
 )
 
 
+class clusterStatus_args(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('clusterStatus_args')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(clusterStatus_args)
+clusterStatus_args.thrift_spec = (
+)
+
+
+class clusterStatus_result(object):
+    """
+    Attributes:
+     - success
+     - internal
+     - denied
+
+    """
+
+
+    def __init__(self, success=None, internal=None, denied=None,):
+        self.success = success
+        self.internal = internal
+        self.denied = denied
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = ClusterStatus()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.internal = InternalError.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.denied = PermissionDenied.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('clusterStatus_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.internal is not None:
+            oprot.writeFieldBegin('internal', TType.STRUCT, 1)
+            self.internal.write(oprot)
+            oprot.writeFieldEnd()
+        if self.denied is not None:
+            oprot.writeFieldBegin('denied', TType.STRUCT, 2)
+            self.denied.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(clusterStatus_result)
+clusterStatus_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [ClusterStatus, None], None, ),  # 0
+    (1, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 1
+    (2, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 2
+)
+
+
 class renameDatabase_args(object):
     """
     Attributes:
@@ -13574,11 +13766,11 @@ class listDynamicTables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype364, _size361) = iprot.readListBegin()
-                    for _i365 in range(_size361):
-                        _elem366 = DynamicTable()
-                        _elem366.read(iprot)
-                        self.success.append(_elem366)
+                    (_etype371, _size368) = iprot.readListBegin()
+                    for _i372 in range(_size368):
+                        _elem373 = DynamicTable()
+                        _elem373.read(iprot)
+                        self.success.append(_elem373)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13625,8 +13817,8 @@ class listDynamicTables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter367 in self.success:
-                iter367.write(oprot)
+            for iter374 in self.success:
+                iter374.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:
@@ -14555,11 +14747,11 @@ class dynamicTableHistory_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype371, _size368) = iprot.readListBegin()
-                    for _i372 in range(_size368):
-                        _elem373 = RefreshRun()
-                        _elem373.read(iprot)
-                        self.success.append(_elem373)
+                    (_etype378, _size375) = iprot.readListBegin()
+                    for _i379 in range(_size375):
+                        _elem380 = RefreshRun()
+                        _elem380.read(iprot)
+                        self.success.append(_elem380)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14606,8 +14798,8 @@ class dynamicTableHistory_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter374 in self.success:
-                iter374.write(oprot)
+            for iter381 in self.success:
+                iter381.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notFound is not None:

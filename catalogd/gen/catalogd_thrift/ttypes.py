@@ -1001,11 +1001,13 @@ class CatalogInfo(object):
      - hmsTls
      - hmsTruststore
      - hmsTruststorePassword
+     - jdbcUser
+     - jdbcDriverJar
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None, jdbcUser=None, jdbcDriverJar=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1019,6 +1021,8 @@ class CatalogInfo(object):
         self.hmsTls = hmsTls
         self.hmsTruststore = hmsTruststore
         self.hmsTruststorePassword = hmsTruststorePassword
+        self.jdbcUser = jdbcUser
+        self.jdbcDriverJar = jdbcDriverJar
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1094,6 +1098,16 @@ class CatalogInfo(object):
                     self.hmsTruststorePassword = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 14:
+                if ftype == TType.STRING:
+                    self.jdbcUser = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 15:
+                if ftype == TType.STRING:
+                    self.jdbcDriverJar = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1155,6 +1169,14 @@ class CatalogInfo(object):
         if self.hmsTruststorePassword is not None:
             oprot.writeFieldBegin('hmsTruststorePassword', TType.STRING, 13)
             oprot.writeString(self.hmsTruststorePassword.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststorePassword)
+            oprot.writeFieldEnd()
+        if self.jdbcUser is not None:
+            oprot.writeFieldBegin('jdbcUser', TType.STRING, 14)
+            oprot.writeString(self.jdbcUser.encode('utf-8') if sys.version_info[0] == 2 else self.jdbcUser)
+            oprot.writeFieldEnd()
+        if self.jdbcDriverJar is not None:
+            oprot.writeFieldBegin('jdbcDriverJar', TType.STRING, 15)
+            oprot.writeString(self.jdbcDriverJar.encode('utf-8') if sys.version_info[0] == 2 else self.jdbcDriverJar)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4066,6 +4088,316 @@ class StatementResult(object):
 
     def __ne__(self, other):
         return not (self == other)
+
+
+class MemberStatus(object):
+    """
+    Attributes:
+     - address
+     - hmsUri
+     - httpAddress
+     - up
+     - problem
+     - leader
+     - answering
+
+    """
+
+
+    def __init__(self, address=None, hmsUri=None, httpAddress=None, up=None, problem=None, leader=None, answering=None,):
+        self.address = address
+        self.hmsUri = hmsUri
+        self.httpAddress = httpAddress
+        self.up = up
+        self.problem = problem
+        self.leader = leader
+        self.answering = answering
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.address = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.hmsUri = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.httpAddress = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.up = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.problem = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.BOOL:
+                    self.leader = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.BOOL:
+                    self.answering = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MemberStatus')
+        if self.address is not None:
+            oprot.writeFieldBegin('address', TType.STRING, 1)
+            oprot.writeString(self.address.encode('utf-8') if sys.version_info[0] == 2 else self.address)
+            oprot.writeFieldEnd()
+        if self.hmsUri is not None:
+            oprot.writeFieldBegin('hmsUri', TType.STRING, 2)
+            oprot.writeString(self.hmsUri.encode('utf-8') if sys.version_info[0] == 2 else self.hmsUri)
+            oprot.writeFieldEnd()
+        if self.httpAddress is not None:
+            oprot.writeFieldBegin('httpAddress', TType.STRING, 3)
+            oprot.writeString(self.httpAddress.encode('utf-8') if sys.version_info[0] == 2 else self.httpAddress)
+            oprot.writeFieldEnd()
+        if self.up is not None:
+            oprot.writeFieldBegin('up', TType.BOOL, 4)
+            oprot.writeBool(self.up)
+            oprot.writeFieldEnd()
+        if self.problem is not None:
+            oprot.writeFieldBegin('problem', TType.STRING, 5)
+            oprot.writeString(self.problem.encode('utf-8') if sys.version_info[0] == 2 else self.problem)
+            oprot.writeFieldEnd()
+        if self.leader is not None:
+            oprot.writeFieldBegin('leader', TType.BOOL, 6)
+            oprot.writeBool(self.leader)
+            oprot.writeFieldEnd()
+        if self.answering is not None:
+            oprot.writeFieldBegin('answering', TType.BOOL, 7)
+            oprot.writeBool(self.answering)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.address is None:
+            raise TProtocolException(message='Required field address is unset!')
+        if self.hmsUri is None:
+            raise TProtocolException(message='Required field hmsUri is unset!')
+        if self.httpAddress is None:
+            raise TProtocolException(message='Required field httpAddress is unset!')
+        if self.up is None:
+            raise TProtocolException(message='Required field up is unset!')
+        if self.leader is None:
+            raise TProtocolException(message='Required field leader is unset!')
+        if self.answering is None:
+            raise TProtocolException(message='Required field answering is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ClusterStatus(object):
+    """
+    Attributes:
+     - clustered
+     - members
+     - leader
+     - leaderSince
+     - epoch
+     - leaseAge
+     - lease
+     - leaseStore
+     - problem
+     - leading
+
+    """
+
+
+    def __init__(self, clustered=None, members=None, leader=None, leaderSince=None, epoch=None, leaseAge=None, lease=None, leaseStore=None, problem=None, leading=None,):
+        self.clustered = clustered
+        self.members = members
+        self.leader = leader
+        self.leaderSince = leaderSince
+        self.epoch = epoch
+        self.leaseAge = leaseAge
+        self.lease = lease
+        self.leaseStore = leaseStore
+        self.problem = problem
+        self.leading = leading
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.BOOL:
+                    self.clustered = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.members = []
+                    (_etype288, _size285) = iprot.readListBegin()
+                    for _i289 in range(_size285):
+                        _elem290 = MemberStatus()
+                        _elem290.read(iprot)
+                        self.members.append(_elem290)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.leader = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.DOUBLE:
+                    self.leaderSince = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I64:
+                    self.epoch = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.DOUBLE:
+                    self.leaseAge = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.DOUBLE:
+                    self.lease = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.leaseStore = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.STRING:
+                    self.problem = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.BOOL:
+                    self.leading = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ClusterStatus')
+        if self.clustered is not None:
+            oprot.writeFieldBegin('clustered', TType.BOOL, 1)
+            oprot.writeBool(self.clustered)
+            oprot.writeFieldEnd()
+        if self.members is not None:
+            oprot.writeFieldBegin('members', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRUCT, len(self.members))
+            for iter291 in self.members:
+                iter291.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.leader is not None:
+            oprot.writeFieldBegin('leader', TType.STRING, 3)
+            oprot.writeString(self.leader.encode('utf-8') if sys.version_info[0] == 2 else self.leader)
+            oprot.writeFieldEnd()
+        if self.leaderSince is not None:
+            oprot.writeFieldBegin('leaderSince', TType.DOUBLE, 4)
+            oprot.writeDouble(self.leaderSince)
+            oprot.writeFieldEnd()
+        if self.epoch is not None:
+            oprot.writeFieldBegin('epoch', TType.I64, 5)
+            oprot.writeI64(self.epoch)
+            oprot.writeFieldEnd()
+        if self.leaseAge is not None:
+            oprot.writeFieldBegin('leaseAge', TType.DOUBLE, 6)
+            oprot.writeDouble(self.leaseAge)
+            oprot.writeFieldEnd()
+        if self.lease is not None:
+            oprot.writeFieldBegin('lease', TType.DOUBLE, 7)
+            oprot.writeDouble(self.lease)
+            oprot.writeFieldEnd()
+        if self.leaseStore is not None:
+            oprot.writeFieldBegin('leaseStore', TType.STRING, 8)
+            oprot.writeString(self.leaseStore.encode('utf-8') if sys.version_info[0] == 2 else self.leaseStore)
+            oprot.writeFieldEnd()
+        if self.problem is not None:
+            oprot.writeFieldBegin('problem', TType.STRING, 9)
+            oprot.writeString(self.problem.encode('utf-8') if sys.version_info[0] == 2 else self.problem)
+            oprot.writeFieldEnd()
+        if self.leading is not None:
+            oprot.writeFieldBegin('leading', TType.BOOL, 10)
+            oprot.writeBool(self.leading)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.clustered is None:
+            raise TProtocolException(message='Required field clustered is unset!')
+        if self.members is None:
+            raise TProtocolException(message='Required field members is unset!')
+        if self.epoch is None:
+            raise TProtocolException(message='Required field epoch is unset!')
+        if self.lease is None:
+            raise TProtocolException(message='Required field lease is unset!')
+        if self.leading is None:
+            raise TProtocolException(message='Required field leading is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
 all_structs.append(NotFound)
 NotFound.thrift_spec = (
     None,  # 0
@@ -4142,6 +4474,8 @@ CatalogInfo.thrift_spec = (
     (11, TType.BOOL, 'hmsTls', None, None, ),  # 11
     (12, TType.STRING, 'hmsTruststore', 'UTF8', None, ),  # 12
     (13, TType.STRING, 'hmsTruststorePassword', 'UTF8', None, ),  # 13
+    (14, TType.STRING, 'jdbcUser', 'UTF8', None, ),  # 14
+    (15, TType.STRING, 'jdbcDriverJar', 'UTF8', None, ),  # 15
 )
 all_structs.append(Database)
 Database.thrift_spec = (
@@ -4363,6 +4697,31 @@ StatementResult.thrift_spec = (
     (2, TType.STRING, 'message', 'UTF8', None, ),  # 2
     (3, TType.STRUCT, 'table', [DynamicTable, None], None, ),  # 3
     (4, TType.STRUCT, 'job', [RefreshJob, None], None, ),  # 4
+)
+all_structs.append(MemberStatus)
+MemberStatus.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'address', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'hmsUri', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'httpAddress', 'UTF8', None, ),  # 3
+    (4, TType.BOOL, 'up', None, None, ),  # 4
+    (5, TType.STRING, 'problem', 'UTF8', None, ),  # 5
+    (6, TType.BOOL, 'leader', None, None, ),  # 6
+    (7, TType.BOOL, 'answering', None, None, ),  # 7
+)
+all_structs.append(ClusterStatus)
+ClusterStatus.thrift_spec = (
+    None,  # 0
+    (1, TType.BOOL, 'clustered', None, None, ),  # 1
+    (2, TType.LIST, 'members', (TType.STRUCT, [MemberStatus, None], False), None, ),  # 2
+    (3, TType.STRING, 'leader', 'UTF8', None, ),  # 3
+    (4, TType.DOUBLE, 'leaderSince', None, None, ),  # 4
+    (5, TType.I64, 'epoch', None, None, ),  # 5
+    (6, TType.DOUBLE, 'leaseAge', None, None, ),  # 6
+    (7, TType.DOUBLE, 'lease', None, None, ),  # 7
+    (8, TType.STRING, 'leaseStore', 'UTF8', None, ),  # 8
+    (9, TType.STRING, 'problem', 'UTF8', None, ),  # 9
+    (10, TType.BOOL, 'leading', None, None, ),  # 10
 )
 fix_spec(all_structs)
 del all_structs

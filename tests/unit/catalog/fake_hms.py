@@ -9,6 +9,7 @@ a managed table's directory. Unit tests only: integration tests use a real HMS.
 from __future__ import annotations
 
 import copy
+import re
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
@@ -92,6 +93,11 @@ class FakeHms:
 
     def get_all_tables(self, database: str) -> list[str]:
         return sorted(name for db, name in self.tables if db == database)
+
+    def get_tables(self, database: str, pattern: str) -> list[str]:
+        """HMS's patterns: ``*`` any characters, ``|`` alternatives, case ignored."""
+        regex = "|".join(".*".join(re.escape(p) for p in alt.split("*")) for alt in pattern.split("|"))
+        return sorted(name for db, name in self.tables if db == database and re.fullmatch(regex, name, re.I))
 
     def get_tables_by_type(self, database: str, pattern: str, table_type: str) -> list[str]:
         return sorted(name for (db, name), t in self.tables.items() if db == database and t.tableType == table_type)

@@ -103,6 +103,7 @@ def test_a_table_on_another_tables_directory_is_denied(catalog: HiveCatalog, fak
             catalog.create_table(table("b", location=location))
     # Nor by default: a table whose default directory is already someone's.
     behind_our_back(fake, "c", f"{SALES}/d")
+    catalog.session.locations.reconcile()  # what a background pass does
     with pytest.raises(PermissionDeniedError, match=r"table sales\.c"):
         catalog.create_table(table("d"))
     assert sorted(n for d, n in fake.tables if d == "sales") == ["a", "c"]
@@ -258,23 +259,26 @@ def test_memory_catalogs_refuse_names_hive_refuses(name: str) -> None:
 # ---------------------------------------------------------------- what the checks read again
 
 
-def test_catalogd_writes_are_seen_at_once_changes_behind_its_back_within_the_ttl(
-        catalog: HiveCatalog, fake: FakeHms, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_catalogd_writes_are_seen_at_once_changes_behind_its_back_at_the_next_pass(
+        catalog: HiveCatalog, fake: FakeHms) -> None:
     catalog.create_table(table("a"))
-    catalog.create_table(table("x"))  # its check read a's directory
+    catalog.create_table(table("x"))
     # catalogd's own change of a table is seen by the next check...
     catalog.rename_table("sales", "a", "b")
     with pytest.raises(PermissionDeniedError, match=r"table sales\.b"):
         catalog.create_table(table("c", location=f"{SALES}/b"))
-    # ... a location changed behind catalogd's back only once what it read is older than the TTL.
+    # ... a location changed behind catalogd's back once a background pass has read it.
     fake.tables[("sales", "b")].sd.location = f"{SALES}/moved"
     catalog.create_table(table("d", location=f"{SALES}/moved/inner"))
     catalog.drop_table("sales", "d")
-    monkeypatch.setattr("catalogd.catalog.hive_client.OCCUPANTS_TTL", 0.0)
+    catalog.session.locations.reconcile()
     with pytest.raises(PermissionDeniedError, match=r"table sales\.b"):
         catalog.create_table(table("d", location=f"{SALES}/moved/inner"))
-    # New tables are always seen: every check lists the names.
     behind_our_back(fake, "new", f"{SALES}/n")
-    monkeypatch.setattr("catalogd.catalog.hive_client.OCCUPANTS_TTL", 3600.0)
+    catalog.session.locations.reconcile()
     with pytest.raises(PermissionDeniedError, match=r"table sales\.new"):
         catalog.create_table(table("n"))
+    # A table dropped behind catalogd's back frees its directory at the next pass.
+    fake.drop_table("sales", "new", False)
+    catalog.session.locations.reconcile()
+    catalog.create_table(table("n"))

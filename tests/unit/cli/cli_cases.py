@@ -43,6 +43,8 @@ _COMMANDS: list[Case] = [
     (["config", "reload"], None, None),
     (["config", "reload"], "reload_config", "rejected"),
     (["config", "reload"], "reload_config", "invalid"),
+    (["cluster", "status"], None, None),
+    (["cluster", "status"], "cluster_status", "permission-denied"),
     (["db", "list"], None, None),
     (["db", "list", "main"], None, None),
     (["db", "create", "main.sales", "--comment", "Sales data", "--location", "file:///wh/sales.db",

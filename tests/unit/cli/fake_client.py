@@ -12,11 +12,13 @@ from typing import Any
 from catalogd.errors import CatalogError, NotFoundError
 from catalogd.model import (
     CatalogInfo,
+    ClusterStatus,
     Column,
     Database,
     DynamicTable,
     Function,
     FunctionLanguage,
+    MemberStatus,
     Partition,
     RefreshJob,
     RefreshMode,
@@ -133,6 +135,12 @@ JOB_RUNNING = RefreshJob("job-3", RunStatus.RUNNING, runs=[RUN_PENDING])
 RELOADED = ReloadResult(added=["extra"], removed=[], changed=["main", "ro"], unchanged=["scratch"],
                         restart_needed=["server.port"], source="/etc/catalogd.yaml")
 RELOADED_QUIETLY = ReloadResult(unchanged=["main"], source="/etc/catalogd.yaml")
+CLUSTER = ClusterStatus(
+    clustered=True, leader="cat-b:9190", leader_since=1700000000.5, epoch=3, lease_age=0.25, lease=3.0,
+    lease_store="thrift://metastore:9083", leading=True,
+    members=[MemberStatus("cat-a:9190", "thrift://cat-a:9083", "cat-a:9191", up=False,
+                          problem="lost connection to catalogd at cat-a:9190: refused"),
+             MemberStatus("cat-b:9190", "thrift://cat-b:9083", "cat-b:9191", up=True, leader=True, answering=True)])
 
 
 def _by_name(name: str, choices: dict[str, Any]) -> Any:
@@ -241,6 +249,9 @@ class FakeClient:
 
     def _reload_config(self) -> ReloadResult:
         return RELOADED
+
+    def _cluster_status(self) -> ClusterStatus:
+        return CLUSTER
 
     def _sql(self, statement: str) -> StatementResult:
         if statement.startswith("CREATE"):

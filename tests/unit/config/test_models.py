@@ -206,7 +206,7 @@ def test_section_problems(snippet: str, expected: str) -> None:
 
 def test_invalid_catalog_name_and_type() -> None:
     problems = problems_of("catalogs:\n  - name: 9lives\n    type: hdfs\n")
-    assert f"{SRC}: catalogs[0].type: expected 'hive' or 'memory', got 'hdfs'" in problems
+    assert f"{SRC}: catalogs[0].type: expected 'hive', 'memory' or 'jdbc', got 'hdfs'" in problems
     assert any(p.startswith(f"{SRC}: catalogs[0].name: invalid catalog name '9lives'") for p in problems)
 
 

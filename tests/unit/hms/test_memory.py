@@ -69,7 +69,7 @@ def partition(tbl: str, values: list[str], location: str | None = None) -> hms.P
 
 def victim(tmp_path: Path) -> Path:
     d = tmp_path / "victim"
-    d.mkdir(exist_ok=True)
+    d.mkdir(parents=True, exist_ok=True)
     (d / "precious.txt").write_text("keep me")
     return d
 
@@ -449,7 +449,10 @@ def test_symlink_in_the_warehouse_pointing_out_is_never_followed(store: Store, t
 
 def test_a_table_at_the_database_directory_does_not_take_it_along(store: Store) -> None:
     store("create_table", tbl=table("a"))
-    store("create_table", tbl=table("whole", location=f"file://{store.warehouse}/db.db"))
+    # Refused (table a's directory is inside it); made all the same, its drop keeps a's.
+    with pytest.raises(hms.MetaException, match=r"the directory of table db\.a is"):
+        store("create_table", tbl=table("whole", location=f"file://{store.warehouse}/db.db"))
+    store.ms.store.put_table(table("whole", location=f"file://{store.warehouse}/db.db"))
     store("drop_table", dbname="db", name="whole", deleteData=True)
     assert (store.warehouse / "db.db" / "a").is_dir()
 
@@ -458,11 +461,12 @@ def test_drop_database_cascade_deletes_managed_files_only(store: Store, tmp_path
     v = victim(tmp_path)
     store("create_table", tbl=table("t"))
     store("create_table", tbl=table("ext", location=f"file://{v}", table_type="EXTERNAL_TABLE"))
-    store("create_table", tbl=table("out", location=f"file://{v}"))
+    outside = victim(tmp_path / "other")
+    store("create_table", tbl=table("out", location=f"file://{outside}"))
     store("drop_database", name="db", deleteData=True, cascade=True)
     assert not (store.warehouse / "db.db").exists()
     assert "db" not in store.catalog.list_databases()
-    assert survives(v)
+    assert survives(v) and survives(outside)
 
 
 def test_close_removes_the_warehouse_only(tmp_path: Path) -> None:
@@ -529,3 +533,74 @@ def test_concurrent_partition_adds_all_land(store: Store) -> None:
         t.join()
     assert not errors
     assert len(store("get_partition_names", db_name="db", tbl_name="c", max_parts=-1)) == 200
+
+
+# ---------------------------------------------------------------- another table's directory (issue 19)
+
+
+def _victim_table(store: Store, name: str = "a", custom: bool = False) -> Path:
+    """A managed table with a file that must survive the attacker's drop (at a custom place in the warehouse)."""
+    # Custom: where a table named "c" would go by default.
+    location = f"file://{store.warehouse}/db.db/c" if custom else None
+    store("create_table", tbl=table(name, location))
+    path = Path(store("get_table", dbname="db", tbl_name=name).sd.location.removeprefix("file://"))
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "precious.txt").write_text("keep me")
+    return path
+
+
+@pytest.mark.parametrize("attack", ["created at", "altered to", "partition on", "partition inside",
+                                    "renamed onto"])
+def test_another_tables_directory_is_refused_and_its_files_kept(store: Store, attack: str) -> None:
+    a = _victim_table(store, custom=attack == "renamed onto")
+    with pytest.raises(hms.MetaException, match="cannot be used on memory catalog"):
+        if attack == "created at":
+            store("create_table", tbl=table("b", f"file://{a}"))
+        elif attack == "altered to":
+            store("create_table", tbl=table("b"))
+            altered = store("get_table", dbname="db", tbl_name="b")
+            altered.sd.location = f"file://{a}"
+            store("alter_table", dbname="db", tbl_name="b", new_tbl=altered)
+        elif attack in ("partition on", "partition inside"):
+            store("create_table", tbl=table("b", parts=[("ds", "string")]))
+            where = f"file://{a}" if attack == "partition on" else f"file://{a}/inside"
+            store("add_partition", new_part=partition("b", ["1"], where))
+        else:
+            store("create_table", tbl=table("b"))
+            renamed = store("get_table", dbname="db", tbl_name="b")
+            renamed.tableName = "c"
+            renamed.sd.location = f"file://{store.warehouse}/db.db/c"  # as Spark sends a rename's new place
+            store("alter_table", dbname="db", tbl_name="b", new_tbl=renamed)
+    for name in ("b", "c"):
+        if name in store("get_all_tables", db_name="db"):
+            store("drop_table", dbname="db", name=name, deleteData=True)
+    assert (a / "precious.txt").read_text() == "keep me"
+    store("drop_table", dbname="db", name="a", deleteData=True)
+    assert not a.exists(), "a's own drop still deletes its files"
+
+
+def test_a_drop_keeps_the_files_another_table_uses(store: Store) -> None:
+    """Should an object share a directory all the same (the catalog API's own locations), a drop keeps it."""
+    a = _victim_table(store)
+    store("create_table", tbl=table("b", parts=[("ds", "string")]))
+    raw = store.ms.store.table("db", "b")
+    assert raw is not None
+    raw.sd.location = f"file://{a}"
+    store.ms.store.put_table(raw)
+    store("drop_table", dbname="db", name="b", deleteData=True)
+    assert (a / "precious.txt").read_text() == "keep me"
+
+
+def test_an_alter_that_keeps_a_location_in_another_spelling_is_not_a_claim(store: Store) -> None:
+    """Spark sends back ``file:/x`` for the ``file:///x`` the store holds: not a move onto its partitions."""
+    store("create_table", tbl=table("p", parts=[("ds", "string")]))
+    store("add_partition", new_part=partition("p", ["1"]))
+    tbl = store("get_table", dbname="db", tbl_name="p")
+    tbl.sd.location = tbl.sd.location.replace("file:///", "file:/") + "/"
+    tbl.parameters["numRows"] = "1"
+    store("alter_table", dbname="db", tbl_name="p", new_tbl=tbl)
+    part = store("get_partition", db_name="db", tbl_name="p", part_vals=["1"])
+    part.sd.location = part.sd.location.replace("file:///", "file:/")
+    part.parameters["numRows"] = "1"
+    store("alter_partition", db_name="db", tbl_name="p", new_part=part)
+    assert store("get_partition", db_name="db", tbl_name="p", part_vals=["1"]).parameters["numRows"] == "1"

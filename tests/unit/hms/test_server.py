@@ -152,6 +152,9 @@ def test_at_the_cap_the_longest_idle_connection_makes_room(server):
     try:
         for client, _ in clients:
             client.get_all_databases()
+            # The reply goes out before the server marks the call done; wait for that, so
+            # the connections' idle clocks start in the order the calls were made.
+            wait_until(lambda: server.stats()["busy"] == 0, 10, "the call marked done")
         wait_until(lambda: server.stats()["open"] == 3, 10, "three connections open")
         newcomer, transport = _client(server.port)
         assert newcomer.get_all_databases() == ["nobody", "buffered"]

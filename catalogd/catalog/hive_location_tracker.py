@@ -1,0 +1,449 @@
+"""Where a hive catalog's objects lie, kept current at per-object cost: the session's location index.
+
+Judging a claim or a deletion needs the directories of the objects in and around one path
+(``location_index``), never a read of the whole catalog on a client's call. The index is:
+
+- **kept current from catalogd's own writes**: every write through the session's client, the
+  HMS endpoint's relayed ones included (``CachingHiveClient`` tells ``written``), marks the
+  (database, table) it touched; the next judgment reads just those objects again (a table and
+  its partitions: the objects involved) before it looks;
+- **reconciled in the background** with the metastore, one pass over the catalog at a time
+  (100 tables a call, the partitions of partitioned tables), paced so that a pass uses at
+  most a third of one thread and starts at least ``RECONCILE_GAP`` after the last one ended.
+  Only changes made behind catalogd's back (another metastore client) wait for it: they show
+  within one pass plus the gap (the window; docs/operations.md gives it measured).
+
+The index is saved (``<data-dir>/catalogs/<name>/locations.json``, 0600: an authority may
+carry credentials) after every pass and when the daemon stops, with the objects written since
+their last read; every write between two saves is also appended to a journal
+(``locations.journal``), so that a daemon killed in between knows at start which objects to
+read again. Both are read back at start: judgments go on at once, and what changed behind
+catalogd's back meanwhile shows at the first pass, as any such change does. Without a saved
+index (the first start, another metastore, an unreadable file) the index does not know the
+catalog: a judgment waits for the first pass (``INDEX_WAIT`` at most, then it is refused as
+metastore-unavailable, to be retried) rather than guess, so a new object is never placed on,
+and a drop never deletes, a directory another object uses. The wait is the background
+pass's, not a scan made by the call.
+
+A read started before a write of the same object is never applied over that write (each
+write is numbered; a read carries the number it started at).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.base import is_stage_table
+from catalogd.catalog.hive_api import HiveClient
+from catalogd.catalog.location_index import LocationIndex
+from catalogd.catalog.locations import Location, Occupant
+from catalogd.errors import CatalogError, MetastoreUnavailableError, NotFoundError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["INDEX_WAIT", "RECONCILE_GAP", "LocationTracker"]
+
+#: Seconds between the end of one background pass and the start of the next, at least.
+RECONCILE_GAP = 30.0
+#: A pass sleeps this many times what each batch of tables took: at most a third of a thread.
+PACE = 2.0
+#: How long a judgment waits for the first pass after start before it is refused.
+INDEX_WAIT = 60.0
+#: Tables read per call in a pass.
+BATCH = 100
+#: Connections the first pass after start reads on at once.
+FIRST_PASS_THREADS = 4
+
+Key = tuple[str, str]
+#: Lends the typed client for a block (``HiveSession.client``), errors as catalogd errors.
+Lend = Callable[[str], AbstractContextManager[HiveClient]]
+#: A location as stored in HMS, normalised (None: none, or one catalogd cannot read).
+Parse = Callable[[str | None], Location | None]
+
+
+class LocationTracker:
+    """The location index of one hive catalog, kept current (see the module docstring).
+
+    Args:
+        name: the catalog's name (for logs and errors).
+        lend: lends the session's typed client (uncached reads).
+        parse: normalises a stored location.
+        snapshot: where the index is saved between runs (None: not saved).
+        identity: the metastore's identity: a saved index of another one is not used.
+    """
+
+    def __init__(self, name: str, lend: Lend, parse: Parse, snapshot: Path | None = None,
+                 identity: str = "") -> None:
+        self.name = name
+        self._snapshot = snapshot
+        self._identity = identity
+        self._lend = lend
+        self._parse = parse
+        self._lock = threading.Lock()
+        self._index = LocationIndex()
+        self._writes = 0
+        #: (database, table) -> the number of its last write not yet covered by a read.
+        self._written: dict[Key, int] = {}
+        #: (database, table) -> the write number its entry was read after (no older read replaces it).
+        self._read_at: dict[Key, int] = {}
+        #: Databases dropped through catalogd: their tables are gone too.
+        self._dropped: set[str] = set()
+        self._journal: Any = None
+        self._loaded = threading.Event()
+        self._kick = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: Completed passes, and what the last one took (seconds): for logs and the benchmark.
+        self.passes = 0
+        self.last_pass = 0.0
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the background passes (the first one at once)."""
+        if self._thread is not None:
+            return
+        if not self._loaded.is_set() and self._load():
+            self._loaded.set()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=f"locations-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._kick.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(2)  # a pass in a metastore call is not waited for: it ends with the pool
+        if self._loaded.is_set():
+            self._save()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded.is_set()
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                self.reconcile()
+                failures = 0
+                wait = RECONCILE_GAP
+            except CatalogError as e:
+                failures += 1
+                wait = min(RECONCILE_GAP, 0.5 * 2 ** min(failures, 6))
+                logger.warning("catalog %s: reading its locations failed (again in %.0fs): %s", self.name, wait, e)
+            self._kick.wait(wait)
+            self._kick.clear()
+
+    # ------------------------------------------------------------ writes
+
+    def written(self, method: str, keys: list[tuple[str, str]]) -> None:
+        """A write through catalogd may have changed ``keys`` (none: anything): read them again
+        before the next judgment (an unknown write: a background pass now)."""
+        unknown = not keys
+        with self._lock:
+            self._writes += 1
+            for database, table in keys:
+                if not database:  # a struct without its database: anything may have changed
+                    unknown = True
+                    continue
+                self._written[(database.lower(), (table or "").lower())] = self._writes
+                if method == "drop_database" and not table:
+                    self._dropped.add(database.lower())
+            self._journal_write(method, keys, unknown)
+        if unknown:
+            self._kick.set()
+
+    # ------------------------------------------------------------ judging
+
+    def current(self, wait: float | None = None) -> None:
+        """Bring the index up to date with catalogd's own writes: reads the objects written since
+        the last judgment, nothing else. Call with the session's files lock held.
+
+        Raises:
+            MetastoreUnavailableError: the first pass after start has not completed within ``wait``
+                (default ``INDEX_WAIT``), or the metastore does not answer.
+        """
+        if self._thread is None and not self._loaded.is_set():
+            self.reconcile()  # no background passes (a session attached to a test's client)
+        if not self._loaded.wait(INDEX_WAIT if wait is None else wait):
+            raise MetastoreUnavailableError(
+                f"catalog {self.name}: the directories of its objects are still being read after start "
+                f"({len(self._index)} objects so far); catalogd judges no location before it knows them all: "
+                "try again shortly")
+        with self._lock:
+            todo = dict(self._written)
+            dropped = set(self._dropped)
+        if not todo:
+            return
+        with self._lend(f"catalog {self.name}: locations") as c:
+            for (database, table), number in todo.items():
+                start = number  # this read comes after that write
+                if not table:
+                    self._read_database(c, database, start, database in dropped)
+                else:
+                    self._apply((database, table), self._read_table(c, database, table), start)
+
+    def gone(self, database: str, table: str) -> None:
+        """catalogd has just dropped the table (its write noted, the files lock still held): its
+        entry goes without reading it again."""
+        key = (database.lower(), table.lower())
+        with self._lock:
+            number = self._written.pop(key, self._writes)
+            self._read_at[key] = number
+            self._index.remove(key)
+
+    def around(self, location: Location) -> list[Occupant]:
+        """The objects whose directories are ``location``, lie inside it or contain it (after ``current``)."""
+        with self._lock:
+            return self._index.around(location)
+
+    def of_table(self, database: str, table: str) -> list[Occupant]:
+        with self._lock:
+            return list(self._index.get((database.lower(), table.lower())) or [])
+
+    def all(self) -> list[Occupant]:
+        with self._lock:
+            return self._index.all()
+
+    # ------------------------------------------------------------ reading
+
+    def _number(self) -> int:
+        with self._lock:
+            return self._writes
+
+    def _apply(self, key: Key, occupants: list[Occupant] | None, start: int) -> None:
+        """What ``key`` held as read after write number ``start`` (None: it is gone); a read older
+        than a write of it is dropped (the write's own read brings it)."""
+        with self._lock:
+            if self._written.get(key, 0) > start or self._read_at.get(key, -1) > start:
+                return
+            self._written.pop(key, None)
+            self._read_at[key] = start
+            if occupants is None:
+                self._index.remove(key)
+            else:
+                self._index.put(key, occupants)
+
+    def _read_database(self, c: HiveClient, database: str, start: int, dropped: bool) -> None:
+        try:
+            db = c.get_database(database)
+        except hms.NoSuchObjectException:
+            with self._lock:
+                if self._written.get((database, ""), 0) <= start:
+                    self._written.pop((database, ""), None)
+                    self._read_at[(database, "")] = start
+                    self._dropped.discard(database)
+                    self._index.remove_database(database)
+            return
+        loc = self._parse(db.locationUri)
+        self._apply((database, ""), [Occupant("database", database, "", "", loc)] if loc else [], start)
+        if dropped:
+            # A drop that failed half way (or a database made again): its tables as they are now.
+            names = {n.lower() for n in c.get_all_tables(database)}
+            with self._lock:
+                self._dropped.discard(database)
+                gone = [t for t in self._index.tables_of(database) if t not in names]
+            for table in gone:
+                self._apply((database, table), None, start)
+
+    def _read_table(self, c: HiveClient, database: str, table: str) -> list[Occupant] | None:
+        try:
+            tbl = c.get_table(database, table)
+        except hms.NoSuchObjectException:
+            return None
+        return self.table_occupants(c, database, tbl)
+
+    def table_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant]:
+        """The directories of a table and of its partitions outside its directory (the others
+        lie in or around the table's directory too, so they add nothing to any judgment)."""
+        if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
+            return []
+        stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
+            if is_stage_table(tbl.tableName) else ""
+        found = []
+        table_loc = self._parse(tbl.sd.location)
+        if table_loc is not None:
+            found.append(Occupant("table", database, tbl.tableName, "", table_loc, stage_of))
+        if tbl.partitionKeys:
+            try:
+                parts = c.get_partitions(database, tbl.tableName, -1)
+            except hms.NoSuchObjectException:
+                return found
+            for part in parts:
+                loc = self._parse(part.sd.location if part.sd else None)
+                if loc is not None and (table_loc is None or not table_loc.contains(loc)):
+                    name = codec.partition_name(tbl.partitionKeys, part.values)
+                    found.append(Occupant("partition", database, tbl.tableName, name, loc, stage_of))
+        return found
+
+    def reconcile(self) -> None:
+        """One pass over the catalog, applied object by object (the first one marks the index loaded).
+
+        Raises:
+            CatalogError: the metastore failed (the pass is tried again later).
+        """
+        began = time.monotonic()
+        first = not self._loaded.is_set()
+        start = self._number()
+        with self._lend(f"catalog {self.name}: locations") as c:
+            databases = [d.lower() for d in c.get_all_databases()]
+        for database in databases:
+            if self._stop.is_set():
+                return
+            self._reconcile_database(database, first)
+        with self._lock:
+            stale = {d for d, _ in self._index.objects() if d not in databases}
+        for database in stale:
+            with self._lock:
+                numbers = [*self._written.items(), *self._read_at.items()]
+                if all(n <= start for (d, _), n in numbers if d == database):
+                    self._index.remove_database(database)
+        with self._lock:
+            # What no longer exists needs no guard against older reads once the pass is over.
+            self._read_at = {k: n for k, n in self._read_at.items() if n > start or self._index.get(k) is not None}
+        self.passes += 1
+        self.last_pass = time.monotonic() - began
+        self._save()
+        if first:
+            self._loaded.set()
+            logger.info("catalog %s: the directories of %d objects read in %.1fs", self.name, len(self._index),
+                        self.last_pass)
+
+    def _reconcile_batch(self, database: str, batch: list[str]) -> None:
+        if self._stop.is_set():
+            return
+        number = self._number()
+        with self._lend(f"catalog {self.name}: locations") as c:
+            tables = c.get_table_objects_by_name(database, batch)
+            read = {t.tableName.lower(): self.table_occupants(c, database, t) for t in tables}
+        for name in batch:
+            self._apply((database, name), read.get(name), number)
+
+    def _reconcile_database(self, database: str, first: bool) -> None:
+        start = self._number()
+        try:
+            with self._lend(f"catalog {self.name}: locations") as c:
+                db = c.get_database(database)
+                names = sorted({n.lower() for n in c.get_all_tables(database)})
+        except NotFoundError:
+            return  # dropped while we looked
+        loc = self._parse(db.locationUri)
+        self._apply((database, ""), [Occupant("database", database, "", "", loc)] if loc else [], start)
+        batches = [names[i:i + BATCH] for i in range(0, len(names), BATCH)]
+        if first:
+            # Nothing is judged before the first pass ends: it reads on a few connections at once.
+            with ThreadPoolExecutor(FIRST_PASS_THREADS, thread_name_prefix=f"locations-{self.name}") as pool:
+                list(pool.map(lambda batch: self._reconcile_batch(database, batch), batches))
+        else:
+            for batch in batches:
+                if self._stop.is_set():
+                    return
+                began = time.monotonic()
+                self._reconcile_batch(database, batch)
+                self._stop.wait(PACE * (time.monotonic() - began))
+        with self._lock:
+            known = set(self._index.tables_of(database))
+        for name in known - set(names):
+            self._apply((database, name), None, start)
+
+    # ------------------------------------------------------------ saved between runs
+
+    def _save(self) -> None:
+        path = self._snapshot
+        if path is None:
+            return
+        with self._lock:
+            self._journal_reset()
+            entries = [[db, table, [[o.kind, o.database, o.table, o.partition, o.stage_of, o.location.scheme,
+                                     o.location.authority, o.location.path, o.location.key] for o in occupants]]
+                       for (db, table), occupants in self._index.items()]
+            written = [list(k) for k in self._written]
+        document = {"version": 1, "identity": self._identity, "entries": entries, "written": written}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(path.name + ".tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(document, f, separators=(",", ":"))
+            os.replace(temporary, path)
+        except OSError as e:
+            logger.warning("catalog %s: saving its location index to %s: %s", self.name, path, e)
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)  # its journal is gone: the next start reads the metastore
+
+    def _load(self) -> bool:
+        """Read the saved index back (False: none, another metastore's, or unreadable)."""
+        path = self._snapshot
+        if path is None or not path.exists():
+            return False
+        try:
+            document = json.loads(path.read_text())
+            if document.get("version") != 1 or document.get("identity") != self._identity:
+                logger.info("catalog %s: the saved location index is another metastore's: not used", self.name)
+                return False
+            entries = [((str(db), str(table)), [Occupant(kind, database, tbl, part, Location(scheme, auth, p, key),
+                                                         stage_of)
+                                                for kind, database, tbl, part, stage_of, scheme, auth, p, key in occ])
+                       for db, table, occ in document["entries"]]
+            written = [(str(db), str(table)) for db, table in document["written"]]
+            journal = path.with_name(path.stem + ".journal")
+            if journal.exists():
+                for line in journal.read_text().splitlines():
+                    record = json.loads(line) if line.strip() else {}
+                    if record.get("unknown"):
+                        raise ValueError("a write catalogd could not place")
+                    written += [(str(db), str(table)) for db, table in record.get("keys", [])]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            logger.warning("catalog %s: the saved location index %s cannot be read (%s): reading the metastore",
+                           self.name, path, e)
+            return False
+        with self._lock:
+            self._index.replace_all(entries)
+            self._writes += 1
+            for key in written:  # written before the stop, never read since: read before the next judgment
+                self._written[key] = self._writes
+        logger.info("catalog %s: location index of %d objects read from %s", self.name, len(entries), path)
+        return True
+
+    def _journal_write(self, method: str, keys: list[tuple[str, str]], unknown: bool) -> None:
+        """Note a write (lock held): a daemon killed before the next save reads these again at start."""
+        if self._snapshot is None:
+            return
+        try:
+            if self._journal is None:
+                self._snapshot.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self._snapshot.with_name(self._snapshot.stem + ".journal"),
+                             os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                self._journal = os.fdopen(fd, "a")
+            record = {"keys": [[d.lower(), (t or "").lower()] for d, t in keys if d], "unknown": unknown}
+            self._journal.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self._journal.flush()  # in the kernel: survives the daemon's death
+        except OSError as e:
+            logger.warning("catalog %s: noting a write in the location journal: %s", self.name, e)
+
+    def _journal_reset(self) -> None:
+        """The index is being saved with every write so far (lock held): the journal starts afresh."""
+        if self._snapshot is None:
+            return
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        try:
+            self._snapshot.with_name(self._snapshot.stem + ".journal").unlink(missing_ok=True)
+        except OSError as e:
+            logger.warning("catalog %s: resetting the location journal: %s", self.name, e)

@@ -1,0 +1,544 @@
+"""A catalog on a relational database through its own protocol: ``type: jdbc`` (PostgreSQL).
+
+The catalog serves one PostgreSQL database (``default-database``, Flink's meaning). A
+catalogd database is a PostgreSQL schema (``pg.sales`` is schema ``sales``), a table is a
+table (``pg.sales.orders`` is ``sales.orders``), a view is a view whose text PostgreSQL
+keeps. Functions and partitions are refused as unsupported.
+
+Comments and properties: a table's (and a schema's) comment is PostgreSQL's own ``COMMENT``;
+catalogd's properties of it are kept in the same comment, after a marker line
+(``-- catalogd properties: {json}``), so they travel with the table through any rename,
+even one made outside catalogd, and go with it when it is dropped. A comment without
+properties is left exactly as written, so ``psql``'s ``\\d+`` shows what the user wrote.
+
+Names: catalogd's names are lower case (``[a-z0-9_]``); objects whose PostgreSQL names are
+not (made outside catalogd with quoted capitals) are not listed, because no catalogd name
+reaches them. Names starting with ``__catalogd_stage_`` are stages (``jdbc_staging``):
+hidden from listings, refused as names of user tables.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Protocol
+
+from psycopg import sql
+
+from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, check_name, is_stage_table
+from catalogd.catalog.jdbc_comments import decode_comment, encode_comment
+from catalogd.catalog.jdbc_connection import PgConnections
+from catalogd.catalog.jdbc_dialect import Dialect, dialect_for
+from catalogd.errors import (
+    DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+    ViewAlreadyExistsError,
+    ViewNotFoundError,
+)
+from catalogd.model import (
+    CatalogInfo,
+    Column,
+    Database,
+    DatabaseUpdate,
+    Stage,
+    StageRequest,
+    Statistics,
+    Table,
+    TableKind,
+    TableUpdate,
+    ViewUpdate,
+)
+
+if TYPE_CHECKING:
+    from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+    from catalogd.config import CatalogConfig
+
+#: Names catalogd can address (it lower-cases every name it is given).
+_ADDRESSABLE = re.compile(r"[a-z0-9_]+")
+#: Relation kinds (pg_class.relkind) listed as tables and as views.
+TABLE_KINDS = ("r", "p", "f")
+VIEW_KINDS = ("v", "m")
+
+
+class Stager(Protocol):
+    """The stage operations of a jdbc catalog (``jdbc_staging.Stager``)."""
+
+    def begin(self, request: StageRequest) -> Stage: ...
+    def get(self, database: str, key: str) -> Stage: ...
+    def list_stages(self) -> list[Stage]: ...
+    def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage: ...
+    def commit(self, database: str, key: str) -> Stage: ...
+    def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
+    def janitor_pass(self, startup: bool = False) -> int: ...
+
+
+class JdbcCatalog(BaseCatalog):
+    """A catalog on one PostgreSQL database; ``stager`` (None: read-only use) does its atomic writes."""
+
+    hms_served = False
+
+    def __init__(self, name: str, *, dialect: Dialect, connections: PgConnections, jdbc_url: str, user: str,
+                 driver_jar: str, default_schema: str = "public",
+                 stager: Stager | None = None) -> None:
+        super().__init__(name)
+        self.dialect = dialect
+        self.connections = connections
+        self.jdbc_url = jdbc_url
+        self.user = user
+        self.driver_jar = driver_jar
+        self.default_schema = default_schema
+        self.stager = stager
+
+    @classmethod
+    def from_config(cls, conf: CatalogConfig, stager: Any = None) -> JdbcCatalog:
+        from catalogd.config.jdbc_url import parse_base_url
+
+        base = parse_base_url(conf.base_url or "")
+        password = conf.jdbc_password
+        connect: dict[str, Any] = {"host": base.host, "port": base.port, "dbname": conf.default_database,
+                                   "user": conf.username}
+        if password is not None:
+            connect["password"] = password.get_secret_value()
+        connect.update(dict(base.params))
+        catalog = cls(conf.name, dialect=dialect_for(base.dialect), connections=PgConnections(connect),
+                      jdbc_url=base.jdbc_url(conf.default_database), user=conf.username or "",
+                      driver_jar=str(conf.driver_jar), default_schema=conf.default_schema)
+        if stager is not None:
+            catalog.stager = stager(catalog)
+        return catalog
+
+    # ------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        # A wrong password or an unreachable server stops the start with PostgreSQL's reason,
+        # rather than failing the first call.
+        self.ping()
+
+    def close(self) -> None:
+        self.connections.close()
+
+    def info(self) -> CatalogInfo:
+        # metastore: where the data is, for clients (no credentials); the driver Spark needs.
+        return CatalogInfo(name=self.name, type="jdbc", metastore=self.jdbc_url, atomic_writes=self.stager is not None,
+                           jdbc_user=self.user, jdbc_driver_jar=self.driver_jar)
+
+    def ping(self, timeout: float | None = None) -> None:
+        with self.connections.connection(f"catalog {self.name}") as conn:
+            conn.execute("SELECT 1")
+
+    def q(self, *parts: str) -> sql.Composable:
+        """A (schema-)qualified, quoted identifier."""
+        return sql.SQL(".").join(sql.Identifier(p) for p in parts)
+
+    def _what(self, database: str, name: str | None = None) -> str:
+        return f"{'table ' if name else 'database '}{self.name}.{database}" + (f".{name}" if name else "")
+
+    # ------------------------------------------------------------ databases (schemas)
+
+    def list_databases(self) -> list[str]:
+        with self.connections.connection(f"catalog {self.name}") as conn:
+            rows = conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
+                "AND nspname <> 'information_schema' ORDER BY 1").fetchall()
+        return [r[0] for r in rows if _ADDRESSABLE.fullmatch(r[0])]
+
+    def _schema_row(self, conn: Any, name: str) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = conn.execute(
+            "SELECT oid, pg_get_userbyid(nspowner), obj_description(oid, 'pg_namespace') "
+            "FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
+        return row
+
+    def get_database(self, name: str) -> Database:
+        with self.connections.connection(self._what(name)) as conn:
+            row = self._schema_row(conn, name)
+        if row is None:
+            raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+        comment, properties = decode_comment(row[2])
+        return Database(name=name, catalog=self.name, comment=comment, properties=properties, owner=row[1])
+
+    def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
+        check_name(database.name, "database")
+        name = database.name.lower()
+        if database.location:
+            raise InvalidArgumentError(f"database {self.name}.{name}: a jdbc catalog's databases are schemas "
+                                       "and have no location")
+        what = self._what(name)
+        with self.connections.connection(what) as conn, conn.transaction():
+            if self._schema_row(conn, name) is not None:
+                if ignore_if_exists:
+                    return
+                raise DatabaseAlreadyExistsError(f"database {self.name}.{name} already exists")
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+            text = encode_comment(database.comment, database.properties)
+            if text is not None:
+                conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(sql.Identifier(name), sql.Literal(text)))
+
+    def alter_database(self, name: str, update: DatabaseUpdate) -> None:
+        with self.connections.connection(self._what(name)) as conn, conn.transaction():
+            row = conn.execute("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace "
+                               "WHERE nspname = %s FOR UPDATE", (name,)).fetchone()
+            if row is None:
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            comment, properties = decode_comment(row[0])
+            if update.comment is not None:
+                comment = update.comment
+            properties.update(update.set_properties)
+            for key in update.unset_properties:
+                properties.pop(key, None)
+            conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(
+                sql.Identifier(name), sql.Literal(encode_comment(comment, properties))))
+
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        what = self._what(name)
+        with self.connections.connection(what) as conn, conn.transaction():
+            if self._schema_row(conn, name) is None:
+                if ignore_if_not_exists:
+                    return
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            if name == self.default_schema:
+                raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be dropped")
+            if not cascade:
+                objects = [n for n in self._relations(conn, name, TABLE_KINDS + VIEW_KINDS) if not is_stage_table(n)]
+                if objects:
+                    raise DatabaseNotEmptyError(f"database {self.name}.{name} is not empty ({len(objects)} tables "
+                                                "and views); drop it with cascade")
+            # CASCADE also when empty of user objects: the stages of writes in flight go with it.
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+    def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        check_name(new_name, "database")
+        new_name = new_name.lower()
+        with self.connections.connection(self._what(name)) as conn, conn.transaction():
+            if self._schema_row(conn, name) is None:
+                if ignore_if_not_exists:
+                    return
+                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+            if name == self.default_schema:
+                raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be renamed")
+            if self._schema_row(conn, new_name) is not None:
+                raise DatabaseAlreadyExistsError(f"database {self.name}.{new_name} already exists")
+            # Stages in flight go with the schema; their ids name the old one, so they fail and are redone.
+            conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(sql.Identifier(name),
+                                                                       sql.Identifier(new_name)))
+
+    # ------------------------------------------------------------ tables
+
+    @staticmethod
+    def _relations(conn: Any, schema: str, kinds: tuple[str, ...]) -> list[str]:
+        rows = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind = ANY(%s) ORDER BY 1", (schema, list(kinds))).fetchall()
+        return [r[0] for r in rows]
+
+    def _names(self, database: str, kinds: tuple[str, ...]) -> list[str]:
+        with self.connections.connection(self._what(database)) as conn:
+            if self._schema_row(conn, database) is None:
+                raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+            names = self._relations(conn, database, kinds)
+        return [n for n in names if _ADDRESSABLE.fullmatch(n) and not is_stage_table(n)]
+
+    def list_tables(self, database: str) -> list[str]:
+        return self._names(database, TABLE_KINDS)
+
+    def list_views(self, database: str) -> list[str]:
+        return self._names(database, VIEW_KINDS)
+
+    def relation(self, conn: Any, database: str, name: str) -> tuple[int, str, str | None, str, float] | None:
+        """(oid, relkind, comment, owner, reltuples) of ``database.name``; None when there is none."""
+        row = conn.execute(
+            "SELECT c.oid, c.relkind, obj_description(c.oid, 'pg_class'), pg_get_userbyid(c.relowner), c.reltuples "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s AND c.relkind = ANY(%s)",
+            (database, name, list(TABLE_KINDS + VIEW_KINDS))).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]), row[2], str(row[3]), float(row[4]))
+
+    def columns_of(self, conn: Any, oid: int) -> list[Column]:
+        rows = conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod), col_description(attrelid, attnum) "
+            "FROM pg_attribute WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            (oid,)).fetchall()
+        return [Column(r[0], self.dialect.from_db_type(r[1]), r[2]) for r in rows]
+
+    def read_table(self, conn: Any, database: str, name: str) -> Table | None:
+        """The table or view ``database.name`` as catalogd describes it, read on ``conn``; None: none."""
+        found = self.relation(conn, database, name)
+        if found is None:
+            return None
+        oid, kind, text, owner, tuples = found
+        comment, properties = decode_comment(text)
+        table = Table(name=name, database=database, catalog=self.name, columns=self.columns_of(conn, oid),
+                      format=None, kind=TableKind.VIEW if kind in VIEW_KINDS else TableKind.MANAGED,
+                      comment=comment, properties=properties, owner=owner,
+                      statistics=Statistics(row_count=int(tuples) if tuples >= 0 else None))
+        if kind in VIEW_KINDS:
+            definition = conn.execute("SELECT pg_get_viewdef(%s::oid, true)", (oid,)).fetchone()[0]
+            table.view_text = table.view_expanded_text = (definition or "").strip()
+        return table
+
+    def get_table(self, database: str, name: str) -> Table:
+        if is_stage_table(name):
+            raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+        with self.connections.connection(self._what(database, name)) as conn:
+            table = self.read_table(conn, database, name)
+        if table is None:
+            raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+        return table
+
+    def check_table(self, table: Table) -> None:
+        """A new table's definition as PostgreSQL can keep it."""
+        check_name(table.name, "table")
+        self.check_new_table(table)
+        if table.partition_keys:
+            raise UnsupportedError(f"table {self.name}.{table.database}.{table.name}: a jdbc catalog has no "
+                                   "partitions (PostgreSQL's declarative partitioning is not mapped)")
+        if table.kind is TableKind.EXTERNAL or table.location:
+            raise InvalidArgumentError(f"table {self.name}.{table.database}.{table.name}: a jdbc catalog's tables "
+                                       "live in PostgreSQL: no external tables, no location")
+        if len(table.name) > self.dialect.max_identifier:
+            raise InvalidArgumentError(f"table name {table.name!r}: PostgreSQL keeps at most "
+                                       f"{self.dialect.max_identifier} characters")
+
+    def table_ddl(self, database: str, name: str, columns: list[Column], comment: str | None,
+                  properties: dict[str, str]) -> list[sql.Composed]:
+        """The statements that create ``database.name`` with these columns, comment and properties."""
+        cols = sql.SQL(", ").join(
+            sql.SQL("{} {}").format(sql.Identifier(c.name.lower()), sql.SQL(self.dialect.to_db_type(c.type, c.name)))
+            for c in columns)
+        statements: list[sql.Composed] = [
+            sql.SQL("CREATE TABLE {} ({})").format(self.q(database, name), cols)]
+        for c in columns:
+            if c.comment:
+                statements.append(sql.SQL("COMMENT ON COLUMN {} IS {}").format(
+                    self.q(database, name, c.name.lower()), sql.Literal(c.comment)))
+        text = encode_comment(comment, properties)
+        if text is not None:
+            statements.append(sql.SQL("COMMENT ON TABLE {} IS {}").format(self.q(database, name), sql.Literal(text)))
+        return statements
+
+    def create_table(self, table: Table, ignore_if_exists: bool = False) -> Table:
+        self.check_table(table)
+        database, name = table.database, table.name.lower()
+        what = self._what(database, name)
+        with self.connections.connection(what) as conn:
+            with conn.transaction():
+                if self._schema_row(conn, database) is None:
+                    raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+                existing = self.relation(conn, database, name)
+                if existing is not None:
+                    if ignore_if_exists and existing[1] in TABLE_KINDS:
+                        pass
+                    else:
+                        raise TableAlreadyExistsError(f"{what} already exists")
+                else:
+                    for statement in self.table_ddl(database, name, table.columns, table.comment, table.properties):
+                        conn.execute(statement)
+            created = self.read_table(conn, database, name)
+        assert created is not None
+        return created
+
+    def alter_table(self, database: str, name: str, update: TableUpdate) -> Table:
+        what = self._what(database, name)
+        if is_stage_table(name):
+            raise TableNotFoundError(f"{what} does not exist")
+        with self.connections.connection(what) as conn:
+            with conn.transaction():
+                # The table's lock serialises this read-modify-write of the comment with commits onto it.
+                found = self._locked_relation(conn, database, name)
+                if found[1] in VIEW_KINDS:
+                    raise InvalidArgumentError(f"{self.name}.{database}.{name} is a view: alter it as a view")
+                comment, properties = decode_comment(found[2])
+                if update.comment is not None:
+                    comment = update.comment
+                properties.update(update.set_properties)
+                for key in update.unset_properties:
+                    properties.pop(key, None)
+                existing = {c.name for c in self.columns_of(conn, found[0])}
+                for col in update.add_columns:
+                    if col.name.lower() in existing:
+                        raise InvalidArgumentError(f"column {col.name!r} already exists in {database}.{name}")
+                    existing.add(col.name.lower())
+                    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+                        self.q(database, name), sql.Identifier(col.name.lower()),
+                        sql.SQL(self.dialect.to_db_type(col.type, col.name))))
+                    if col.comment:
+                        conn.execute(sql.SQL("COMMENT ON COLUMN {} IS {}").format(
+                            self.q(database, name, col.name.lower()), sql.Literal(col.comment)))
+                conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+                    self.q(database, name), sql.Literal(encode_comment(comment, properties))))
+            table = self.read_table(conn, database, name)
+        assert table is not None
+        return table
+
+    def _locked_relation(self, conn: Any, database: str, name: str) -> tuple[int, str, str | None, str, float]:
+        found = self.relation(conn, database, name)
+        if found is None:
+            raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+        conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(self.q(database, name)))
+        again = self.relation(conn, database, name)
+        if again is None:
+            raise TableNotFoundError(f"table {self.name}.{database}.{name} does not exist")
+        return again
+
+    def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        check_name(new_name, "table")
+        new_name = new_name.lower()
+        if is_stage_table(new_name):
+            raise InvalidArgumentError(f"table name {new_name!r}: {STAGE_TABLE_PREFIX!r} is reserved for stages")
+        what = self._what(database, name)
+        with self.connections.connection(what) as conn, conn.transaction():
+            found = None if is_stage_table(name) else self.relation(conn, database, name)
+            if found is None:
+                if ignore_if_not_exists:
+                    return
+                raise TableNotFoundError(f"{what} does not exist")
+            if self.relation(conn, database, new_name) is not None:
+                raise TableAlreadyExistsError(f"table {self.name}.{database}.{new_name} already exists")
+            conn.execute(sql.SQL("ALTER {} {} RENAME TO {}").format(
+                sql.SQL("MATERIALIZED VIEW" if found[1] == "m" else "VIEW" if found[1] == "v" else "TABLE"),
+                self.q(database, name), sql.Identifier(new_name)))
+
+    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+        what = self._what(database, name)
+        with self.connections.connection(what) as conn, conn.transaction():
+            found = None if is_stage_table(name) else self.relation(conn, database, name)
+            if found is None:
+                if ignore_if_not_exists:
+                    return
+                raise TableNotFoundError(f"{what} does not exist")
+            kind = {"v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE"}.get(found[1], "TABLE")
+            conn.execute(sql.SQL("DROP {} {}").format(sql.SQL(kind), self.q(database, name)))
+
+    # ------------------------------------------------------------ views
+
+    def _view_sql(self, query: str) -> str:
+        """A view's query (Spark SQL, as catalogd takes it) in PostgreSQL's SQL."""
+        import sqlglot
+
+        try:
+            return str(sqlglot.transpile(query, read="spark", write="postgres")[0])
+        except sqlglot.errors.SqlglotError as e:
+            raise InvalidArgumentError(f"cannot translate the view's query to PostgreSQL: {e}") from e
+
+    def create_view(self, view: Table, ignore_if_exists: bool = False) -> Table:
+        self.check_new_view(view)
+        check_name(view.name, "view")
+        database, name = view.database, view.name.lower()
+        what = f"view {self.name}.{database}.{name}"
+        with self.connections.connection(what) as conn:
+            with conn.transaction():
+                if self._schema_row(conn, database) is None:
+                    raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+                existing = self.relation(conn, database, name)
+                if existing is not None:
+                    if not (ignore_if_exists and existing[1] in VIEW_KINDS):
+                        raise ViewAlreadyExistsError(f"{self.name}.{database}.{name} already exists")
+                else:
+                    # Names without a schema in the query mean the view's own (catalogd's rule).
+                    conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(database)))
+                    conn.execute(sql.SQL("CREATE VIEW {} AS {}").format(
+                        self.q(database, name), sql.SQL(self._view_sql(view.view_text or ""))))
+                    text = encode_comment(view.comment, view.properties)
+                    if text is not None:
+                        conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(self.q(database, name),
+                                                                                sql.Literal(text)))
+            created = self.read_table(conn, database, name)
+        assert created is not None
+        return created
+
+    def alter_view(self, database: str, name: str, update: ViewUpdate) -> Table:
+        what = f"view {self.name}.{database}.{name}"
+        with self.connections.connection(what) as conn:
+            with conn.transaction():
+                found = self.relation(conn, database, name)
+                if found is None or found[1] not in VIEW_KINDS:
+                    raise ViewNotFoundError(f"{what} does not exist")
+                comment, properties = decode_comment(found[2])
+                if update.query is not None:
+                    conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(database)))
+                    # DROP and CREATE (not CREATE OR REPLACE): the new query may change the columns.
+                    conn.execute(sql.SQL("DROP VIEW {}").format(self.q(database, name)))
+                    conn.execute(sql.SQL("CREATE VIEW {} AS {}").format(
+                        self.q(database, name), sql.SQL(self._view_sql(update.query))))
+                if update.comment is not None:
+                    comment = update.comment
+                properties.update(update.set_properties)
+                for key in update.unset_properties:
+                    properties.pop(key, None)
+                conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(
+                    self.q(database, name), sql.Literal(encode_comment(comment, properties))))
+            table = self.read_table(conn, database, name)
+        assert table is not None
+        return table
+
+    # ------------------------------------------------------------ functions, partitions
+
+    def _unsupported(self, what: str) -> UnsupportedError:
+        return UnsupportedError(f"catalog {self.name!r} is a jdbc catalog: it has no {what}")
+
+    def list_functions(self, database: str) -> list[str]:
+        raise self._unsupported("functions")
+
+    def get_function(self, database: str, name: str) -> Any:
+        raise self._unsupported("functions")
+
+    def create_function(self, function: Any, ignore_if_exists: bool = False) -> Any:
+        raise self._unsupported("functions")
+
+    def alter_function(self, database: str, name: str, function: Any) -> Any:
+        raise self._unsupported("functions")
+
+    def rename_function(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
+        raise self._unsupported("functions")
+
+    def drop_function(self, database: str, name: str, ignore_if_not_exists: bool = False) -> None:
+        raise self._unsupported("functions")
+
+    def list_partitions(self, database: str, table: str, filter: str | None = None) -> list[Any]:
+        raise self._unsupported("partitions")
+
+    def get_partition(self, database: str, table: str, spec: dict[str, str]) -> Any:
+        raise self._unsupported("partitions")
+
+    def add_partition(self, database: str, table: str, spec: dict[str, str], location: str | None = None,
+                      ignore_if_exists: bool = False) -> Any:
+        raise self._unsupported("partitions")
+
+    def drop_partition(self, database: str, table: str, spec: dict[str, str], ignore_if_not_exists: bool = False,
+                       purge: bool = False) -> None:
+        raise self._unsupported("partitions")
+
+    # ------------------------------------------------------------ stages
+
+    def _stages(self) -> Stager:
+        if self.stager is None:
+            raise self._no_stages()
+        return self.stager
+
+    def begin_stage(self, request: StageRequest) -> Stage:
+        return self._stages().begin(request)
+
+    def get_stage(self, database: str, key: str) -> Stage:
+        return self._stages().get(database, key)
+
+    def list_stages(self) -> list[Stage]:
+        return self._stages().list_stages()
+
+    def heartbeat_stage(self, database: str, key: str, lease: float | None = None) -> Stage:
+        return self._stages().heartbeat(database, key, lease)
+
+    def commit_stage(self, database: str, key: str) -> Stage:
+        return self._stages().commit(database, key)
+
+    def abort_stage(self, database: str, key: str, writer_stopped: bool = False) -> Stage:
+        return self._stages().abort(database, key, tombstone=not writer_stopped)
+
+    def janitor_pass(self, startup: bool = False) -> int:
+        return self.stager.janitor_pass(startup) if self.stager is not None else 0
+
+    def stage_owner(self, table: hms.Table) -> str | None:
+        return None  # never asked: the HMS endpoint does not serve jdbc catalogs

@@ -1,0 +1,155 @@
+"""The location tracker: catalogd's own writes seen at once, at the cost of the objects written;
+the metastore read in background passes; nothing judged before the first pass."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_hms import WAREHOUSE, FakeHms
+from hmsclient.genthrift.hive_metastore import ttypes as hms
+
+from catalogd.catalog import hive_codec as codec
+from catalogd.catalog.hive_location_tracker import LocationTracker
+from catalogd.catalog.locations import Location, parse
+from catalogd.errors import MetastoreUnavailableError
+from catalogd.model import Column, Table
+
+
+class Counting:
+    """The fake metastore, counting the calls made on it."""
+
+    def __init__(self, fake: FakeHms) -> None:
+        self.fake = fake
+        self.calls: list[str] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __getattr__(self, name: str) -> object:
+        method = getattr(self.fake, name)
+
+        def call(*args: object) -> object:
+            self.gate.wait()
+            self.calls.append(name)
+            return method(*args)
+        return call
+
+
+def where(path: str) -> Location:
+    return parse(f"file:{path}")
+
+
+def make(fake: FakeHms, name: str, location: str | None = None) -> None:
+    table = Table(database="sales", name=name, columns=[Column("id", "bigint")], location=location)
+    fake.create_table(codec.to_hms_table(table, None))
+
+
+@pytest.fixture
+def counting(fake: FakeHms) -> Counting:
+    fake.create_database(hms.Database(name="sales", locationUri=f"{WAREHOUSE}/sales.db", parameters={}))
+    for n in range(50):
+        make(fake, f"t{n}", f"{WAREHOUSE}/sales.db/t{n}")
+    return Counting(fake)
+
+
+def tracker_on(counting: Counting, snapshot: Path | None = None) -> LocationTracker:
+    @contextlib.contextmanager
+    def lend(what: str) -> Iterator[Counting]:
+        yield counting
+
+    def location(uri: str | None) -> Location | None:
+        return parse(uri) if uri else None
+
+    return LocationTracker("main", lend, location, snapshot)  # type: ignore[arg-type]
+
+
+def test_a_judgment_reads_only_the_objects_written_since_the_last_one(counting: Counting) -> None:
+    tracker = tracker_on(counting)
+    tracker.reconcile()
+    assert tracker.loaded and len(tracker.all()) == 52  # default, sales and its 50 tables
+    counting.calls.clear()
+    tracker.current()
+    assert counting.calls == []  # nothing written: nothing read
+    make(counting.fake, "new", f"{WAREHOUSE}/sales.db/new")
+    tracker.written("create_table", [("sales", "new")])
+    tracker.current()
+    assert counting.calls == ["get_table"]
+    assert sorted(str(o) for o in tracker.around(where("/warehouse/sales.db/new/x"))) == [
+        "database sales", "table sales.new"]
+    counting.fake.drop_table("sales", "new", False)
+    tracker.written("drop_table", [("sales", "new")])
+    tracker.current()
+    assert not [o for o in tracker.all() if o.table == "new"]
+
+
+def test_changes_behind_catalogds_back_show_at_the_next_pass(counting: Counting) -> None:
+    tracker = tracker_on(counting)
+    tracker.reconcile()
+    make(counting.fake, "behind", "file:/elsewhere/behind")
+    counting.fake.drop_table("sales", "t0", False)
+    tracker.current()
+    assert not tracker.around(where("/elsewhere"))
+    tracker.reconcile()
+    assert [o.table for o in tracker.around(where("/elsewhere"))] == ["behind"]
+    assert not [o for o in tracker.all() if o.table == "t0"]
+
+
+def test_a_read_from_before_a_write_never_replaces_it(counting: Counting) -> None:
+    tracker = tracker_on(counting)
+    tracker.reconcile()
+    # A pass reads t1 at its old place; meanwhile catalogd moves it and judges (reading it anew).
+    counting.gate.clear()
+    passing = threading.Thread(target=tracker.reconcile)
+    passing.start()
+    try:
+        counting.fake.tables[("sales", "t1")].sd.location = "file:/moved/t1"
+        tracker.written("alter_table", [("sales", "t1")])
+    finally:
+        counting.gate.set()
+    tracker.current()
+    passing.join(10)
+    assert [o.table for o in tracker.around(where("/moved"))] == ["t1"]
+
+
+def test_nothing_is_judged_before_the_first_pass(counting: Counting) -> None:
+    tracker = tracker_on(counting)
+    counting.gate.clear()  # the metastore does not answer yet
+    tracker.start()
+    try:
+        with pytest.raises(MetastoreUnavailableError, match="still being read after start"):
+            tracker.current(wait=0.2)
+        counting.gate.set()
+        tracker.current(wait=10)
+        assert len(tracker.all()) == 52  # default, sales and its 50 tables
+    finally:
+        counting.gate.set()
+        tracker.stop()
+
+
+def test_a_saved_index_lets_judgments_go_on_at_start_and_the_journal_covers_a_kill(
+        counting: Counting, tmp_path: Path) -> None:
+    snapshot = tmp_path / "locations.json"
+    first = tracker_on(counting, snapshot)
+    first.reconcile()  # saved after the pass
+    assert snapshot.stat().st_mode & 0o777 == 0o600
+    # Written after the save, then the daemon dies (no save at stop): the journal has it.
+    make(counting.fake, "late", "file:/late/t")
+    first.written("create_table", [("sales", "late")])
+    counting.gate.clear()  # the metastore is slow to answer after the restart
+    second = tracker_on(counting, snapshot)
+    second.start()
+    try:
+        assert second.loaded and len(second.all()) == 52
+        counting.gate.set()
+        second.current(wait=0)  # reads what the journal names before judging
+        assert [o.table for o in second.around(where("/late"))] == ["late"]
+    finally:
+        counting.gate.set()
+        second.stop()
+    # Another metastore's index is not used.
+    other = LocationTracker("main", lambda what: contextlib.nullcontext(counting),  # type: ignore[arg-type,return-value]
+                            lambda uri: parse(uri) if uri else None, snapshot, identity="another")
+    assert not other._load()
