@@ -20,6 +20,7 @@ hidden from listings, refused as names of user tables.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from psycopg import sql
@@ -74,7 +75,7 @@ class Stager(Protocol):
     def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage: ...
     def commit(self, database: str, key: str) -> Stage: ...
     def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
-    def janitor_pass(self, startup: bool = False) -> int: ...
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int: ...
 
 
 class JdbcCatalog(BaseCatalog):
@@ -537,8 +538,8 @@ class JdbcCatalog(BaseCatalog):
     def abort_stage(self, database: str, key: str, writer_stopped: bool = False) -> Stage:
         return self._stages().abort(database, key, tombstone=not writer_stopped)
 
-    def janitor_pass(self, startup: bool = False) -> int:
-        return self.stager.janitor_pass(startup) if self.stager is not None else 0
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        return self.stager.janitor_pass(startup, fence) if self.stager is not None else 0
 
     def stage_owner(self, table: hms.Table) -> str | None:
         return None  # never asked: the HMS endpoint does not serve jdbc catalogs

@@ -41,6 +41,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -511,12 +512,15 @@ class JdbcStager:
 
     # ------------------------------------------------------------ janitor
 
-    def janitor_pass(self, startup: bool = False) -> int:
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
         """Drop the stages whose lease lapsed; how many it dropped. (A commit is one transaction:
-        none is ever left half done for the janitor to finish.)"""
+        none is ever left half done for the janitor to finish.) ``fence``: asked before each
+        stage; the pass ends when it answers False (this member no longer leads)."""
         acted = 0
         now = _now_ms()
         for schema, key, meta in self._raw_stages():
+            if fence is not None and not fence():
+                break
             if not self._authentic(schema, STAGE_TABLE_PREFIX + key, meta):
                 continue
             if int(meta.get(PARAM + "lease-deadline") or 0) < now:
