@@ -201,7 +201,8 @@ class CatalogManager:
             if self.cache is not None:
                 # A catalog removed or pointed at another metastore: nothing read from the old one holds.
                 for name in removed + changed:
-                    self.cache.invalidate(name)
+                    # This daemon's catalogs changed, not the metastore: nothing for the other members.
+                    self.cache.invalidate(name, announce=False)
             if retired:
                 timer = threading.Timer(grace, self._close_all, args=(retired,))
                 timer.daemon = True

@@ -112,6 +112,7 @@ class MetadataCache:
         self._floor = 0
         self._counts: dict[str, _Counts] = {}
         self._sharing: Callable[[str], list[str]] | None = None
+        self._announce: Callable[[str, str, str], None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -257,16 +258,24 @@ class MetadataCache:
         catalogs' names): a write through one invalidates the same objects in the others."""
         self._sharing = sharing
 
-    def invalidate(self, catalog: str, database: str = "", table: str = "") -> None:
+    def announce(self, announce: Callable[[str, str, str], None]) -> None:
+        """Tell ``announce(catalog, database, table)`` of every invalidation made here (the other
+        members of a cluster are told through it: ``server.cache_peers``)."""
+        self._announce = announce
+
+    def invalidate(self, catalog: str, database: str = "", table: str = "", *, announce: bool = True) -> None:
         """Forget what a write may have changed, at once, and keep answers fetched before it out.
 
         A table: its entries, its database's (listings) and the catalog's. A database: its
         entries, all its tables', the catalog's. A catalog alone: everything of it. The same
-        goes for every catalog on the same metastore (``share``).
+        goes for every catalog on the same metastore (``share``). ``announce`` False: an
+        invalidation received from another member, not passed on again.
         """
         others = self._sharing(catalog) if self._sharing is not None else []
         for name in [catalog, *others]:
             self._invalidate_one(name, database, table)
+        if announce and self._announce is not None:
+            self._announce(catalog, database, table)
 
     def _invalidate_one(self, catalog: str, database: str, table: str) -> None:
         database, table = database.lower(), table.lower()
@@ -296,7 +305,7 @@ class MetadataCache:
         with self._lock:
             catalogs = list(self._index) + [c for c in self._counts if c not in self._index]
         for catalog in catalogs:
-            self.invalidate(catalog)
+            self.invalidate(catalog, announce=False)
 
     def stats(self) -> dict[str, Any]:
         """Totals (hits, misses, entries, bytes, evictions) and the same by catalog."""

@@ -794,8 +794,9 @@ def _catalog_set_problems(names: Sequence[str | None], defaults: Sequence[bool |
 class CacheConfig(_Model):
     """The metadata cache in front of the hive catalogs' metastores (databases, tables, partitions)."""
 
-    #: How long a cached answer is served; what catalogd writes is invalidated at once, what
-    #: others write on the metastore directly shows within this long. 0s turns the cache off.
+    #: How long a cached answer is served; what catalogd writes is invalidated at once (on
+    #: every member of ``cluster.members`` too), what others write on the metastore directly
+    #: shows within this long. 0s turns the cache off.
     ttl: Annotated[NonNegativeDuration, AtMost(_DAY)] = datetime.timedelta(seconds=1)
     #: The most answers kept, over all catalogs; the least recently used go first.
     max_entries: PositiveInt = Field(default=10000, alias="max-entries")

@@ -35,6 +35,7 @@ from catalogd.manager import CatalogManager, ServedEndpoint
 from catalogd.metastore.embedded import EmbeddedMetastore, port_free
 from catalogd.model import CatalogInfo, ClusterStatus, ReloadResult
 from catalogd.server.access import Access
+from catalogd.server.cache_peers import CachePeers
 from catalogd.server.cluster_status import cluster_status
 from catalogd.server.console.app import ConsoleSources
 from catalogd.server.forwarding import LeaderForwarding
@@ -172,6 +173,8 @@ class Daemon:
         self.metrics.watch_cache(self.cache.stats)
         self.thrift: ThriftServer | None = None
         self.http: HttpServer | None = None
+        #: A cluster's cache coherence (made at start-up, once the stage key can be read).
+        self.peers: CachePeers | None = None
         self.hms: HmsEndpoint | None = None
         self.authority = Authority.from_config(config)
         throttle = config.auth.throttle
@@ -224,6 +227,7 @@ class Daemon:
             # Before acting on any stage: a daemon whose key differs from its metastore's
             # deployment would take the others' stages for strangers' (and they its own).
             check_stage_key(self.manager, self.config)
+            self._join_peers()
             # A cluster: background work only on the member holding the lease (not yet elected).
             self._attach_lease()
             # Before serving: finish the commits a crashed daemon left half done.
@@ -260,7 +264,7 @@ class Daemon:
                 self.manager.serve_endpoint(ServedEndpoint(uri, tls, kerberos.principal if kerberos else None))
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
-                                       access=access, console=self._console_sources())
+                                       access=access, console=self._console_sources(), peers=self.peers)
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after
@@ -269,6 +273,8 @@ class Daemon:
             self.thrift.start()
             self.hms.start()
             self.http.start()
+            if self.peers is not None:
+                self.peers.start()
             # Last: once elected, the forwarded calls and the jobs started can reach this daemon.
             self.leadership.start()
         except BaseException:
@@ -283,6 +289,23 @@ class Daemon:
         # Not a log record: the one line a new user needs next, without a logger's prefix.
         print(next_steps(self._address(), f"{_local(server.host)}:{self.http.port}", self.manager.list_catalogs(),
                          https=server.tls is not None), file=sys.stderr, flush=True)
+
+    def _join_peers(self) -> None:
+        """A member of a cluster passes its cache invalidations on to the others (and takes theirs)."""
+        if len(self.config.cluster.members) < 2:
+            return
+        from catalogd.catalog import stage_key
+
+        cache, manager = self.cache, self.manager
+
+        def apply(catalog: str, database: str, table: str) -> None:
+            cache.invalidate(catalog, database, table, announce=False)
+
+        self.peers = CachePeers(self.config, stage_key(self.config), apply, lambda: manager.catalogs().keys(),
+                                tls=self.config.server.tls)
+        self.cache.announce(self.peers.announce)
+        self.metrics.watch_cache_peers(self.peers.stats)
+        logger.info("cache invalidations go to members %s", ", ".join(self.peers.peers) or "(none: only this one)")
 
     def cluster_status(self) -> ClusterStatus:
         """Every member (pinged now) and the leader lease, for ``catalogd cluster status``."""
@@ -398,6 +421,8 @@ class Daemon:
             self.thrift.shutdown(grace)
         if self.http is not None:
             self.http.stop()
+        if self.peers is not None:
+            self.peers.stop()
         self.manager.close()
         if self.audit is not None:
             self.audit.close()

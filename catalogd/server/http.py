@@ -28,7 +28,7 @@ from catalogd.config import TlsConfig
 from catalogd.errors import InternalError
 from catalogd.server.access import Access
 from catalogd.server.console.app import ConsoleSources
-from catalogd.server.http_app import Pinger, RefreshService, create_app
+from catalogd.server.http_app import PeerReceiver, Pinger, RefreshService, create_app
 from catalogd.server.http_models import Error
 from catalogd.server.metrics import Metrics
 
@@ -194,13 +194,13 @@ class HttpServer:
                  dynamic: RefreshService | None = None, *, shutdown_grace: float = 10.0,
                  request_timeout: float = REQUEST_TIMEOUT, keep_alive: int = KEEP_ALIVE,
                  tls: TlsConfig | None = None, access: Access | None = None,
-                 console: ConsoleSources | None = None) -> None:
+                 console: ConsoleSources | None = None, peers: PeerReceiver | None = None) -> None:
         """Bind the port (so that a port in use fails here, before anything runs).
 
         Raises:
             OSError: the address cannot be bound.
         """
-        self.app = create_app(manager, metrics, dynamic, access, console)
+        self.app = create_app(manager, metrics, dynamic, access, console, peers)
         self.shutdown_grace = shutdown_grace
         self._socket = _bind(host, port)
         self._port = int(self._socket.getsockname()[1])

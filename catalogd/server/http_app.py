@@ -11,11 +11,13 @@
     GET  /v3/health                          metastores, metadata cache, connections, cluster
     GET  /v3/openapi.json                    generated from the models in ``http_models``
     GET  /ui/...                             the web console (``catalogd.server.console``)
+    POST /cluster/invalidations              another member's cache invalidations (``cache_peers``)
 
 Errors are ``{"error": {"kind", "message"}}`` with the status of the catalogd error kind.
 Calls that take locks or talk to a metastore run in the threadpool, never on the event loop.
 
-With auth on, every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer
+With auth on, every route but ``/healthz``, ``/readyz`` and ``/cluster/invalidations`` (signed
+with the deployment's key instead: ``cache_peers``) needs ``Authorization: Bearer
 <token>`` (401 with ``WWW-Authenticate: Bearer`` without a valid one) and the route's role
 (``catalogd.auth.operations.REST_ROLES``; 403 without it): a refresh on the catalog of each
 table, the others on any catalog. Writes and denials are audited (surface ``http``).
@@ -45,6 +47,7 @@ from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDenied
 from catalogd.names import parse_object
 from catalogd.server import overview
 from catalogd.server.access import Access
+from catalogd.server.cache_peers import INVALIDATIONS, SIGNATURE_HEADER
 from catalogd.server.console.app import PREFIX as CONSOLE
 from catalogd.server.console.app import ConsoleSources, console_router
 from catalogd.server.http_models import (
@@ -83,6 +86,12 @@ class Pinger(Protocol):
     """What /readyz needs of the CatalogManager."""
 
     def ping(self) -> dict[str, str | None]: ...
+
+
+class PeerReceiver(Protocol):
+    """What /cluster/invalidations needs: ``CachePeers.receive``."""
+
+    def receive(self, body: bytes, signature: str | None) -> int: ...
 
 
 class RefreshService(Protocol):
@@ -198,12 +207,14 @@ def _route(request: Request) -> str:
 
 
 def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None = None,
-               access: Access | None = None, console: ConsoleSources | None = None) -> FastAPI:
+               access: Access | None = None, console: ConsoleSources | None = None,
+               peers: PeerReceiver | None = None) -> FastAPI:
     """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited).
 
     ``console``: serve the web console at ``/ui`` too. The read routes it shares with REST
     (dynamic tables, runs, stages, health) need the daemon's ``CatalogManager`` as ``manager``
-    and its ``DynamicTables`` as ``dynamic``.
+    and its ``DynamicTables`` as ``dynamic``. ``peers``: the cluster's cache invalidations
+    (None: no cluster).
     """
     app = _App(title="catalogd REST API", version=__version__,
                description="Refresh dynamic tables from workflow schedulers (FLIP-435's gateway API); "
@@ -339,6 +350,23 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
         except CatalogError as e:
             return error_response(e)
         return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
+
+    @app.post(INVALIDATIONS, include_in_schema=False)
+    async def invalidations(request: Request) -> Response:
+        # Between members only (not part of the REST API): signed with the deployment's key, no token.
+        try:
+            if peers is None:
+                raise UnsupportedError("this daemon is no member of a cluster (cluster.members)")
+            body = await _read_body(request)
+            await run_in_threadpool(peers.receive, body, request.headers.get(SIGNATURE_HEADER))
+        except ClientDisconnect:
+            return Response(status_code=400)
+        except PermissionDeniedError as e:
+            logger.warning("refused cache invalidations from %s: %s", _client(request), e.message)
+            return _error(401, e.kind, e.message)
+        except CatalogError as e:
+            return error_response(e)
+        return Response(status_code=204)
 
     _overview_routes(app, manager, dynamic, access, console or ConsoleSources(), caller, check)
     if console is not None:

@@ -23,6 +23,8 @@ HmsViews = Callable[[], dict[str, int]]
 AuthStats = Callable[[], dict[str, int]]
 #: The metadata cache's ``MetadataCache.stats()``.
 CacheStats = Callable[[], dict[str, Any]]
+#: The cluster's cache invalidations: ``CachePeers.stats()``.
+PeerStats = Callable[[], dict[str, int]]
 #: What this member knows of the cluster's leadership (``Leadership.status``).
 LeaderInfo = Callable[[], LeaderStatus]
 
@@ -49,6 +51,9 @@ class Metrics:
         """Export the metadata cache's hits, misses, size and evictions (read at every scrape)."""
         self.registry.register(_CacheCollector(stats))
 
+    def watch_cache_peers(self, stats: PeerStats) -> None:
+        """Export the invalidations sent to and received from the other members (read at every scrape)."""
+        self.registry.register(_PeerCollector(stats))
     def watch_leader(self, status: LeaderInfo, forwarded: Callable[[], int] | None = None) -> None:
         """Export whether this member leads, the term, the lease's age and the takeovers (read at every scrape)."""
         self.registry.register(_LeaderCollector(status, forwarded))
@@ -167,6 +172,26 @@ class _CacheCollector(Collector):
                                 stats["bytes"])
         yield CounterMetricFamily("catalogd_cache_evictions", "Answers evicted from the metadata cache to stay "
                                   "within cache.max-entries and cache.max-bytes", stats["evictions"])
+
+
+class _PeerCollector(Collector):
+    def __init__(self, stats: PeerStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats()
+        messages = CounterMetricFamily("catalogd_cache_invalidations",
+                                       "Cache invalidation messages between the members of the cluster, by "
+                                       "outcome: sent, failed (retried), received, rejected (bad signature "
+                                       "or shape)", labels=["outcome"])
+        for outcome in ("sent", "failed", "received", "rejected"):
+            messages.add_metric([outcome], stats[outcome])
+        yield messages
+        yield CounterMetricFamily("catalogd_cache_invalidations_dropped",
+                                  "Invalidations a member could not be told within cache.ttl of the write "
+                                  "(its entries from before the write had expired by then)", stats["dropped"])
+        yield GaugeMetricFamily("catalogd_cache_invalidations_pending",
+                                "Invalidations waiting to reach members that do not answer", stats["pending"])
 
 
 class _LagCollector(Collector):

@@ -13,8 +13,8 @@ from catalogd.hms import methods
 from catalogd.server.http_app import create_app
 from catalogd.server.metrics import Metrics
 
-#: HTTP routes open to every caller.
-OPEN_ROUTES = {"GET /healthz", "GET /readyz"}
+#: HTTP routes open to every caller (/cluster/invalidations: signed with the deployment's key instead).
+OPEN_ROUTES = {"GET /healthz", "GET /readyz", "POST /cluster/invalidations"}
 
 
 def _rpcs() -> set[str]:
