@@ -558,7 +558,9 @@ class HiveCatalog(BaseCatalog):
                 if not ignore_if_not_exists:
                     raise
                 return
-            if self.stages is not None:
+            # Its stages' tables are catalogd's own writes, in the location index (read by the drop):
+            # none there, no staging table to look for.
+            if self.stages is not None and self.session.locations.has_stages_of(database, name):
                 self.stages.purge_retired_for(database, name)
 
     # ------------------------------------------------------------ table parameters

@@ -212,6 +212,11 @@ class LocationTracker:
         with self._lock:
             return self._loaded.is_set() and (database.lower(), table.lower()) not in self._written
 
+    def has_stages_of(self, database: str, table: str) -> bool:
+        """Whether the index knows a staging table of ``database.table`` (after ``current``)."""
+        with self._lock:
+            return self._index.has_stages_of(database.lower(), table)
+
     def unchanged(self, database: str, table: str) -> None:
         """catalogd's own write (files lock held since ``is_current`` said True) left the table's
         directories as they were (a partition added or dropped inside its table's directory):
