@@ -41,7 +41,7 @@ from catalog_ops import Daemon, DirectHms, hms_table, report, summary
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.client import CatalogClient
-from catalogd.errors import MetastoreUnavailableError
+from catalogd.errors import CatalogError
 from catalogd.model import Column
 
 CATALOG = "main"  # catalog_ops.Daemon's catalog
@@ -150,14 +150,16 @@ def first_write(daemon: ScaleDaemon) -> float:
     """When the first judged write (a create and drop) succeeded, retried while the daemon is
     still reading the catalog's locations (time.monotonic())."""
     with CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600) as client:
-        if PROBE_DB not in client.list_databases(CATALOG):
-            client.create_database(f"{CATALOG}.{PROBE_DB}")
         while True:
             try:
+                if PROBE_DB not in client.list_databases(CATALOG):
+                    client.create_database(f"{CATALOG}.{PROBE_DB}")
                 client.create_table(f"{CATALOG}.{PROBE_DB}.first", [Column("id", "bigint")])
                 client.drop_table(f"{CATALOG}.{PROBE_DB}.first")
                 return time.monotonic()
-            except MetastoreUnavailableError:
+            except CatalogError as e:  # the first pass not done yet (metastore-unavailable)
+                if "still being read" not in str(e):
+                    raise
                 time.sleep(0.5)
 
 

@@ -558,7 +558,9 @@ class HiveCatalog(BaseCatalog):
                 if not ignore_if_not_exists:
                     raise
                 return
-            if self.stages is not None:
+            # Its stages' tables are catalogd's own writes, in the location index (read by the drop):
+            # none there, no staging table to look for.
+            if self.stages is not None and self.session.locations.has_stages_of(database, name):
                 self.stages.purge_retired_for(database, name)
 
     # ------------------------------------------------------------ table parameters
@@ -785,12 +787,16 @@ class HiveCatalog(BaseCatalog):
             sd.location = location
             part = hms.Partition(values=values, dbName=database, tableName=table, createTime=int(time.time()),
                                  lastAccessTime=0, sd=sd, parameters={})
+            # In its table's directory, a partition adds nothing to the location index.
+            current = not location and self.session.locations.is_current(database, table)
             try:
                 with self._client(what, PartitionNotFoundError, PartitionAlreadyExistsError) as c:
                     c.add_partition(part)
             except PartitionAlreadyExistsError:
                 if not ignore_if_exists:
                     raise
+            if current:
+                self.session.locations.unchanged(database, table)
 
     def drop_partition(self, database: str, table: str, spec: dict[str, str], ignore_if_not_exists: bool = False,
                        purge: bool = False) -> None:

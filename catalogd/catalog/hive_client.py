@@ -556,9 +556,16 @@ class HiveSession:
             with self.client(what, PartitionNotFoundError) as c:
                 part = c.get_partition(database, table, values)
             reason = self._partition_deletion(tbl, part) if self._managed(tbl) else None
+            # A partition inside its table's directory is not in the location index: its drop changes nothing there.
+            table_loc = self._location(tbl.sd.location if tbl.sd else None)
+            part_loc = self._location(part.sd.location if part.sd else None)
+            inside = table_loc is not None and part_loc is not None and table_loc.contains(part_loc) \
+                and self.locations.is_current(database, table)
             with self.client(what, PartitionNotFoundError) as c:
                 c.drop_partition_with_environment_context(database, table, values, self._managed(tbl) and not reason,
                                                           codec.purge_context(purge))
+            if inside:
+                self.locations.unchanged(database, table)
         if reason:
             logger.warning("%s dropped; its files were left in place: %s", what, reason)
 

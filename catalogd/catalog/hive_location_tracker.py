@@ -207,6 +207,26 @@ class LocationTracker:
             self._read_at[key] = number
             self._index.remove(key)
 
+    def is_current(self, database: str, table: str) -> bool:
+        """Whether the entry of a table is as the metastore has it (no write since its last read)."""
+        with self._lock:
+            return self._loaded.is_set() and (database.lower(), table.lower()) not in self._written
+
+    def has_stages_of(self, database: str, table: str) -> bool:
+        """Whether the index knows a staging table of ``database.table`` (after ``current``)."""
+        with self._lock:
+            return self._index.has_stages_of(database.lower(), table)
+
+    def unchanged(self, database: str, table: str) -> None:
+        """catalogd's own write (files lock held since ``is_current`` said True) left the table's
+        directories as they were (a partition added or dropped inside its table's directory):
+        its entry stands without reading it again."""
+        key = (database.lower(), table.lower())
+        with self._lock:
+            number = self._written.pop(key, None)
+            if number is not None:
+                self._read_at[key] = number
+
     def around(self, location: Location) -> list[Occupant]:
         """The objects whose directories are ``location``, lie inside it or contain it (after ``current``)."""
         with self._lock:

@@ -44,6 +44,8 @@ class LocationIndex:
         self._at: dict[str, list[Occupant]] = {}
         #: The keys of ``_at``, sorted.
         self._sorted: list[str] = []
+        #: (database, target) -> the staging tables whose stages write it.
+        self._stages: dict[Key, set[Key]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -66,6 +68,8 @@ class LocationIndex:
         self.remove(key)
         self._entries[key] = list(occupants)
         for occupant in occupants:
+            if occupant.stage_of:
+                self._stages.setdefault((key[0], occupant.stage_of.lower()), set()).add(key)
             sort_key = _sort_key(occupant.location)
             at = self._at.get(sort_key)
             if at is None:
@@ -76,6 +80,11 @@ class LocationIndex:
 
     def remove(self, key: Key) -> None:
         for occupant in self._entries.pop(key, []):
+            stages = self._stages.get((key[0], occupant.stage_of.lower()))
+            if stages is not None:
+                stages.discard(key)
+                if not stages:
+                    del self._stages[(key[0], occupant.stage_of.lower())]
             sort_key = _sort_key(occupant.location)
             at = self._at.get(sort_key, [])
             if occupant in at:
@@ -85,6 +94,10 @@ class LocationIndex:
                 i = bisect.bisect_left(self._sorted, sort_key)
                 if i < len(self._sorted) and self._sorted[i] == sort_key:
                     del self._sorted[i]
+
+    def has_stages_of(self, database: str, table: str) -> bool:
+        """Whether a staging table (with a directory) writes ``database.table``."""
+        return bool(self._stages.get((database, table.lower())))
 
     def remove_database(self, database: str) -> None:
         """The database and every table of it."""
@@ -117,6 +130,7 @@ class LocationIndex:
 
     def replace_all(self, entries: Iterable[tuple[Key, list[Occupant]]]) -> None:
         self._entries.clear()
+        self._stages.clear()
         self._at.clear()
         self._sorted.clear()
         for key, occupants in entries:

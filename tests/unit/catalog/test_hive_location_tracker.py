@@ -153,3 +153,17 @@ def test_a_saved_index_lets_judgments_go_on_at_start_and_the_journal_covers_a_ki
     other = LocationTracker("main", lambda what: contextlib.nullcontext(counting),  # type: ignore[arg-type,return-value]
                             lambda uri: parse(uri) if uri else None, snapshot, identity="another")
     assert not other._load()
+
+
+def test_a_partition_added_and_dropped_in_its_tables_directory_is_not_read_again(counting: Counting) -> None:
+    from catalogd.catalog.hive import HiveCatalog
+
+    catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
+    catalog.session.attach(counting)  # type: ignore[arg-type]
+    catalog.create_table(Table(database="sales", name="p", columns=[Column("id", "bigint")],
+                               partition_keys=[Column("ds", "string")]))
+    catalog.session.occupants()  # the create read again
+    counting.calls.clear()
+    catalog.add_partition("sales", "p", {"ds": "1"})
+    catalog.drop_partition("sales", "p", {"ds": "1"})
+    assert "get_partitions" not in counting.calls, counting.calls
