@@ -27,7 +27,14 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+
+class Reporter(Protocol):
+    """Where a refresh reports its phase and progress (a status file here; the run's record
+    when the daemon runs the refresh itself through the connect engine)."""
+
+    def update(self, **values: Any) -> None: ...
 
 
 def _write_json(path: str, payload: dict[str, Any]) -> None:
@@ -66,12 +73,17 @@ def _source_partitions(files: list[str]) -> list[str]:
 
 
 def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, str] | None,
-            reporter: _Reporter) -> dict[str, Any]:
+            reporter: Reporter) -> dict[str, Any]:
     """One refresh through a stage; returns rows written and what was read."""
-    from pyspark.sql import functions as F
-
     from catalogd.model import StagePurpose
-    from catalogd.spark_common import staged_table, write_staged
+    from catalogd.spark_common import is_connect, staged_table, write_staged
+
+    if is_connect(spark):
+        # pyspark's shared functions pick the Connect ones only in a process started for Connect
+        # (SPARK_CONNECT_MODE_ENABLED); the daemon that runs this is not one.
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.sql import functions as F  # type: ignore[no-redef]
 
     table = client.get_table(spec["table"])
     keys = [k.name for k in table.partition_keys]

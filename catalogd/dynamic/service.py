@@ -26,6 +26,7 @@ from catalogd.auth.model import Authority
 from catalogd.config import Config
 from catalogd.dynamic import dispatch
 from catalogd.dynamic.analyzer import Analyzers
+from catalogd.dynamic.connect import ConnectEngine
 from catalogd.dynamic.driver import Driver
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.jobspec import JobFactory
@@ -76,8 +77,14 @@ class DynamicTables:
         jobs = JobFactory(manager, config, address, config.server.data_dir / "dynamic", authority)
         records = Records(manager, config, jobs)
         self._analyzers = Analyzers()
+        self._jobs = jobs
+        #: The warm engine (``spark.engine: connect``): batch runs go to its Connect servers.
+        self.engine: ConnectEngine | None = None
+        if config.spark.engine == "connect":
+            self.engine = ConnectEngine(config.spark.master, config.server.data_dir / "dynamic" / "connect",
+                                        config.spark.connect_port, config.spark.remote)
         self._executor = RunExecutor(manager, config, registry, runs, records, jobs, self._stopping,
-                                     table_gone=self._table_gone)
+                                     table_gone=self._table_gone, engine=self.engine)
         self._supervisor = Supervisor(manager, config, registry, runs, records, jobs, self._stopping,
                                       table_gone=self._table_gone)
         self._scheduler = Scheduler(registry, self._fire, self._clock, self._stopping)
@@ -107,12 +114,23 @@ class DynamicTables:
             logger.info("dynamic tables are disabled on this daemon (dynamic-tables.enabled: false)")
             return
         self.sync()
+        self._warm_engine()
         for target, label in ((self._scheduler.run, "dt-scheduler"), (self._supervisor.run, "dt-supervisor"),
                               (self._loader.run, "dt-sync")):
             thread = threading.Thread(target=target, name=label, daemon=True)
             thread.start()
             self._threads.append(thread)
         logger.info("dynamic tables: %d loaded", len(self._registry))
+
+    def _warm_engine(self) -> None:
+        """Start the default catalog's Connect server now, not at the first refresh."""
+        if self.engine is None:
+            return
+        try:
+            catalog = self.manager.catalog(None)
+            self.engine.server(self._jobs.spark_conf(catalog))
+        except Exception as e:  # a memory catalog without HMS endpoint, say: its runs fail on their own
+            logger.info("the Spark Connect server starts with the first refresh: %s", e)
 
     def sync(self) -> None:
         """Drive the dynamic tables of every hive catalog (see ``Loader.sync``); start the
@@ -150,6 +168,8 @@ class DynamicTables:
         self._supervisor.finish(detached, "the daemon stopped")
         self._analyzers.close()
         self._executor.shutdown()
+        if self.engine is not None:
+            self.engine.close(self._grace)
 
     # ------------------------------------------------------------ operations
 
