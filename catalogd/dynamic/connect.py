@@ -20,6 +20,7 @@ those settings (one per catalog metastore in practice).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -29,11 +30,13 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from catalogd.dynamic import runner as spark_runner
-from catalogd.errors import CatalogError
+from catalogd.errors import CatalogError, InvalidArgumentError
+from catalogd.model import Column
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as RemoteSession
@@ -127,8 +130,9 @@ class ConnectServer:
             while self._url is None and not self._closed:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise CatalogError(f"the Spark Connect server is not up after {timeout:.0f}s"
-                                           + (f": {self._error}" if self._error else ""))
+                    raise CatalogError("the Spark Connect server is not up"
+                                       + (f" after {timeout:.0f}s" if timeout else " (it is starting)")
+                                       + (f": {self._error}" if self._error else ""))
                 self._cond.wait(min(left, 1.0))
             if self._closed:
                 raise CatalogError("the Spark Connect engine is stopping")
@@ -190,7 +194,10 @@ class ConnectServer:
     def _start(self) -> None:
         token = secrets.token_urlsafe(24)
         port = self.port or _free_port()
-        conf = {**self.conf, "spark.connect.grpc.binding.address": "127.0.0.1",
+        # A continuous table's foreachBatch runs in a Python worker the server starts, which
+        # imports pyspark before it connects back: 15 s (Spark's default) is too short on a busy machine.
+        conf = {"spark.python.authenticate.socketTimeout": "120s", **self.conf,
+                "spark.connect.grpc.binding.address": "127.0.0.1",
                 "spark.connect.grpc.binding.port": str(port)}
         spec_dir = self.work_dir
         spec_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -328,4 +335,150 @@ class ConnectEngine:
             server.close(grace)
 
 
-__all__ = ["ConnectEngine", "ConnectServer", "close_session", "new_session", "redact_url"]
+class ConnectAnalyzer:
+    """``Analyzer``'s job done by the Connect server: a query's columns from a session of
+    its own (fresh table metadata each time), with no helper JVM of its own."""
+
+    def __init__(self, server: ConnectServer) -> None:
+        self.server = server
+
+    def warm(self) -> threading.Thread:
+        """Nothing to start: the engine's supervisor starts the server."""
+        thread = threading.Thread(target=lambda: None, daemon=True)
+        thread.start()
+        return thread
+
+    def analyze(self, query: str, timeout: float = 120.0) -> list[Column]:
+        """The columns ``query`` produces.
+
+        Raises:
+            InvalidArgumentError: Spark cannot parse or analyse the query.
+            CatalogError: the server is not up within ``timeout``.
+        """
+        from catalogd.spark_common import hive_columns
+
+        session, generation = self.server.session(max(timeout, START_TIMEOUT))
+        try:
+            schema = session.sql(query).schema
+        except Exception as e:
+            if not self.server.alive(generation):
+                raise CatalogError(f"the Spark Connect server died while it analysed the query: {e}") from e
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise InvalidArgumentError(f"Spark cannot analyse the query: {first[:2000]}") from e
+        finally:
+            self.server.release(session, generation)
+        return hive_columns(schema)
+
+    def close(self) -> None:
+        """The server is the engine's: nothing of its own to stop."""
+
+
+class StreamHandle:
+    """A continuous table's streaming query in a Connect server, as the supervisor sees a
+    job's process (``pid``, ``poll``, ``returncode``): it has ended when the query stopped
+    or failed, or when its server died."""
+
+    #: How often ``poll`` asks the server (the supervisor polls every half second per table).
+    ASK_EVERY = 2.0
+
+    def __init__(self, server: ConnectServer, session: RemoteSession, generation: int, query: Any,
+                 work_dir: Path) -> None:
+        self.server = server
+        self.session = session
+        self.generation = generation
+        self.query = query
+        self.work_dir = work_dir
+        self.returncode: int | None = None
+        self._asked = time.monotonic()
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        """The server's process (the query has none of its own); 0 for a remote server."""
+        return self.server.pid or 0
+
+    def poll(self) -> int | None:
+        with self._lock:
+            if self.returncode is not None:
+                return self.returncode
+            if not self.server.alive(self.generation):
+                self._ended(1, "the Spark Connect server died")
+            elif time.monotonic() - self._asked >= self.ASK_EVERY:
+                self._asked = time.monotonic()
+                try:
+                    active = self.query.isActive
+                except Exception as e:
+                    self._ended(1, f"the streaming query cannot be reached: {e}")
+                    return self.returncode
+                if not active:
+                    error = None
+                    with contextlib.suppress(Exception):
+                        error = self.query.exception()
+                    self._ended(1 if error else 0, f"the streaming query failed: {error}" if error else
+                                "the streaming query stopped")
+            return self.returncode
+
+    def _ended(self, code: int, error: str) -> None:
+        self.returncode = code
+        # Read by the supervisor as a spark-submit job's result file.
+        with contextlib.suppress(OSError):
+            (self.work_dir / "result.json").write_text(json.dumps({"ok": False, "error": error[:1000]}))
+        self.server.release(self.session, self.generation)
+
+    def stop(self) -> None:
+        """Stop the query (only this one: the server and the other tables' queries go on)."""
+        with self._lock:
+            if self.returncode is not None:
+                return
+            with contextlib.suppress(Exception):
+                self.query.stop()
+            self._ended(0, "stopped")
+
+
+class ConnectRunner:
+    """The supervisor's job runner on the connect engine: a continuous table's job is a
+    streaming query in the shared server (``StreamHandle``), not an application of its own."""
+
+    def __init__(self, engine: ConnectEngine) -> None:
+        self.engine = engine
+
+    def spark_submit_path(self) -> Path:
+        return spark_runner.spark_submit_path()
+
+    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path,
+               env: dict[str, str] | None = None) -> StreamHandle:
+        """Start the table's streaming query; fails at once (the supervisor retries after its
+        backoff) while the server is down."""
+        from catalogd.dynamic.job import start_connect_stream
+        from catalogd.dynamic.jobspec import TOKEN_ENV
+
+        spark_runner.own_dir(work_dir)
+        (work_dir / "spec.json").write_text(json.dumps(spec, indent=2))
+        server = self.engine.server(conf)
+        session, generation = server.session(timeout=0.0)
+        try:
+            query = start_connect_stream(session, spec, (env or {}).get(TOKEN_ENV))
+        except BaseException:
+            server.release(session, generation)
+            raise
+        return StreamHandle(server, session, generation, query, work_dir)
+
+    def stop(self, proc: Any, grace: float) -> None:
+        self.stop_all([proc], grace)
+
+    def stop_all(self, procs: Iterable[Any], grace: float) -> None:
+        for proc in procs:
+            if isinstance(proc, StreamHandle):
+                proc.stop()
+            else:
+                spark_runner.stop(proc, grace)
+
+    def read_json(self, path: Path) -> dict[str, Any]:
+        return spark_runner.read_json(path)
+
+    def log_tail(self, work_dir: Path, lines: int = 5) -> str:
+        return spark_runner.log_tail(work_dir, lines)
+
+
+__all__ = ["ConnectAnalyzer", "ConnectEngine", "ConnectRunner", "ConnectServer", "StreamHandle", "close_session",
+           "new_session", "redact_url"]

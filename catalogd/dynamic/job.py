@@ -154,32 +154,110 @@ def _fingerprint(spark: Any, sources: list[str]) -> str:
     return digest.hexdigest()
 
 
+def _fingerprint_connect(spark: Any, sources: list[str]) -> str:
+    """``_fingerprint`` for a Spark Connect session (no JVM at hand): the files' sizes and
+    modification times come from Spark's ``binaryFile`` source, which lists them without
+    reading their content."""
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        spark.catalog.refreshTable(name)
+        files = sorted(spark.table(name).inputFiles())
+        for uri in files:
+            digest.update(uri.encode() + b"\n")
+        if files:
+            try:
+                listed = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(files)
+                          .select("path", "length", "modificationTime").collect())
+                for row in sorted(listed, key=lambda r: r[0]):
+                    digest.update(f"{row[0]} {row[1]} {row[2]}\n".encode())
+            except Exception as e:  # gone since the listing: the next trigger sees the new set
+                digest.update(f"? {name} {type(e).__name__}\n".encode())
+        digest.update(b"--\n")
+    return digest.hexdigest()
+
+
+class _Continuous:
+    """What every trigger of a continuous table does: refresh when the sources' files changed."""
+
+    def __init__(self, spec: dict[str, Any], reporter: Reporter) -> None:
+        self.spec = spec
+        self.reporter = reporter
+        checkpoint = Path(spec["checkpoint"])
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        self.marker = checkpoint / "refreshed-from.json"
+        self.counters = {"batches": 0, "refreshes": 0}
+
+    def batch(self, spark: Any, client: Any, batch_id: int, fingerprint: str) -> None:
+        seen_at = time.time()
+        last = json.loads(self.marker.read_text())["fingerprint"] if self.marker.exists() else None
+        self.counters["batches"] += 1
+        if fingerprint != last:
+            self.reporter.update(phase="refreshing", batch_id=batch_id)
+            result = refresh(spark, client, self.spec, None, self.reporter)
+            _write_json(str(self.marker), {"fingerprint": fingerprint, "at": seen_at})
+            self.counters["refreshes"] += 1
+            self.reporter.update(last_refresh=seen_at, last_rows=result["rows"],
+                                 last_input_files=result["input_files"])
+        self.reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, **self.counters)
+
+
+def _ticks(spark: Any, spec: dict[str, Any], on_batch: Any) -> Any:
+    """The streaming query whose trigger drives a continuous table: a rate source's ticks,
+    checkpointed in the table's own directory."""
+    ticks = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    return (ticks.writeStream.queryName(spec.get("app_name", "catalogd continuous"))
+            .trigger(processingTime=f"{spec['trigger_seconds']} seconds")
+            .option("checkpointLocation", str(Path(spec["checkpoint"]) / "stream"))
+            .foreachBatch(on_batch).start())
+
+
 def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: _Reporter) -> None:
-    checkpoint = Path(spec["checkpoint"])
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    marker = checkpoint / "refreshed-from.json"
-    counters = {"batches": 0, "refreshes": 0}
+    state = _Continuous(spec, reporter)
 
     def on_batch(batch: Any, batch_id: int) -> None:
-        seen_at = time.time()
-        fingerprint = _fingerprint(spark, spec["sources"])
-        last = json.loads(marker.read_text())["fingerprint"] if marker.exists() else None
-        counters["batches"] += 1
-        if fingerprint != last:
-            reporter.update(phase="refreshing", batch_id=batch_id)
-            result = refresh(spark, client, spec, None, reporter)
-            _write_json(str(marker), {"fingerprint": fingerprint, "at": seen_at})
-            counters["refreshes"] += 1
-            reporter.update(last_refresh=seen_at, last_rows=result["rows"], last_input_files=result["input_files"])
-        reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, **counters)
+        state.batch(spark, client, batch_id, _fingerprint(spark, spec["sources"]))
 
-    ticks = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
-    query = (ticks.writeStream.queryName(spec.get("app_name", "catalogd continuous"))
-             .trigger(processingTime=f"{spec['trigger_seconds']} seconds")
-             .option("checkpointLocation", str(checkpoint / "stream"))
-             .foreachBatch(on_batch).start())
+    query = _ticks(spark, spec, on_batch)
     reporter.update(phase="streaming")
     query.awaitTermination()
+
+
+class ConnectBatches:
+    """The ``foreachBatch`` function of a continuous table in a Spark Connect server.
+
+    The server runs it in a Python worker of its own (one per query), which connects back
+    to the server; this object is pickled there with the job's spec and token (sent over
+    the server's authenticated local channel, never written down), and reports through
+    the same status file as a spark-submit job.
+    """
+
+    def __init__(self, spec: dict[str, Any], token: str | None) -> None:
+        self.spec = spec
+        self.token = token
+        self._state: _Continuous | None = None
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        from catalogd.client import CatalogClient
+
+        spark = batch.sparkSession
+        if self._state is None:
+            reporter = _Reporter(self.spec)
+            reporter.update(phase="streaming", application_id=spark.conf.get("spark.app.id"))
+            self._state = _Continuous(self.spec, reporter)
+        client = CatalogClient(self.spec["daemon"], token=self.token or "",
+                               tls_context=_tls_context(self.spec.get("tls")))
+        try:
+            self._state.batch(spark, client, batch_id, _fingerprint_connect(spark, self.spec["sources"]))
+        except BaseException as e:
+            self._state.reporter.update(phase="failed", error=_describe(e))
+            raise
+        finally:
+            client.close()
+
+
+def start_connect_stream(spark: Any, spec: dict[str, Any], token: str | None) -> Any:
+    """Start a continuous table's streaming query in a Connect server; its ``StreamingQuery``."""
+    return _ticks(spark, spec, ConnectBatches(spec, token))
 
 
 def _tls_context(tls: dict[str, Any] | None) -> Any:

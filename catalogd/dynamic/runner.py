@@ -96,7 +96,7 @@ def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Pa
     Must be called from a thread that lives as long as the job (the parent-death
     signal follows the thread that started the process).
     """
-    _own_dir(work_dir)
+    own_dir(work_dir)
     spec_path = work_dir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2))
     return _submit(master, conf, work_dir, [str(JOB_SCRIPT), str(spec_path)], env)
@@ -106,11 +106,12 @@ def launch_class(master: str, conf: dict[str, str], main_class: str, name: str, 
                  env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start ``spark-submit --class main_class`` (a JVM application of Spark's own jars, such
     as the Spark Connect server); as ``launch`` for its log, settings, environment and thread."""
-    _own_dir(work_dir)
+    own_dir(work_dir)
     return _submit(master, conf, work_dir, ["--class", main_class, "--name", name], env)
 
 
-def _own_dir(work_dir: Path) -> None:
+def own_dir(work_dir: Path) -> None:
+    """Create a job's directory, only ours (0700), or refuse one others can read."""
     # The job's Spark settings may hold secrets: its directory is only ours (0700) from its creation.
     work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if work_dir.stat().st_mode & 0o077:

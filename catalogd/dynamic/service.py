@@ -25,8 +25,9 @@ from zoneinfo import ZoneInfo
 from catalogd.auth.model import Authority
 from catalogd.config import Config
 from catalogd.dynamic import dispatch
+from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic.analyzer import Analyzers
-from catalogd.dynamic.connect import ConnectEngine
+from catalogd.dynamic.connect import ConnectEngine, ConnectRunner
 from catalogd.dynamic.driver import Driver
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.jobspec import JobFactory
@@ -76,17 +77,22 @@ class DynamicTables:
         runs = RunIndex(config.spark.master)
         jobs = JobFactory(manager, config, address, config.server.data_dir / "dynamic", authority)
         records = Records(manager, config, jobs)
-        self._analyzers = Analyzers()
         self._jobs = jobs
-        #: The warm engine (``spark.engine: connect``): batch runs go to its Connect servers.
+        #: The warm engine (``spark.engine: connect``): batch runs, continuous tables' queries
+        #: and query checks go to its Connect servers.
         self.engine: ConnectEngine | None = None
         if config.spark.engine == "connect":
             self.engine = ConnectEngine(config.spark.master, config.server.data_dir / "dynamic" / "connect",
                                         config.spark.connect_port, config.spark.remote)
+        self._analyzers = Analyzers(self.engine)
         self._executor = RunExecutor(manager, config, registry, runs, records, jobs, self._stopping,
                                      table_gone=self._table_gone, engine=self.engine)
+        # CONTINUOUS tables: streaming queries in catalogd's own Connect server with the connect
+        # engine (an outside server could not write their status files here), else a job each.
+        stream_runner = ConnectRunner(self.engine) if self.engine is not None and self.engine.remote is None \
+            else spark_runner
         self._supervisor = Supervisor(manager, config, registry, runs, records, jobs, self._stopping,
-                                      table_gone=self._table_gone)
+                                      table_gone=self._table_gone, runner=stream_runner)
         self._scheduler = Scheduler(registry, self._fire, self._clock, self._stopping)
         self._driver = Driver(registry, records, jobs, self._executor, self._scheduler, self._supervisor,
                               self._clock)

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polling import wait_until
+from polling import holds_for, wait_until
 
 from catalogd.client import CatalogClient
-from catalogd.model import RunStatus
+from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .helpers import Daemon, free_port, process_alive, spark_rows, start_daemon, write_config
 
@@ -192,3 +192,36 @@ def test_a_connect_server_killed_mid_run_fails_the_run_and_is_restarted(
     assert again["status"] == "SUCCEEDED", again
     assert len(spark_rows(spark, f"{cdb}.slow")) == 30
     assert "the Spark Connect server (pid" in connect_dtd.log()
+
+
+def test_continuous_tables_are_queries_in_the_one_server_suspend_and_drop_touch_only_theirs(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str) -> None:
+    source = f"{cdb}.events"
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING) USING parquet")
+    spark.sql(f"INSERT INTO {source} SELECT id, 'a' FROM range(10)")
+    server = wait_until(connect_dtd.server_pid, 180, "the Connect server", every=0.5)
+    names = ["kept", "paused", "dropped"]
+    for short in names:
+        created = cc.create_dynamic_table(f"main.{cdb}.{short}", f"SELECT kind, count(*) AS n FROM {source} "
+                                          "GROUP BY kind", "10 seconds")
+        assert created.refresh_mode is RefreshMode.CONTINUOUS
+    for short in names:
+        wait_until(lambda s=short: spark_rows(spark, f"{cdb}.{s}") == [("a", 10)], JOB_TIMEOUT,
+                   f"{short}'s first micro-batch", every=1)
+    # Every table's job is a query in the one server: no application of its own.
+    for short in names:
+        detail = cc.get_dynamic_table(f"main.{cdb}.{short}").job_detail
+        assert detail["pid"] == server, detail
+
+    assert cc.suspend_dynamic_table(f"main.{cdb}.paused").state is RefreshState.SUSPENDED
+    cc.drop_dynamic_table(f"main.{cdb}.dropped")
+    assert not cc.table_exists(f"main.{cdb}.dropped")
+    spark.sql(f"INSERT INTO {source} SELECT id, 'b' FROM range(5)")
+    wait_until(lambda: spark_rows(spark, f"{cdb}.kept") == [("a", 10), ("b", 5)], JOB_TIMEOUT,
+               "the kept table to follow the append", every=1)
+    holds_for(lambda: spark_rows(spark, f"{cdb}.paused") == [("a", 10)], 6.0, "the suspended table unchanged",
+              every=1)
+    assert connect_dtd.server_pid() == server
+    assert cc.resume_dynamic_table(f"main.{cdb}.paused").state is RefreshState.RUNNING
+    wait_until(lambda: spark_rows(spark, f"{cdb}.paused") == [("a", 10), ("b", 5)], JOB_TIMEOUT,
+               "the resumed table to catch up", every=1)
