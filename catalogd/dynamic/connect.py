@@ -194,10 +194,7 @@ class ConnectServer:
     def _start(self) -> None:
         token = secrets.token_urlsafe(24)
         port = self.port or _free_port()
-        # A continuous table's foreachBatch runs in a Python worker the server starts, which
-        # imports pyspark before it connects back: 15 s (Spark's default) is too short on a busy machine.
-        conf = {"spark.python.authenticate.socketTimeout": "120s", **self.conf,
-                "spark.connect.grpc.binding.address": "127.0.0.1",
+        conf = {**self.conf, "spark.connect.grpc.binding.address": "127.0.0.1",
                 "spark.connect.grpc.binding.port": str(port)}
         spec_dir = self.work_dir
         spec_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -373,71 +370,93 @@ class ConnectAnalyzer:
         """The server is the engine's: nothing of its own to stop."""
 
 
-class StreamHandle:
-    """A continuous table's streaming query in a Connect server, as the supervisor sees a
-    job's process (``pid``, ``poll``, ``returncode``): it has ended when the query stopped
-    or failed, or when its server died."""
+class TriggerLoop:
+    """A continuous table on the connect engine: a thread of the daemon that fires its
+    trigger every ``trigger_seconds`` on a Connect session of its own in the shared server.
 
-    #: How often ``poll`` asks the server (the supervisor polls every half second per table).
-    ASK_EVERY = 2.0
+    Seen by the supervisor as a job's process (``pid``, ``poll``, ``returncode``): it has
+    ended when a trigger failed (the error goes to ``result.json``) or its server died, and
+    the supervisor restarts it under its restart policy. The marker of the files last
+    refreshed from stays in the table's checkpoint directory across restarts.
 
-    def __init__(self, server: ConnectServer, session: RemoteSession, generation: int, query: Any,
-                 work_dir: Path) -> None:
+    Why not a streaming query with ``foreachBatch``: the server would start a Python worker
+    per table that must connect back within a fixed 10 s (too short on a busy machine) and
+    costs a Python process each, while the trigger only ever ran a batch refresh.
+    """
+
+    def __init__(self, server: ConnectServer, spec: dict[str, Any], token: str | None, work_dir: Path) -> None:
         self.server = server
-        self.session = session
-        self.generation = generation
-        self.query = query
+        self.spec = spec
+        self.token = token
         self.work_dir = work_dir
         self.returncode: int | None = None
-        self._asked = time.monotonic()
-        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._session: RemoteSession | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"dt-trigger-{spec['table']}", daemon=True)
+
+    def start(self) -> TriggerLoop:
+        self._thread.start()
+        return self
 
     @property
     def pid(self) -> int:
-        """The server's process (the query has none of its own); 0 for a remote server."""
+        """The server's process (a trigger loop has none of its own); 0 for a remote server."""
         return self.server.pid or 0
 
     def poll(self) -> int | None:
-        with self._lock:
-            if self.returncode is not None:
-                return self.returncode
-            if not self.server.alive(self.generation):
-                self._ended(1, "the Spark Connect server died")
-            elif time.monotonic() - self._asked >= self.ASK_EVERY:
-                self._asked = time.monotonic()
-                try:
-                    active = self.query.isActive
-                except Exception as e:
-                    self._ended(1, f"the streaming query cannot be reached: {e}")
-                    return self.returncode
-                if not active:
-                    error = None
-                    with contextlib.suppress(Exception):
-                        error = self.query.exception()
-                    self._ended(1 if error else 0, f"the streaming query failed: {error}" if error else
-                                "the streaming query stopped")
-            return self.returncode
+        return self.returncode
 
-    def _ended(self, code: int, error: str) -> None:
-        self.returncode = code
-        # Read by the supervisor as a spark-submit job's result file.
-        with contextlib.suppress(OSError):
-            (self.work_dir / "result.json").write_text(json.dumps({"ok": False, "error": error[:1000]}))
-        self.server.release(self.session, self.generation)
+    def _loop(self) -> None:
+        from catalogd.client import CatalogClient
+        from catalogd.dynamic import job
 
-    def stop(self) -> None:
-        """Stop the query (only this one: the server and the other tables' queries go on)."""
-        with self._lock:
-            if self.returncode is not None:
-                return
+        reporter = job.StatusFile(self.spec)
+        error: str | None = None
+        generation = -1
+        client = None
+        try:
+            session, generation = self.server.session(START_TIMEOUT)
+            self._session = session
+            reporter.update(phase="streaming", application_id=self.server.application_id)
+            client = CatalogClient(self.spec["daemon"], token=self.token or "",
+                                   tls_context=job._tls_context(self.spec.get("tls")))
+            state = job.continuous_state(self.spec, reporter)
+            every = float(self.spec["trigger_seconds"])
+            batch_id = 0
+            while not self._stop.is_set():
+                began = time.monotonic()
+                job.connect_trigger(session, client, state, batch_id)
+                batch_id += 1
+                self._stop.wait(max(0.0, every - (time.monotonic() - began)))
+        except Exception as e:
+            if not self._stop.is_set():
+                error = job._describe(e)
+                if generation >= 0 and not self.server.alive(generation):
+                    error = f"the Spark Connect server died: {error}"
+        finally:
+            if client is not None:
+                client.close()
+            if self._session is not None:
+                self.server.release(self._session, generation)
+            with contextlib.suppress(OSError):
+                (self.work_dir / "result.json").write_text(json.dumps({"ok": error is None, "error": error}))
+            reporter.update(phase="failed" if error else "done")
+            self.returncode = 1 if error else 0
+
+    def stop(self, grace: float) -> None:
+        """Stop this table's loop only: its refresh going is interrupted, the server and the
+        other tables' loops go on."""
+        self._stop.set()
+        session = self._session
+        if session is not None:
             with contextlib.suppress(Exception):
-                self.query.stop()
-            self._ended(0, "stopped")
+                session.interruptAll()
+        self._thread.join(grace + spark_runner.KILL_WAIT)
 
 
 class ConnectRunner:
     """The supervisor's job runner on the connect engine: a continuous table's job is a
-    streaming query in the shared server (``StreamHandle``), not an application of its own."""
+    trigger loop on the shared server (``TriggerLoop``), not an application of its own."""
 
     def __init__(self, engine: ConnectEngine) -> None:
         self.engine = engine
@@ -446,32 +465,25 @@ class ConnectRunner:
         return spark_runner.spark_submit_path()
 
     def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path,
-               env: dict[str, str] | None = None) -> StreamHandle:
-        """Start the table's streaming query; fails at once (the supervisor retries after its
-        backoff) while the server is down."""
-        from catalogd.dynamic.job import start_connect_stream
+               env: dict[str, str] | None = None) -> TriggerLoop:
+        """Start the table's trigger loop (it waits for a starting server itself)."""
         from catalogd.dynamic.jobspec import TOKEN_ENV
 
         spark_runner.own_dir(work_dir)
         (work_dir / "spec.json").write_text(json.dumps(spec, indent=2))
-        server = self.engine.server(conf)
-        session, generation = server.session(timeout=0.0)
-        try:
-            query = start_connect_stream(session, spec, (env or {}).get(TOKEN_ENV))
-        except BaseException:
-            server.release(session, generation)
-            raise
-        return StreamHandle(server, session, generation, query, work_dir)
+        return TriggerLoop(self.engine.server(conf), spec, (env or {}).get(TOKEN_ENV), work_dir).start()
 
     def stop(self, proc: Any, grace: float) -> None:
         self.stop_all([proc], grace)
 
     def stop_all(self, procs: Iterable[Any], grace: float) -> None:
-        for proc in procs:
-            if isinstance(proc, StreamHandle):
-                proc.stop()
-            else:
-                spark_runner.stop(proc, grace)
+        procs = list(procs)
+        loops = [p for p in procs if isinstance(p, TriggerLoop)]
+        for loop in loops:
+            loop._stop.set()
+        for loop in loops:  # all at once: N tables take one grace, not N
+            loop.stop(grace)
+        spark_runner.stop_all([p for p in procs if not isinstance(p, TriggerLoop)], grace)
 
     def read_json(self, path: Path) -> dict[str, Any]:
         return spark_runner.read_json(path)
@@ -480,5 +492,5 @@ class ConnectRunner:
         return spark_runner.log_tail(work_dir, lines)
 
 
-__all__ = ["ConnectAnalyzer", "ConnectEngine", "ConnectRunner", "ConnectServer", "StreamHandle", "close_session",
+__all__ = ["ConnectAnalyzer", "ConnectEngine", "ConnectRunner", "ConnectServer", "TriggerLoop", "close_session",
            "new_session", "redact_url"]

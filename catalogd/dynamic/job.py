@@ -44,7 +44,9 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-class _Reporter:
+class StatusFile:
+    """A job's status file (``status_file``): phase and progress, rewritten as it goes."""
+
     def __init__(self, spec: dict[str, Any]) -> None:
         self.path = spec["status_file"]
         self.status: dict[str, Any] = {"pid": os.getpid(), "phase": "starting", "started": time.time()}
@@ -211,7 +213,7 @@ def _ticks(spark: Any, spec: dict[str, Any], on_batch: Any) -> Any:
             .foreachBatch(on_batch).start())
 
 
-def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: _Reporter) -> None:
+def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: StatusFile) -> None:
     state = _Continuous(spec, reporter)
 
     def on_batch(batch: Any, batch_id: int) -> None:
@@ -222,42 +224,14 @@ def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: _Reporte
     query.awaitTermination()
 
 
-class ConnectBatches:
-    """The ``foreachBatch`` function of a continuous table in a Spark Connect server.
-
-    The server runs it in a Python worker of its own (one per query), which connects back
-    to the server; this object is pickled there with the job's spec and token (sent over
-    the server's authenticated local channel, never written down), and reports through
-    the same status file as a spark-submit job.
-    """
-
-    def __init__(self, spec: dict[str, Any], token: str | None) -> None:
-        self.spec = spec
-        self.token = token
-        self._state: _Continuous | None = None
-
-    def __call__(self, batch: Any, batch_id: int) -> None:
-        from catalogd.client import CatalogClient
-
-        spark = batch.sparkSession
-        if self._state is None:
-            reporter = _Reporter(self.spec)
-            reporter.update(phase="streaming", application_id=spark.conf.get("spark.app.id"))
-            self._state = _Continuous(self.spec, reporter)
-        client = CatalogClient(self.spec["daemon"], token=self.token or "",
-                               tls_context=_tls_context(self.spec.get("tls")))
-        try:
-            self._state.batch(spark, client, batch_id, _fingerprint_connect(spark, self.spec["sources"]))
-        except BaseException as e:
-            self._state.reporter.update(phase="failed", error=_describe(e))
-            raise
-        finally:
-            client.close()
+def connect_trigger(spark: Any, client: Any, state: _Continuous, batch_id: int) -> None:
+    """One trigger of a continuous table driven through a Spark Connect session."""
+    state.batch(spark, client, batch_id, _fingerprint_connect(spark, state.spec["sources"]))
 
 
-def start_connect_stream(spark: Any, spec: dict[str, Any], token: str | None) -> Any:
-    """Start a continuous table's streaming query in a Connect server; its ``StreamingQuery``."""
-    return _ticks(spark, spec, ConnectBatches(spec, token))
+def continuous_state(spec: dict[str, Any], reporter: Reporter) -> _Continuous:
+    """What a continuous table's triggers share (its marker of the files last refreshed from)."""
+    return _Continuous(spec, reporter)
 
 
 def _tls_context(tls: dict[str, Any] | None) -> Any:
@@ -270,7 +244,7 @@ def _tls_context(tls: dict[str, Any] | None) -> Any:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[1]).read_text())
-    reporter = _Reporter(spec)
+    reporter = StatusFile(spec)
     result: dict[str, Any] = {"ok": False}
     spark = None
     try:
