@@ -95,3 +95,84 @@ def test_engine_settings() -> None:
     for bad in ("spark: {engine: yarn}", "spark: {remote: 'http://h:1'}", "spark: {connect-port: 70000}"):
         with pytest.raises(ConfigError):
             parse_config(base + bad + "\n")
+
+
+class _FakeSession:
+    def __init__(self) -> None:
+        self.interrupted = False
+
+    def interruptAll(self) -> None:  # noqa: N802 - pyspark's name
+        self.interrupted = True
+
+
+class _FakeServer:
+    """What a trigger loop needs of a ConnectServer."""
+
+    pid = 4242
+    application_id = "local-1"
+
+    def __init__(self) -> None:
+        self.sessions: list[_FakeSession] = []
+        self.released = 0
+
+    def session(self, timeout: float) -> tuple[_FakeSession, int]:
+        self.sessions.append(_FakeSession())
+        return self.sessions[-1], 0
+
+    def release(self, session: object, generation: int) -> None:
+        self.released += 1
+
+    def alive(self, generation: int) -> bool:
+        return True
+
+
+class _FakeClient:
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _spec(tmp_path: Path, name: str) -> dict[str, object]:
+    work = tmp_path / name
+    work.mkdir()
+    return {"table": f"main.db.{name}", "daemon": "127.0.0.1:1", "trigger_seconds": 0.05, "sources": [],
+            "checkpoint": str(work / "checkpoint"), "status_file": str(work / "status.json"), "work": work}
+
+
+def test_trigger_loops_fire_stop_one_at_a_time_and_report_a_failure(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import catalogd.client
+    from catalogd.dynamic import job
+
+    fired: dict[str, int] = {}
+
+    def trigger(spark: object, client: object, state: job._Continuous, batch_id: int) -> None:
+        table = state.spec["table"]
+        fired[table] = fired.get(table, 0) + 1
+        if table.endswith("bad") and batch_id == 2:
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr(job, "connect_trigger", trigger)
+    monkeypatch.setattr(catalogd.client, "CatalogClient", _FakeClient)
+    server = _FakeServer()
+    loops = {}
+    for name in ("a", "b", "bad"):
+        spec = _spec(tmp_path, name)
+        loops[name] = connect.TriggerLoop(server, spec, None, spec.pop("work")).start()  # type: ignore[arg-type]
+        assert loops[name].pid == 4242 and loops[name].poll() is None
+
+    wait_until(lambda: loops["bad"].poll() == 1, 10, "the failing loop to end", every=0.05)
+    result = json.loads((tmp_path / "bad" / "result.json").read_text())
+    assert result == {"ok": False, "error": "RuntimeError: boom"}
+    connect.ConnectRunner(connect.ConnectEngine("local[1]", tmp_path)).stop_all([loops["a"]], 1.0)
+    assert loops["a"].poll() == 0 and loops["a"]._session.interrupted  # type: ignore[attr-defined]
+    before = fired["main.db.b"]
+    wait_until(lambda: fired["main.db.b"] > before + 2, 10, "the other loop to go on", every=0.05)
+    assert loops["b"].poll() is None
+    loops["b"].stop(1.0)
+    assert json.loads((tmp_path / "b" / "status.json").read_text())["phase"] == "done"
+    assert server.released == 3
