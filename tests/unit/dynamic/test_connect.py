@@ -101,7 +101,7 @@ class _FakeSession:
     def __init__(self) -> None:
         self.interrupted = False
 
-    def interruptAll(self) -> None:  # noqa: N802 - pyspark's name
+    def interruptAll(self) -> None:
         self.interrupted = True
 
 
