@@ -211,7 +211,7 @@ def test_continuous_tables_are_queries_in_the_one_server_suspend_and_drop_touch_
     # Every table's job is a query in the one server: no application of its own.
     for short in names:
         detail = cc.get_dynamic_table(f"main.{cdb}.{short}").job_detail
-        assert detail["pid"] == server, detail
+        assert detail["pid"] == server and detail["engine"] == "connect", detail
 
     assert cc.suspend_dynamic_table(f"main.{cdb}.paused").state is RefreshState.SUSPENDED
     cc.drop_dynamic_table(f"main.{cdb}.dropped")
