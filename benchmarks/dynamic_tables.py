@@ -531,6 +531,8 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
             warm = connect_engine(daemon, days_list, repeat,
                                   {c["source"]["days"]: c["direct"]["atomic_insert_overwrite_s"] for c in cases},
                                   {c["source"]["days"]: c["refresh"]["e2e_s"] for c in cases})
+            client.close()  # the restarted daemon listens on other ports
+            client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
             rss = continuous_rss(daemon, client, continuous) if continuous else None
 
             small, large = cases[0]["refresh"], cases[-1]["refresh"]
