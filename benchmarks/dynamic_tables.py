@@ -34,8 +34,18 @@ SparkSession of its own on the same metastore, then measures:
    A tick that comes while the table's run is going joins that run (no new run), so
    with 10-20 s runs a scheduled run starts every 20 or 30 s.
 
+4. **The warm engine** (``spark.engine: connect``): the daemon is restarted on the
+   same data dir with the connect engine, and the same day of each source is
+   refreshed ``--repeat`` times through its Spark Connect server (after one untimed
+   refresh). ``connect_vs_direct`` is the refresh's median end-to-end time over the
+   warm in-session atomic overwrite of section 2 (goal: at most 1.5);
+   ``submit_vs_connect`` how many times cheaper it is than a spark-submit refresh.
+5. **Continuous tables in one server** (``--continuous N``, 0 skips it): the RSS of
+   the connect daemon's process tree (daemon, Connect server, its Python workers)
+   with one CONTINUOUS table running, then with N (goal: at most 1.5x).
+
     .venv/bin/python benchmarks/dynamic_tables.py [--rows-per-partition 200000] [--days 3,30] [--repeat 3]
-                                                  [--schedule-runs 3] [--output FILE]
+                                                  [--schedule-runs 3] [--continuous 10] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
@@ -70,6 +80,10 @@ from catalogd.model import RunStatus
 from catalogd.spark import atomic_ctas, insert_overwrite, spark_conf_for
 
 E2E_TARGET = 1.3
+#: Issue 23's goals: a Connect refresh at most 1.5x the warm direct overwrite; ten
+#: continuous tables at most 1.5x the RSS of one.
+CONNECT_TARGET = 1.5
+RSS_TARGET = 1.5
 FIRST_DAY = datetime.date(2024, 3, 1)
 #: The refreshed day, and the schedule time that picks it with a 1 DAY freshness.
 DAY = "2024-03-02"
@@ -95,7 +109,33 @@ def dt_query(days: int) -> str:
 
 
 class DynamicDaemon(Daemon):
-    """``Daemon`` with the dynamic-tables and spark sections in its config."""
+    """``Daemon`` with the dynamic-tables and spark sections in its config (``engine``: its
+    spark.engine, changed between two starts on the same data dir)."""
+
+    engine = "submit"
+
+    def restart(self, engine: str) -> None:
+        """Stop, then start on the same data dir with another engine."""
+        self.stop()
+        self.engine = engine
+        self.port = self.http_port = 0
+        (self.data_dir / "catalogd.json").unlink(missing_ok=True)  # its ports are read again
+        self.start()
+
+    def tree_rss_mb(self) -> float:
+        """The RSS of the daemon and every process under it (Connect server, Python workers)."""
+        assert self.process is not None
+        total, todo = 0, [self.process.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+            except (OSError, StopIteration, ValueError):
+                continue
+        return round(total / 1024, 1)
 
     def config(self) -> str:
         spark_conf = "".join(f"      {key}: {json.dumps(value)}\n" for key, value in SPARK_CONF.items())
@@ -108,6 +148,7 @@ class DynamicDaemon(Daemon):
             "  history-size: 50\n"
             "spark:\n"
             '  master: "local[2]"\n'
+            f"  engine: {self.engine}\n"
             "  conf:\n" + spark_conf
         )
 
@@ -212,7 +253,7 @@ def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
     (run,) = job["runs"]
     if job["status"] != "SUCCEEDED":
         raise RuntimeError(f"refresh of {table} failed: {job.get('error') or run.get('error')}\n{daemon.log_tail()}")
-    result = read_json(daemon.run_dir(run["id"]) / "result.json")
+    result = read_json(daemon.run_dir(run["id"]) / "result.json")  # spark-submit runs only
 
     def between(a: float | None, b: float | None) -> float | None:
         return round(b - a, 3) if a is not None and b is not None else None
@@ -312,7 +353,74 @@ def scheduler_overhead(client: CatalogClient, runs_wanted: int) -> dict[str, Any
 # ---------------------------------------------------------------- run
 
 
-def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int) -> dict[str, Any]:
+def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
+                   direct_atomic: dict[int, float | None], submit_e2e: dict[int, float | None]) -> dict[str, Any]:
+    """Section 4: the same refreshes through the daemon restarted on the connect engine."""
+    started = time.monotonic()
+    daemon.restart("connect")
+    restart_s = time.monotonic() - started
+    started = time.monotonic()
+    warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")  # waits for the server
+    first_s = time.monotonic() - started
+    samples: dict[int, list[dict[str, Any]]] = {d: [] for d in days_list}
+    for rep in range(repeat):
+        for days in (days_list if rep % 2 == 0 else list(reversed(days_list))):
+            samples[days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
+    cases = []
+    for days in days_list:
+        e2e = med([r["e2e_s"] for r in samples[days]])
+        atomic, submit = direct_atomic[days], submit_e2e[days]
+        cases.append({
+            "days": days,
+            "e2e_s": e2e,
+            "client_wall_s": med([r["client_wall_s"] for r in samples[days]]),
+            "e2e_runs_s": [r["e2e_s"] for r in samples[days]],
+            "input_files": sorted({r["input_files"] for r in samples[days]}),
+            "warm_direct_atomic_s": atomic,
+            "submit_e2e_s": submit,
+            "connect_vs_direct": round(e2e / atomic, 3) if e2e and atomic else None,
+            "submit_vs_connect": round(submit / e2e, 3) if e2e and submit else None,
+        })
+    worst = max((c["connect_vs_direct"] or 0.0) for c in cases)
+    return {"daemon_restart_s": round(restart_s, 1), "first_refresh_with_server_start_s": round(first_s, 1),
+            "warmup_e2e_s": warmup["e2e_s"], "cases": cases, "target_vs_direct": CONNECT_TARGET,
+            "met": worst <= CONNECT_TARGET}
+
+
+def continuous_rss(daemon: DynamicDaemon, client: CatalogClient, count: int) -> dict[str, Any]:
+    """Section 5: RSS of the connect daemon's tree with one CONTINUOUS table, then ``count``
+    (their source ``events`` is made before the restart: the metastore moves with the daemon)."""
+    baseline = daemon.tree_rss_mb()
+
+    def create(i: int) -> str:
+        name = f"{CATALOG}.{DATABASE}.live_{i}"
+        client.create_dynamic_table(name, f"SELECT kind, count(*) AS n FROM {DATABASE}.events GROUP BY kind",
+                                    "20 seconds")
+        return name
+
+    def committed(names: list[str]) -> None:
+        deadline = time.monotonic() + SCHEDULE_TIMEOUT * 2
+        while time.monotonic() < deadline:
+            if all(client.dynamic_table_history(n) and client.get_dynamic_table(n).data_time for n in names):
+                return
+            time.sleep(2)
+        raise RuntimeError(f"not every continuous table committed within {SCHEDULE_TIMEOUT * 2:.0f}s")
+
+    names = [create(0)]
+    committed(names)
+    one = daemon.tree_rss_mb()
+    names += [create(i) for i in range(1, count)]
+    committed(names)
+    time.sleep(10)  # a few triggers each
+    many = daemon.tree_rss_mb()
+    for name in names:
+        client.drop_dynamic_table(name)
+    return {"tables": count, "rss_before_mb": baseline, "rss_one_mb": one, f"rss_{count}_mb": many,
+            "ratio": round(many / one, 3), "target": RSS_TARGET, "met": many / one <= RSS_TARGET}
+
+
+def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
+        continuous: int = 10) -> dict[str, Any]:
     begun = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
         daemon = DynamicDaemon(Path(tmp))
@@ -416,6 +524,17 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
             # 3. Scheduler overhead (alone: nothing else runs meanwhile).
             schedule = scheduler_overhead(client, schedule_runs)
 
+            # 4-5. The warm engine, on the same data dir and tables (the continuous tables' source
+            # first: the benchmark's session cannot reach the restarted daemon's embedded metastore).
+            spark.sql(f"CREATE TABLE {DATABASE}.events (id BIGINT, kind STRING) USING parquet")
+            spark.sql(f"INSERT INTO {DATABASE}.events SELECT id, 'a' FROM range(100)")
+            warm = connect_engine(daemon, days_list, repeat,
+                                  {c["source"]["days"]: c["direct"]["atomic_insert_overwrite_s"] for c in cases},
+                                  {c["source"]["days"]: c["refresh"]["e2e_s"] for c in cases})
+            client.close()  # the restarted daemon listens on other ports
+            client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
+            rss = continuous_rss(daemon, client, continuous) if continuous else None
+
             small, large = cases[0]["refresh"], cases[-1]["refresh"]
             ratio = large["e2e_s"] / small["e2e_s"]
             write_ratio = large["write_s"] / small["write_s"] if large["write_s"] and small["write_s"] else None
@@ -448,6 +567,8 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                     "compared": f"{large['e2e_s']}s ({days_list[-1]} days) / {small['e2e_s']}s ({days_list[0]} days)",
                 },
                 "scheduler": schedule,
+                "connect_engine": warm,
+                "continuous_rss": rss,
                 "total_s": round(time.monotonic() - begun, 1),
             }
         finally:
@@ -470,11 +591,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=day_counts, default=[3, 30], help="the two sources' day counts (3,30)")
     parser.add_argument("--repeat", type=int, default=3, help="timed refreshes per source (3)")
     parser.add_argument("--schedule-runs", type=int, default=3, help="scheduled runs to wait for (3)")
+    parser.add_argument("--continuous", type=int, default=10,
+                        help="continuous tables in the Connect server for the RSS figure (10; 0: skip)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
         parser.error("--repeat, --schedule-runs and --rows-per-partition must be at least 1")
-    return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs), args.output,
+    return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
+                              args.continuous), args.output,
                   (PySparkException,))
 
 

@@ -299,7 +299,7 @@ def staged_table(
             staged.result = stage
             return
         group = f"catalogd-stage-{stage.id}"
-        heartbeat = _Heartbeat(c, stage, on_lost=(lambda: spark.sparkContext.cancelJobGroup(group)) if spark else None)
+        heartbeat = _Heartbeat(c, stage, on_lost=(lambda: _cancel_group(spark, group)) if spark else None)
         try:
             with heartbeat, _job_group(spark, group, f"writing stage {stage.id} for {stage.target_name}"):
                 yield staged
@@ -321,6 +321,18 @@ def _catalog_info(client: CatalogClient, stage: Stage) -> CatalogInfo | None:
         return None
 
 
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _cancel_group(spark: SparkSession, group: str) -> None:
+    if is_connect(spark):
+        spark.interruptTag(group)
+    else:
+        spark.sparkContext.cancelJobGroup(group)
+
+
 _JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
@@ -331,6 +343,14 @@ def _job_group(spark: SparkSession | None, group: str, description: str) -> Iter
     """Run this thread's Spark jobs in ``group`` (restoring the one before)."""
     if spark is None:
         yield
+        return
+    if is_connect(spark):
+        # A Connect session has no SparkContext: its operations carry the tag instead.
+        spark.addTag(group)
+        try:
+            yield
+        finally:
+            spark.removeTag(group)
         return
     sc = spark.sparkContext
     before = [sc.getLocalProperty(key) for key in _JOB_GROUP_KEYS]

@@ -687,6 +687,24 @@ class SparkConfig(_Model):
 
     master: str = "local[2]"
     conf: dict[str, str] = Field(default_factory=dict)
+    #: Where dynamic-table refreshes run: ``submit`` (the default), a ``spark-submit``
+    #: application per run, or ``connect``, a session per run in a long-lived Spark
+    #: Connect server (catalogd's own, or ``remote``'s). submit is the default because it
+    #: costs nothing between runs and keeps each run in a JVM of its own; connect pays a
+    #: resident server (about 1 GB) to make each refresh many times cheaper.
+    engine: Annotated[Literal["connect", "submit"], BeforeValidator(lower)] = "submit"
+    #: An existing Spark Connect server (``sc://host:port``, with ``/;token=...`` if it
+    #: wants one) for the connect engine; unset: catalogd starts and supervises its own.
+    remote: str | None = None
+    #: The port of catalogd's own Connect server (0: any free port, bound on 127.0.0.1).
+    connect_port: Annotated[int, Field(ge=0, le=65535)] = Field(default=0, alias="connect-port")
+
+    @field_validator("remote")
+    @classmethod
+    def _check_remote(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("sc://") or not urlsplit(value).hostname):
+            raise ValueError(f"expected a Spark Connect URL sc://HOST:PORT, got {value!r}")
+        return value
 
     @field_validator("conf", mode="before")
     @classmethod

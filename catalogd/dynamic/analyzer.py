@@ -19,8 +19,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
+from catalogd.dynamic.connect import ConnectAnalyzer, ConnectEngine
 from catalogd.errors import InternalError, InvalidArgumentError
 from catalogd.model import Column
 
@@ -169,19 +170,37 @@ class Analyzer:
             self.close_locked()
 
 
+class QueryAnalyzer(Protocol):
+    """What checks a dynamic table's query: a helper process (``Analyzer``) or, with the
+    connect engine, the Connect server (``connect.ConnectAnalyzer``)."""
+
+    def warm(self) -> threading.Thread: ...
+
+    def analyze(self, query: str, timeout: float = 120.0) -> list[Column]: ...
+
+    def close(self) -> None: ...
+
+
 class Analyzers:
-    """One ``Analyzer`` per catalog, started on first use (or warmed at start)."""
+    """One analyzer per catalog, started on first use (or warmed at start).
 
-    def __init__(self) -> None:
+    Args:
+        engine: the connect engine: its server analyses queries (no helper JVM); None: helpers.
+    """
+
+    def __init__(self, engine: ConnectEngine | None = None) -> None:
         self._lock = threading.Lock()
-        self._by_catalog: dict[str, Analyzer] = {}
+        self._by_catalog: dict[str, QueryAnalyzer] = {}
+        self.engine = engine
 
-    def get(self, catalog: str, spark_conf: Callable[[], dict[str, str]]) -> Analyzer:
+    def get(self, catalog: str, spark_conf: Callable[[], dict[str, str]]) -> QueryAnalyzer:
         """The catalog's analyzer; a new one gets ``spark_conf()``."""
         with self._lock:
             analyzer = self._by_catalog.get(catalog)
             if analyzer is None:
-                analyzer = self._by_catalog[catalog] = Analyzer(spark_conf(), name=catalog)
+                analyzer = self._by_catalog[catalog] = (
+                    ConnectAnalyzer(self.engine.server(spark_conf())) if self.engine is not None
+                    else Analyzer(spark_conf(), name=catalog))
             return analyzer
 
     def release(self, catalog: str) -> None:

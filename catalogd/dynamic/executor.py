@@ -1,5 +1,6 @@
 """Batch refresh runs: a bounded pool (``dynamic-tables.max-concurrent-refreshes``) runs
-each as a ``spark-submit`` job, watches it, and records how it ended."""
+each as a ``spark-submit`` job (engine ``submit``) or in a session of the Spark Connect
+server (engine ``connect``), watches it, and records how it ended."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from typing import Any
 
 from catalogd.config import Config
+from catalogd.dynamic import job as spark_job
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
+from catalogd.dynamic.connect import START_TIMEOUT, ConnectEngine
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
@@ -44,12 +48,13 @@ class RunExecutor:
             dropped outside catalogd.
         runner: launches and stops jobs (``catalogd.dynamic.runner``; a fake in tests).
         clock: epoch seconds.
+        engine: the Spark Connect servers runs use (``spark.engine: connect``); None: spark-submit.
     """
 
     def __init__(self, manager: CatalogManager, config: Config, registry: Registry, runs: RunIndex,
                  records: Records, jobs: JobFactory, stopping: threading.Event,
                  table_gone: Callable[[Entry], None], runner: JobRunner = spark_runner,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, engine: ConnectEngine | None = None) -> None:
         self.manager = manager
         self.config = config
         self.registry = registry
@@ -58,6 +63,7 @@ class RunExecutor:
         self.jobs = jobs
         self.runner = runner
         self.clock = clock
+        self.engine = engine
         self._stopping = stopping
         self._table_gone = table_gone
         self._grace = config.server.shutdown_grace.total_seconds()
@@ -81,9 +87,10 @@ class RunExecutor:
             InvalidArgumentError: a partition the table does not have; nothing started.
         """
         plans = [(entry, self._partition_for(entry, schedule_time, partition)) for entry in entries]
+        submitter = self.engine.describe() if self.engine is not None else str(self.runner.spark_submit_path())
         job = RefreshJob(id=secrets.token_hex(8), status=RunStatus.PENDING,
                          cluster_info={"master": self.config.spark.master, "deployMode": "client",
-                                       "submitter": str(self.runner.spark_submit_path())})
+                                       "submitter": submitter})
         for entry, spec in plans:
             key = run_key(entry.full_name, spec)
             new = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger=trigger,
@@ -184,6 +191,9 @@ class RunExecutor:
                    f": {run.error}" if run.error else f", {run.rows} rows")
 
     def _execute(self, entry: Entry, run: RefreshRun, conf: dict[str, str]) -> None:
+        if self.engine is not None:
+            self._execute_connect(entry, run, conf, self.engine)
+            return
         work_dir = self.jobs.runs_dir() / run.id
         spec = self.jobs.spec(entry, work_dir, "batch", run.partition, run.id)
         catalog = self.manager.catalog(entry.catalog)
@@ -234,6 +244,74 @@ class RunExecutor:
                              f"({self.config.dynamic_tables.refresh_timeout}); {run.error}")
         self._prune_run_dirs()
 
+    def _execute_connect(self, entry: Entry, run: RefreshRun, conf: dict[str, str], engine: ConnectEngine) -> None:
+        """One run in a Connect session of its own, driven from this thread: the same
+        refresh code, stage protocol, job token and TLS as a spark-submit job's."""
+        from catalogd.client import CatalogClient
+
+        spec = self.jobs.spec(entry, self.jobs.runs_dir() / run.id, "batch", run.partition, run.id)
+        catalog = self.manager.catalog(entry.catalog)
+        started = self.clock()
+        run.status, run.started, run.phase = RunStatus.RUNNING, started, "starting"
+        self.records.record(entry, run)
+        timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
+        token = self.jobs.mint_token(entry, timeout + self._grace + KILL_WAIT + 60.0)
+        server = engine.server(self.jobs.spark_conf(catalog))
+        why: list[str] = []
+        done = threading.Event()
+        session: Any = None
+        generation = -1
+        client: CatalogClient | None = None
+        try:
+            session, generation = server.session(min(timeout, START_TIMEOUT))
+            run.application_id = server.application_id
+            watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
+                                       name=f"dt-watch-{run.id}", daemon=True)
+            watcher.start()
+            for key, value in conf.items():  # a request's settings: this session's only
+                session.conf.set(key, value)
+            client = CatalogClient(spec["daemon"], token=token or "",
+                                   tls_context=spark_job._tls_context(spec.get("tls")))
+            result = spark_job.refresh(session, client, spec, run.partition or None, _RunReporter(run))
+            run.status = RunStatus.SUCCEEDED
+            run.rows = result.get("rows")
+            run.input_files = result.get("input_files")
+            run.source_partitions = result.get("source_partitions") or []
+        except Exception as e:
+            run.status = RunStatus.FAILED
+            if generation >= 0 and not server.alive(generation):
+                run.error = (f"the Spark Connect server died during the run (it is restarted; the next run "
+                             f"retries): {spark_job._describe(e)}")
+            else:
+                run.error = e.message if isinstance(e, CatalogError) else spark_job._describe(e)
+            if why:
+                run.error = f"{why[0]}; {run.error}"
+        finally:
+            done.set()
+            self.jobs.revoke_token(token)
+            if client is not None:
+                client.close()
+            if session is not None:
+                server.release(session, generation)
+            run.ended = self.clock()
+
+    def _watch_session(self, entry: Entry, session: Any, started: float, timeout: float, why: list[str],
+                       done: threading.Event) -> None:
+        """Interrupt a Connect run when the daemon stops, its table is let go or it times out."""
+        while not done.wait(0.5):
+            if self._stopping.is_set():
+                why.append(STOPPED)
+            elif not self.registry.is_live(entry):
+                why.append("the dynamic table was let go during the run")
+            elif self.clock() - started > timeout:
+                limit = self.config.dynamic_tables.refresh_timeout
+                why.append(f"stopped after dynamic-tables.refresh-timeout ({limit})")
+            else:
+                continue
+            with contextlib.suppress(Exception):
+                session.interruptAll()
+            return
+
     def _prune_run_dirs(self) -> None:
         """Keep the work dirs (spec, status, log) of the last finished runs."""
         going = self.runs.unfinished_ids()
@@ -271,3 +349,14 @@ class RunExecutor:
         _, not_done = wait_futures(futures, timeout=self._grace + KILL_WAIT)
         if not_done:
             logger.warning("%d refresh run(s) did not end within the shutdown grace", len(not_done))
+
+
+class _RunReporter:
+    """A Connect run's progress: its phase straight into the run record."""
+
+    def __init__(self, run: RefreshRun) -> None:
+        self.run = run
+
+    def update(self, **values: Any) -> None:
+        if "phase" in values:
+            self.run.phase = values["phase"]

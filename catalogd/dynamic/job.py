@@ -27,7 +27,14 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+
+class Reporter(Protocol):
+    """Where a refresh reports its phase and progress (a status file here; the run's record
+    when the daemon runs the refresh itself through the connect engine)."""
+
+    def update(self, **values: Any) -> None: ...
 
 
 def _write_json(path: str, payload: dict[str, Any]) -> None:
@@ -37,7 +44,9 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-class _Reporter:
+class StatusFile:
+    """A job's status file (``status_file``): phase and progress, rewritten as it goes."""
+
     def __init__(self, spec: dict[str, Any]) -> None:
         self.path = spec["status_file"]
         self.status: dict[str, Any] = {"pid": os.getpid(), "phase": "starting", "started": time.time()}
@@ -66,12 +75,17 @@ def _source_partitions(files: list[str]) -> list[str]:
 
 
 def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, str] | None,
-            reporter: _Reporter) -> dict[str, Any]:
+            reporter: Reporter) -> dict[str, Any]:
     """One refresh through a stage; returns rows written and what was read."""
-    from pyspark.sql import functions as F
-
     from catalogd.model import StagePurpose
-    from catalogd.spark_common import staged_table, write_staged
+    from catalogd.spark_common import is_connect, staged_table, write_staged
+
+    if is_connect(spark):
+        # pyspark's shared functions pick the Connect ones only in a process started for Connect
+        # (SPARK_CONNECT_MODE_ENABLED); the daemon that runs this is not one.
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.sql import functions as F  # type: ignore[no-redef]
 
     table = client.get_table(spec["table"])
     keys = [k.name for k in table.partition_keys]
@@ -142,32 +156,82 @@ def _fingerprint(spark: Any, sources: list[str]) -> str:
     return digest.hexdigest()
 
 
-def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: _Reporter) -> None:
-    checkpoint = Path(spec["checkpoint"])
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    marker = checkpoint / "refreshed-from.json"
-    counters = {"batches": 0, "refreshes": 0}
+def _fingerprint_connect(spark: Any, sources: list[str]) -> str:
+    """``_fingerprint`` for a Spark Connect session (no JVM at hand): the files' sizes and
+    modification times come from Spark's ``binaryFile`` source, which lists them without
+    reading their content."""
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        spark.catalog.refreshTable(name)
+        files = sorted(spark.table(name).inputFiles())
+        for uri in files:
+            digest.update(uri.encode() + b"\n")
+        if files:
+            try:
+                listed = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(files)
+                          .select("path", "length", "modificationTime").collect())
+                for row in sorted(listed, key=lambda r: r[0]):
+                    digest.update(f"{row[0]} {row[1]} {row[2]}\n".encode())
+            except Exception as e:  # gone since the listing: the next trigger sees the new set
+                digest.update(f"? {name} {type(e).__name__}\n".encode())
+        digest.update(b"--\n")
+    return digest.hexdigest()
+
+
+class _Continuous:
+    """What every trigger of a continuous table does: refresh when the sources' files changed."""
+
+    def __init__(self, spec: dict[str, Any], reporter: Reporter) -> None:
+        self.spec = spec
+        self.reporter = reporter
+        checkpoint = Path(spec["checkpoint"])
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        self.marker = checkpoint / "refreshed-from.json"
+        self.counters = {"batches": 0, "refreshes": 0}
+
+    def batch(self, spark: Any, client: Any, batch_id: int, fingerprint: str) -> None:
+        seen_at = time.time()
+        last = json.loads(self.marker.read_text())["fingerprint"] if self.marker.exists() else None
+        self.counters["batches"] += 1
+        if fingerprint != last:
+            self.reporter.update(phase="refreshing", batch_id=batch_id)
+            result = refresh(spark, client, self.spec, None, self.reporter)
+            _write_json(str(self.marker), {"fingerprint": fingerprint, "at": seen_at})
+            self.counters["refreshes"] += 1
+            self.reporter.update(last_refresh=seen_at, last_rows=result["rows"],
+                                 last_input_files=result["input_files"])
+        self.reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, **self.counters)
+
+
+def _ticks(spark: Any, spec: dict[str, Any], on_batch: Any) -> Any:
+    """The streaming query whose trigger drives a continuous table: a rate source's ticks,
+    checkpointed in the table's own directory."""
+    ticks = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    return (ticks.writeStream.queryName(spec.get("app_name", "catalogd continuous"))
+            .trigger(processingTime=f"{spec['trigger_seconds']} seconds")
+            .option("checkpointLocation", str(Path(spec["checkpoint"]) / "stream"))
+            .foreachBatch(on_batch).start())
+
+
+def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: StatusFile) -> None:
+    state = _Continuous(spec, reporter)
 
     def on_batch(batch: Any, batch_id: int) -> None:
-        seen_at = time.time()
-        fingerprint = _fingerprint(spark, spec["sources"])
-        last = json.loads(marker.read_text())["fingerprint"] if marker.exists() else None
-        counters["batches"] += 1
-        if fingerprint != last:
-            reporter.update(phase="refreshing", batch_id=batch_id)
-            result = refresh(spark, client, spec, None, reporter)
-            _write_json(str(marker), {"fingerprint": fingerprint, "at": seen_at})
-            counters["refreshes"] += 1
-            reporter.update(last_refresh=seen_at, last_rows=result["rows"], last_input_files=result["input_files"])
-        reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, **counters)
+        state.batch(spark, client, batch_id, _fingerprint(spark, spec["sources"]))
 
-    ticks = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
-    query = (ticks.writeStream.queryName(spec.get("app_name", "catalogd continuous"))
-             .trigger(processingTime=f"{spec['trigger_seconds']} seconds")
-             .option("checkpointLocation", str(checkpoint / "stream"))
-             .foreachBatch(on_batch).start())
+    query = _ticks(spark, spec, on_batch)
     reporter.update(phase="streaming")
     query.awaitTermination()
+
+
+def connect_trigger(spark: Any, client: Any, state: _Continuous, batch_id: int) -> None:
+    """One trigger of a continuous table driven through a Spark Connect session."""
+    state.batch(spark, client, batch_id, _fingerprint_connect(spark, state.spec["sources"]))
+
+
+def continuous_state(spec: dict[str, Any], reporter: Reporter) -> _Continuous:
+    """What a continuous table's triggers share (its marker of the files last refreshed from)."""
+    return _Continuous(spec, reporter)
 
 
 def _tls_context(tls: dict[str, Any] | None) -> Any:
@@ -180,7 +244,7 @@ def _tls_context(tls: dict[str, Any] | None) -> Any:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[1]).read_text())
-    reporter = _Reporter(spec)
+    reporter = StatusFile(spec)
     result: dict[str, Any] = {"ok": False}
     spark = None
     try:

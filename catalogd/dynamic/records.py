@@ -40,7 +40,7 @@ class Records:
 
     def detail(self, entry: Entry) -> dict[str, Any]:
         """The handler's job detail: the schedule of a FULL table, the job of a CONTINUOUS one."""
-        detail: dict[str, Any] = {"freshness": str(entry.freshness)}
+        detail: dict[str, Any] = {"freshness": str(entry.freshness), **self.refresh_way(entry)}
         if entry.mode is RefreshMode.FULL:
             detail["schedule"] = cron_expression(entry.freshness)
             detail["timeZone"] = self.config.dynamic_tables.time_zone
@@ -59,6 +59,17 @@ class Records:
                 "master": self.config.spark.master,
             })
         return detail
+
+    def refresh_way(self, entry: Entry) -> dict[str, str]:
+        """Where and how the table refreshes, and why (``dt describe`` shows it)."""
+        spark = self.config.spark
+        connect = spark.engine == "connect" and (entry.mode is RefreshMode.FULL or spark.remote is None)
+        if entry.mode is RefreshMode.FULL:
+            why = "FULL: each run recomputes the query (or the one partition its schedule time picks)"
+        else:
+            why = ("CONTINUOUS: a trigger that sees the sources' files changed recomputes the whole query; "
+                   "incremental maintenance is not implemented")
+        return {"engine": "connect" if connect else "submit", "refresh": "recompute", "refreshWhy": why}
 
     def record(self, entry: Entry, run: RefreshRun, extra: dict[str, str] | None = None) -> None:
         """Put the run (new or updated) at its place in the table's history."""

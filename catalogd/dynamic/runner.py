@@ -96,13 +96,31 @@ def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Pa
     Must be called from a thread that lives as long as the job (the parent-death
     signal follows the thread that started the process).
     """
+    own_dir(work_dir)
+    spec_path = work_dir / "spec.json"
+    spec_path.write_text(json.dumps(spec, indent=2))
+    return _submit(master, conf, work_dir, [str(JOB_SCRIPT), str(spec_path)], env)
+
+
+def launch_class(master: str, conf: dict[str, str], main_class: str, name: str, work_dir: Path,
+                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``spark-submit --class main_class`` (a JVM application of Spark's own jars, such
+    as the Spark Connect server); as ``launch`` for its log, settings, environment and thread."""
+    own_dir(work_dir)
+    return _submit(master, conf, work_dir, ["--class", main_class, "--name", name], env)
+
+
+def own_dir(work_dir: Path) -> None:
+    """Create a job's directory, only ours (0700), or refuse one others can read."""
     # The job's Spark settings may hold secrets: its directory is only ours (0700) from its creation.
     work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if work_dir.stat().st_mode & 0o077:
         raise OSError(f"{work_dir} is open to other users (mode {work_dir.stat().st_mode & 0o777:o}); "
                       "it would hold the job's secrets")
-    spec_path = work_dir / "spec.json"
-    spec_path.write_text(json.dumps(spec, indent=2))
+
+
+def _submit(master: str, conf: dict[str, str], work_dir: Path, app_args: list[str],
+            env: dict[str, str] | None) -> subprocess.Popen[bytes]:
     # Settings go in a file only we can read, not on the command line, where any
     # user's `ps` would show a secret key.
     props = work_dir / "spark.properties"
@@ -110,8 +128,7 @@ def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Pa
     with os.fdopen(fd, "w") as f:
         f.writelines(f"{key} {_escape(value)}\n" for key, value in conf.items())
     submit = spark_submit_path()
-    args = [str(submit), "--master", master, "--properties-file", str(props), "--load-spark-defaults",
-            str(JOB_SCRIPT), str(spec_path)]
+    args = [str(submit), "--master", master, "--properties-file", str(props), "--load-spark-defaults", *app_args]
     # A token the daemon's own environment holds is not the job's: it gets its own, or none.
     inherited = {k: v for k, v in os.environ.items() if k != "CATALOGD_TOKEN"}
     env = {**inherited, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})}

@@ -26,7 +26,9 @@ from zoneinfo import ZoneInfo
 from catalogd.auth.model import Authority
 from catalogd.config import Config
 from catalogd.dynamic import dispatch
+from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic.analyzer import Analyzers
+from catalogd.dynamic.connect import ConnectEngine, ConnectRunner
 from catalogd.dynamic.driver import Driver
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.jobspec import JobFactory
@@ -101,11 +103,22 @@ class DynamicTables:
         runs = RunIndex(config.spark.master)
         jobs = JobFactory(manager, config, address, config.server.data_dir / "dynamic", authority)
         records = Records(manager, config, jobs)
-        self._analyzers = Analyzers()
+        self._jobs = jobs
+        #: The warm engine (``spark.engine: connect``): batch runs, continuous tables' queries
+        #: and query checks go to its Connect servers.
+        self.engine: ConnectEngine | None = None
+        if config.spark.engine == "connect":
+            self.engine = ConnectEngine(config.spark.master, config.server.data_dir / "dynamic" / "connect",
+                                        config.spark.connect_port, config.spark.remote)
+        self._analyzers = Analyzers(self.engine)
         self._executor = RunExecutor(manager, config, registry, runs, records, jobs, self._stopping,
-                                     table_gone=self._table_gone)
+                                     table_gone=self._table_gone, engine=self.engine)
+        # CONTINUOUS tables: streaming queries in catalogd's own Connect server with the connect
+        # engine (an outside server could not write their status files here), else a job each.
+        stream_runner = ConnectRunner(self.engine) if self.engine is not None and self.engine.remote is None \
+            else spark_runner
         self._supervisor = Supervisor(manager, config, registry, runs, records, jobs, self._stopping,
-                                      table_gone=self._table_gone)
+                                      table_gone=self._table_gone, runner=stream_runner)
         self._scheduler = Scheduler(registry, self._fire, self._clock, self._stopping)
         self._driver = Driver(registry, records, jobs, self._executor, self._scheduler, self._supervisor,
                               self._clock)
@@ -134,6 +147,7 @@ class DynamicTables:
             logger.info("dynamic tables are disabled on this daemon (dynamic-tables.enabled: false)")
             return
         self.sync()
+        self._warm_engine()
         for target, label in ((self._scheduler.run, "dt-scheduler"), (self._supervisor.run, "dt-supervisor"),
                               (self._loader.run, "dt-sync")):
             thread = threading.Thread(target=target, name=label, daemon=True)
@@ -157,6 +171,16 @@ class DynamicTables:
         if self._leader is None or self._leading():
             return None
         return self._leader
+
+    def _warm_engine(self) -> None:
+        """Start the default catalog's Connect server now, not at the first refresh."""
+        if self.engine is None:
+            return
+        try:
+            catalog = self.manager.catalog(None)
+            self.engine.server(self._jobs.spark_conf(catalog))
+        except Exception as e:  # a memory catalog without HMS endpoint, say: its runs fail on their own
+            logger.info("the Spark Connect server starts with the first refresh: %s", e)
 
     def sync(self) -> None:
         """Drive the dynamic tables of every hive catalog (see ``Loader.sync``); start the
@@ -195,6 +219,8 @@ class DynamicTables:
         self._supervisor.finish(detached, "the daemon stopped")
         self._analyzers.close()
         self._executor.shutdown()
+        if self.engine is not None:
+            self.engine.close(self._grace)
 
     # ------------------------------------------------------------ operations
 

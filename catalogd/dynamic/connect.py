@@ -1,0 +1,496 @@
+"""The warm engine (``spark.engine: connect``): refreshes run in sessions of a long-lived
+Spark Connect server instead of a ``spark-submit`` application each.
+
+catalogd starts the server itself (pyspark's ``SparkConnectServer`` class through
+``spark-submit``, bound on 127.0.0.1 and guarded by a random token only the daemon knows),
+or uses an existing one (``spark.remote``). Each run gets a session of its own
+(``SparkSession.builder.remote(url).create()``: its own temporary views and SQL settings),
+which it stops when it ends.
+
+A server started here is supervised by one thread, which also launches it (a child's
+parent-death signal follows the thread that started it): when the server dies, the
+sessions it held are closed at once (their runs fail instead of waiting on gRPC retries)
+and it is started again after a backoff that doubles on each quick death (1 s to 60 s).
+
+Spark settings that only apply when an application starts (the metastore URI, master,
+executor sizes) are the server's: runs whose settings differ get a server each, keyed by
+those settings (one per catalog metastore in practice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from catalogd.dynamic import runner as spark_runner
+from catalogd.errors import CatalogError, InvalidArgumentError
+from catalogd.model import Column
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+logger = logging.getLogger(__name__)
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+#: How long a starting server may take to listen (JVM start, SparkContext, metastore client).
+START_TIMEOUT = 180.0
+_STARTED = re.compile(r"Spark Connect server started at: \S*?:(\d+)")
+_MIN_BACKOFF, _MAX_BACKOFF = 1.0, 60.0
+#: A server that ran this long before dying was healthy: its next restart waits the least again.
+_HEALTHY = 60.0
+#: A run's session gives up on a server that does not answer after these retries (the
+#: client's default waits ten minutes, long past the supervisor's restart).
+_RETRIES, _MAX_RETRY_BACKOFF_MS = 3, 2000
+
+
+def redact_url(url: str) -> str:
+    """An ``sc://`` URL without its parameters (a ``token`` must not reach a log or a run record)."""
+    return url.split("/;", 1)[0]
+
+
+def new_session(url: str) -> RemoteSession:
+    """A Connect session of its own on ``url`` (not the process's shared default one)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+    from pyspark.sql.connect.session import SparkSession as Remote
+
+    # The client logs every failed query with its JVM stack trace at ERROR; the run records the error.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    session = Remote.builder.remote(url).create()
+    session.client.set_retry_policies([DefaultPolicy(max_retries=_RETRIES, max_backoff=_MAX_RETRY_BACKOFF_MS)])
+    return session
+
+
+def close_session(session: RemoteSession, released: bool = True) -> None:
+    """End a run's session: released on the server (its views and state go), or, when the
+    server is gone, only its channel closed (which fails the calls still waiting on it)."""
+    try:
+        if released:
+            session.stop()
+        else:
+            session.client.close()
+    except Exception as e:  # best effort: the server drops idle sessions itself
+        logger.debug("closing a Spark Connect session: %s", e)
+
+
+class ConnectServer:
+    """One Spark Connect server: catalogd's own process (``remote`` None) or an existing one.
+
+    Args:
+        master: the server's Spark master.
+        conf: its Spark settings (static ones included: they are fixed when it starts).
+        work_dir: its directory (settings file, log), created 0700.
+        port: the port to bind (0: a free one).
+        remote: an existing server's URL; catalogd then starts nothing.
+    """
+
+    def __init__(self, master: str, conf: dict[str, str], work_dir: Path, port: int = 0,
+                 remote: str | None = None) -> None:
+        self.master = master
+        self.conf = conf
+        self.work_dir = work_dir
+        self.port = port
+        self.remote = remote
+        self._cond = threading.Condition()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._url: str | None = remote
+        self._started_at = 0.0
+        self._backoff = _MIN_BACKOFF
+        self._restart_at = 0.0
+        self._closed = False
+        self._error: str | None = None
+        #: Sessions handed out by the running server (closed when it dies).
+        self._sessions: set[RemoteSession] = set()
+        #: Incremented at each (re)start: a run that saw the generation change saw the server die.
+        self.generation = 0
+        self.restarts = 0
+        self.application_id: str | None = None
+
+    # ------------------------------------------------------------ sessions
+
+    def session(self, timeout: float = START_TIMEOUT) -> tuple[RemoteSession, int]:
+        """A new session and the server generation it belongs to; waits for a starting server.
+
+        Raises:
+            CatalogError: the server did not come up within ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._url is None and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CatalogError("the Spark Connect server is not up"
+                                       + (f" after {timeout:.0f}s" if timeout else " (it is starting)")
+                                       + (f": {self._error}" if self._error else ""))
+                self._cond.wait(min(left, 1.0))
+            if self._closed:
+                raise CatalogError("the Spark Connect engine is stopping")
+            url, generation = self._url, self.generation
+        assert url is not None
+        session = new_session(url)
+        with self._cond:
+            if generation != self.generation:  # died while we connected
+                close_session(session, released=False)
+                raise CatalogError("the Spark Connect server restarted while the run connected")
+            self._sessions.add(session)
+        if self.application_id is None:
+            with contextlib.suppress(Exception):
+                self.application_id = session.conf.get("spark.app.id")
+        return session, generation
+
+    def release(self, session: RemoteSession, generation: int) -> None:
+        with self._cond:
+            self._sessions.discard(session)
+            alive = generation == self.generation and self._url is not None
+        close_session(session, released=alive)
+
+    def alive(self, generation: int) -> bool:
+        """Whether the server of that generation is still the one running."""
+        with self._cond:
+            return generation == self.generation and self._url is not None
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    # ------------------------------------------------------------ supervision (one thread)
+
+    def tick(self) -> None:
+        """Start the server when it should run and does not; notice a death. Called by the
+        supervising thread only (the server's parent-death signal follows it)."""
+        if self.remote is not None or self._closed:
+            return
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            self._died(proc)
+        elif proc is None and time.monotonic() >= self._restart_at:
+            self._start()
+
+    def _died(self, proc: subprocess.Popen[bytes]) -> None:
+        lived = time.monotonic() - self._started_at
+        self._backoff = _MIN_BACKOFF if lived > _HEALTHY else min(self._backoff * 2, _MAX_BACKOFF)
+        self._restart_at = time.monotonic() + self._backoff
+        with self._cond:
+            self._proc, self._url, self.application_id = None, None, None
+            self.generation += 1
+            sessions, self._sessions = self._sessions, set()
+        logger.warning("the Spark Connect server (pid %d) exited with code %s after %.0fs; %d run(s) on it fail, "
+                       "restarting in %.0fs", proc.pid, proc.returncode, lived, len(sessions), self._backoff)
+        for session in sessions:  # their blocked calls fail now, not after the client's retries
+            close_session(session, released=False)
+
+    def _start(self) -> None:
+        token = secrets.token_urlsafe(24)
+        port = self.port or _free_port()
+        conf = {**self.conf, "spark.connect.grpc.binding.address": "127.0.0.1",
+                "spark.connect.grpc.binding.port": str(port)}
+        spec_dir = self.work_dir
+        spec_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (spec_dir / "job.log").unlink(missing_ok=True)  # the bound port is read from this start's log
+        try:
+            # The server's token travels in its environment, never in a file or on its command line.
+            proc = spark_runner.launch_class(self.master, conf, SERVER_CLASS, "catalogd Spark Connect server",
+                                             spec_dir, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
+        except (OSError, CatalogError) as e:
+            self._error = f"cannot start the Spark Connect server: {e}"
+            logger.error("%s", self._error)
+            self._restart_at = time.monotonic() + self._backoff
+            return
+        self._proc, self._started_at = proc, time.monotonic()
+        # For operators (and the tests' SIGKILL): which process is the server now.
+        (spec_dir / "server.pid").write_text(f"{proc.pid}\n")
+        logger.info("starting the Spark Connect server (pid %d, port %d)", proc.pid, port)
+        bound = self._wait_listening(proc, port)
+        if bound is None:
+            self._error = f"it did not start: {spark_runner.log_tail(spec_dir)}"
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            self._died(proc)
+            return
+        with self._cond:
+            self._url = f"sc://localhost:{bound}/;token={token}"
+            self._error = None
+            self._cond.notify_all()
+        self.restarts = self.generation  # each death before this start made one restart
+        logger.info("the Spark Connect server (pid %d) listens on 127.0.0.1:%d", proc.pid, bound)
+
+    def _wait_listening(self, proc: subprocess.Popen[bytes], port: int) -> int | None:
+        """The port the server bound (from its log line), once it accepts connections."""
+        deadline = time.monotonic() + START_TIMEOUT
+        log = self.work_dir / "job.log"
+        while time.monotonic() < deadline and not self._closed:
+            if proc.poll() is not None:
+                return None
+            try:
+                found = _STARTED.findall(log.read_text(errors="replace"))
+            except OSError:
+                found = []
+            if found:
+                bound = int(found[-1])
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", bound), timeout=1.0):
+                    return bound
+            time.sleep(0.2)
+        return None
+
+    def close(self, grace: float) -> None:
+        """Stop the server (sessions closed first); no restart after this."""
+        with self._cond:
+            self._closed = True
+            sessions, self._sessions = self._sessions, set()
+            self._url = None
+            self._cond.notify_all()
+        for session in sessions:
+            close_session(session, released=False)
+        if self._proc is not None:
+            spark_runner.stop(self._proc, grace)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class ConnectEngine:
+    """The connect engine's servers, one per set of Spark settings, and their supervisor thread.
+
+    Args:
+        master: ``spark.master``.
+        work_dir: where the servers' directories go (``<data-dir>/dynamic/connect``).
+        port: ``spark.connect-port`` (for the first server; others take free ports).
+        remote: ``spark.remote``: every run uses this server; catalogd starts none.
+    """
+
+    def __init__(self, master: str, work_dir: Path, port: int = 0, remote: str | None = None) -> None:
+        self.master = master
+        self.work_dir = work_dir
+        self.port = port
+        self.remote = remote
+        self._lock = threading.Lock()
+        self._servers: dict[tuple[tuple[str, str], ...], ConnectServer] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def describe(self) -> str:
+        """What runs show as their submitter (no token)."""
+        return f"spark-connect {redact_url(self.remote)}" if self.remote else "spark-connect (catalogd's own server)"
+
+    def server(self, conf: dict[str, str]) -> ConnectServer:
+        """The server for these Spark settings (started by the supervisor thread if new)."""
+        key = tuple(sorted(conf.items()))
+        with self._lock:
+            found = self._servers.get(key)
+            if found is None:
+                if self.remote is not None:
+                    found = ConnectServer(self.master, conf, self.work_dir, remote=self.remote)
+                else:
+                    index = len(self._servers)
+                    found = ConnectServer(self.master, conf, self.work_dir / f"server-{index}",
+                                          self.port if index == 0 else 0)
+                self._servers[key] = found
+            self._ensure_thread()
+        return found
+
+    def servers(self) -> list[ConnectServer]:
+        with self._lock:
+            return list(self._servers.values())
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None and self.remote is None and not self._stop.is_set():
+            self._thread = threading.Thread(target=self._supervise, name="dt-connect", daemon=True)
+            self._thread.start()
+
+    def _supervise(self) -> None:
+        while not self._stop.is_set():
+            for server in self.servers():
+                try:
+                    server.tick()
+                except Exception:
+                    logger.exception("supervising the Spark Connect server failed")
+            self._stop.wait(0.25)
+
+    def close(self, grace: float) -> None:
+        """Stop every server catalogd started."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(grace + spark_runner.KILL_WAIT)
+        for server in self.servers():
+            server.close(grace)
+
+
+class ConnectAnalyzer:
+    """``Analyzer``'s job done by the Connect server: a query's columns from a session of
+    its own (fresh table metadata each time), with no helper JVM of its own."""
+
+    def __init__(self, server: ConnectServer) -> None:
+        self.server = server
+
+    def warm(self) -> threading.Thread:
+        """Nothing to start: the engine's supervisor starts the server."""
+        thread = threading.Thread(target=lambda: None, daemon=True)
+        thread.start()
+        return thread
+
+    def analyze(self, query: str, timeout: float = 120.0) -> list[Column]:
+        """The columns ``query`` produces.
+
+        Raises:
+            InvalidArgumentError: Spark cannot parse or analyse the query.
+            CatalogError: the server is not up within ``timeout``.
+        """
+        from catalogd.spark_common import hive_columns
+
+        session, generation = self.server.session(max(timeout, START_TIMEOUT))
+        try:
+            schema = session.sql(query).schema
+        except Exception as e:
+            if not self.server.alive(generation):
+                raise CatalogError(f"the Spark Connect server died while it analysed the query: {e}") from e
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise InvalidArgumentError(f"Spark cannot analyse the query: {first[:2000]}") from e
+        finally:
+            self.server.release(session, generation)
+        return hive_columns(schema)
+
+    def close(self) -> None:
+        """The server is the engine's: nothing of its own to stop."""
+
+
+class TriggerLoop:
+    """A continuous table on the connect engine: a thread of the daemon that fires its
+    trigger every ``trigger_seconds`` on a Connect session of its own in the shared server.
+
+    Seen by the supervisor as a job's process (``pid``, ``poll``, ``returncode``): it has
+    ended when a trigger failed (the error goes to ``result.json``) or its server died, and
+    the supervisor restarts it under its restart policy. The marker of the files last
+    refreshed from stays in the table's checkpoint directory across restarts.
+
+    Why not a streaming query with ``foreachBatch``: the server would start a Python worker
+    per table that must connect back within a fixed 10 s (too short on a busy machine) and
+    costs a Python process each, while the trigger only ever ran a batch refresh.
+    """
+
+    def __init__(self, server: ConnectServer, spec: dict[str, Any], token: str | None, work_dir: Path) -> None:
+        self.server = server
+        self.spec = spec
+        self.token = token
+        self.work_dir = work_dir
+        self.returncode: int | None = None
+        self._stop = threading.Event()
+        self._session: RemoteSession | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"dt-trigger-{spec['table']}", daemon=True)
+
+    def start(self) -> TriggerLoop:
+        self._thread.start()
+        return self
+
+    @property
+    def pid(self) -> int:
+        """The server's process (a trigger loop has none of its own); 0 for a remote server."""
+        return self.server.pid or 0
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def _loop(self) -> None:
+        from catalogd.client import CatalogClient
+        from catalogd.dynamic import job
+
+        reporter = job.StatusFile(self.spec)
+        error: str | None = None
+        generation = -1
+        client = None
+        try:
+            session, generation = self.server.session(START_TIMEOUT)
+            self._session = session
+            reporter.update(phase="streaming", application_id=self.server.application_id)
+            client = CatalogClient(self.spec["daemon"], token=self.token or "",
+                                   tls_context=job._tls_context(self.spec.get("tls")))
+            state = job.continuous_state(self.spec, reporter)
+            every = float(self.spec["trigger_seconds"])
+            batch_id = 0
+            while not self._stop.is_set():
+                began = time.monotonic()
+                job.connect_trigger(session, client, state, batch_id)
+                batch_id += 1
+                self._stop.wait(max(0.0, every - (time.monotonic() - began)))
+        except Exception as e:
+            if not self._stop.is_set():
+                error = job._describe(e)
+                if generation >= 0 and not self.server.alive(generation):
+                    error = f"the Spark Connect server died: {error}"
+        finally:
+            if client is not None:
+                client.close()
+            if self._session is not None:
+                self.server.release(self._session, generation)
+            with contextlib.suppress(OSError):
+                (self.work_dir / "result.json").write_text(json.dumps({"ok": error is None, "error": error}))
+            reporter.update(phase="failed" if error else "done")
+            self.returncode = 1 if error else 0
+
+    def stop(self, grace: float) -> None:
+        """Stop this table's loop only: its refresh going is interrupted, the server and the
+        other tables' loops go on."""
+        self._stop.set()
+        session = self._session
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.interruptAll()
+        self._thread.join(grace + spark_runner.KILL_WAIT)
+
+
+class ConnectRunner:
+    """The supervisor's job runner on the connect engine: a continuous table's job is a
+    trigger loop on the shared server (``TriggerLoop``), not an application of its own."""
+
+    def __init__(self, engine: ConnectEngine) -> None:
+        self.engine = engine
+
+    def spark_submit_path(self) -> Path:
+        return spark_runner.spark_submit_path()
+
+    def launch(self, master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Path,
+               env: dict[str, str] | None = None) -> TriggerLoop:
+        """Start the table's trigger loop (it waits for a starting server itself)."""
+        from catalogd.dynamic.jobspec import TOKEN_ENV
+
+        spark_runner.own_dir(work_dir)
+        (work_dir / "spec.json").write_text(json.dumps(spec, indent=2))
+        return TriggerLoop(self.engine.server(conf), spec, (env or {}).get(TOKEN_ENV), work_dir).start()
+
+    def stop(self, proc: Any, grace: float) -> None:
+        self.stop_all([proc], grace)
+
+    def stop_all(self, procs: Iterable[Any], grace: float) -> None:
+        procs = list(procs)
+        loops = [p for p in procs if isinstance(p, TriggerLoop)]
+        for loop in loops:
+            loop._stop.set()
+        for loop in loops:  # all at once: N tables take one grace, not N
+            loop.stop(grace)
+        spark_runner.stop_all([p for p in procs if not isinstance(p, TriggerLoop)], grace)
+
+    def read_json(self, path: Path) -> dict[str, Any]:
+        return spark_runner.read_json(path)
+
+    def log_tail(self, work_dir: Path, lines: int = 5) -> str:
+        return spark_runner.log_tail(work_dir, lines)
+
+
+__all__ = ["ConnectAnalyzer", "ConnectEngine", "ConnectRunner", "ConnectServer", "TriggerLoop", "close_session",
+           "new_session", "redact_url"]

@@ -1,0 +1,227 @@
+"""Dynamic tables on the warm engine (``spark.engine: connect``): refreshes run in sessions
+of a Spark Connect server the daemon starts and supervises (real JVMs, a real metastore).
+
+One daemon with its Connect server serves the whole test session (``connect_dtd``); its
+``main`` catalog is a remote catalog on the session daemon's metastore, so the session
+SparkSession writes the sources and reads the results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from polling import holds_for, wait_until
+
+from catalogd.client import CatalogClient
+from catalogd.model import RefreshMode, RefreshState, RunStatus
+
+from .helpers import Daemon, free_port, process_alive, spark_rows, start_daemon, write_config
+
+pytestmark = pytest.mark.integration
+
+JOB_TIMEOUT = 240.0
+SPARK = {"master": "local[1]", "engine": "connect",
+         "conf": {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "512m",
+                  "spark.sql.session.timeZone": "UTC"}}
+
+
+class ConnectDaemon:
+    def __init__(self, root: Path, daemon: Daemon, http_port: int) -> None:
+        self.root = root
+        self.daemon = daemon
+        self.http = f"http://127.0.0.1:{http_port}"
+
+    @property
+    def server_dir(self) -> Path:
+        return self.root / "data" / "dynamic" / "connect" / "server-0"
+
+    def server_pid(self) -> int | None:
+        try:
+            pid = int((self.server_dir / "server.pid").read_text())
+        except (OSError, ValueError):
+            return None
+        return pid if process_alive(pid) else None
+
+    def log(self) -> str:
+        return (self.root / "daemon.log").read_text(errors="replace")
+
+
+@pytest.fixture(scope="session")
+def connect_dtd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectDaemon]:
+    """A daemon on the connect engine: its Connect server starts with it (one per test session)."""
+    with CatalogClient(daemon.address) as c:
+        metastore = c.get_catalog("main").metastore or ""
+    root = tmp_path_factory.mktemp("connect-dtd")
+    port, http_port = free_port(), free_port()
+    config = write_config(
+        root / "catalogd.yaml", port=port, http_port=http_port, data_dir=root / "data",
+        catalogs=[{"name": "main", "type": "hive", "default": True,
+                   "connection": {"hive.metastore.uris": metastore}}],
+        extra={"spark": SPARK, "staging": {"replaced-data-retention": "30s"}})
+    started = start_daemon(config, root / "data", root / "daemon.log")
+    holder = ConnectDaemon(root, started, http_port)
+    yield holder
+    assert started.stop(timeout=90) == 0, holder.log()[-3000:]
+    # The daemon stopped its server with it.
+    pid_file = holder.server_dir / "server.pid"
+    if pid_file.exists():
+        assert not process_alive(int(pid_file.read_text()))
+
+
+@pytest.fixture
+def cc(connect_dtd: ConnectDaemon) -> Iterator[CatalogClient]:
+    with CatalogClient(connect_dtd.daemon.address, timeout=120.0) as c:
+        yield c
+
+
+@pytest.fixture
+def cdb(cc: CatalogClient, unique_name: Callable[[str], str]) -> Iterator[str]:
+    name = unique_name("cdt")
+    cc.create_database(f"main.{name}")
+    yield name
+    for dt in cc.list_dynamic_tables("main", name):
+        cc.drop_dynamic_table(f"main.{name}.{dt.name}", if_exists=True)
+    cc.drop_database(f"main.{name}", if_exists=True, cascade=True)
+
+
+def rest(cd: ConnectDaemon, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(cd.http + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def wait_job(cd: ConnectDaemon, job_id: str) -> dict[str, Any]:
+    def finished() -> dict[str, Any] | None:
+        status, job = rest(cd, "GET", f"/v3/dynamic-tables/refresh/{job_id}")
+        assert status == 200, job
+        return job if job["status"] in ("SUCCEEDED", "FAILED") else None
+
+    try:
+        return wait_until(finished, JOB_TIMEOUT, f"refresh job {job_id} to finish", every=0.5)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{cd.log()[-3000:]}") from None
+
+
+def refresh(cd: ConnectDaemon, name: str, **body: Any) -> dict[str, Any]:
+    status, job = rest(cd, "POST", "/v3/dynamic-tables/refresh", {"tables": [name], **body})
+    assert status == 200, job
+    return job
+
+
+@pytest.fixture
+def orders(spark: Any, cdb: str) -> str:
+    table = f"{cdb}.orders"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, amount DOUBLE, ds STRING) USING parquet PARTITIONED BY (ds)")
+    for n, day in enumerate(["2024-03-01", "2024-03-02"], start=1):
+        spark.sql(f"INSERT INTO {table} SELECT id, id * 1.5, '{day}' FROM range({n * 10})")
+    return table
+
+
+def test_full_and_partition_refreshes_run_in_the_connect_server(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
+    server = wait_until(connect_dtd.server_pid, 180, "the Connect server to start with the daemon", every=0.5)
+    daily = f"main.{cdb}.daily"
+    cc.create_dynamic_table(daily, f"SELECT ds, count(*) AS n, sum(amount) AS total FROM {orders} GROUP BY ds",
+                            "1 day", partitioned_by=["ds"],
+                            options={"partition.fields.ds.date-formatter": "yyyy-MM-dd", "initialize": "on_schedule"})
+    job = refresh(connect_dtd, daily, scheduleTime="2024-03-03 00:00:00")
+    assert job["clusterInfo"]["submitter"].startswith("spark-connect")
+    done = wait_job(connect_dtd, job["jobId"])
+    assert done["status"] == "SUCCEEDED", done
+    run = done["runs"][0]
+    assert run["partition"] == {"ds": "2024-03-02"} and run["rows"] == 1
+    assert run["sourcePartitions"] == ["ds=2024-03-02"]
+    assert run["applicationId"]
+    assert spark_rows(spark, f"{cdb}.daily") == [(20, 20 * 19 / 2 * 1.5, "2024-03-02")]
+
+    # A FULL refresh of the whole table, and a second one: each in a session of its own on the same server.
+    everything = refresh(connect_dtd, daily)
+    first = wait_job(connect_dtd, everything["jobId"])
+    assert first["status"] == "SUCCEEDED", first
+    second = wait_job(connect_dtd, refresh(connect_dtd, daily)["jobId"])
+    assert second["status"] == "SUCCEEDED", second
+    assert first["runs"][0]["applicationId"] == second["runs"][0]["applicationId"] == run["applicationId"]
+    assert sorted(spark_rows(spark, f"{cdb}.daily")) == [(10, 67.5, "2024-03-01"), (20, 285.0, "2024-03-02")]
+    assert connect_dtd.server_pid() == server  # no new application per run
+    assert [s for s in cc.list_stages("main") if s.target_name == daily and s.state.value == "OPEN"] == []
+
+
+def test_a_connect_server_killed_mid_run_fails_the_run_and_is_restarted(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
+    name = f"main.{cdb}.slow"
+    # Each row sleeps in the server's JVM: the run is still writing when the server is killed.
+    cc.create_dynamic_table(
+        name, f"SELECT id, ds, length(coalesce(reflect('java.lang.Thread', 'sleep', cast(400 AS bigint)), '')) "
+              f"AS pause FROM {orders}", "1 day", options={"initialize": "on_schedule"})
+    killed = wait_until(connect_dtd.server_pid, 180, "the Connect server", every=0.5)
+    job = refresh(connect_dtd, name)
+
+    def writing() -> bool:
+        _, current = rest(connect_dtd, "GET", f"/v3/dynamic-tables/refresh/{job['jobId']}")
+        assert current["status"] in ("PENDING", "RUNNING"), current
+        return current["runs"][0].get("phase") == "writing"
+
+    wait_until(writing, JOB_TIMEOUT, "the run to write", every=0.2)
+    os.kill(killed, signal.SIGKILL)
+    done = wait_job(connect_dtd, job["jobId"])
+    assert done["status"] == "FAILED"
+    assert "Spark Connect server died during the run" in done["runs"][0]["error"], done
+    # Nothing of it is in the table, and its stage is not left open.
+    assert spark_rows(spark, f"{cdb}.slow") == []
+    assert [s for s in cc.list_stages("main") if s.target_name == name and s.state.value == "OPEN"] == []
+    history = cc.dynamic_table_history(name)
+    assert history[0].status is RunStatus.FAILED
+
+    restarted = wait_until(lambda: (pid := connect_dtd.server_pid()) != killed and pid, 180,
+                           "the Connect server restarted", every=0.5)
+    assert restarted and process_alive(restarted)
+    again = wait_job(connect_dtd, refresh(connect_dtd, name)["jobId"])
+    assert again["status"] == "SUCCEEDED", again
+    assert len(spark_rows(spark, f"{cdb}.slow")) == 30
+    assert "the Spark Connect server (pid" in connect_dtd.log()
+
+
+def test_continuous_tables_are_queries_in_the_one_server_suspend_and_drop_touch_only_theirs(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str) -> None:
+    source = f"{cdb}.events"
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING) USING parquet")
+    spark.sql(f"INSERT INTO {source} SELECT id, 'a' FROM range(10)")
+    server = wait_until(connect_dtd.server_pid, 180, "the Connect server", every=0.5)
+    names = ["kept", "paused", "dropped"]
+    for short in names:
+        created = cc.create_dynamic_table(f"main.{cdb}.{short}", f"SELECT kind, count(*) AS n FROM {source} "
+                                          "GROUP BY kind", "10 seconds")
+        assert created.refresh_mode is RefreshMode.CONTINUOUS
+    for short in names:
+        wait_until(lambda s=short: spark_rows(spark, f"{cdb}.{s}") == [("a", 10)], JOB_TIMEOUT,
+                   f"{short}'s first micro-batch", every=1)
+    # Every table's job is a query in the one server: no application of its own.
+    for short in names:
+        detail = cc.get_dynamic_table(f"main.{cdb}.{short}").job_detail
+        assert detail["pid"] == server and detail["engine"] == "connect", detail
+
+    assert cc.suspend_dynamic_table(f"main.{cdb}.paused").state is RefreshState.SUSPENDED
+    cc.drop_dynamic_table(f"main.{cdb}.dropped")
+    assert not cc.table_exists(f"main.{cdb}.dropped")
+    spark.sql(f"INSERT INTO {source} SELECT id, 'b' FROM range(5)")
+    wait_until(lambda: spark_rows(spark, f"{cdb}.kept") == [("a", 10), ("b", 5)], JOB_TIMEOUT,
+               "the kept table to follow the append", every=1)
+    holds_for(lambda: spark_rows(spark, f"{cdb}.paused") == [("a", 10)], 6.0, "the suspended table unchanged",
+              every=1)
+    assert connect_dtd.server_pid() == server
+    assert cc.resume_dynamic_table(f"main.{cdb}.paused").state is RefreshState.RUNNING
+    wait_until(lambda: spark_rows(spark, f"{cdb}.paused") == [("a", 10), ("b", 5)], JOB_TIMEOUT,
+               "the resumed table to catch up", every=1)

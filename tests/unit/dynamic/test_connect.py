@@ -1,0 +1,178 @@
+"""The connect engine's server supervision, with a stand-in for spark-submit that listens
+like a Spark Connect server (no JVM): start, token, death, restart with backoff."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from polling import wait_until
+
+from catalogd.config import parse_config
+from catalogd.dynamic import connect
+from catalogd.errors import ConfigError
+
+FAKE_SERVER = r'''
+import os, re, socket, sys, time
+args = sys.argv[1:]
+props = open(args[args.index("--properties-file") + 1]).read()
+port = int(re.search(r"spark.connect.grpc.binding.port (\d+)", props).group(1))
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "seen.txt"), "a") as f:
+    f.write(" ".join(args) + "\n" + os.environ.get("SPARK_CONNECT_AUTHENTICATE_TOKEN", "") + "\n")
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", port)); s.listen()
+print(f"INFO SparkConnectServer: Spark Connect server started at: 127.0.0.1:{port}", flush=True)
+while True:
+    time.sleep(1)
+'''
+
+
+@pytest.fixture
+def fake_spark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "spark"
+    (home / "bin").mkdir(parents=True)
+    (home / "jars").mkdir()
+    (home / "bin" / "fake.py").write_text(FAKE_SERVER)
+    script = home / "bin" / "spark-submit"
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} "$(dirname "$0")/fake.py" "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    return home
+
+
+def test_the_server_starts_with_a_secret_token_dies_and_is_restarted(fake_spark_home: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connect, "_MIN_BACKOFF", 0.2)
+    engine = connect.ConnectEngine("local[1]", tmp_path / "connect")
+    server = engine.server({"spark.hadoop.hive.metastore.uris": "thrift://h:1"})
+    assert engine.server({"spark.hadoop.hive.metastore.uris": "thrift://h:1"}) is server
+    try:
+        pid = wait_until(lambda: server.pid if server.alive(0) else None, 30, "the server to listen", every=0.1)
+        seen = (fake_spark_home / "bin" / "seen.txt").read_text().splitlines()
+        assert f"--class {connect.SERVER_CLASS}" in seen[0]
+        token = seen[1]
+        assert len(token) >= 24 and token not in seen[0], "the token is in the environment, not the command line"
+        server_dir = tmp_path / "connect" / "server-0"
+        assert stat.S_IMODE(server_dir.stat().st_mode) == 0o700
+        assert token not in (server_dir / "spark.properties").read_text()
+        assert int((server_dir / "server.pid").read_text()) == pid
+
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not server.alive(0), 30, "the death noticed", every=0.1)
+        again = wait_until(lambda: server.pid if server.alive(1) else None, 30, "the restart", every=0.1)
+        assert again != pid and server.restarts == 1
+        assert (fake_spark_home / "bin" / "seen.txt").read_text().splitlines()[3] != token, "a new token per start"
+    finally:
+        engine.close(1.0)
+    assert server.pid is None
+
+
+def test_a_session_on_a_closed_engine_is_refused(tmp_path: Path) -> None:
+    engine = connect.ConnectEngine("local[1]", tmp_path / "connect", remote="sc://spark.example:15002/;token=t")
+    server = engine.server({})
+    engine.close(1.0)
+    with pytest.raises(Exception, match="stopping"):
+        server.session(timeout=0.0)
+
+
+def test_urls_lose_their_token_when_shown() -> None:
+    assert connect.redact_url("sc://localhost:1234/;token=secret") == "sc://localhost:1234"
+    engine = connect.ConnectEngine("local[1]", Path("/nonexistent"), remote="sc://h:15002/;token=secret")
+    assert "secret" not in engine.describe()
+
+
+def test_engine_settings() -> None:
+    base = "catalogs:\n  - {name: s, type: memory}\n"
+    default = parse_config(base).spark
+    # submit stays the default: nothing resident between runs, each run in its own JVM.
+    assert (default.engine, default.remote, default.connect_port) == ("submit", None, 0)
+    chosen = parse_config(base + "spark: {engine: CONNECT, remote: 'sc://h:15002', connect-port: 15002}\n").spark
+    assert (chosen.engine, chosen.remote, chosen.connect_port) == ("connect", "sc://h:15002", 15002)
+    for bad in ("spark: {engine: yarn}", "spark: {remote: 'http://h:1'}", "spark: {connect-port: 70000}"):
+        with pytest.raises(ConfigError):
+            parse_config(base + bad + "\n")
+
+
+class _FakeSession:
+    def __init__(self) -> None:
+        self.interrupted = False
+
+    def interruptAll(self) -> None:
+        self.interrupted = True
+
+
+class _FakeServer:
+    """What a trigger loop needs of a ConnectServer."""
+
+    pid = 4242
+    application_id = "local-1"
+
+    def __init__(self) -> None:
+        self.sessions: list[_FakeSession] = []
+        self.released = 0
+
+    def session(self, timeout: float) -> tuple[_FakeSession, int]:
+        self.sessions.append(_FakeSession())
+        return self.sessions[-1], 0
+
+    def release(self, session: object, generation: int) -> None:
+        self.released += 1
+
+    def alive(self, generation: int) -> bool:
+        return True
+
+
+class _FakeClient:
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _spec(tmp_path: Path, name: str) -> dict[str, object]:
+    work = tmp_path / name
+    work.mkdir()
+    return {"table": f"main.db.{name}", "daemon": "127.0.0.1:1", "trigger_seconds": 0.05, "sources": [],
+            "checkpoint": str(work / "checkpoint"), "status_file": str(work / "status.json"), "work": work}
+
+
+def test_trigger_loops_fire_stop_one_at_a_time_and_report_a_failure(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import catalogd.client
+    from catalogd.dynamic import job
+
+    fired: dict[str, int] = {}
+
+    def trigger(spark: object, client: object, state: job._Continuous, batch_id: int) -> None:
+        table = state.spec["table"]
+        fired[table] = fired.get(table, 0) + 1
+        if table.endswith("bad") and batch_id == 2:
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr(job, "connect_trigger", trigger)
+    monkeypatch.setattr(catalogd.client, "CatalogClient", _FakeClient)
+    server = _FakeServer()
+    loops = {}
+    for name in ("a", "b", "bad"):
+        spec = _spec(tmp_path, name)
+        loops[name] = connect.TriggerLoop(server, spec, None, spec.pop("work")).start()  # type: ignore[arg-type]
+        assert loops[name].pid == 4242 and loops[name].poll() is None
+
+    wait_until(lambda: loops["bad"].poll() == 1, 10, "the failing loop to end", every=0.05)
+    result = json.loads((tmp_path / "bad" / "result.json").read_text())
+    assert result == {"ok": False, "error": "RuntimeError: boom"}
+    connect.ConnectRunner(connect.ConnectEngine("local[1]", tmp_path)).stop_all([loops["a"]], 1.0)
+    assert loops["a"].poll() == 0 and loops["a"]._session.interrupted  # type: ignore[attr-defined]
+    before = fired["main.db.b"]
+    wait_until(lambda: fired["main.db.b"] > before + 2, 10, "the other loop to go on", every=0.05)
+    assert loops["b"].poll() is None
+    loops["b"].stop(1.0)
+    assert json.loads((tmp_path / "b" / "status.json").read_text())["phase"] == "done"
+    assert server.released == 3
