@@ -56,6 +56,9 @@ def authd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                    {"principal": "etl2", "catalog": "main", "role": "writer"},
                    {"principal": "ana", "catalog": "*", "role": "reader"},
                    {"principal": "ops", "catalog": "*", "role": "admin"}],
+        # Every test here fails on purpose from 127.0.0.1; the back-off has its own test
+        # (test_auth_throttle) and would make these wait out lockouts.
+        "throttle": {"base-delay": "0s"},
     }
     config = write_config(root / "authd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
                           catalogs=[{"name": "main", "type": "hive", "default": True,
