@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import re
+import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Self
 
@@ -52,6 +53,20 @@ MAX_NAME_LENGTH = 128
 
 def is_stage_table(name: str) -> bool:
     return name.lower().startswith(STAGE_TABLE_PREFIX)
+
+
+#: A stage's key (its id within its database): lower-case hex digits, the same for every backend.
+STAGE_KEY_LENGTH = 16
+
+
+def new_stage_key() -> str:
+    return secrets.token_hex(STAGE_KEY_LENGTH // 2)
+
+
+def check_stage_key(key: str) -> str:
+    if len(key) != STAGE_KEY_LENGTH or any(c not in "0123456789abcdef" for c in key):
+        raise InvalidArgumentError(f"bad stage id: {key!r} is not {STAGE_KEY_LENGTH} lower-case hex digits")
+    return key
 
 
 #: The hidden views of a cluster's leader lease (``catalog.hive_lease``): under the staging

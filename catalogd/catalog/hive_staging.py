@@ -37,7 +37,6 @@ import hmac
 import json
 import logging
 import os
-import secrets
 import socket
 import threading
 import time
@@ -51,7 +50,15 @@ from urllib.parse import unquote, urlsplit
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import hive_codec as codec
-from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, is_lease_table, is_stage_table
+from catalogd.catalog.base import (
+    STAGE_KEY_LENGTH,
+    STAGE_TABLE_PREFIX,
+    BaseCatalog,
+    check_stage_key,
+    is_lease_table,
+    is_stage_table,
+    new_stage_key,
+)
 from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.hive_client import HiveSession
 from catalogd.config.durations import format_duration
@@ -111,7 +118,7 @@ _RECENT = 10
 #: Target parameters that survive a REPLACE (see _kept).
 KEPT_ON_REPLACE = (codec.DYNAMIC_PREFIX,)
 _PARAM_CHUNK = 3000
-_KEY_LENGTH = 16
+_KEY_LENGTH = STAGE_KEY_LENGTH
 _FINISHED_CACHE = 4096
 #: Forged staging tables already warned about (once per table, not every janitor pass).
 _WARNED_CACHE = 4096
@@ -143,14 +150,9 @@ class StoredState(StrEnum):
         return StageState.COMMITTED if self is StoredState.RETIRING else StageState(self.value)
 
 
-def new_key() -> str:
-    return secrets.token_hex(_KEY_LENGTH // 2)
-
-
-def check_key(key: str) -> str:
-    if len(key) != _KEY_LENGTH or any(c not in "0123456789abcdef" for c in key):
-        raise InvalidArgumentError(f"bad stage id: {key!r} is not {_KEY_LENGTH} lower-case hex digits")
-    return key
+# The one definition of a stage key, for hive and jdbc stages alike.
+new_key = new_stage_key
+check_key = check_stage_key
 
 
 def _now_ms() -> int:

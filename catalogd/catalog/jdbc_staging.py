@@ -37,7 +37,6 @@ import hashlib
 import hmac
 import json
 import logging
-import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -47,7 +46,14 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, is_stage_table
+from catalogd.catalog.base import (
+    RESERVED_PROPERTY_PREFIX,
+    STAGE_KEY_LENGTH,
+    STAGE_TABLE_PREFIX,
+    check_stage_key,
+    is_stage_table,
+    new_stage_key,
+)
 from catalogd.catalog.jdbc_comments import decode_comment, encode_comment
 from catalogd.errors import (
     CatalogError,
@@ -72,7 +78,7 @@ logger = logging.getLogger(__name__)
 PARAM = "catalogd.stage."
 #: The target's property naming the stage that last committed into it.
 LAST_COMMIT = "catalogd.last-commit"
-_KEY_LENGTH = 16
+_KEY_LENGTH = STAGE_KEY_LENGTH
 _SIGNATURE_VERSION = "v1"
 #: Advisory-lock namespaces (pg_advisory_xact_lock's first key): one stage, one target.
 _STAGE_LOCK = 0x0CA7D001
@@ -84,14 +90,9 @@ FORGED = ("not created by this catalogd (no valid signature; daemons sharing a d
 _OLD = "o"
 
 
-def new_key() -> str:
-    return secrets.token_hex(_KEY_LENGTH // 2)
-
-
-def check_key(key: str) -> str:
-    if len(key) != _KEY_LENGTH or any(c not in "0123456789abcdef" for c in key):
-        raise InvalidArgumentError(f"bad stage id: {key!r} is not {_KEY_LENGTH} lower-case hex digits")
-    return key
+# The one definition of a stage key, for hive and jdbc stages alike.
+new_key = new_stage_key
+check_key = check_stage_key
 
 
 def _now_ms() -> int:

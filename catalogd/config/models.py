@@ -446,14 +446,6 @@ class CatalogConfig(_Model):
     def _check_default_database(cls, value: str) -> str:
         return identifier(value, "database name")
 
-    @field_validator("password_file")
-    @classmethod
-    def _absolute_jdbc_password_file(cls, value: Path | None) -> Path | None:
-        if value is None:
-            return None
-        value = value.expanduser()
-        return value if value.is_absolute() else Path.cwd() / value
-
     @model_validator(mode="after")
     def _check_jdbc_rules(self) -> CatalogConfig:
         from catalogd.config.jdbc_url import parse_base_url
@@ -575,7 +567,7 @@ class CatalogConfig(_Model):
             parse_metastore_db(value.get_secret_value())
         return value
 
-    @field_validator("metastore_db_password_file")
+    @field_validator("metastore_db_password_file", "password_file")
     @classmethod
     def _absolute_password_file(cls, value: Path | None) -> Path | None:
         if value is None:
