@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -39,6 +40,11 @@ from .helpers import (
 )
 from .kdc import Kdc, running_kdc
 from .postgres import PostgresServer, running_postgres
+
+# Spark's Python workers (in-process sessions here and every child process) run this venv's
+# interpreter: with pandas installed pyspark plans Arrow-optimised UDFs, which a bare system
+# python3 without pyarrow cannot run.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")
