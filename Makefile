@@ -65,7 +65,7 @@ run: $(STAMP)
 	$(BIN)/catalogd serve --config $(CONFIG)
 
 test: $(STAMP) postgresql chromium lint docs
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
