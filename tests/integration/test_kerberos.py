@@ -12,6 +12,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,8 +104,17 @@ def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, ker
     assert bob["results"][3][0] is False and "user 'bob'" in bob["results"][3][1]
 
     # A ticket of a principal catalogd does not know, no ticket at all, or no SASL: refused.
-    mallory = _client(kdc, tickets["mallory"], port, [["get_all_databases"]])
-    assert mallory["open"] is not None or mallory["results"][0][0] is False, mallory
+    mallory_line = "Kerberos principal 'mallory@CATALOGD.TEST' maps to 'mallory', not a configured principal"
+    deadline = time.monotonic() + 90
+    while True:
+        mallory = _client(kdc, tickets["mallory"], port, [["get_all_databases"]])
+        assert mallory["open"] is not None or mallory["results"][0][0] is False, mallory
+        denied = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000, denied=True)
+        # Once in a full suite run the client failed before it reached the endpoint (nothing to
+        # audit); what is asserted is the endpoint's answer to a ticket that reaches it.
+        if any(mallory_line in (e["detail"] or "") for e in denied) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     nobody = _client(kdc, tmp_path / "empty.ccache", port, [["get_all_databases"]])
     assert nobody["open"] is not None, nobody
     sock = TSocket.TSocket("127.0.0.1", port)
@@ -130,8 +140,7 @@ def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, ker
     assert {e["principal"] for e in created} == {"alice"}
     denied = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 1000, denied=True)
     details = [e["detail"] for e in denied]
-    assert any("Kerberos principal 'mallory@CATALOGD.TEST' maps to 'mallory', not a configured principal" in (d or "")
-               for d in details), details
+    assert any(mallory_line in (d or "") for d in details), (mallory, details)
     assert any("set_ugi cannot make it 'bob'" in (d or "") for d in details)
     assert any("did not start a SASL negotiation" in (d or "") for d in details)
     assert any("SASL authentication failed: Kerberos:" in (d or "") for d in details), details
