@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SecretStr,
+    StringConstraints,
     field_validator,
     model_validator,
 )
@@ -110,8 +111,22 @@ class TlsConfig(_Model):
     #: A JKS truststore holding the CA of ``cert`` (made with keytool), for Hive clients of the
     #: HMS endpoint: ``catalogd spark-conf`` prints it as ``hive.metastore.truststore.path``.
     truststore: Path | None = None
-    #: The truststore's password (``hive.metastore.truststore.password``).
-    truststore_password: SecretStr | None = Field(default=None, alias="truststore-password")
+    #: The environment variable Hive clients find the truststore's password in, where they run:
+    #: ``catalogd spark-conf`` prints ``hive.metastore.truststore.password=${env.NAME}``, which
+    #: Hadoop's Configuration expands in the client. The daemon never holds the password.
+    truststore_password_env: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = Field(
+        default="CATALOGD_TRUSTSTORE_PASSWORD", alias="truststore-password-env")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_password(cls, data: Any) -> Any:
+        # The key of the first TLS release: the daemon handed the password to every caller of
+        # get_catalog and spark-conf printed it. Refused with the way out, not ignored.
+        if isinstance(data, dict) and ("truststore-password" in data or "truststore_password" in data):
+            raise ValueError("truststore-password is no longer read: catalogd does not hand the "
+                             "truststore's password out; export it where Hive clients run, in the variable "
+                             "named by server.tls.truststore-password-env (default CATALOGD_TRUSTSTORE_PASSWORD)")
+        return data
 
     @field_validator("cert", "key", "client_ca", "truststore")
     @classmethod
@@ -158,7 +173,9 @@ class ServerConfig(_Model):
     max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
     #: Thrift calls run at the same time (the worker pool); connections are not limited by it.
     workers: PositiveInt = 32
-    #: Thrift connections open at once; at the cap a new one closes the connection idle the longest.
+    #: Connections open at once on the Thrift API and on the HMS endpoint, each (TLS handshakes
+    #: in progress count); at the cap a new one closes the connection in its handshake the
+    #: longest, else the one idle the longest.
     max_connections: PositiveInt = Field(default=1000, alias="max-connections")
     #: A Thrift connection with no frame arriving and no call running is closed after this long.
     idle_timeout: Annotated[Duration, AtMost(_DAY)] = Field(default=datetime.timedelta(minutes=5), alias="idle-timeout")
