@@ -276,8 +276,7 @@ class CatalogManager:
         if endpoint is not None and endpoint.tls is not None:
             info.hms_tls = True
             info.hms_truststore = str(endpoint.tls.truststore) if endpoint.tls.truststore else None
-            password = endpoint.tls.truststore_password
-            info.hms_truststore_password = password.get_secret_value() if password is not None else None
+            info.hms_truststore_password_env = endpoint.tls.truststore_password_env if endpoint.tls.truststore else None
         if endpoint is not None:
             info.hms_kerberos_principal = endpoint.kerberos_principal
         info.hms_prefix = hms_prefix_of(conf)

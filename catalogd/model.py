@@ -59,8 +59,9 @@ class CatalogInfo:
     hms_tls: bool = False
     #: The JKS truststore Hive clients of the endpoint verify it with (``server.tls.truststore``).
     hms_truststore: str | None = None
-    #: Its password (``server.tls.truststore-password``; protects the file's integrity, not a credential).
-    hms_truststore_password: str | None = field(default=None, repr=False)
+    #: The environment variable Hive clients read its password from
+    #: (``server.tls.truststore-password-env``): the daemon never holds or hands out the password.
+    hms_truststore_password_env: str | None = None
     #: jdbc catalogs: the role catalogd logs in as (``metastore`` is the JDBC URL, no credentials).
     jdbc_user: str | None = None
     #: jdbc catalogs: the JDBC driver jar Spark reads and writes the catalog's tables with.

@@ -81,8 +81,12 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
         settings["spark.hadoop.hive.metastore.use.SSL"] = "true"
         if info.hms_truststore:
             settings["spark.hadoop.hive.metastore.truststore.path"] = info.hms_truststore
-        if info.hms_truststore_password is not None:
-            settings["spark.hadoop.hive.metastore.truststore.password"] = info.hms_truststore_password
+        if info.hms_truststore_password_env:
+            # A reference, not the password: Hive's client reads it with Configuration.getPassword
+            # (a credential provider first, then the value), and Hadoop's Configuration (3.0+)
+            # expands ${env.NAME} from the client process's environment.
+            settings["spark.hadoop.hive.metastore.truststore.password"] = truststore_password_ref(
+                info.hms_truststore_password_env)
     if info.hms_endpoint and info.hms_kerberos_principal:
         # Hive's metastore client speaks SASL GSSAPI with a Kerberos ticket (Spark logs in with
         # spark.kerberos.principal and spark.kerberos.keytab, or a kinit'ed ticket cache).
@@ -95,6 +99,11 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
         # Spark writes and reads a jdbc catalog's tables with this driver (classpath fixed at start).
         settings["spark.jars"] = info.jdbc_driver_jar
     return settings
+
+
+def truststore_password_ref(env_name: str) -> str:
+    """The ``hive.metastore.truststore.password`` value that names the variable holding it."""
+    return "${env." + env_name + "}"
 
 
 # ---------------------------------------------------------------- plumbing

@@ -79,7 +79,7 @@ def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
                          defaultDatabase=info.default_database, readOnly=info.read_only,
                          metastore=info.metastore, warehouse=info.warehouse, atomicWrites=info.atomic_writes,
                          hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix, hmsTls=info.hms_tls,
-                         hmsTruststore=info.hms_truststore, hmsTruststorePassword=info.hms_truststore_password,
+                         hmsTruststore=info.hms_truststore, hmsTruststorePasswordEnv=info.hms_truststore_password_env,
                          jdbcUser=info.jdbc_user, jdbcDriverJar=info.jdbc_driver_jar,
                          hmsKerberosPrincipal=info.hms_kerberos_principal)
 
@@ -90,7 +90,7 @@ def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
                        metastore=info.metastore, warehouse=info.warehouse,
                        atomic_writes=info.atomicWrites is not False, hms_endpoint=info.hmsEndpoint,
                        hms_prefix=info.hmsPrefix or "", hms_tls=bool(info.hmsTls),
-                       hms_truststore=info.hmsTruststore, hms_truststore_password=info.hmsTruststorePassword,
+                       hms_truststore=info.hmsTruststore, hms_truststore_password_env=info.hmsTruststorePasswordEnv,
                        jdbc_user=info.jdbcUser, jdbc_driver_jar=info.jdbcDriverJar,
                        hms_kerberos_principal=info.hmsKerberosPrincipal)
 

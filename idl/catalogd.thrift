@@ -82,15 +82,18 @@ struct CatalogInfo {
   10: optional string hmsPrefix,
   // the HMS endpoint serves TLS only (server.tls): Hive clients set hive.metastore.use.SSL
   11: optional bool hmsTls,
-  // the JKS truststore for Hive clients of the endpoint (server.tls.truststore) and its password
+  // the JKS truststore for Hive clients of the endpoint (server.tls.truststore)
   12: optional string hmsTruststore,
-  13: optional string hmsTruststorePassword,
+  // 13 was the truststore's password: no longer sent (the daemon does not hand it out)
   // jdbc catalogs: the role catalogd logs in as, and the JDBC driver jar Spark reads and writes with
   // (the database's JDBC URL, without credentials, is in `metastore`)
   14: optional string jdbcUser,
   15: optional string jdbcDriverJar,
   // the endpoint's Kerberos service principal (auth.kerberos.principal): clients use SASL GSSAPI
   16: optional string hmsKerberosPrincipal,
+  // the environment variable Hive clients read the truststore's password from
+  // (server.tls.truststore-password-env): spark-conf prints ${env.NAME}, never the password
+  17: optional string hmsTruststorePasswordEnv,
 }
 
 struct Database {

@@ -59,6 +59,7 @@ from catalogd.errors import (
 from catalogd.hive_types import parse_type
 from catalogd.metastore.client import parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.metastore.sasl import KerberosLogin, MetastoreKerberos
 from catalogd.model import (
     CatalogInfo,
     Column,
@@ -109,6 +110,17 @@ class HiveStages(Protocol):
 StagesFactory = Callable[[HiveSession], HiveStages]
 
 
+def _kerberos(conf: CatalogConfig, config: Config) -> MetastoreKerberos | None:
+    """How the catalog reaches its metastore when that is kerberized (``hive.metastore.sasl.enabled``):
+    as catalogd's own principal (``auth.kerberos``), to ``hive.metastore.kerberos.principal``. The
+    config's checks made sure both are there."""
+    if not conf.sasl_enabled:
+        return None
+    assert config.auth.kerberos is not None
+    login = KerberosLogin(config.auth.kerberos.principal, config.auth.kerberos.keytab)
+    return MetastoreKerberos(login, conf.metastore_principal)
+
+
 class HiveCatalog(BaseCatalog):
     """A catalog whose objects live in a Hive Metastore.
 
@@ -121,6 +133,7 @@ class HiveCatalog(BaseCatalog):
         allowed_locations: where its objects may live and files may be deleted
             (``allowed-locations``); None: the warehouse.
         cache: the daemon's metadata cache (shared by all catalogs); None: no cache.
+        kerberos: reach a kerberized metastore this way (SASL GSSAPI as catalogd); None: plain.
     """
 
     def __init__(
@@ -139,6 +152,7 @@ class HiveCatalog(BaseCatalog):
         cache: MetadataCache | None = None,
         locations_file: Path | None = None,
         metastore_identity: str = "",
+        kerberos: MetastoreKerberos | None = None,
     ) -> None:
         super().__init__(name)
         # An embedded metastore has no core-site.xml: its default file system is the local one.
@@ -146,7 +160,7 @@ class HiveCatalog(BaseCatalog):
         self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout,
                                    max_concurrent_calls=max_concurrent_calls,
                                    allowed_locations=allowed_locations, default_fs=default_fs, cache=cache,
-                                   locations_file=locations_file, identity=metastore_identity)
+                                   locations_file=locations_file, identity=metastore_identity, kerberos=kerberos)
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
@@ -190,6 +204,7 @@ class HiveCatalog(BaseCatalog):
             metastore_identity=hashlib.sha256(json.dumps([
                 conf.uris, conf.warehouse, conf.metastore_database.jdbc_url if conf.metastore_database else None,
             ]).encode()).hexdigest(),
+            kerberos=_kerberos(conf, config),
         )
 
     # ------------------------------------------------------------ lifecycle

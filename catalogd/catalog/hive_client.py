@@ -62,6 +62,7 @@ from catalogd.errors import (
 )
 from catalogd.metastore.client import MetastoreClient, parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
+from catalogd.metastore.sasl import MetastoreKerberos
 from catalogd.metastore.supervisor import MetastoreSupervisor
 from catalogd.model import Table
 
@@ -125,6 +126,8 @@ class HiveSession:
             what it touched there. None: no cache.
         locations_file: where the location index is saved between runs (None: not saved).
         identity: which metastore this is (a saved index of another one is not used).
+        kerberos: reach a kerberized metastore (``hive.metastore.sasl.enabled``) this way, for the
+            catalog's own calls and the HMS endpoint's relayed ones; None: plain Thrift.
     """
 
     def __init__(
@@ -141,12 +144,14 @@ class HiveSession:
         cache: MetadataCache | None = None,
         locations_file: Path | None = None,
         identity: str = "",
+        kerberos: MetastoreKerberos | None = None,
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
         self.name = name
         self.username = username
         self.embedded = embedded
+        self._kerberos = kerberos
         self.cache = cache
         self._uris = list(uris or [])
         self._connect_timeout = connect_timeout
@@ -181,7 +186,8 @@ class HiveSession:
             self.embedded.start()
             self._uris = parse_uris(self.embedded.uri)
         self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username,
-                                    max_in_flight=self._max_concurrent_calls, name=f"catalog {self.name}")
+                                    max_in_flight=self._max_concurrent_calls, name=f"catalog {self.name}",
+                                    kerberos=self._kerberos)
         self.api = CachingHiveClient(HiveClient(self.pool), self.name, self.cache, self._written)
         # The port may open before HMS serves requests; wait for a real answer.
         deadline = time.monotonic() + timeout
@@ -243,6 +249,10 @@ class HiveSession:
     @property
     def max_concurrent_calls(self) -> int | None:
         return self._max_concurrent_calls
+
+    @property
+    def kerberos(self) -> MetastoreKerberos | None:
+        return self._kerberos
 
     def check_up(self) -> None:
         """Raises MetastoreUnavailableError while the embedded metastore is being restarted."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from catalogd.catalog.locations import Location
+    from catalogd.metastore.sasl import MetastoreKerberos
 
 __all__ = ["CachedAnswer", "CachedCalls", "RelayTarget"]
 
@@ -58,6 +59,10 @@ class RelayTarget(Protocol):
     @property
     def max_concurrent_calls(self) -> int | None:
         """Calls in flight at once to the metastore (None: no limit)."""
+
+    @property
+    def kerberos(self) -> MetastoreKerberos | None:
+        """How to reach a kerberized metastore (SASL GSSAPI as catalogd); None: plain Thrift."""
 
     def addresses(self) -> list[tuple[str, int]]:
         """The metastore's (host, port) addresses as now known (an embedded one's may change)."""

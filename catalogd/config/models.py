@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SecretStr,
+    StringConstraints,
     field_validator,
     model_validator,
 )
@@ -110,8 +111,22 @@ class TlsConfig(_Model):
     #: A JKS truststore holding the CA of ``cert`` (made with keytool), for Hive clients of the
     #: HMS endpoint: ``catalogd spark-conf`` prints it as ``hive.metastore.truststore.path``.
     truststore: Path | None = None
-    #: The truststore's password (``hive.metastore.truststore.password``).
-    truststore_password: SecretStr | None = Field(default=None, alias="truststore-password")
+    #: The environment variable Hive clients find the truststore's password in, where they run:
+    #: ``catalogd spark-conf`` prints ``hive.metastore.truststore.password=${env.NAME}``, which
+    #: Hadoop's Configuration expands in the client. The daemon never holds the password.
+    truststore_password_env: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = Field(
+        default="CATALOGD_TRUSTSTORE_PASSWORD", alias="truststore-password-env")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_password(cls, data: Any) -> Any:
+        # The key of the first TLS release: the daemon handed the password to every caller of
+        # get_catalog and spark-conf printed it. Refused with the way out, not ignored.
+        if isinstance(data, dict) and ("truststore-password" in data or "truststore_password" in data):
+            raise ValueError("truststore-password is no longer read: catalogd does not hand the "
+                             "truststore's password out; export it where Hive clients run, in the variable "
+                             "named by server.tls.truststore-password-env (default CATALOGD_TRUSTSTORE_PASSWORD)")
+        return data
 
     @field_validator("cert", "key", "client_ca", "truststore")
     @classmethod
@@ -158,7 +173,9 @@ class ServerConfig(_Model):
     max_frame_size: PositiveInt = Field(default=16 * 1024 * 1024, alias="max-frame-size")
     #: Thrift calls run at the same time (the worker pool); connections are not limited by it.
     workers: PositiveInt = 32
-    #: Thrift connections open at once; at the cap a new one closes the connection idle the longest.
+    #: Connections open at once on the Thrift API and on the HMS endpoint, each (TLS handshakes
+    #: in progress count); at the cap a new one closes the connection in its handshake the
+    #: longest, else the one idle the longest.
     max_connections: PositiveInt = Field(default=1000, alias="max-connections")
     #: A Thrift connection with no frame arriving and no call running is closed after this long.
     idle_timeout: Annotated[Duration, AtMost(_DAY)] = Field(default=datetime.timedelta(minutes=5), alias="idle-timeout")
@@ -321,11 +338,17 @@ class ClusterConfig(_Model):
 _URIS_KEY = "hive.metastore.uris"
 _CONNECT_TIMEOUT_KEY = "hive.metastore.connect.timeout"
 _SOCKET_TIMEOUT_KEY = "hive.metastore.client.socket.timeout"
+_SASL_KEY = "hive.metastore.sasl.enabled"
+_KERBEROS_PRINCIPAL_KEY = "hive.metastore.kerberos.principal"
+_KERBEROS_KEYTAB_KEY = "hive.metastore.kerberos.keytab.file"
 _KNOWN_CONNECTION_KEYS = (
     _URIS_KEY,
     "hive.metastore.username",
     _CONNECT_TIMEOUT_KEY,
     _SOCKET_TIMEOUT_KEY,
+    _SASL_KEY,
+    _KERBEROS_PRINCIPAL_KEY,
+    _KERBEROS_KEYTAB_KEY,
 )
 _DURATION_KEYS = {
     _CONNECT_TIMEOUT_KEY: datetime.timedelta(seconds=5),
@@ -523,6 +546,11 @@ class CatalogConfig(_Model):
                 )
             elif key == _URIS_KEY:
                 problems.extend(((key,), problem) for problem in _uri_problems(item))
+            elif key == _SASL_KEY and item.strip().lower() not in ("true", "false"):
+                problems.append(((key,), f"{item!r} is not true or false"))
+            elif key == _KERBEROS_PRINCIPAL_KEY and not _KRB_PRINCIPAL_RE.fullmatch(item.strip()):
+                problems.append(((key,), f"invalid Kerberos principal {item!r}: use service/host@REALM "
+                                         "(a _HOST host: the metastore's host name)"))
             elif key in _DURATION_KEYS:
                 try:
                     _DURATION_MAXIMA[key].check(positive_duration(parse_duration(item)))
@@ -556,9 +584,29 @@ class CatalogConfig(_Model):
             problems.append(
                 (("metastore-port",), f"only used by an embedded metastore ({_URIS_KEY}: embedded)")
             )
+        if self.sasl_enabled and _KERBEROS_PRINCIPAL_KEY not in self.connection:
+            problems.append((("connection",), f"{_SASL_KEY}: true needs {_KERBEROS_PRINCIPAL_KEY}, the "
+                                              "metastore's service principal (hive/_HOST@REALM)"))
+        if self.sasl_enabled and self.is_embedded and _KERBEROS_KEYTAB_KEY not in self.connection:
+            problems.append((("connection",), f"an embedded metastore with {_SASL_KEY}: true needs "
+                                              f"{_KERBEROS_KEYTAB_KEY}, the keytab of its service principal"))
+        if _KERBEROS_KEYTAB_KEY in self.connection and not self.is_embedded:
+            problems.append((("connection", _KERBEROS_KEYTAB_KEY),
+                             "only used by an embedded metastore (a remote one has its own keytab; catalogd "
+                             "logs in with auth.kerberos)"))
         if problems:
             raise problems_error(problems)
         return self
+
+    @property
+    def sasl_enabled(self) -> bool:
+        """Whether the metastore is kerberized (``hive.metastore.sasl.enabled: true``)."""
+        return self.type == "hive" and self.connection.get(_SASL_KEY, "false").strip().lower() == "true"
+
+    @property
+    def metastore_principal(self) -> str:
+        """The kerberized metastore's service principal (``hive.metastore.kerberos.principal``)."""
+        return self.connection.get(_KERBEROS_PRINCIPAL_KEY, "").strip()
 
     @field_validator("metastore_db")
     @classmethod
@@ -1140,6 +1188,18 @@ class Config(_Model):
             (("auth", "grants", index, "catalog"),
              f"unknown catalog {grant.catalog!r}: name a configured catalog or '*'" + suggest(grant.catalog, names))
             for index, grant in enumerate(self.auth.grants) if grant.catalog != "*" and grant.catalog not in names]
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _kerberized_metastores_have_a_login(self) -> Config:
+        # catalogd reaches a kerberized metastore as its own principal: the one auth.kerberos names.
+        problems: list[tuple[Loc, str]] = [
+            (("catalogs", index, "connection", _SASL_KEY),
+             f"catalog {catalog.name!r}: catalogd logs in to a kerberized metastore with its own principal "
+             "and keytab: set auth.kerberos (principal, keytab)")
+            for index, catalog in enumerate(self.catalogs) if catalog.sasl_enabled and self.auth.kerberos is None]
         if problems:
             raise problems_error(problems)
         return self

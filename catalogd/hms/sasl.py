@@ -23,28 +23,30 @@ import hmac
 import logging
 import os
 import socket
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-__all__ = ["DigestAcceptor", "GssapiAcceptor", "SaslError", "SaslSession", "negotiate"]
+# The wire both sides share lives with the client side, below this package (catalogd.metastore).
+from catalogd.metastore.sasl import (
+    BAD,
+    COMPLETE,
+    ERROR,
+    MAX_BUFFER,
+    MAX_NEGOTIATION,
+    OK,
+    QOP_BITS,
+    START,
+    SaslError,
+    gss_reason,
+    read_exact,
+    read_message,
+    send_message,
+)
+
+__all__ = ["BAD", "COMPLETE", "ERROR", "MAX_NEGOTIATION", "OK", "START", "DigestAcceptor", "GssapiAcceptor",
+           "SaslError", "SaslSession", "negotiate"]
 
 logger = logging.getLogger(__name__)
-
-START, OK, BAD, ERROR, COMPLETE = 1, 2, 3, 4, 5
-_HEADER = struct.Struct(">BI")
-#: The largest negotiation payload taken from a client not yet authenticated (a Kerberos
-#: AP-REQ with a PAC is a few KiB; Thrift's own clients allow 2 MiB).
-MAX_NEGOTIATION = 256 * 1024
-#: QOP names as the configuration spells them, and the RFC 4752 bit of each security layer.
-QOP_BITS = {"auth": 1, "auth-int": 2, "auth-conf": 4}
-#: The largest wrapped buffer the server takes (and offers): a call may be large, a frame not.
-MAX_BUFFER = 0xFFFFFF
-
-
-class SaslError(Exception):
-    """The client failed to authenticate (the message says why, without any secret)."""
 
 
 @dataclass
@@ -61,30 +63,10 @@ class SaslSession:
 
 Read = Callable[[int], bytes]
 Write = Callable[[bytes], None]
-
-
-def _read_message(read: Read, status: int | None = None) -> tuple[int, bytes]:
-    """One negotiation message (``status``: its first byte, already read)."""
-    if status is None:
-        status = _read_exact(read, 1)[0]
-    (length,) = struct.unpack(">I", _read_exact(read, 4))
-    if length > MAX_NEGOTIATION:
-        raise SaslError(f"negotiation message of {length} bytes (at most {MAX_NEGOTIATION})")
-    return status, _read_exact(read, length) if length else b""
-
-
-def _read_exact(read: Read, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = read(size - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return bytes(data)
-
-
-def _send(write: Write, status: int, payload: bytes = b"") -> None:
-    write(_HEADER.pack(status, len(payload)) + payload)
+_read_message = read_message
+_read_exact = read_exact
+_send = send_message
+_gss_reason = gss_reason
 
 
 class GssapiAcceptor:
@@ -303,8 +285,3 @@ def negotiate(read: Read, write: Write, gssapi: GssapiAcceptor | None,
         with contextlib.suppress(OSError):
             _send(write, BAD, str(e).encode())
         raise
-
-
-def _gss_reason(error: Any) -> str:
-    text = str(getattr(error, "gen_message", lambda: "")() or error)
-    return " ".join(text.split())[:300]

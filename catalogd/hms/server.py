@@ -15,8 +15,11 @@ only while its client is, and the limits below bound what an idle or slow one ho
   call is closed (it frees the most, and ordinary calls are small), as the Thrift API does.
   Bytes are counted as they arrive, never as a message announces them, and a call's bytes
   stay counted until its reply is sent; nothing of a call is kept once it has been answered;
-* ``max_connections``: at the cap, a new connection closes the one idle the longest; when
-  none is idle, the new one is closed at once.
+* ``max_connections``: connections still in their TLS handshake or SASL negotiation count
+  against it like any other. At the cap, a new connection closes the one that has been
+  handshaking the longest (a client that never finishes holds a thread and a socket for
+  nothing; stalling handshakes must not lock real clients out), else the one idle the longest;
+  when none is either, the new one is closed at once.
 
 With an ``ssl_context`` the connection's own thread wraps the accepted socket and finishes
 the TLS handshake within ``frame_timeout`` before anything else; a client that does not
@@ -185,6 +188,8 @@ class _Conn:
         self.sasl: SaslSession | None = None
         self.busy = False
         self.last_active = time.monotonic()
+        #: Still in its TLS handshake or SASL negotiation (closed first at the connection cap).
+        self.handshaking = True
         self.deadline: float | None = None
         self.closed = False
         #: Bytes counted for it in the server's buffered total (calls partly received or running).
@@ -196,9 +201,14 @@ class _Conn:
         if self.closed:
             return
         self.closed = True
-        # shutdown wakes the connection's thread out of a blocking recv.
+        self.shut()
+
+    def shut(self) -> None:
+        # shutdown wakes the connection's thread out of a blocking recv or TLS handshake. The
+        # plain socket's shutdown, also on a TLS socket: SSLSocket.shutdown would first drop the
+        # TLS state a handshake running in that thread is about to use.
         with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self.sock.close()
 
@@ -323,17 +333,22 @@ class HmsServer:
             thread.start()
 
     def _admit(self) -> bool:
-        """Room for one more connection (closing the longest idle one at the cap)."""
+        """Room for one more connection: at the cap, closes the one handshaking the longest, else
+        the one idle the longest (connections closed to make room are no longer counted)."""
         with self._lock:
-            if len(self._conns) < self.max_connections:
+            if sum(1 for c in self._conns if not c.closed) < self.max_connections:
                 return True
             idle = [c for c in self._conns if not c.busy and not c.closed]
             if not idle:
                 return False
-            victim = min(idle, key=lambda c: c.last_active)
-        logger.info("HMS endpoint: %d connections open; closing %s, idle the longest",
-                    self.max_connections, victim.client.peer)
-        victim.close()
+            # Handshaking first (accepted the earliest first), then idle the longest.
+            victim = min(idle, key=lambda c: (not c.handshaking, c.last_active))
+            # Marked closed under the lock, so that a burst of new connections picks others.
+            victim.closed = True
+        what = "still in its handshake" if victim.handshaking else "idle the longest"
+        logger.info("HMS endpoint: %d connections open; closing %s, %s", self.max_connections,
+                    victim.client.peer, what)
+        victim.shut()
         return True
 
     # ------------------------------------------------------------ one connection
@@ -451,6 +466,10 @@ class HmsServer:
                 self._start_tls(conn)
             if self._authenticator is not None:
                 self._authenticate(conn)
+            conn.handshaking = False
+            conn.last_active = time.monotonic()  # its idle clock starts now
+            if conn.closed:  # closed to make room as the handshake ended
+                raise EOFError
             conn.client.framed = self._detect_framed(conn)
             while not self._stopping.is_set():
                 conn.deadline = None
@@ -492,15 +511,23 @@ class HmsServer:
             reason = f"authentication failed: {e}"
         except ssl.SSLError as e:
             reason = f"TLS error: {getattr(e, 'reason', None) or e}"
-            self._tls_failed.warning("HMS endpoint: TLS with %s failed (%s); closing it", conn.client.peer, reason)
+            if conn.closed:
+                reason = "closed to make room (connection cap)"
+            else:
+                self._tls_failed.warning("HMS endpoint: TLS with %s failed (%s); closing it", conn.client.peer,
+                                         reason)
         except OSError as e:
-            reason = f"socket error: {e}"
+            reason = "closed to make room (connection cap)" if conn.closed else f"socket error: {e}"
         except Exception:
-            reason = "internal error"
-            logger.exception("HMS endpoint: connection %s failed", conn.client.peer)
+            if conn.closed:  # its socket was pulled from under a step in progress
+                reason = "closed"
+            else:
+                reason = "internal error"
+                logger.exception("HMS endpoint: connection %s failed", conn.client.peer)
         finally:
             logger.debug("HMS endpoint: connection %s ends: %s", conn.client.peer, reason)
             conn.close()
+            conn.shut()  # also when another thread closed it first: the socket is closed here for sure
             with self._lock:
                 self._release_locked(conn)
                 peak = conn.peak
@@ -512,14 +539,20 @@ class HmsServer:
             _trimmer.freed(peak)
 
     def _start_tls(self, conn: _Conn) -> None:
-        """Wrap the connection's socket and finish the handshake within the frame timeout."""
+        """Wrap the connection's socket and finish the handshake within the frame timeout.
+
+        The wrapped socket is the connection's before the handshake starts, so that closing the
+        connection to make room shuts down the socket the handshake waits on (wrapping detaches
+        the plain socket: closing that one would leave the handshake waiting).
+        """
         assert self.ssl_context is not None
         conn.sock.settimeout(self.frame_timeout)
-        conn.sock = self.ssl_context.wrap_socket(conn.sock, server_side=True)
-        if conn.closed:  # closed to make room while the handshake ran: the old socket is detached
+        conn.sock = self.ssl_context.wrap_socket(conn.sock, server_side=True, do_handshake_on_connect=False)
+        if conn.closed:  # closed to make room while it was being wrapped
             with contextlib.suppress(OSError):
                 conn.sock.close()
             raise EOFError
+        conn.sock.do_handshake()
 
     def _authenticate(self, conn: _Conn) -> None:
         """Prove who the connection is (see ``Authenticator``), within the frame timeout."""

@@ -46,7 +46,8 @@ class Upstreams:
                     self._pools.pop(stale).close()
                 pool = RelayPool(f"catalog {target.name}", target.addresses,
                                  connect_timeout=target.connect_timeout, socket_timeout=target.socket_timeout,
-                                 max_in_flight=target.max_concurrent_calls, max_message=self._max_message)
+                                 max_in_flight=target.max_concurrent_calls, max_message=self._max_message,
+                                 kerberos=target.kerberos)
                 self._pools[key] = pool
         return pool
 

@@ -23,6 +23,7 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from catalogd.errors import InvalidArgumentError, MetastoreUnavailableError
+from catalogd.metastore.sasl import MetastoreKerberos, SaslClientTransport
 
 logger = logging.getLogger(__name__)
 
@@ -50,14 +51,26 @@ def parse_uris(uris: str | list[str]) -> list[tuple[str, int]]:
 
 
 class _Connection:
-    def __init__(self, host: str, port: int, connect_timeout: float, socket_timeout: float) -> None:
+    def __init__(self, host: str, port: int, connect_timeout: float, socket_timeout: float,
+                 kerberos: MetastoreKerberos | None = None) -> None:
         self.address = f"{host}:{port}"
         self.socket = TSocket.TSocket(host, port)
         self.socket.setTimeout(connect_timeout * 1000)
-        self.transport = TTransport.TBufferedTransport(self.socket)
+        self.transport: TTransport.TTransportBase
+        if kerberos is None:
+            self.transport = TTransport.TBufferedTransport(self.socket)
+            self.transport.open()
+        else:
+            # SASL GSSAPI on the connected socket, negotiated within the connect timeout.
+            self.socket.open()
+            self.transport = SaslClientTransport(self.socket.handle, kerberos.login, kerberos.service_for(host))
+            try:
+                self.transport.open()
+            except BaseException:
+                self.socket.close()
+                raise
         protocol = TBinaryProtocol.TBinaryProtocolAccelerated(self.transport)
         self.client = ThriftHiveMetastore.Client(protocol)
-        self.transport.open()
         self.socket.setTimeout(socket_timeout * 1000)
 
     def looks_alive(self) -> bool:
@@ -91,6 +104,7 @@ class MetastoreClient:
             MetastoreUnavailableError, so that a hung metastore holds at most this many
             of the daemon's threads (None: no limit).
         name: what error messages call this metastore (e.g. ``catalog main``).
+        kerberos: reach a kerberized metastore (``hive.metastore.sasl.enabled``) this way; None: plain.
     """
 
     def __init__(
@@ -102,6 +116,7 @@ class MetastoreClient:
         pool_size: int = 8,
         max_in_flight: int | None = None,
         name: str | None = None,
+        kerberos: MetastoreKerberos | None = None,
     ) -> None:
         if not uris:
             raise InvalidArgumentError("no metastore URI given")
@@ -112,6 +127,7 @@ class MetastoreClient:
         self.connect_timeout = connect_timeout
         self.socket_timeout = socket_timeout
         self.username = username
+        self.kerberos = kerberos
         self._idle: queue.LifoQueue[_Connection] = queue.LifoQueue(maxsize=pool_size)
         self._preferred = 0
         self._lock = threading.Lock()
@@ -129,7 +145,7 @@ class MetastoreClient:
             index = (start + i) % len(self.uris)
             host, port = self.uris[index]
             try:
-                conn = _Connection(host, port, self.connect_timeout, self.socket_timeout)
+                conn = _Connection(host, port, self.connect_timeout, self.socket_timeout, self.kerberos)
             except TRANSPORT_ERRORS as e:
                 logger.warning("metastore thrift://%s:%d unreachable: %s", host, port, e)
                 errors.append(f"thrift://{host}:{port}: {e}")
@@ -212,8 +228,15 @@ class MetastoreClient:
                     # A pooled connection may have gone stale while idle: drop them all.
                     self._drain()
                     continue
-                raise MetastoreUnavailableError(f"metastore call {method} failed: {e}") from e
+                raise MetastoreUnavailableError(f"metastore call {method} failed: {e}{self._plain_hint(e)}") from e
         raise AssertionError("unreachable")
+
+    def _plain_hint(self, error: Exception) -> str:
+        # A kerberized metastore closes a plain connection at its first call, which tells nothing more.
+        if self.kerberos is None and "read 0 bytes" in str(error):
+            return (" (the metastore closed the connection; if it is kerberized, set hive.metastore.sasl.enabled: "
+                    "true and hive.metastore.kerberos.principal)")
+        return ""
 
     def probe(self, timeout: float) -> None:
         """One cheap call on a fresh connection that gives up after ``timeout`` seconds in all
@@ -233,7 +256,7 @@ class MetastoreClient:
                 errors.append(f"thrift://{host}:{port}: not tried within {timeout:g}s")
                 continue
             try:
-                conn = _Connection(host, port, left, left)
+                conn = _Connection(host, port, left, left, self.kerberos)
             except TRANSPORT_ERRORS as e:
                 errors.append(f"thrift://{host}:{port}: {e}")
                 continue

@@ -1,16 +1,20 @@
 """A real Hive Metastore 2.3 in a child process, from the jars in the pyspark wheel, listening on loopback only.
 
 The metastore keeps its Derby database, warehouse and config under
-``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/``; a catalog with
+``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/`` (its output to
+``metastore-<catalog>.log``, Hive's log4j file to ``metastore-<catalog>.hive.log``); a catalog with
 ``metastore-db`` keeps its data in that PostgreSQL database instead (schema created on
 first start), which several daemons' metastores may share.
 
 HMS 2.3 has no bind-host setting: ``HiveMetaStore.main`` listens on every
 interface. So the JVM is started with py4j's gateway (pyspark ships both) and
 driven through it to do what ``HiveMetaStore.startMetaStore`` does for a plain
-(no SASL, no SSL) metastore, except that its server socket is bound to
-127.0.0.1. The gateway (authenticated, on loopback) is shut down once the
-metastore serves, so nothing but the metastore's own port stays open.
+metastore, or a secure one (``hive.metastore.sasl.enabled``: Kerberos with
+``hive.metastore.kerberos.keytab.file`` and ``hive.metastore.kerberos.principal``),
+except that its server socket is bound to 127.0.0.1. The gateway (authenticated,
+on loopback) is shut down once the metastore serves, so nothing but the
+metastore's own port stays open. A secure metastore's JVM finds the realm through
+``java.security.krb5.conf``, set from the daemon's ``KRB5_CONFIG`` when there is one.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from catalogd.metastore.database import database_settings, driver_jars
 logger = logging.getLogger(__name__)
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+SASL_KEY = "hive.metastore.sasl.enabled"
 #: On the JVM's command line so that ``ps`` (and the tests) tell a metastore from other JVMs.
 ROLE_MARKER = f"-Dcatalogd.role=embedded:{MAIN_CLASS}"
 _GATEWAY_CLASS = "py4j.GatewayServer"
@@ -144,6 +149,8 @@ class EmbeddedMetastore:
         self.stop_grace = stop_grace
         self.home = Path(data_dir) / "catalogs" / name
         self.log_path = Path(data_dir) / "logs" / f"metastore-{name}.log"
+        #: Hive's own log file (log4j: the metastore's messages and its audit lines, ``ugi=... cmd=...``).
+        self.hive_log_path = Path(data_dir) / "logs" / f"metastore-{name}.hive.log"
         self.requested_port = port
         self.port = port
         self.warehouse = warehouse or (self.home / "warehouse").as_uri()
@@ -155,6 +162,11 @@ class EmbeddedMetastore:
     @property
     def uri(self) -> str:
         return f"thrift://{self.host}:{self.port}"
+
+    @property
+    def secure(self) -> bool:
+        """Whether it speaks SASL (Kerberos), as ``hive.metastore.sasl.enabled`` says."""
+        return self.hive_conf.get(SASL_KEY, "false").strip().lower() == "true"
 
     def hive_site(self) -> str:
         settings = {
@@ -170,6 +182,9 @@ class EmbeddedMetastore:
             "hive.metastore.disallow.incompatible.col.type.changes": "false",
             **self.hive_conf,
         }
+        if self.secure:
+            # Hadoop's login from the keytab happens only with Kerberos on (core-site.xml says so in a cluster).
+            settings.setdefault("hadoop.security.authentication", "kerberos")
         props = "\n".join(
             f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>"
             for k, v in settings.items()
@@ -184,11 +199,19 @@ class EmbeddedMetastore:
         """
         conf_dir = self.home / "conf"
         extra_jars = "".join(f":{jar}" for jar in driver_jars(self.database, self.name))
+        # Java reads no KRB5_CONFIG: a secure metastore gets the realm the daemon's own Kerberos library uses.
+        krb5 = [f"-Djava.security.krb5.conf={os.environ['KRB5_CONFIG']}"] if (
+            self.secure and os.environ.get("KRB5_CONFIG")) else []
         return [
             java,
             f"-Xmx{self.heap}",
             f"-Dderby.system.home={self.home}",
             "-Djava.net.preferIPv4Stack=true",
+            *krb5,
+            # Hive's log4j file (its audit lines too) beside the metastore's log, not in a /tmp/<user>/hive.log
+            # that every metastore of the machine appends to.
+            f"-Dhive.log.dir={self.log_path.parent}",
+            f"-Dhive.log.file={self.hive_log_path.name}",
             ROLE_MARKER,
             "-cp",
             f"{conf_dir}:{jars}/*{extra_jars}",
@@ -375,7 +398,8 @@ class EmbeddedMetastore:
 
 
 def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
-    """``HiveMetaStore.main`` + ``startMetaStore`` (HMS 2.3.10, no SASL, no SSL), with the server socket on ``host``.
+    """``HiveMetaStore.main`` + ``startMetaStore`` (HMS 2.3.10, plain or SASL, no SSL), with the server
+    socket on ``host``.
 
     The server runs in a Java thread (a ``java.beans.EventHandler`` is the Runnable: no Java
     class of our own is needed, so a JRE is enough).
@@ -387,8 +411,8 @@ def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
     conf = hive_conf_class(java_class(_HMS + "HiveMetaStore$HMSHandler"))
     jvm.org.apache.hadoop.hive.common.LogUtils.initHiveLog4j()
     conf_vars = hive_conf_class.ConfVars
-    for setting, wanted in (("METASTORE_USE_THRIFT_SASL", False), ("HIVE_METASTORE_USE_SSL", False),
-                            ("METASTORE_USE_THRIFT_FRAMED_TRANSPORT", False),
+    secure = bool(conf.getBoolVar(conf_vars.METASTORE_USE_THRIFT_SASL))
+    for setting, wanted in (("HIVE_METASTORE_USE_SSL", False), ("METASTORE_USE_THRIFT_FRAMED_TRANSPORT", False),
                             ("METASTORE_USE_THRIFT_COMPACT_PROTOCOL", False)):
         if bool(conf.getBoolVar(getattr(conf_vars, setting))) != wanted:
             raise MetastoreUnavailableError(
@@ -406,7 +430,9 @@ def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
     base_handler = getattr(jvm.org.apache.hadoop.hive.metastore, "HiveMetaStore$HMSHandler")(
         "new db based metaserver", conf, False)
     handler = jvm.org.apache.hadoop.hive.metastore.HiveMetaStore.newRetryingHMSHandler(base_handler, conf)
-    if conf.getBoolVar(conf_vars.METASTORE_EXECUTE_SET_UGI):
+    if secure:
+        transport_factory, processor = _secure_transport(gateway, conf, base_handler, handler)
+    elif conf.getBoolVar(conf_vars.METASTORE_EXECUTE_SET_UGI):
         transport_factory = getattr(jvm.org.apache.hadoop.hive.thrift, "TUGIContainingTransport$Factory")()
         processor = jvm.org.apache.hadoop.hive.metastore.TUGIBasedProcessor(handler)
     else:
@@ -430,3 +456,42 @@ def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
     serve = jvm.java.beans.EventHandler.create(java_class("java.lang.Runnable"), server, "serve")
     thread = jvm.java.lang.Thread(serve, "metastore-thrift-server")
     thread.start()
+
+
+def _secure_transport(gateway: Any, conf: Any, base_handler: Any, handler: Any) -> tuple[Any, Any]:
+    """What ``startMetaStore`` (HMS 2.3.10) does with ``hive.metastore.sasl.enabled``: log in from the
+    keytab, start the delegation token manager, and serve through the SASL (GSSAPI, DIGEST-MD5) server.
+
+    Returns:
+        (the transport factory, the processor).
+    """
+    jvm = gateway.jvm
+    java_class = jvm.java.lang.Class.forName
+    conf_vars = jvm.org.apache.hadoop.hive.conf.HiveConf.ConfVars
+    keytab = str(conf.getVar(conf_vars.METASTORE_KERBEROS_KEYTAB_FILE) or "").strip()
+    principal = str(conf.getVar(conf_vars.METASTORE_KERBEROS_PRINCIPAL) or "").strip()
+    if not keytab or not principal:
+        raise MetastoreUnavailableError(f"{SASL_KEY}=true needs hive.metastore.kerberos.keytab.file and "
+                                        "hive.metastore.kerberos.principal")
+    # Hadoop's login reads whether Kerberos is on from this configuration (hive-site.xml says so).
+    jvm.org.apache.hadoop.security.UserGroupInformation.setConfiguration(conf)
+    bridge = jvm.org.apache.hadoop.hive.shims.ShimLoader.getHadoopThriftAuthBridge()
+    sasl_server = bridge.createServer(keytab, principal)
+    tokens = jvm.org.apache.hadoop.hive.thrift.HiveDelegationTokenManager()
+    server_mode = getattr(jvm.org.apache.hadoop.hive.thrift, "HadoopThriftAuthBridge$Server$ServerMode").METASTORE
+    tokens.startDelegationTokenSecretManager(conf, base_handler, server_mode)
+    sasl_server.setSecretManager(tokens.getSecretManager())
+    # The handler's delegation-token calls find both in HiveMetaStore's static fields.
+    for field, value in (("saslServer", sasl_server), ("delegationTokenManager", tokens), ("useSasl", True)):
+        declared = java_class(_HMS + "HiveMetaStore").getDeclaredField(field)
+        declared.setAccessible(True)
+        if value is True:
+            declared.setBoolean(None, True)
+        else:
+            declared.set(None, value)
+    factory = sasl_server.createTransportFactory(jvm.org.apache.hadoop.hive.metastore.MetaStoreUtils
+                                                 .getMetaStoreSaslProperties(conf))
+    processor = sasl_server.wrapProcessor(getattr(jvm.org.apache.hadoop.hive.metastore.api,
+                                                  "ThriftHiveMetastore$Processor")(handler))
+    logger.info("embedded metastore in secure mode (SASL, Kerberos principal %s)", principal)
+    return factory, processor

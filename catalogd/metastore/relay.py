@@ -22,6 +22,7 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 
 from catalogd.errors import MetastoreUnavailableError
 from catalogd.metastore.messages import CALL, EXCEPTION, Message, MessageStream, ProtocolError, decode, encode
+from catalogd.metastore.sasl import MetastoreKerberos, SaslChannel, SaslError
 
 logger = logging.getLogger(__name__)
 
@@ -41,16 +42,26 @@ class _Upstream:
     """One connection to the metastore, owned by one identity."""
 
     def __init__(self, address: tuple[str, int], connect_timeout: float, socket_timeout: float,
-                 max_message: int) -> None:
+                 max_message: int, kerberos: MetastoreKerberos | None = None) -> None:
         self.address = address
         self.sock = socket.create_connection(address, timeout=connect_timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._send: Callable[[bytes], None] = self.sock.sendall
+        recv: Callable[[int], bytes] = self.sock.recv
+        if kerberos is not None:
+            # SASL GSSAPI first (within the connect timeout); then every call travels in its frames.
+            try:
+                channel = SaslChannel(self.sock, kerberos.login, kerberos.service_for(address[0]), max_message)
+            except BaseException:
+                self.close()
+                raise
+            self._send, recv = channel.sendall, channel.recv
         self.sock.settimeout(socket_timeout)
-        self.stream = MessageStream(self.sock.recv, max_message)
+        self.stream = MessageStream(recv, max_message)
         self.last_used = time.monotonic()
 
     def call(self, request: bytes) -> Message:
-        self.sock.sendall(request)
+        self._send(request)
         reply = self.stream.read_message()
         self.last_used = time.monotonic()
         return reply
@@ -82,12 +93,14 @@ class RelayPool:
         max_in_flight: calls relayed at once; one more waits up to ``socket_timeout`` for a slot.
         max_idle: idle connections kept, over all identities.
         max_message: the largest reply accepted, in bytes.
+        kerberos: reach a kerberized metastore this way (catalogd's own principal); None: plain.
     """
 
     def __init__(self, name: str, addresses: Callable[[], list[tuple[str, int]]], connect_timeout: float = 5.0,
                  socket_timeout: float = 60.0, max_in_flight: int | None = None, max_idle: int = 64,
-                 max_message: int = 256 * 1024 * 1024) -> None:
+                 max_message: int = 256 * 1024 * 1024, kerberos: MetastoreKerberos | None = None) -> None:
         self.name = name
+        self._kerberos = kerberos
         self._addresses = addresses
         self._connect_timeout = connect_timeout
         self._socket_timeout = socket_timeout
@@ -167,9 +180,11 @@ class RelayPool:
             index = (start + step) % len(addresses)
             address = addresses[index]
             try:
-                conn = _Upstream(address, self._connect_timeout, self._socket_timeout, self._max_message)
-            except OSError as e:
-                errors.append(f"thrift://{address[0]}:{address[1]}: {e}")
+                conn = _Upstream(address, self._connect_timeout, self._socket_timeout, self._max_message,
+                                 self._kerberos)
+            except (OSError, EOFError, SaslError) as e:
+                what = "SASL GSSAPI: " if isinstance(e, SaslError | EOFError) else ""
+                errors.append(f"thrift://{address[0]}:{address[1]}: {what}{e or 'connection closed'}")
                 continue
             if identity is not None:
                 try:

@@ -15,9 +15,12 @@ Limits (each closes the offending connection, never the server):
 * ``max_buffered_bytes``: the request bytes held in memory in total (frames arriving plus
   frames whose call has not finished); when a new chunk would go over it, the connection with
   the largest partial frame is closed (it frees the most, and ordinary calls are small);
-* ``max_connections``: at the cap, a new connection closes the connection idle the longest
-  (as nginx drains keep-alive connections); when no connection is idle, the new one is
-  closed at once, so its client fails fast instead of hanging in the listen backlog.
+* ``max_connections``: connections still in their TLS handshake count against it like any
+  other. At the cap, a new connection closes the one that has been handshaking the longest
+  (a client that never finishes its handshake must not lock real clients out), else the
+  connection idle the longest (as nginx drains keep-alive connections); when none is either,
+  the new one is closed at once, so its client fails fast instead of hanging in the listen
+  backlog.
 
 A connection reads its next frame only once the reply to the previous one is sent: Thrift
 clients are sequential, and so one client can never hold more than one worker.
@@ -409,12 +412,15 @@ class ThriftServer:
         self._read_pending(conn)
 
     def _make_room(self) -> bool:
-        """Close the connection idle the longest; False when none is idle."""
-        if not self._idle:
+        """Close the connection handshaking the longest, else the one idle the longest; False when
+        none is either."""
+        if self._handshaking:
+            victim, what = next(iter(self._handshaking)), "still in its TLS handshake"
+        elif self._idle:
+            victim, what = next(iter(self._idle)), "idle the longest"
+        else:
             return False
-        victim = next(iter(self._idle))
-        logger.debug("server.max-connections reached: closing the Thrift connection from %s, idle the longest",
-                     victim.peer)
+        logger.debug("server.max-connections reached: closing the Thrift connection from %s, %s", victim.peer, what)
         self._close(victim)
         return True
 

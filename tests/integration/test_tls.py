@@ -7,6 +7,8 @@ and for a Spark application of its own (a second JVM) configured by ``catalogd s
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import ssl
 import subprocess
 import urllib.error
@@ -32,7 +34,7 @@ MEMORY = [{"name": "scratch", "type": "memory", "default": True}]
 
 def _tls(certs: Certs, mutual: bool) -> dict[str, Any]:
     section: dict[str, Any] = {"cert": str(certs.server_cert), "key": str(certs.server_key),
-                               "truststore": str(certs.truststore), "truststore-password": TRUSTSTORE_PASSWORD}
+                               "truststore": str(certs.truststore)}
     if mutual:
         section["client-ca"] = str(certs.ca)
     return {"server": {"tls": section}}
@@ -136,9 +138,13 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path)
     assert conf["spark.hadoop.hive.metastore.uris"] == daemon.hms_uri
     assert conf["spark.hadoop.hive.metastore.use.SSL"] == "true"
     assert conf["spark.hadoop.hive.metastore.truststore.path"] == str(certs.truststore)
-    assert conf["spark.hadoop.hive.metastore.truststore.password"] == TRUSTSTORE_PASSWORD
+    # Not the password (the daemon never has it): where the client finds it, which Hadoop's
+    # Configuration expands in Spark's driver from its environment.
+    assert conf["spark.hadoop.hive.metastore.truststore.password"] == "${env.CATALOGD_TRUSTSTORE_PASSWORD}"
+    assert TRUSTSTORE_PASSWORD not in done.stdout
 
-    child = SparkChild.start(tmp_path / "child.py", conf)
+    child = SparkChild.start(tmp_path / "child.py", conf,
+                             env={**clean_env(), "CATALOGD_TRUSTSTORE_PASSWORD": TRUSTSTORE_PASSWORD})
     proc = child.proc
     try:
         assert child.answer() == {"ready": True}
@@ -205,3 +211,64 @@ def test_a_client_certificate_is_the_hms_connection_s_principal(daemon_factory, 
     writes = read_audit(daemon.data_dir / "audit" / "audit.jsonl", 100)
     assert [(e["principal"], e["operation"]) for e in writes if e["operation"] == "create_database"] == [
         ("client", "create_database")]
+
+
+# ---------------------------------------------------------------- handshakes and the connection cap
+
+#: server.max-connections of the daemon below: each port holds this many connections at most.
+CAP = 8
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Reads until the daemon closes ``sock`` (end of file or a reset); a socket timeout fails the test."""
+    sock.settimeout(60)
+    while True:
+        try:
+            if sock.recv(4096) == b"":
+                return True
+        except ConnectionResetError:
+            return True
+
+
+def test_stalled_tls_handshakes_count_against_the_cap_and_are_closed_first(daemon_factory, tmp_path: Path):
+    certs = make_certs(tmp_path / "certs")
+    # The frame timeout (which would close a stalled handshake anyway) is far beyond the test:
+    # what closes the stalled connections here is the cap.
+    extra = {"server": {"tls": {"cert": str(certs.server_cert), "key": str(certs.server_key)},
+                        "max-connections": CAP, "frame-timeout": "1 h"}}
+    daemon = daemon_factory(name="tls-cap", catalogs=MEMORY, extra=extra)
+    host, api_port = daemon.address.rsplit(":", 1)
+    hms_port = daemon.hms_address[1]
+    many = 3 * CAP  # raw TCP connections that never send a ClientHello, per port
+
+    with contextlib.ExitStack() as stack:
+        # An established client on each port first: idle and the oldest connection, it would be
+        # the one closed at the cap if handshakes were not closed first.
+        api = stack.enter_context(CatalogClient(daemon.address, timeout=60, tls_ca=str(certs.ca)))
+        assert api.ping()
+        hms, transport = _hms(hms_port, certs)
+        stack.callback(transport.close)
+        assert hms.get_all_databases() == ["default"]
+
+        for port in (int(api_port), hms_port):
+            stalled = [stack.enter_context(socket.create_connection((host, port), timeout=60)) for _ in range(many)]
+            # A real client still gets in: the cap closes a stalled handshake to make room.
+            if port == hms_port:
+                fresh, fresh_transport = _hms(hms_port, certs)
+                try:
+                    assert fresh.get_all_databases() == ["default"]
+                finally:
+                    fresh_transport.close()
+            else:
+                with CatalogClient(daemon.address, timeout=60, tls_ca=str(certs.ca)) as fresh_api:
+                    assert fresh_api.ping()
+            # Handshakes count against the cap: with the established client and the newest
+            # stalled ones holding it, every earlier stalled connection was closed, oldest first.
+            for sock in stalled[:many - (CAP - 2)]:
+                assert _closed_by_server(sock)
+
+        # The established clients were not the ones closed.
+        assert api.ping()
+        assert hms.get_all_databases() == ["default"]
+    assert daemon.proc.poll() is None
+    assert "Traceback" not in daemon.log_path.read_text()

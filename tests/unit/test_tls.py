@@ -173,6 +173,18 @@ def test_the_config_checks_the_files(certs: Certs, tmp_path: Path) -> None:
                                       "client-ca": str(unreadable)})
 
 
+def test_the_config_names_where_the_truststore_password_is_and_never_holds_it(certs: Certs) -> None:
+    files = {"cert": str(certs.server_cert), "key": str(certs.server_key)}
+    assert TlsConfig.model_validate(files).truststore_password_env == "CATALOGD_TRUSTSTORE_PASSWORD"
+    assert TlsConfig.model_validate({**files, "truststore-password-env": "TS_PW"}).truststore_password_env == "TS_PW"
+    with pytest.raises(ValueError, match="truststore-password-env"):
+        TlsConfig.model_validate({**files, "truststore-password-env": "not a name"})
+    # The key of the first release is refused with the way out, and the password is not echoed.
+    with pytest.raises(ValueError, match="no longer read") as refused:
+        TlsConfig.model_validate({**files, "truststore-password": "pw-123456"})
+    assert "pw-123456" not in str(refused.value)
+
+
 # ---------------------------------------------------------------- the HMS endpoint's server
 
 
@@ -239,10 +251,10 @@ def test_spark_conf_has_the_hive_ssl_settings_when_the_endpoint_uses_tls() -> No
     plain = CatalogInfo("main", "hive", hms_endpoint="thrift://h:9083")
     assert not any("SSL" in key or "truststore" in key for key in spark_conf_for(plain))
     info = CatalogInfo("main", "hive", hms_endpoint="thrift://h:9083", hms_tls=True,
-                       hms_truststore="/etc/catalogd/truststore.jks", hms_truststore_password="pw-123456")
+                       hms_truststore="/etc/catalogd/truststore.jks", hms_truststore_password_env="TS_PASSWORD")
     info = wire.catalog_from_thrift(wire.catalog_to_thrift(info))  # as it travels to the CLI
     conf = spark_conf_for(info)
     assert conf["spark.hadoop.hive.metastore.use.SSL"] == "true"
     assert conf["spark.hadoop.hive.metastore.truststore.path"] == "/etc/catalogd/truststore.jks"
-    assert conf["spark.hadoop.hive.metastore.truststore.password"] == "pw-123456"
-    assert "pw-123456" not in repr(info)
+    # Where the password is, for Hadoop's Configuration to expand in the client: never the password.
+    assert conf["spark.hadoop.hive.metastore.truststore.password"] == "${env.TS_PASSWORD}"

@@ -1000,15 +1000,15 @@ class CatalogInfo(object):
      - hmsPrefix
      - hmsTls
      - hmsTruststore
-     - hmsTruststorePassword
      - jdbcUser
      - jdbcDriverJar
      - hmsKerberosPrincipal
+     - hmsTruststorePasswordEnv
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, hmsTruststorePassword=None, jdbcUser=None, jdbcDriverJar=None, hmsKerberosPrincipal=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, jdbcUser=None, jdbcDriverJar=None, hmsKerberosPrincipal=None, hmsTruststorePasswordEnv=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1021,10 +1021,10 @@ class CatalogInfo(object):
         self.hmsPrefix = hmsPrefix
         self.hmsTls = hmsTls
         self.hmsTruststore = hmsTruststore
-        self.hmsTruststorePassword = hmsTruststorePassword
         self.jdbcUser = jdbcUser
         self.jdbcDriverJar = jdbcDriverJar
         self.hmsKerberosPrincipal = hmsKerberosPrincipal
+        self.hmsTruststorePasswordEnv = hmsTruststorePasswordEnv
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1095,11 +1095,6 @@ class CatalogInfo(object):
                     self.hmsTruststore = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
-            elif fid == 13:
-                if ftype == TType.STRING:
-                    self.hmsTruststorePassword = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                else:
-                    iprot.skip(ftype)
             elif fid == 14:
                 if ftype == TType.STRING:
                     self.jdbcUser = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
@@ -1113,6 +1108,11 @@ class CatalogInfo(object):
             elif fid == 16:
                 if ftype == TType.STRING:
                     self.hmsKerberosPrincipal = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 17:
+                if ftype == TType.STRING:
+                    self.hmsTruststorePasswordEnv = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
             else:
@@ -1173,10 +1173,6 @@ class CatalogInfo(object):
             oprot.writeFieldBegin('hmsTruststore', TType.STRING, 12)
             oprot.writeString(self.hmsTruststore.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststore)
             oprot.writeFieldEnd()
-        if self.hmsTruststorePassword is not None:
-            oprot.writeFieldBegin('hmsTruststorePassword', TType.STRING, 13)
-            oprot.writeString(self.hmsTruststorePassword.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststorePassword)
-            oprot.writeFieldEnd()
         if self.jdbcUser is not None:
             oprot.writeFieldBegin('jdbcUser', TType.STRING, 14)
             oprot.writeString(self.jdbcUser.encode('utf-8') if sys.version_info[0] == 2 else self.jdbcUser)
@@ -1188,6 +1184,10 @@ class CatalogInfo(object):
         if self.hmsKerberosPrincipal is not None:
             oprot.writeFieldBegin('hmsKerberosPrincipal', TType.STRING, 16)
             oprot.writeString(self.hmsKerberosPrincipal.encode('utf-8') if sys.version_info[0] == 2 else self.hmsKerberosPrincipal)
+            oprot.writeFieldEnd()
+        if self.hmsTruststorePasswordEnv is not None:
+            oprot.writeFieldBegin('hmsTruststorePasswordEnv', TType.STRING, 17)
+            oprot.writeString(self.hmsTruststorePasswordEnv.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststorePasswordEnv)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4484,10 +4484,11 @@ CatalogInfo.thrift_spec = (
     (10, TType.STRING, 'hmsPrefix', 'UTF8', None, ),  # 10
     (11, TType.BOOL, 'hmsTls', None, None, ),  # 11
     (12, TType.STRING, 'hmsTruststore', 'UTF8', None, ),  # 12
-    (13, TType.STRING, 'hmsTruststorePassword', 'UTF8', None, ),  # 13
+    None,  # 13
     (14, TType.STRING, 'jdbcUser', 'UTF8', None, ),  # 14
     (15, TType.STRING, 'jdbcDriverJar', 'UTF8', None, ),  # 15
     (16, TType.STRING, 'hmsKerberosPrincipal', 'UTF8', None, ),  # 16
+    (17, TType.STRING, 'hmsTruststorePasswordEnv', 'UTF8', None, ),  # 17
 )
 all_structs.append(Database)
 Database.thrift_spec = (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import re
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
@@ -549,7 +550,14 @@ def _safe_next(target: str) -> str:
 
 
 def _redacted(conf: dict[str, str]) -> dict[str, str]:
-    return {k: ("(hidden)" if "password" in k.lower() or "secret" in k.lower() else v) for k, v in conf.items()}
+    # A reference to where a secret is (${env.NAME}, as spark-conf prints the truststore's
+    # password) is shown: it is what to copy; anything else under a secret's name is not.
+    return {k: ("(hidden)" if ("password" in k.lower() or "secret" in k.lower()) and not _is_reference(v) else v)
+            for k, v in conf.items()}
+
+
+def _is_reference(value: str) -> bool:
+    return re.fullmatch(r"\$\{env\.[A-Za-z_][A-Za-z0-9_]*\}", value) is not None
 
 
 def _search(manager: Any, catalog: str, database: str, needle: str) -> Iterable[dict[str, str]]:

@@ -67,3 +67,43 @@ def test_refused(tmp_path: Path, body: str, says: str) -> None:
     with pytest.raises(ConfigError) as raised:
         parse_config(_auth(body.replace("KEYTAB", str(keytab)).replace("OPEN", str(open_keytab))))
     assert says in str(raised.value)
+
+
+# ---------------------------------------------------------------- a kerberized backing metastore
+
+def _kerberized_catalog(connection: str, auth: str = "") -> str:
+    return auth + f"""catalogs:
+  - name: main
+    type: hive
+    connection: {{{connection}}}
+"""
+
+
+def test_a_kerberized_metastore_is_reached_with_catalogd_s_own_login(tmp_path: Path) -> None:
+    keytab = tmp_path / "catalogd.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    keytab.chmod(0o600)
+    login = f"auth:\n  kerberos: {{principal: catalogd/_HOST@EXAMPLE.COM, keytab: {keytab}}}\n"
+    remote = ("hive.metastore.uris: 'thrift://hms1:9083', hive.metastore.sasl.enabled: 'true', "
+              "hive.metastore.kerberos.principal: hive/_HOST@EXAMPLE.COM")
+    catalog = parse_config(_kerberized_catalog(remote, login)).catalogs[0]
+    assert (catalog.sasl_enabled, catalog.metastore_principal) == (True, "hive/_HOST@EXAMPLE.COM")
+    plain = parse_config(_kerberized_catalog("hive.metastore.uris: 'thrift://hms1:9083'")).catalogs[0]
+    assert not plain.sasl_enabled
+    embedded = ("hive.metastore.uris: embedded, hive.metastore.sasl.enabled: 'true', "
+                f"hive.metastore.kerberos.principal: hive/localhost@EXAMPLE.COM, "
+                f"hive.metastore.kerberos.keytab.file: {keytab}")
+    assert parse_config(_kerberized_catalog(embedded, login)).catalogs[0].is_embedded
+
+    def refused(connection: str, auth: str = login) -> str:
+        with pytest.raises(ConfigError) as info:
+            parse_config(_kerberized_catalog(connection, auth))
+        return " ".join(info.value.problems)
+
+    assert "set auth.kerberos" in refused(remote, auth="")
+    assert "needs hive.metastore.kerberos.principal" in refused(
+        "hive.metastore.uris: 'thrift://hms1:9083', hive.metastore.sasl.enabled: 'true'")
+    assert "not true or false" in refused(remote.replace("'true'", "'yes'"))
+    assert "invalid Kerberos principal" in refused(remote.replace("hive/_HOST@EXAMPLE.COM", "hive"))
+    assert "needs hive.metastore.kerberos.keytab.file" in refused(embedded.rsplit(",", 1)[0])
+    assert "only used by an embedded metastore" in refused(remote + f", hive.metastore.kerberos.keytab.file: {keytab}")

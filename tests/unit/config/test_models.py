@@ -92,7 +92,7 @@ catalogs:
       hive.metastore.uris: "thrift://h1:9083, thrift://h2:9084"
       hive.metastore.connect.timeout: 2
       hive.metastore.client.socket.timeout: 2 min
-      hive.metastore.sasl.enabled: true
+      hive.metastore.execute.setugi: true
 spark:
   conf:
     spark.executor.instances: 4
@@ -105,7 +105,7 @@ spark:
     assert prod.read_only is True
     assert prod.connect_timeout == td(seconds=2)
     assert prod.socket_timeout == td(minutes=2)
-    assert prod.connection["hive.metastore.sasl.enabled"] == "true"
+    assert prod.connection["hive.metastore.execute.setugi"] == "true"
     assert prod.connection["hive.metastore.connect.timeout"] == "2"
     assert config.spark.conf == {"spark.executor.instances": "4", "spark.dynamicAllocation.enabled": "false"}
 

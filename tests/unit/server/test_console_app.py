@@ -35,3 +35,12 @@ def test_a_forged_action_without_a_session_is_refused() -> None:
     with TestClient(create_app(manager, Metrics(), console=ConsoleSources())) as client:
         answer = client.post("/ui/dynamic/main/db/t/suspend", data={"csrf": "x"})
     assert answer.status_code == 403 and "no console session" in answer.text
+
+
+def test_the_spark_conf_shown_hides_secrets_but_not_where_they_are() -> None:
+    from catalogd.server.console.app import _redacted
+
+    shown = _redacted({"spark.hadoop.hive.metastore.truststore.password": "${env.CATALOGD_TRUSTSTORE_PASSWORD}",
+                       "spark.hadoop.some.password": "pw-123456", "spark.sql.warehouse.dir": "/w"})
+    assert shown == {"spark.hadoop.hive.metastore.truststore.password": "${env.CATALOGD_TRUSTSTORE_PASSWORD}",
+                     "spark.hadoop.some.password": "(hidden)", "spark.sql.warehouse.dir": "/w"}
