@@ -406,6 +406,18 @@ def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable) -> Non
         df.write.insertInto(name, overwrite=True)
 
 
+def count_staged(spark: SparkSession, staged: StagedTable) -> int:
+    """The rows written into an active stage so far (a jdbc catalog's: counted by PostgreSQL)."""
+    name = staged.name
+    if name is None:
+        raise InternalError(f"stage {staged.stage_id} is {staged.stage.state}: there is nothing to count")
+    if staged.info is not None and staged.info.type == "jdbc":
+        database, table = staged.stage.database, staged.stage.staging_table
+        query = f'(SELECT count(*) AS n FROM "{database}"."{table}") AS staged'
+        return int(read_jdbc(spark, staged.info, query).collect()[0][0])
+    return int(spark.table(name).count())
+
+
 # ---------------------------------------------------------------- jdbc catalogs
 
 #: Spark settings and environment variables a job gives a jdbc catalog's credentials in

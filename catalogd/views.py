@@ -145,3 +145,27 @@ def expand_view(query: str, database: str, catalog: str, resolve: Resolver, kind
                      if t.name and t.db and t.name.lower() not in ctes_after})
     return ExpandedView(original=text, expanded=f"SELECT {casts} FROM ({inner}) AS `q`", columns=columns,
                         qualified=inner, tables=tables)
+
+
+def catalogs_named(query: str) -> set[str | None]:
+    """The catalog parts of the tables ``query`` reads, lower case (None: a table named without
+    one); CTE names are not tables. A query that does not parse names none (``expand_view``
+    says what is wrong with it)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        parsed = sqlglot.parse((query or "").strip().rstrip(";"), read="spark")
+    except SqlglotError:
+        return set()
+    named: set[str | None] = set()
+    for tree in parsed:
+        if tree is None:
+            continue
+        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            if not table.name or (not table.db and table.name.lower() in ctes):
+                continue
+            named.add(table.catalog.lower() if table.catalog else None)
+    return named

@@ -11,7 +11,7 @@ import abc
 import re
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from catalogd.errors import (
     DatabaseNotFoundError,
@@ -45,6 +45,8 @@ STAGE_TABLE_PREFIX = "__catalogd_stage_"
 
 #: Table properties that start with this are catalogd's own: no client sets them at create.
 RESERVED_PROPERTY_PREFIX = "catalogd."
+#: A dynamic table's definition and state (``catalogd.dynamic.store``): target properties a REPLACE keeps.
+DYNAMIC_TABLE_PREFIX = "catalogd.dt."
 
 #: What a Hive Metastore accepts as a database name (Java's ``[\\w_]+``), and catalogd as any object name.
 _NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -115,6 +117,11 @@ class Catalog(abc.ABC):
     def relay_target(self) -> RelayTarget | None:
         """Where the HMS endpoint relays this catalog's calls (a catalog kept in a metastore);
         None: the endpoint answers them itself (a memory catalog)."""
+        return None
+
+    def job_password(self) -> str | None:
+        """The password the daemon's own Spark jobs use on this catalog (a jdbc catalog's, for
+        Spark's JDBC source); None: they need none."""
         return None
 
     def fresh(self) -> Self:
@@ -486,8 +493,64 @@ class Catalog(abc.ABC):
         return None
 
 
+class StageBackend(Protocol):
+    """What does a catalog's stage operations (``Catalog.begin_stage`` & co.): a hive catalog's
+    ``hive_staging.HiveStager``, a jdbc catalog's ``jdbc_staging.JdbcStager``."""
+
+    def begin(self, request: StageRequest) -> Stage: ...
+
+    def get(self, database: str, key: str) -> Stage: ...
+
+    def list_stages(self) -> list[Stage]: ...
+
+    def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage: ...
+
+    def commit(self, database: str, key: str) -> Stage: ...
+
+    def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
+
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int: ...
+
+
 class BaseCatalog(Catalog, abc.ABC):
     """Operations derived from the primitive ones, shared by every backend."""
+
+    # ------------------------------------------------------------ stages: handed to the backend's stager
+
+    def stage_backend(self) -> StageBackend | None:
+        """What does this catalog's stage operations; None: it stages nothing (they are refused)."""
+        return None
+
+    def _stages(self) -> StageBackend:
+        backend = self.stage_backend()
+        if backend is None:
+            raise self._no_stages()
+        return backend
+
+    def begin_stage(self, request: StageRequest) -> Stage:
+        return self._stages().begin(request)
+
+    def get_stage(self, database: str, key: str) -> Stage:
+        return self._stages().get(database, key)
+
+    def list_stages(self) -> list[Stage]:
+        return self._stages().list_stages()
+
+    def heartbeat_stage(self, database: str, key: str, lease: float | None = None) -> Stage:
+        return self._stages().heartbeat(database, key, lease)
+
+    def commit_stage(self, database: str, key: str) -> Stage:
+        return self._stages().commit(database, key)
+
+    def abort_stage(self, database: str, key: str, writer_stopped: bool = False) -> Stage:
+        reason = "aborted by its writer" if writer_stopped else "aborted on request"
+        return self._stages().abort(database, key, reason, tombstone=not writer_stopped)
+
+    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
+        backend = self.stage_backend()
+        return backend.janitor_pass(startup, fence) if backend is not None else 0
+
+    # ------------------------------------------------------------ derived operations
 
     def database_exists(self, name: str) -> bool:
         try:

@@ -33,7 +33,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog import spark_schema
-from catalogd.catalog.base import BaseCatalog, is_stage_table
+from catalogd.catalog.base import BaseCatalog, StageBackend, is_stage_table
 from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.hive_client import HiveSession
 from catalogd.catalog.hms_cache import MetadataCache
@@ -67,8 +67,6 @@ from catalogd.model import (
     DatabaseUpdate,
     Function,
     Partition,
-    Stage,
-    StageRequest,
     Table,
     TableKind,
     TableUpdate,
@@ -82,22 +80,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class HiveStages(Protocol):
-    """The stage operations a hive catalog hands on (see ``Catalog.begin_stage`` & co.)."""
-
-    def begin(self, request: StageRequest) -> Stage: ...
-
-    def get(self, database: str, key: str) -> Stage: ...
-
-    def list_stages(self) -> list[Stage]: ...
-
-    def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage: ...
-
-    def commit(self, database: str, key: str) -> Stage: ...
-
-    def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
-
-    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int: ...
+class HiveStages(StageBackend, Protocol):
+    """The stage operations a hive catalog hands on (see ``Catalog.begin_stage`` & co.), and two of its own."""
 
     def purge_retired_for(self, database: str, target: str) -> None:
         """The target was dropped: delete the replaced data its commits kept for readers."""
@@ -826,32 +810,8 @@ class HiveCatalog(BaseCatalog):
 
     # ------------------------------------------------------------ stages
 
-    def _stager(self) -> HiveStages:
-        if self.stages is None:
-            raise self._no_stages()
+    def stage_backend(self) -> HiveStages | None:
         return self.stages
-
-    def begin_stage(self, request: StageRequest) -> Stage:
-        return self._stager().begin(request)
-
-    def get_stage(self, database: str, key: str) -> Stage:
-        return self._stager().get(database, key)
-
-    def list_stages(self) -> list[Stage]:
-        return self._stager().list_stages()
-
-    def heartbeat_stage(self, database: str, key: str, lease: float | None = None) -> Stage:
-        return self._stager().heartbeat(database, key, lease)
-
-    def commit_stage(self, database: str, key: str) -> Stage:
-        return self._stager().commit(database, key)
-
-    def abort_stage(self, database: str, key: str, writer_stopped: bool = False) -> Stage:
-        reason = "aborted by its writer" if writer_stopped else "aborted on request"
-        return self._stager().abort(database, key, reason, tombstone=not writer_stopped)
-
-    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
-        return self.stages.janitor_pass(startup, fence) if self.stages is not None else 0
 
     def stage_owner(self, table: hms.Table) -> str | None:
         return self.stages.signed_owner(table) if self.stages is not None else None

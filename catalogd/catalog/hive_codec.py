@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import spark_schema
+from catalogd.catalog.base import DYNAMIC_TABLE_PREFIX
 from catalogd.hive_types import parse_type
 from catalogd.model import (
     Column,
@@ -41,7 +42,7 @@ _KINDS = {EXTERNAL_TABLE: TableKind.EXTERNAL, VIRTUAL_VIEW: TableKind.VIEW}
 #: data source provider, which ``format`` already tells).
 HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX, spark_schema.PROVIDER)
 #: A dynamic table's definition and state (written by catalogd.dynamic).
-DYNAMIC_PREFIX = "catalogd.dt."
+DYNAMIC_PREFIX = DYNAMIC_TABLE_PREFIX
 #: A stage's own facts, on its staging table (written by the stager).
 STAGE_PREFIX = "catalogd.stage."
 #: On a committed target: the id of the stage that wrote it ...

@@ -20,16 +20,17 @@ hidden from listings, refused as names of user tables.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
+from pydantic import SecretStr
 
-from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, check_name, is_stage_table
-from catalogd.catalog.jdbc_comments import decode_comment, encode_comment
+from catalogd.catalog.base import STAGE_TABLE_PREFIX, BaseCatalog, StageBackend, check_name, is_stage_table
+from catalogd.catalog.jdbc_comments import decode_comment, encode_comment, updated_comment
 from catalogd.catalog.jdbc_connection import PgConnections
 from catalogd.catalog.jdbc_dialect import Dialect, dialect_for
 from catalogd.errors import (
+    CatalogError,
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
@@ -45,8 +46,6 @@ from catalogd.model import (
     Column,
     Database,
     DatabaseUpdate,
-    Stage,
-    StageRequest,
     Statistics,
     Table,
     TableKind,
@@ -64,18 +63,21 @@ _ADDRESSABLE = re.compile(r"[a-z0-9_]+")
 #: Relation kinds (pg_class.relkind) listed as tables and as views.
 TABLE_KINDS = ("r", "p", "f")
 VIEW_KINDS = ("v", "m")
+#: Advisory-lock namespace (pg_advisory_xact_lock's first key) of a target table: commits onto it
+#: and changes of its catalogd properties take it (``lock_target``), so neither loses the other's.
+TARGET_LOCK = 0x0CA7D002
 
 
-class Stager(Protocol):
-    """The stage operations of a jdbc catalog (``jdbc_staging.Stager``)."""
+def missing(ignore: bool, error: CatalogError) -> None:
+    """What a drop or rename of something that is not there does: nothing when told to ignore
+    it (the caller returns), else raise ``error``."""
+    if not ignore:
+        raise error
 
-    def begin(self, request: StageRequest) -> Stage: ...
-    def get(self, database: str, key: str) -> Stage: ...
-    def list_stages(self) -> list[Stage]: ...
-    def heartbeat(self, database: str, key: str, lease: float | None = None) -> Stage: ...
-    def commit(self, database: str, key: str) -> Stage: ...
-    def abort(self, database: str, key: str, reason: str = "aborted", tombstone: bool = False) -> Stage: ...
-    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int: ...
+
+def lock_target(conn: Any, database: str, name: str) -> None:
+    """Take ``database.name``'s target lock for the rest of ``conn``'s transaction."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TARGET_LOCK, f"{database}.{name}"))
 
 
 class JdbcCatalog(BaseCatalog):
@@ -85,7 +87,7 @@ class JdbcCatalog(BaseCatalog):
 
     def __init__(self, name: str, *, dialect: Dialect, connections: PgConnections, jdbc_url: str, user: str,
                  driver_jar: str, default_schema: str = "public",
-                 stager: Stager | None = None) -> None:
+                 stager: StageBackend | None = None, password: SecretStr | None = None) -> None:
         super().__init__(name)
         self.dialect = dialect
         self.connections = connections
@@ -94,6 +96,7 @@ class JdbcCatalog(BaseCatalog):
         self.driver_jar = driver_jar
         self.default_schema = default_schema
         self.stager = stager
+        self._password = password
 
     @classmethod
     def from_config(cls, conf: CatalogConfig, stager: Any = None) -> JdbcCatalog:
@@ -108,7 +111,7 @@ class JdbcCatalog(BaseCatalog):
         connect.update(dict(base.params))
         catalog = cls(conf.name, dialect=dialect_for(base.dialect), connections=PgConnections(connect),
                       jdbc_url=base.jdbc_url(conf.default_database), user=conf.username or "",
-                      driver_jar=str(conf.driver_jar), default_schema=conf.default_schema)
+                      driver_jar=str(conf.driver_jar), default_schema=conf.default_schema, password=password)
         if stager is not None:
             catalog.stager = stager(catalog)
         return catalog
@@ -154,6 +157,11 @@ class JdbcCatalog(BaseCatalog):
             "FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
         return row
 
+    def require_schema(self, conn: Any, name: str) -> None:
+        """Raise DatabaseNotFoundError unless schema ``name`` exists (read on ``conn``)."""
+        if self._schema_row(conn, name) is None:
+            raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+
     def get_database(self, name: str) -> Database:
         with self.connections.connection(self._what(name)) as conn:
             row = self._schema_row(conn, name)
@@ -185,22 +193,15 @@ class JdbcCatalog(BaseCatalog):
                                "WHERE nspname = %s FOR UPDATE", (name,)).fetchone()
             if row is None:
                 raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
-            comment, properties = decode_comment(row[0])
-            if update.comment is not None:
-                comment = update.comment
-            properties.update(update.set_properties)
-            for key in update.unset_properties:
-                properties.pop(key, None)
             conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(
-                sql.Identifier(name), sql.Literal(encode_comment(comment, properties))))
+                sql.Identifier(name), sql.Literal(updated_comment(row[0], update))))
 
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         what = self._what(name)
         with self.connections.connection(what) as conn, conn.transaction():
             if self._schema_row(conn, name) is None:
-                if ignore_if_not_exists:
-                    return
-                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+                missing(ignore_if_not_exists, DatabaseNotFoundError(f"database {self.name}.{name} does not exist"))
+                return
             if name == self.default_schema:
                 raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be dropped")
             if not cascade:
@@ -216,9 +217,8 @@ class JdbcCatalog(BaseCatalog):
         new_name = new_name.lower()
         with self.connections.connection(self._what(name)) as conn, conn.transaction():
             if self._schema_row(conn, name) is None:
-                if ignore_if_not_exists:
-                    return
-                raise DatabaseNotFoundError(f"database {self.name}.{name} does not exist")
+                missing(ignore_if_not_exists, DatabaseNotFoundError(f"database {self.name}.{name} does not exist"))
+                return
             if name == self.default_schema:
                 raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be renamed")
             if self._schema_row(conn, new_name) is not None:
@@ -238,8 +238,7 @@ class JdbcCatalog(BaseCatalog):
 
     def _names(self, database: str, kinds: tuple[str, ...]) -> list[str]:
         with self.connections.connection(self._what(database)) as conn:
-            if self._schema_row(conn, database) is None:
-                raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+            self.require_schema(conn, database)
             names = self._relations(conn, database, kinds)
         return [n for n in names if _ADDRESSABLE.fullmatch(n) and not is_stage_table(n)]
 
@@ -327,8 +326,7 @@ class JdbcCatalog(BaseCatalog):
         what = self._what(database, name)
         with self.connections.connection(what) as conn:
             with conn.transaction():
-                if self._schema_row(conn, database) is None:
-                    raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+                self.require_schema(conn, database)
                 existing = self.relation(conn, database, name)
                 if existing is not None:
                     if ignore_if_exists and existing[1] in TABLE_KINDS:
@@ -352,12 +350,6 @@ class JdbcCatalog(BaseCatalog):
                 found = self._locked_relation(conn, database, name)
                 if found[1] in VIEW_KINDS:
                     raise InvalidArgumentError(f"{self.name}.{database}.{name} is a view: alter it as a view")
-                comment, properties = decode_comment(found[2])
-                if update.comment is not None:
-                    comment = update.comment
-                properties.update(update.set_properties)
-                for key in update.unset_properties:
-                    properties.pop(key, None)
                 existing = {c.name for c in self.columns_of(conn, found[0])}
                 for col in update.add_columns:
                     if col.name.lower() in existing:
@@ -370,7 +362,7 @@ class JdbcCatalog(BaseCatalog):
                         conn.execute(sql.SQL("COMMENT ON COLUMN {} IS {}").format(
                             self.q(database, name, col.name.lower()), sql.Literal(col.comment)))
                 conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
-                    self.q(database, name), sql.Literal(encode_comment(comment, properties))))
+                    self.q(database, name), sql.Literal(updated_comment(found[2], update))))
             table = self.read_table(conn, database, name)
         assert table is not None
         return table
@@ -394,9 +386,8 @@ class JdbcCatalog(BaseCatalog):
         with self.connections.connection(what) as conn, conn.transaction():
             found = None if is_stage_table(name) else self.relation(conn, database, name)
             if found is None:
-                if ignore_if_not_exists:
-                    return
-                raise TableNotFoundError(f"{what} does not exist")
+                missing(ignore_if_not_exists, TableNotFoundError(f"{what} does not exist"))
+                return
             if self.relation(conn, database, new_name) is not None:
                 raise TableAlreadyExistsError(f"table {self.name}.{database}.{new_name} already exists")
             conn.execute(sql.SQL("ALTER {} {} RENAME TO {}").format(
@@ -408,11 +399,52 @@ class JdbcCatalog(BaseCatalog):
         with self.connections.connection(what) as conn, conn.transaction():
             found = None if is_stage_table(name) else self.relation(conn, database, name)
             if found is None:
-                if ignore_if_not_exists:
-                    return
-                raise TableNotFoundError(f"{what} does not exist")
+                missing(ignore_if_not_exists, TableNotFoundError(f"{what} does not exist"))
+                return
             kind = {"v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE"}.get(found[1], "TABLE")
             conn.execute(sql.SQL("DROP {} {}").format(sql.SQL(kind), self.q(database, name)))
+
+    # ------------------------------------------------------------ table parameters (dynamic tables)
+
+    def update_table_parameters(self, database: str, name: str, set: dict[str, str],
+                                remove_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+        what = self._what(database, name)
+        if is_stage_table(name):
+            raise TableNotFoundError(f"{what} does not exist")
+        with self.connections.connection(what) as conn, conn.transaction():
+            # The target lock a commit takes: a REPLACE reads the properties it keeps under it.
+            lock_target(conn, database, name)
+            found = self.relation(conn, database, name)
+            if found is None or found[1] not in TABLE_KINDS:
+                raise TableNotFoundError(f"{what} does not exist")
+            comment, properties = decode_comment(found[2])
+            properties = {k: v for k, v in properties.items()
+                          if not (remove_prefixes and k.startswith(remove_prefixes))}
+            properties.update(set)
+            conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+                self.q(database, name), sql.Literal(encode_comment(comment, properties))))
+        return properties
+
+    def tables_with_parameter(self, key: str) -> list[tuple[str, str, dict[str, str]]]:
+        # One query over the database's comments (LIKE's wildcards only widen it; the key is checked after).
+        pattern = f"%{key}%"
+        with self.connections.connection(f"catalog {self.name}") as conn:
+            rows = conn.execute(
+                "SELECT n.nspname, c.relname, obj_description(c.oid, 'pg_class') FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = ANY(%s) "
+                "AND obj_description(c.oid, 'pg_class') LIKE %s", (list(TABLE_KINDS), pattern)).fetchall()
+        found = []
+        for schema, name, text in rows:
+            if is_stage_table(name) or not (_ADDRESSABLE.fullmatch(schema) and _ADDRESSABLE.fullmatch(name)):
+                continue
+            _, properties = decode_comment(text)
+            if key in properties:
+                found.append((schema, name, properties))
+        return found
+
+    def job_password(self) -> str | None:
+        # username's: the daemon's jobs (dynamic tables' refreshes) get it in their environment only.
+        return self._password.get_secret_value() if self._password is not None else None
 
     # ------------------------------------------------------------ views
 
@@ -432,8 +464,7 @@ class JdbcCatalog(BaseCatalog):
         what = f"view {self.name}.{database}.{name}"
         with self.connections.connection(what) as conn:
             with conn.transaction():
-                if self._schema_row(conn, database) is None:
-                    raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+                self.require_schema(conn, database)
                 existing = self.relation(conn, database, name)
                 if existing is not None:
                     if not (ignore_if_exists and existing[1] in VIEW_KINDS):
@@ -458,20 +489,14 @@ class JdbcCatalog(BaseCatalog):
                 found = self.relation(conn, database, name)
                 if found is None or found[1] not in VIEW_KINDS:
                     raise ViewNotFoundError(f"{what} does not exist")
-                comment, properties = decode_comment(found[2])
                 if update.query is not None:
                     conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(database)))
                     # DROP and CREATE (not CREATE OR REPLACE): the new query may change the columns.
                     conn.execute(sql.SQL("DROP VIEW {}").format(self.q(database, name)))
                     conn.execute(sql.SQL("CREATE VIEW {} AS {}").format(
                         self.q(database, name), sql.SQL(self._view_sql(update.query))))
-                if update.comment is not None:
-                    comment = update.comment
-                properties.update(update.set_properties)
-                for key in update.unset_properties:
-                    properties.pop(key, None)
                 conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(
-                    self.q(database, name), sql.Literal(encode_comment(comment, properties))))
+                    self.q(database, name), sql.Literal(updated_comment(found[2], update))))
             table = self.read_table(conn, database, name)
         assert table is not None
         return table
@@ -515,31 +540,8 @@ class JdbcCatalog(BaseCatalog):
 
     # ------------------------------------------------------------ stages
 
-    def _stages(self) -> Stager:
-        if self.stager is None:
-            raise self._no_stages()
+    def stage_backend(self) -> StageBackend | None:
         return self.stager
-
-    def begin_stage(self, request: StageRequest) -> Stage:
-        return self._stages().begin(request)
-
-    def get_stage(self, database: str, key: str) -> Stage:
-        return self._stages().get(database, key)
-
-    def list_stages(self) -> list[Stage]:
-        return self._stages().list_stages()
-
-    def heartbeat_stage(self, database: str, key: str, lease: float | None = None) -> Stage:
-        return self._stages().heartbeat(database, key, lease)
-
-    def commit_stage(self, database: str, key: str) -> Stage:
-        return self._stages().commit(database, key)
-
-    def abort_stage(self, database: str, key: str, writer_stopped: bool = False) -> Stage:
-        return self._stages().abort(database, key, tombstone=not writer_stopped)
-
-    def janitor_pass(self, startup: bool = False, fence: Callable[[], bool] | None = None) -> int:
-        return self.stager.janitor_pass(startup, fence) if self.stager is not None else 0
 
     def stage_owner(self, table: hms.Table) -> str | None:
         return None  # never asked: the HMS endpoint does not serve jdbc catalogs

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["PROPERTIES_MARKER", "decode_comment", "encode_comment"]
+from catalogd.model import DatabaseUpdate, TableUpdate, ViewUpdate
+
+__all__ = ["PROPERTIES_MARKER", "decode_comment", "encode_comment", "updated_comment"]
 
 #: The line that starts catalogd's properties inside a PostgreSQL comment.
 PROPERTIES_MARKER = "\n-- catalogd properties: "
@@ -36,3 +38,15 @@ def decode_comment(text: str | None) -> tuple[str | None, dict[str, str]]:
     if not isinstance(loaded, dict):
         return text, {}
     return comment or None, {str(k): str(v) for k, v in loaded.items()}
+
+
+def updated_comment(text: str | None, update: DatabaseUpdate | TableUpdate | ViewUpdate) -> str | None:
+    """The PostgreSQL comment ``text`` becomes under an ALTER: the new comment, when it gives one,
+    and the properties it sets and unsets."""
+    comment, properties = decode_comment(text)
+    if update.comment is not None:
+        comment = update.comment
+    properties.update(update.set_properties)
+    for key in update.unset_properties:
+        properties.pop(key, None)
+    return encode_comment(comment, properties)

@@ -41,12 +41,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from catalogd.catalog.base import (
+    DYNAMIC_TABLE_PREFIX,
     RESERVED_PROPERTY_PREFIX,
     STAGE_KEY_LENGTH,
     STAGE_TABLE_PREFIX,
@@ -54,11 +55,11 @@ from catalogd.catalog.base import (
     is_stage_table,
     new_stage_key,
 )
+from catalogd.catalog.jdbc import TABLE_KINDS, TARGET_LOCK, VIEW_KINDS, JdbcCatalog
 from catalogd.catalog.jdbc_comments import decode_comment, encode_comment
 from catalogd.errors import (
     CatalogError,
     ConflictError,
-    DatabaseNotFoundError,
     InvalidArgumentError,
     PermissionDeniedError,
     StageNotFoundError,
@@ -70,9 +71,6 @@ from catalogd.faults import fault_point
 from catalogd.hive_types import parse_type
 from catalogd.model import Column, Stage, StagePurpose, StageRequest, StageState
 
-if TYPE_CHECKING:
-    from catalogd.catalog.jdbc import JdbcCatalog
-
 logger = logging.getLogger(__name__)
 
 PARAM = "catalogd.stage."
@@ -80,9 +78,8 @@ PARAM = "catalogd.stage."
 LAST_COMMIT = "catalogd.last-commit"
 _KEY_LENGTH = STAGE_KEY_LENGTH
 _SIGNATURE_VERSION = "v1"
-#: Advisory-lock namespaces (pg_advisory_xact_lock's first key): one stage, one target.
+#: Advisory-lock namespace (pg_advisory_xact_lock's first key) of one stage (a target's: jdbc.TARGET_LOCK).
 _STAGE_LOCK = 0x0CA7D001
-_TARGET_LOCK = 0x0CA7D002
 _FINISHED_CACHE = 4096
 FORGED = ("not created by this catalogd (no valid signature; daemons sharing a database must share "
           "staging.secret): left alone")
@@ -233,8 +230,7 @@ class JdbcStager:
         key = new_key()
         table = STAGE_TABLE_PREFIX + key
         with self.catalog.connections.connection(what) as conn, conn.transaction():
-            if self.catalog._schema_row(conn, database) is None:
-                raise DatabaseNotFoundError(f"database {self.name}.{database} does not exist")
+            self.catalog.require_schema(conn, database)
             existing = self.catalog.read_table(conn, database, target)
             if existing is not None and existing.view_text is not None and \
                     purpose is not StagePurpose.CREATE_IF_NOT_EXISTS:
@@ -430,15 +426,13 @@ class JdbcStager:
             "SELECT pg_advisory_xact_lock(%s, hashtext(%s)), "
             "pg_advisory_xact_lock(%s, hashtext(%s || '.' || (SELECT target FROM t))), (SELECT target FROM t)",
             (database, STAGE_TABLE_PREFIX + key, PARAM + "target", _STAGE_LOCK, self._stage_id(database, key),
-             _TARGET_LOCK, database)).fetchone()
+             TARGET_LOCK, database)).fetchone()
         return None if row is None or row[2] is None else str(row[2])
 
     def _stage_and_target(self, conn: Any, database: str, key: str,
-                          target: str | None) -> tuple[dict[str, Any] | None, tuple[int, str] | None]:
-        """The stage's fields (None: no staging table) and the target's (oid, relkind) (None: no
-        table or view of that name), in one catalog query."""
-        from catalogd.catalog.jdbc import TABLE_KINDS, VIEW_KINDS
-
+                          target: str | None) -> tuple[dict[str, Any] | None, tuple[int, str, str | None] | None]:
+        """The stage's fields (None: no staging table) and the target's (oid, relkind, comment)
+        (None: no table or view of that name), in one catalog query."""
         stage_table = STAGE_TABLE_PREFIX + key
         rows = conn.execute(
             "SELECT c.relname, c.oid, c.relkind, obj_description(c.oid, 'pg_class') FROM pg_class c "
@@ -446,7 +440,7 @@ class JdbcStager:
             "AND c.relkind = ANY(%s)",
             (database, [stage_table, *([target] if target else [])], list(TABLE_KINDS + VIEW_KINDS))).fetchall()
         meta: dict[str, Any] | None = None
-        existing: tuple[int, str] | None = None
+        existing: tuple[int, str, str | None] | None = None
         for name, oid, kind, text in rows:
             if name == stage_table:
                 try:
@@ -455,16 +449,22 @@ class JdbcStager:
                     loaded = {}
                 meta = loaded if isinstance(loaded, dict) else {}
             else:
-                existing = (int(oid), str(kind))
+                existing = (int(oid), str(kind), text)
         return meta, existing
 
     def _publish(self, conn: Any, database: str, key: str, meta: dict[str, Any], target: str,
-                 purpose: StagePurpose, existing: tuple[int, str] | None) -> str:
+                 purpose: StagePurpose, existing: tuple[int, str, str | None] | None) -> str:
         """The commit's changes, inside its transaction (both locks held; ``existing``: the target's
-        oid and relkind, read under them): "published", "appended", or "lost" (CREATE and the
-        target exists: the stage is dropped)."""
+        oid, relkind and comment, read under them): "published", "appended", or "lost" (CREATE and
+        the target exists: the stage is dropped).
+
+        A REPLACE keeps the old target's ``catalogd.dt.`` properties (a dynamic table's
+        definition and history, changed only under the same target lock), as a hive REPLACE does.
+        """
         stage_table = STAGE_TABLE_PREFIX + key
-        properties = dict(meta.get(PARAM + "properties") or {})
+        kept = decode_comment(existing[2])[1] if existing is not None else {}
+        properties = {k: v for k, v in kept.items() if k.startswith(DYNAMIC_TABLE_PREFIX)}
+        properties.update(meta.get(PARAM + "properties") or {})
         properties[LAST_COMMIT] = self._stage_id(database, key)
         if existing is not None and purpose in (StagePurpose.CREATE, StagePurpose.CREATE_IF_NOT_EXISTS):
             self._drop(conn, database, key)

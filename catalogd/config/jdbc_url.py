@@ -9,14 +9,14 @@ refused by name rather than half supported.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
+
+from catalogd.config.pg_url import split_url, url_host, url_params
 
 __all__ = ["BASE_URL_FORM", "DIALECTS", "BaseUrl", "parse_base_url"]
 
 BASE_URL_FORM = "jdbc:postgresql://HOST:PORT"
 #: Sub-protocol -> default port, of the dialects catalogd speaks.
 DIALECTS = {"postgresql": 5432}
-_CREDENTIAL_PARAMS = ("user", "password")
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,8 @@ class BaseUrl:
 
     def jdbc_url(self, database: str) -> str:
         """The JDBC URL of ``database`` on this server (no credentials)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
         query = "?" + "&".join(f"{k}={v}" for k, v in self.params) if self.params else ""
-        return f"jdbc:{self.dialect}://{host}:{self.port}/{database}{query}"
+        return f"jdbc:{self.dialect}://{url_host(self.host)}:{self.port}/{database}{query}"
 
 
 def parse_base_url(text: str) -> BaseUrl:
@@ -49,11 +48,7 @@ def parse_base_url(text: str) -> BaseUrl:
     rest = value[len("jdbc:"):]
     if "://" not in rest:
         raise ValueError(f"malformed JDBC URL: {expected}")
-    try:
-        split = urlsplit(rest)
-        port = split.port
-    except ValueError:
-        raise ValueError(f"malformed JDBC URL (the port must be a number between 1 and 65535): {expected}") from None
+    split, port = split_url(rest, "malformed JDBC URL", expected)
     dialect = split.scheme.lower()
     if dialect not in DIALECTS:
         raise ValueError(f"unsupported JDBC dialect {dialect!r}: catalogd speaks {', '.join(sorted(DIALECTS))} "
@@ -65,12 +60,6 @@ def parse_base_url(text: str) -> BaseUrl:
         raise ValueError(f"malformed JDBC URL: the host is missing: {expected}")
     if split.path not in ("", "/"):
         raise ValueError(f"base-url names the server only; the database is default-database: {expected}")
-    if split.fragment:
-        raise ValueError(f"malformed JDBC URL: nothing may follow '#': {expected}")
-    try:
-        params = tuple(parse_qsl(split.query, keep_blank_values=True, strict_parsing=bool(split.query)))
-    except ValueError:
-        raise ValueError(f"malformed JDBC URL: the parameters after '?' are not key=value pairs: {expected}") from None
-    if any(key.lower() in _CREDENTIAL_PARAMS for key, _ in params):
-        raise ValueError(f"give the user and password as username and password, not as URL parameters: {expected}")
+    params = url_params(split, "malformed JDBC URL", expected,
+                        f"give the user and password as username and password, not as URL parameters: {expected}")
     return BaseUrl(dialect=dialect, host=split.hostname, port=port or DIALECTS[dialect], params=params)

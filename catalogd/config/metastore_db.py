@@ -11,17 +11,17 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import unquote, urlencode
 
 from pydantic import SecretStr
+
+from catalogd.config.pg_url import split_url, url_host, url_params
 
 __all__ = ["METASTORE_DB_FORM", "PostgresDatabase", "parse_metastore_db", "read_password_file"]
 
 METASTORE_DB_FORM = "postgresql://USER:PASSWORD@HOST:PORT/DB"
 _SCHEME = "postgresql"
 _DEFAULT_PORT = 5432
-#: JDBC parameters that would carry the credentials a second way (and the password into the URL).
-_CREDENTIAL_PARAMS = ("user", "password")
 
 
 @dataclass(frozen=True)
@@ -39,17 +39,15 @@ class PostgresDatabase:
     @property
     def jdbc_url(self) -> str:
         """The JDBC URL: no user and no password in it (HMS logs its connection URL)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
         query = f"?{urlencode(self.params)}" if self.params else ""
-        return f"jdbc:postgresql://{host}:{self.port}/{self.name}{query}"
+        return f"jdbc:postgresql://{url_host(self.host)}:{self.port}/{self.name}{query}"
 
     def with_password(self, password: SecretStr | None) -> PostgresDatabase:
         return PostgresDatabase(self.user, self.host, self.port, self.name, self.params, password)
 
     def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
         secret = ":***" if self.password is not None else ""
-        return f"{_SCHEME}://{self.user}{secret}@{host}:{self.port}/{self.name}"
+        return f"{_SCHEME}://{self.user}{secret}@{url_host(self.host)}:{self.port}/{self.name}"
 
 
 def parse_metastore_db(text: str) -> PostgresDatabase:
@@ -65,11 +63,7 @@ def parse_metastore_db(text: str) -> PostgresDatabase:
         raise ValueError(f"empty value: {expected}")
     if "://" not in value:
         raise ValueError(f"not a URL: {expected}")
-    try:
-        split = urlsplit(value)
-        port = split.port
-    except ValueError:
-        raise ValueError(f"malformed URL (the port must be a number between 1 and 65535): {expected}") from None
+    split, port = split_url(value, "malformed URL", expected)
     scheme = split.scheme.lower()
     if scheme != _SCHEME:
         # The scheme is safe to show; the rest of the URL is not.
@@ -88,14 +82,8 @@ def parse_metastore_db(text: str) -> PostgresDatabase:
         raise ValueError(f"malformed URL: the database name is missing: {expected}")
     if "/" in name:
         raise ValueError(f"malformed URL: the database name must be one path segment: {expected}")
-    if split.fragment:
-        raise ValueError(f"malformed URL: nothing may follow '#': {expected}")
-    try:
-        params = tuple(parse_qsl(split.query, keep_blank_values=True, strict_parsing=bool(split.query)))
-    except ValueError:
-        raise ValueError(f"malformed URL: the parameters after '?' are not key=value pairs: {expected}") from None
-    if any(key.lower() in _CREDENTIAL_PARAMS for key, _ in params):
-        raise ValueError(f"give the user and password before the host, not as parameters: {expected}")
+    params = url_params(split, "malformed URL", expected,
+                        f"give the user and password before the host, not as parameters: {expected}")
     password = unquote(split.password) if split.password is not None else None
     return PostgresDatabase(
         user=user,

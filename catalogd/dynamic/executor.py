@@ -196,7 +196,6 @@ class RunExecutor:
             return
         work_dir = self.jobs.runs_dir() / run.id
         spec = self.jobs.spec(entry, work_dir, "batch", run.partition, run.id)
-        catalog = self.manager.catalog(entry.catalog)
         started = self.clock()
         run.status, run.started, run.phase = RunStatus.RUNNING, started, "starting"
         self.records.record(entry, run)
@@ -207,8 +206,8 @@ class RunExecutor:
         token = self.jobs.mint_token(entry, timeout + self._grace + KILL_WAIT + 60.0)
         timed_out = False
         try:
-            proc = self.runner.launch(self.config.spark.master, self.jobs.spark_conf(catalog, conf), spec, work_dir,
-                                      env=self.jobs.job_env(token))
+            proc = self.runner.launch(self.config.spark.master, self.jobs.run_conf(entry, conf), spec, work_dir,
+                                      env={**self.jobs.job_env(token), **self.jobs.catalog_env(entry)})
             with self._lock:
                 self._procs[run.id] = proc
             while proc.poll() is None:
@@ -250,13 +249,12 @@ class RunExecutor:
         from catalogd.client import CatalogClient
 
         spec = self.jobs.spec(entry, self.jobs.runs_dir() / run.id, "batch", run.partition, run.id)
-        catalog = self.manager.catalog(entry.catalog)
         started = self.clock()
         run.status, run.started, run.phase = RunStatus.RUNNING, started, "starting"
         self.records.record(entry, run)
         timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
         token = self.jobs.mint_token(entry, timeout + self._grace + KILL_WAIT + 60.0)
-        server = engine.server(self.jobs.spark_conf(catalog))
+        server = engine.server(self.jobs.run_conf(entry))
         why: list[str] = []
         done = threading.Event()
         session: Any = None
@@ -268,7 +266,7 @@ class RunExecutor:
             watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
                                        name=f"dt-watch-{run.id}", daemon=True)
             watcher.start()
-            for key, value in conf.items():  # a request's settings: this session's only
+            for key, value in {**conf, **self.jobs.catalog_session_conf(entry)}.items():  # this session's only
                 session.conf.set(key, value)
             client = CatalogClient(spec["daemon"], token=token or "",
                                    tls_context=spark_job._tls_context(spec.get("tls")))

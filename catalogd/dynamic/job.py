@@ -78,7 +78,7 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
             reporter: Reporter) -> dict[str, Any]:
     """One refresh through a stage; returns rows written and what was read."""
     from catalogd.model import StagePurpose
-    from catalogd.spark_common import is_connect, staged_table, write_staged
+    from catalogd.spark_common import count_staged, is_connect, staged_table, write_staged
 
     if is_connect(spark):
         # pyspark's shared functions pick the Connect ones only in a process started for Connect
@@ -105,7 +105,7 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
     with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
                       mode=purpose, properties=props, comment=table.comment, client=client, spark=spark) as staged:
         write_staged(spark, df, staged)
-        rows = spark.table(staged.name).count()
+        rows = count_staged(spark, staged)
         reporter.update(phase="committing", rows=rows)
     if partition and rows == 0:
         # Nothing for this partition now: an overwrite with no rows writes no

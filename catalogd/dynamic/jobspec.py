@@ -13,7 +13,7 @@ from catalogd.dynamic import store
 from catalogd.dynamic.freshness import Freshness
 from catalogd.dynamic.registry import Entry
 from catalogd.manager import CatalogManager
-from catalogd.spark_common import spark_conf_for
+from catalogd.spark_common import JDBC_PASSWORD_CONF, JDBC_PASSWORD_ENV, jdbc_driver_jars, spark_conf_for
 
 if TYPE_CHECKING:
     from catalogd.auth.model import Authority
@@ -25,6 +25,14 @@ TOKEN_ENV = "CATALOGD_TOKEN"
 def trigger_seconds(freshness: Freshness) -> int:
     """A streaming job's trigger: half the freshness, so a change waits at most one trigger, then one refresh."""
     return max(1, freshness.seconds // 2)
+
+
+def full_only(catalog: Catalog) -> str | None:
+    """Why the dynamic tables of ``catalog`` refresh FULL only (None: they may run CONTINUOUS)."""
+    if catalog.info().type == "jdbc":
+        return (f"{catalog.name} is a jdbc catalog: its dynamic tables refresh FULL only (each refresh commits "
+                "a new table in one PostgreSQL transaction; a stream of them is not supported)")
+    return None
 
 
 class JobFactory:
@@ -66,10 +74,33 @@ class JobFactory:
         """The environment a job gets beyond the daemon's: its token, if it has one."""
         return {TOKEN_ENV: token} if token else {}
 
+    def catalog_env(self, entry: Entry) -> dict[str, str]:
+        """What a job of ``entry`` gets in its environment to write its catalog: the password of a
+        jdbc catalog, for Spark's JDBC source (``spark_common.jdbc_properties`` reads it there)."""
+        password = self.manager.catalog(entry.catalog).job_password()
+        return {JDBC_PASSWORD_ENV.format(NAME=entry.catalog.upper()): password} if password is not None else {}
+
+    def catalog_session_conf(self, entry: Entry) -> dict[str, str]:
+        """``catalog_env`` as settings of one Spark Connect session (a run in the daemon's engine:
+        its environment is the daemon's); Spark redacts settings named like a password."""
+        password = self.manager.catalog(entry.catalog).job_password()
+        return {JDBC_PASSWORD_CONF.format(name=entry.catalog): password} if password is not None else {}
+
     def spark_conf(self, catalog: Catalog, extra: dict[str, str] | None = None) -> dict[str, str]:
         # The catalog's metastore settings win over spark.conf; a request's configuration over both.
         return {"spark.ui.enabled": "false", **self.config.spark.conf, **spark_conf_for(catalog.info()),
                 **(extra or {})}
+
+    def run_conf(self, entry: Entry, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The Spark settings of ``entry``'s jobs: on the metastore of the catalog its query reads;
+        a table in a jdbc catalog adds that catalog's JDBC driver to the job's classpath."""
+        source = self.manager.catalog(entry.source_catalog or entry.catalog)
+        conf = self.spark_conf(source)
+        if entry.source_catalog:
+            jars = jdbc_driver_jars([self.manager.catalog(entry.catalog).info()])
+            if jars:
+                conf["spark.jars"] = ",".join([j for j in conf.get("spark.jars", "").split(",") if j] + jars)
+        return {**conf, **(extra or {})}
 
     def table_dir(self, entry: Entry) -> Path:
         """The table's own directory: the streaming job's work dir and checkpoint."""

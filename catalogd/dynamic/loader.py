@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from catalogd.config import Config
-from catalogd.dynamic import store
+from catalogd.dynamic import jobspec, store
 from catalogd.dynamic.analyzer import Analyzers
 from catalogd.dynamic.driver import Driver, initialize_option
 from catalogd.dynamic.freshness import derive_mode, parse_freshness, previous_fire_time
@@ -161,7 +161,7 @@ class Loader:
         freshness = parse_freshness(dt.freshness)
         keys = [k.name for k in catalog.fresh().get_table(database, name).partition_keys]
         entry = Entry(catalog_name, database, name, freshness, dt.refresh_mode, dt.state,
-                      parse_formatters(dt.options, keys))
+                      parse_formatters(dt.options, keys), params.get(store.SOURCE_CATALOG) or None)
         entry.data_time = store.float_param(params, store.DATA_TIME)
         if not self.registry.add(entry):
             return  # created (or restored) meanwhile: that entry drives it
@@ -188,9 +188,12 @@ class Loader:
             except InvalidArgumentError as e:
                 wanted = entry.mode
                 logger.warning("dynamic table %s keeps its %s refresh: %s", entry.full_name, entry.mode.value, e)
+            full_only = jobspec.full_only(self.manager.catalog(entry.catalog))
             if wanted is RefreshMode.CONTINUOUS and entry.formatters:
                 logger.warning("dynamic table %s keeps its FULL refresh: it has partition date formatters",
                                entry.full_name)
+            elif wanted is RefreshMode.CONTINUOUS and full_only is not None:
+                logger.warning("dynamic table %s keeps its FULL refresh: %s", entry.full_name, full_only)
             elif wanted is not entry.mode:
                 logger.info("dynamic table %s: the freshness threshold changed, %s refresh becomes %s",
                             entry.full_name, entry.mode.value, wanted.value)

@@ -41,6 +41,8 @@ class Records:
     def detail(self, entry: Entry) -> dict[str, Any]:
         """The handler's job detail: the schedule of a FULL table, the job of a CONTINUOUS one."""
         detail: dict[str, Any] = {"freshness": str(entry.freshness), **self.refresh_way(entry)}
+        if entry.source_catalog:
+            detail["sourceCatalog"] = entry.source_catalog
         if entry.mode is RefreshMode.FULL:
             detail["schedule"] = cron_expression(entry.freshness)
             detail["timeZone"] = self.config.dynamic_tables.time_zone

@@ -45,6 +45,8 @@ class Entry:
     mode: RefreshMode
     state: RefreshState
     formatters: dict[str, str] = field(default_factory=dict)
+    #: The hive catalog the query reads when it is not ``catalog`` (a table in a jdbc catalog).
+    source_catalog: str | None = None
     next_fire: datetime.datetime | None = None
     data_time: float | None = None
     last_duration: float = 0.0

@@ -30,6 +30,8 @@ RESUMED = PREFIX + "resumed"
 QUERY = PREFIX + "query"
 EXPANDED = PREFIX + "expanded-query"
 SOURCES = PREFIX + "sources"
+#: The hive catalog the query reads, when it is not the table's own (a table in a jdbc catalog).
+SOURCE_CATALOG = PREFIX + "source-catalog"
 HISTORY = PREFIX + "history"
 CHUNKED = (QUERY, EXPANDED, HISTORY)
 _CHUNK = 3000
@@ -58,9 +60,11 @@ def handler_params(mode: RefreshMode, state: RefreshState, detail: dict[str, Any
     return {HANDLER: json.dumps({"mode": mode.value, "state": state.value, "detail": detail}, sort_keys=True)}
 
 
-def definition_params(dt: DynamicTable, sources: list[str], created: float) -> dict[str, str]:
+def definition_params(dt: DynamicTable, sources: list[str], created: float,
+                      source_catalog: str | None = None) -> dict[str, str]:
     """Every parameter of a new dynamic table (the handler starts INITIALIZING)."""
     return {
+        **({SOURCE_CATALOG: source_catalog} if source_catalog else {}),
         FRESHNESS: dt.freshness,
         DECLARED_MODE: dt.declared_mode.value if dt.declared_mode else "",
         OPTIONS: json.dumps(dt.options, sort_keys=True),

@@ -194,14 +194,13 @@ class Supervisor:
         work_dir = self.jobs.table_dir(entry) / "job"
         shutil.rmtree(work_dir, ignore_errors=True)
         spec = self.jobs.spec(entry, work_dir, "continuous")
-        catalog = self.manager.catalog(entry.catalog)
         run = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger="continuous",
                          status=RunStatus.RUNNING, submitted=now, started=now, phase="starting")
         # A streaming job runs until it is stopped: its token lives as long, and is revoked when it ends.
         token = self.jobs.mint_token(entry, _STREAM_TOKEN_TTL)
         try:
-            stream.proc = self.runner.launch(self.config.spark.master, self.jobs.spark_conf(catalog), spec, work_dir,
-                                             env=self.jobs.job_env(token))
+            stream.proc = self.runner.launch(self.config.spark.master, self.jobs.run_conf(entry), spec, work_dir,
+                                             env={**self.jobs.job_env(token), **self.jobs.catalog_env(entry)})
         except BaseException:
             self.jobs.revoke_token(token)
             raise

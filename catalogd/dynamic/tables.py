@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 from catalogd.catalog.base import BaseCatalog
 from catalogd.config import Config
-from catalogd.dynamic import runner, store
+from catalogd.dynamic import jobspec, runner, store
 from catalogd.dynamic.analyzer import Analyzers
 from catalogd.dynamic.driver import Driver, initialize_option
 from catalogd.dynamic.executor import RunExecutor
@@ -47,6 +47,7 @@ from catalogd.model import (
     TableKind,
 )
 from catalogd.names import ObjectPath, parse_object
+from catalogd.views import catalogs_named
 
 logger = logging.getLogger(__name__)
 
@@ -71,19 +72,43 @@ class TableOperations:
     # ------------------------------------------------------------ helpers
 
     def catalog(self, name: str | None) -> BaseCatalog:
-        """A hive catalog by name (the default when None).
+        """A catalog dynamic tables live in, by name (the default when None): hive, or jdbc.
 
         Raises:
-            UnsupportedError: the catalog is not a hive catalog.
+            UnsupportedError: the catalog is neither a hive nor a jdbc catalog.
         """
         catalog = self.manager.catalog(name or None)
-        if catalog.info().type != "hive":
+        if catalog.info().type not in ("hive", "jdbc"):
             raise UnsupportedError(f"catalog {catalog.name!r} is a {catalog.info().type} catalog: "
-                                   "dynamic tables need a hive catalog (Spark refreshes them)")
+                                   "dynamic tables need a hive or a jdbc catalog (Spark refreshes them)")
         return catalog
 
+    def source_catalog(self, catalog: BaseCatalog, query: str) -> BaseCatalog | None:
+        """The hive catalog a jdbc catalog's dynamic table reads (None: a hive catalog's table,
+        whose query reads its own catalog). Spark reads the sources from that catalog's
+        metastore, so the query names it in every table: ``hive.sales.orders``.
+
+        Raises:
+            InvalidArgumentError: a table without its catalog, or tables of several catalogs.
+            UnsupportedError: the catalog named is not a hive catalog.
+        """
+        if catalog.info().type != "jdbc":
+            return None
+        named = catalogs_named(query)
+        where = f"a dynamic table in jdbc catalog {catalog.name!r}"
+        if None in named:
+            raise InvalidArgumentError(f"{where} reads hive tables: name each with its catalog "
+                                       "(catalog.database.table)")
+        if len(named) != 1:
+            raise InvalidArgumentError(f"{where} reads the tables of one hive catalog; the query names "
+                                       f"{sorted(str(n) for n in named) or 'none'}")
+        source = self.manager.catalog(named.pop())
+        if source.info().type != "hive":
+            raise UnsupportedError(f"{where} reads hive tables; {source.name!r} is a {source.info().type} catalog")
+        return source
+
     def resolve(self, path: ObjectPath) -> tuple[BaseCatalog, str, str]:
-        """The (hive) catalog, database and name a path means."""
+        """The (hive or jdbc) catalog, database and name a path means."""
         catalog, database, name = self.manager.resolve_object(path)
         self.catalog(catalog.name)
         return catalog, database, name
@@ -142,8 +167,17 @@ class TableOperations:
         runner.spark_submit_path()
         freshness = parse_freshness(spec.freshness)
         mode = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold, spec.refresh_mode)
-        expanded = self.manager.expand_query(catalog, database, spec.query, kind="dynamic table")
-        analyzer = self.analyzers.get(catalog.name, lambda: self.jobs.spark_conf(catalog))
+        full_only = jobspec.full_only(catalog)
+        if full_only is not None and mode is RefreshMode.CONTINUOUS:
+            raise UnsupportedError(f"{full}: {full_only}: declare REFRESH_MODE = FULL, or a freshness of at least "
+                                   f"dynamic-tables.freshness-threshold")
+        if full_only is not None and spec.partitioned_by:
+            raise UnsupportedError(f"{full}: a jdbc catalog has no partitions (PARTITIONED BY): each refresh "
+                                   "replaces the whole table")
+        source = self.source_catalog(catalog, spec.query) or catalog
+        source_db = database if source is catalog else self.manager.catalog_info(source.name).default_database
+        expanded = self.manager.expand_query(source, source_db, spec.query, kind="dynamic table")
+        analyzer = self.analyzers.get(source.name, lambda: self.jobs.spark_conf(source))
         columns = analyzer.analyze(expanded.qualified)
         keys = [k.lower() for k in spec.partitioned_by]
         by_name = {c.name: c for c in columns}
@@ -168,12 +202,15 @@ class TableOperations:
             options=dict(spec.options), comment=spec.comment,
         )
         created = time.time()
+        source_name = source.name if source is not catalog else None
         table = Table(name=name, database=database, catalog=catalog.name, columns=dt.columns,
-                      partition_keys=dt.partition_keys, format=TableFormat.PARQUET, kind=TableKind.MANAGED,
-                      comment=spec.comment,
-                      properties={**spec.options, **store.definition_params(dt, expanded.tables, created)})
+                      partition_keys=dt.partition_keys, format=None if source_name else TableFormat.PARQUET,
+                      kind=TableKind.MANAGED, comment=spec.comment,
+                      properties={**spec.options,
+                                  **store.definition_params(dt, expanded.tables, created, source_name)})
         catalog.create_table(table)
-        entry = Entry(catalog.name, database, name, freshness, mode, RefreshState.INITIALIZING, formatters)
+        entry = Entry(catalog.name, database, name, freshness, mode, RefreshState.INITIALIZING, formatters,
+                      source_name)
         self.registry.put(entry)
         try:
             self.driver.activate(entry, initial=initialize == "on_create")
@@ -322,6 +359,9 @@ class TableOperations:
         mode = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold, declared)
         if entry.formatters and mode is RefreshMode.CONTINUOUS:
             raise InvalidArgumentError(f"{full} has partition date formatters: it needs the FULL refresh mode")
+        full_only = jobspec.full_only(self.manager.catalog(entry.catalog))
+        if full_only is not None and mode is RefreshMode.CONTINUOUS:
+            raise UnsupportedError(f"{full}: {full_only}; nothing changed")
         set_params = {store.FRESHNESS: str(freshness)}
         if change.refresh_mode is not None:
             set_params[store.DECLARED_MODE] = change.refresh_mode.value

@@ -93,3 +93,12 @@ def test_expanded_text_casts_to_the_stored_types():
 def test_bad_queries_are_rejected(query: str, message: str):
     with pytest.raises(InvalidArgumentError, match=message):
         expand(query)
+
+
+def test_the_catalogs_a_query_names() -> None:
+    from catalogd.views import catalogs_named
+
+    assert catalogs_named("SELECT * FROM src.db.t JOIN src.db.u USING (id)") == {"src"}
+    assert catalogs_named("WITH x AS (SELECT 1 AS a) SELECT * FROM x JOIN db.t ON true") == {None}
+    assert catalogs_named("SELECT * FROM a.db.t UNION ALL SELECT * FROM b.db.t") == {"a", "b"}
+    assert catalogs_named("SELECT FROM WHERE (") == set()

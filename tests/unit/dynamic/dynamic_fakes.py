@@ -124,6 +124,15 @@ class FakeJobs:
     def spark_conf(self, catalog: object, extra: dict[str, str] | None = None) -> dict[str, str]:
         return dict(extra or {})
 
+    def run_conf(self, entry: Entry, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return dict(extra or {})
+
+    def catalog_env(self, entry: Entry) -> dict[str, str]:
+        return {}
+
+    def catalog_session_conf(self, entry: Entry) -> dict[str, str]:
+        return {}
+
     def table_dir(self, entry: Entry) -> Path:
         return self.root / entry.catalog / entry.database / entry.name
 
