@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from catalogd.hms.policy import CallRecord, Policy
     from catalogd.hms.server import ClientConnection
 
-__all__ = ["check_components", "visible_locks"]
+__all__ = ["check_components", "lower_names", "visible_locks"]
 
 #: Lock types that guard a write: they need the writer role and a writable catalog.
 _WRITING = frozenset({hms.LockType.SHARED_WRITE, hms.LockType.EXCLUSIVE})
@@ -63,6 +63,20 @@ def check_components(request: Any, federation: Federation, policy: Policy, conn:
         _authorize(policy, conn, call, place.catalog, writes, what)
         if writes:
             policy.check_writable(place.catalog, f"a {_type_name(component.type)} lock on {what}")
+
+
+def lower_names(request: Any) -> None:
+    """Database and table names in lower case (in place), as the metastore keeps its objects'; a
+    partition name keeps its values' case. For a ``lock`` or ``show_locks`` request."""
+    for component in getattr(request, "component", None) or []:
+        if component.dbname:
+            component.dbname = component.dbname.lower()
+        if component.tablename:
+            component.tablename = component.tablename.lower()
+    for field in ("dbname", "tablename"):
+        value = getattr(request, field, None)
+        if value:
+            setattr(request, field, value.lower())
 
 
 def visible_locks(result: Any, federation: Federation, policy: Policy, principal: Principal | None) -> None:

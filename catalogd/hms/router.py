@@ -42,7 +42,7 @@ from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
-from catalogd.hms.lock_rules import check_components, visible_locks
+from catalogd.hms.lock_rules import check_components, lower_names, visible_locks
 from catalogd.hms.policy import READER_GLOBAL_WRITES, CallRecord, Policy
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.hms.rewriting import LISTINGS, Rewriting, hide_stages, spark_default_location
@@ -575,13 +575,13 @@ class Router:
             self.policy.authorize(conn, method, kind, federation.default, call)
         if self.locks is not None:
             return self._lock_call(conn, message, args, call)
-        if method != "show_locks":
-            return self._global(conn, message)
         target = self._target(federation.default)
-        if target is None:
+        if target is None or method not in ("lock", "show_locks"):
             return self._global(conn, message)
-        reply = self._relay(target, conn, message.raw, retry=True)
-        if reply.type != REPLY:
+        # HMS 2.3 keeps a lock's names as sent: "DB.T" and "db.t" would be two objects to it.
+        lower_names(args.rqst)
+        reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=method == "show_locks")
+        if reply.type != REPLY or method == "lock":
             return reply.raw
         result = decode(_RESULTS[method](), reply.body)
         visible_locks(result, federation, self.policy, call.principal)
