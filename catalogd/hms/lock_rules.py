@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from catalogd.hms.policy import CallRecord, Policy
     from catalogd.hms.server import ClientConnection
 
-__all__ = ["check_components", "lower_names", "visible_locks"]
+__all__ = ["check_components", "locked_scopes", "lower_names", "visible_locks"]
 
 #: Lock types that guard a write: they need the writer role and a writable catalog.
 _WRITING = frozenset({hms.LockType.SHARED_WRITE, hms.LockType.EXCLUSIVE})
@@ -77,6 +77,17 @@ def lower_names(request: Any) -> None:
         value = getattr(request, field, None)
         if value:
             setattr(request, field, value.lower())
+
+
+def locked_scopes(request: Any, federation: Federation) -> list[tuple[str, str, str]]:
+    """The (catalog, database, table) cache scopes a ``lock`` request's components name (table ""
+    for a whole database), as the metadata cache keys them."""
+    scopes = []
+    for component in request.component or []:
+        place = federation.locate(component.dbname or "")
+        if place is not None:
+            scopes.append((place.catalog, place.database.lower(), (component.tablename or "").lower()))
+    return scopes
 
 
 def visible_locks(result: Any, federation: Federation, policy: Policy, principal: Principal | None) -> None:

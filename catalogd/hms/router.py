@@ -42,7 +42,8 @@ from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
-from catalogd.hms.lock_rules import check_components, lower_names, visible_locks
+from catalogd.hms.lock_reads import LockedReads
+from catalogd.hms.lock_rules import check_components, locked_scopes, lower_names, visible_locks
 from catalogd.hms.policy import READER_GLOBAL_WRITES, CallRecord, Policy
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.hms.rewriting import LISTINGS, Rewriting, hide_stages, spark_default_location
@@ -142,6 +143,8 @@ class Router:
         self.upstreams = Upstreams(max_message)
         self.drops = Drops(manager, drop_dynamic)
         self.locks = locks
+        #: Objects locked through this endpoint lately: read from the metastore, not the cache.
+        self.locked_reads = LockedReads(lambda: self.manager.config.server.hms_lock_timeout.total_seconds())
         #: Issues delegation tokens (set by the endpoint with auth.kerberos); None: relayed.
         self.delegation: EndpointAuth | None = None
         self._memory_store = memory_store
@@ -342,7 +345,8 @@ class Router:
         # A cache that is off (cache.ttl 0s) is skipped, so the reply goes back as it came.
         caching = self._caching(target)
         found = None
-        if method in _CACHED_READS and caching.enabled:
+        if method in _CACHED_READS and caching.enabled and not self.locked_reads.guarded(
+                self._scope(route, method, args)):
             # The metastore's reply as relayed (RAW), or the one rewritten here for the client.
             form = f"hms:{prefix}" if rewritten else RAW
             found = caching.lookup(self._scope(route, method, args), method, message.body, form)
@@ -576,12 +580,32 @@ class Router:
         if self.locks is not None:
             return self._lock_call(conn, message, args, call)
         target = self._target(federation.default)
-        if target is None or method not in ("lock", "show_locks"):
+        if target is None or method == "heartbeat":
             return self._global(conn, message)
+        if method == "unlock":
+            self.locked_reads.released(args.rqst.lockid or 0)
+            return self._global(conn, message)
+        if method == "check_lock":
+            reply = self._relay(target, conn, message.raw, retry=False)
+            if reply.type == REPLY:
+                answer = decode(_RESULTS[method](), reply.body).success
+                if answer is not None and answer.state == hms.LockState.ACQUIRED:
+                    self.locked_reads.granted(answer.lockid)
+            return reply.raw
         # HMS 2.3 keeps a lock's names as sent: "DB.T" and "db.t" would be two objects to it.
         lower_names(args.rqst)
-        reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=method == "show_locks")
-        if reply.type != REPLY or method == "lock":
+        if method == "lock":
+            scopes = locked_scopes(args.rqst, federation)
+            # Before the lock can be granted: its holder's reads must not come from the cache.
+            self.locked_reads.asked(scopes)
+            reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=False)
+            if reply.type == REPLY:
+                answer = decode(_RESULTS[method](), reply.body).success
+                if answer is not None and answer.state == hms.LockState.WAITING:
+                    self.locked_reads.asked(scopes, answer.lockid, waiting=True)
+            return reply.raw
+        reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=True)
+        if reply.type != REPLY:
             return reply.raw
         result = decode(_RESULTS[method](), reply.body)
         visible_locks(result, federation, self.policy, call.principal)
