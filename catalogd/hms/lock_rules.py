@@ -62,7 +62,7 @@ def check_components(request: Any, federation: Federation, policy: Policy, conn:
         writes = component.type in _WRITING
         _authorize(policy, conn, call, place.catalog, writes, what)
         if writes:
-            policy.check_writable(place.catalog, f"a {_type_name(component.type)} lock on {what}")
+            policy.check_writable(place.catalog, f"{_type_name(component.type)} lock on {what}")
 
 
 def lower_names(request: Any) -> None:
