@@ -5,8 +5,10 @@ module; their locks are the metastore's (HMS 2.3's TxnHandler on the transaction
 catalogd created). One SIGKILL and restart of daemon A covers, at once: an exclusive lock taken
 through A keeps B's same request waiting across A's death and restart, and is then released by
 its heartbeat timeout; Iceberg-pattern writers on both daemons (lock, read the pointer,
-``alter_table``, unlock) lose no acknowledged commit while A dies and comes back. A single Derby
-metastore (what a daemon without ``metastore-db`` runs) shows the lock surviving a restart there too.
+``alter_table``, unlock) lose no acknowledged commit while A dies and comes back. The daemons are
+no cluster and cache for 60 s: only their reading a locked table from the metastore keeps a
+writer from an old pointer. A single Derby metastore (what a daemon without ``metastore-db``
+runs) shows the lock surviving a restart there too.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ DB = "locks_db"
 #: The table the Iceberg-pattern writers commit to; its ``history`` parameter lists every commit.
 POINTER_TABLE = "pointer"
 WRITERS = 4
+#: A table written through A and read through B, with and without a lock.
+FRESH_TABLE = "fresh"
 
 
 @dataclass
@@ -88,13 +92,18 @@ def pair(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> 
             config = write_config(root / f"{name}.yaml", port=free_port(), http_port=free_port(),
                                   data_dir=root / name, catalogs=[catalog],
                                   extra={"staging": {"secret": SESSION_STAGE_SECRET},
-                                         "server": {"hms-lock-timeout": f"{LOCK_TIMEOUT}s"}})
+                                         "server": {"hms-lock-timeout": f"{LOCK_TIMEOUT}s"},
+                                         # Not members of a cluster: no invalidations between
+                                         # them, so only the metastore's answer under a lock
+                                         # keeps a writer from reading an old pointer.
+                                         "cache": {"ttl": "60s"}})
             # A first, alone: its metastore creates the schema in the empty database.
             daemons.append(start_daemon(config, root / name, root / f"{name}.log"))
         the_pair = Pair(*daemons)
         with hms_connection(the_pair.a.hms_address, "owner") as c:
             c.create_database(ttypes.Database(name=DB, description="locks", parameters={}))
             c.create_table(_table(POINTER_TABLE, {"history": ""}))
+            c.create_table(_table(FRESH_TABLE, {"v": "0"}))
         yield the_pair
         daemons = [the_pair.a, the_pair.b]
     finally:
@@ -236,6 +245,21 @@ class Heartbeats:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(10)
+
+
+def test_a_read_under_a_lock_sees_the_other_daemons_write(pair: Pair) -> None:
+    """B caches a table (60 s); A alters it. Without a lock B answers from its cache; once B
+    granted a lock on the table, B reads it from the metastore."""
+    with hms_connection(pair.a.hms_address, "w") as a, hms_connection(pair.b.hms_address, "r") as b:
+        assert (b.get_table(DB, FRESH_TABLE).parameters or {})["v"] == "0"
+        table = a.get_table(DB, FRESH_TABLE)
+        table.parameters = {**(table.parameters or {}), "v": "1"}
+        a.alter_table(DB, FRESH_TABLE, table)
+        assert (b.get_table(DB, FRESH_TABLE).parameters or {})["v"] == "0"  # B's cache: no invalidation
+        held = b.lock(_request(FRESH_TABLE.upper(), "r"))
+        assert held.state == ACQUIRED
+        assert (b.get_table(DB, FRESH_TABLE).parameters or {})["v"] == "1"
+        b.unlock(ttypes.UnlockRequest(lockid=held.lockid))
 
 
 def test_locks_are_shared_survive_a_sigkill_and_lose_no_iceberg_commit(pair: Pair) -> None:
