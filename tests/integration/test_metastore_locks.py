@@ -224,6 +224,15 @@ def _writer(member: Member, name: str, commits: Commits, stop: threading.Event) 
         time.sleep(0.2)
 
 
+def _reader(member: Member, stop: threading.Event) -> None:
+    """Reads the pointer table through both daemons, as the engines reading it do: each daemon
+    keeps caching it, so a writer that read through the cache would commit on an old pointer."""
+    while not stop.wait(0.02):
+        with contextlib.suppress(Exception):  # a daemon being killed
+            member.call(lambda c: c.get_table(DB, POINTER_TABLE), deadline=5)
+            member._drop()  # the other daemon next time
+
+
 class Heartbeats:
     """Heartbeats lock ids every second through whichever daemon answers (a holder's keep-alive)."""
 
@@ -269,8 +278,10 @@ def test_locks_are_shared_survive_a_sigkill_and_lose_no_iceberg_commit(pair: Pai
     keeper = Heartbeats(Member(addresses, 1, "keeper"))
     writers = [Member(addresses, i, f"w{i}") for i in range(WRITERS)]
     commits, stop = Commits(), threading.Event()
+    reader = Member(addresses, 0, "reader")
     threads = [threading.Thread(target=_writer, args=(m, chr(ord("a") + i), commits, stop), daemon=True)
                for i, m in enumerate(writers)]
+    threads.append(threading.Thread(target=_reader, args=(reader, stop), daemon=True))
     try:
         # An exclusive lock through A; the same request through B waits, and sees A's lock.
         held = holder.call(lambda c: c.lock(_request("guarded", "holder")), resend=False)
@@ -311,7 +322,7 @@ def test_locks_are_shared_survive_a_sigkill_and_lose_no_iceberg_commit(pair: Pai
     finally:
         stop.set()
         keeper.close()
-        for member in [holder, waiter, keeper.member, *writers]:
+        for member in [holder, waiter, keeper.member, reader, *writers]:
             member.close()
 
     # Every acknowledged commit is in the final history, once; nothing else but commits whose
