@@ -85,6 +85,8 @@ COMMIT_TABLES = 4
 POINTER = "metadata_location"
 PREVIOUS = "previous_metadata_location"
 NA = "not available"
+#: The members' server.hms-lock-timeout (the metastores' hive.txn.timeout).
+LOCK_TIMEOUT = "20s"
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -154,7 +156,10 @@ class Cluster:
             catalogs = [embedded_catalog("main", metastore_port=free_port(), warehouse=warehouse,
                                          **{"metastore-db": url})]
             dynamic = {"enabled": dynamic_everywhere or i == 0, "warm-analyzer": False}
-            extra = {"server": {"hms-port": p["hms-port"]}, "cluster": {"members": ports},
+            # A lock whose holder died with its member (the lock call lost in flight) goes after
+            # LOCK_TIMEOUT, not HMS's 5 minutes, so the commit tables are not stalled for long.
+            extra = {"server": {"hms-port": p["hms-port"], "hms-lock-timeout": LOCK_TIMEOUT},
+                     "cluster": {"members": ports},
                      "staging": {"secret": SECRET}, "cache": {"ttl": "60s"}, "dynamic-tables": dynamic}
             config = write_config(root / f"m{i}.yaml", port=p["port"], http_port=p["http-port"],
                                   data_dir=root / f"m{i}", catalogs=catalogs, extra=extra)

@@ -167,6 +167,8 @@ class HiveCatalog(BaseCatalog):
             embedded = EmbeddedMetastore(
                 conf.name, config.server.data_dir, conf.metastore_port, conf.warehouse, hive_conf,
                 stop_grace=config.server.shutdown_grace.total_seconds(), database=conf.metastore_database,
+                # The endpoint's locks are this metastore's (when it is the default catalog's).
+                txn_timeout=config.server.hms_lock_timeout.total_seconds(),
             )
         else:
             uris = parse_uris(conf.uris)

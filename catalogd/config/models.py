@@ -150,14 +150,17 @@ class ServerConfig(_Model):
     http_port: Port = Field(default=9191, alias="http-port")
     #: The Hive Metastore endpoint (ThriftHiveMetastore for every catalog); 0 picks a free port.
     hms_port: Port = Field(default=9083, alias="hms-port")
-    #: How long a metastore lock taken through the endpoint lives without a heartbeat
-    #: (HMS's ``hive.txn.timeout``); only where catalogd holds the locks (an embedded default).
+    #: How long a metastore lock taken through the endpoint lives without a heartbeat: the
+    #: ``hive.txn.timeout`` of every embedded metastore (whose transaction tables keep the locks
+    #: of a hive default catalog; daemons sharing a database should agree on it), and the
+    #: timeout of catalogd's in-memory locks (a memory default). A remote HMS keeps its own.
     hms_lock_timeout: Annotated[Duration, AtMost(_DAY)] = Field(
         default=datetime.timedelta(minutes=5), alias="hms-lock-timeout"
     )
-    #: The most components (locked objects) one lock request may name (where catalogd holds the locks).
+    #: The most components (locked objects) one lock request through the endpoint may name.
     hms_max_lock_components: PositiveInt = Field(default=10_000, alias="hms-max-lock-components")
-    #: The most lock components (held or waiting) one client host may have (where catalogd holds the locks).
+    #: The most lock components (held or waiting) one client host may have (only where catalogd
+    #: holds the locks in memory: a memory default catalog).
     hms_max_locks_per_client: PositiveInt = Field(default=50_000, alias="hms-max-locks-per-client")
     #: Bytes all HMS endpoint connections may hold together for calls partly received or running;
     #: also the largest call (at most 256 MiB, the endpoint's bound on one message).

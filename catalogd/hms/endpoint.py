@@ -62,10 +62,11 @@ class HmsEndpoint:
 
     @staticmethod
     def _lock_service(config: Config) -> LockService | None:
-        """catalogd holds the locks when the default catalog's metastore cannot: an embedded
-        HMS 2.3 (its lock call fails) or a memory catalog (no metastore)."""
+        """catalogd holds the locks only where no metastore database does: the default catalog is
+        not a hive catalog (a memory catalog). A hive default, embedded (on Derby or PostgreSQL)
+        or remote, keeps them in its transaction tables (None: relayed to it)."""
         default = config.default_catalog
-        if default.type == "hive" and not default.is_embedded:
+        if default.type == "hive":
             return None
         from catalogd.hms.locks import LockManager, next_epoch
 

@@ -13,8 +13,8 @@ dispatches between them:
 * here: routing by database, reads of databases, tables and partitions answered from the
   metadata cache through the catalog's caching client (one key scheme with the catalog's
   own reads; every write invalidates what it touched), listings across catalogs, memory
-  catalogs (``MemoryMetastore``) and the lock API (``LockManager``, when the default
-  catalog's metastore cannot hold locks);
+  catalogs (``MemoryMetastore``) and the lock API (``lock_rules`` on what a lock names, then
+  the default catalog's metastore, or ``LockManager`` when there is no metastore database);
 * ``drops``: drops catalogd makes itself (its deletion rules, a dynamic table's job
   stopped first, the stages of a dropped database aborted).
 """
@@ -42,6 +42,8 @@ from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
+from catalogd.hms.lock_reads import LockedReads
+from catalogd.hms.lock_rules import check_components, locked_scopes, lower_names, visible_locks
 from catalogd.hms.policy import READER_GLOBAL_WRITES, CallRecord, Policy
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.hms.rewriting import LISTINGS, Rewriting, hide_stages, spark_default_location
@@ -120,7 +122,8 @@ class Router:
     Args:
         manager: the catalogs (looked up per call: a config reload changes them); a catalog
             with a ``relay_target()`` is relayed to, reading and invalidating its cache.
-        locks: answers the lock API for the default catalog; None: relay it.
+        locks: answers the lock API where no metastore keeps locks; None: relay it to the
+            default catalog's metastore (its transaction tables).
         memory_store: the ``MemoryMetastore`` of a memory catalog, by name.
         drop_dynamic: drops a dynamic table as ``dt drop`` does (its job stopped first).
         max_message: the largest reply relayed.
@@ -140,6 +143,8 @@ class Router:
         self.upstreams = Upstreams(max_message)
         self.drops = Drops(manager, drop_dynamic)
         self.locks = locks
+        #: Objects locked through this endpoint lately: read from the metastore, not the cache.
+        self.locked_reads = LockedReads(lambda: self.manager.config.server.hms_lock_timeout.total_seconds())
         #: Issues delegation tokens (set by the endpoint with auth.kerberos); None: relayed.
         self.delegation: EndpointAuth | None = None
         self._memory_store = memory_store
@@ -240,9 +245,8 @@ class Router:
         if method in _DELEGATION_METHODS and self.delegation is not None and self.delegation.tokens is not None:
             policy.authorize(conn, method, kind, self.federation.default, call)
             return self._delegation_call(conn, message, call)
-        if method in _LOCK_METHODS and self.locks is not None:
-            policy.authorize(conn, method, kind, self.federation.default, call)
-            return self._lock_call(conn, message)
+        if method in _LOCK_METHODS:
+            return self._locks(conn, message, call)
         if kind is None or method not in _ARGS:
             policy.authorize(conn, method, kind, self.federation.default, call)
             return self._global(conn, message)
@@ -341,7 +345,8 @@ class Router:
         # A cache that is off (cache.ttl 0s) is skipped, so the reply goes back as it came.
         caching = self._caching(target)
         found = None
-        if method in _CACHED_READS and caching.enabled:
+        if method in _CACHED_READS and caching.enabled and not self.locked_reads.guarded(
+                self._scope(route, method, args)):
             # The metastore's reply as relayed (RAW), or the one rewritten here for the client.
             form = f"hms:{prefix}" if rewritten else RAW
             found = caching.lookup(self._scope(route, method, args), method, message.body, form)
@@ -558,10 +563,58 @@ class Router:
         result = result_type() if method == "cancel_delegation_token" else result_type(success=value)
         return self._reply(method, message.seqid, result)
 
-    def _lock_call(self, conn: ClientConnection, message: Message) -> bytes:
+    def _locks(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
+        """The lock API: catalogd's rules on what a lock names, then the lock keeper (the default
+        catalog's metastore, or ``self.locks`` where there is none)."""
+        method = message.name
+        kind = methods.kind(method)
+        federation = self.federation
+        args = decode(_ARGS[method](), message.body)
+        if method == "lock":
+            # Judged per component, each by its own catalog: a reader of any catalog gets this far.
+            self.policy.authorize(conn, method, kind, None, call)
+            check_components(args.rqst, federation, self.policy, conn, call,
+                             self.manager.config.server.hms_max_lock_components)
+        else:
+            self.policy.authorize(conn, method, kind, federation.default, call)
+        if self.locks is not None:
+            return self._lock_call(conn, message, args, call)
+        target = self._target(federation.default)
+        if target is None or method == "heartbeat":
+            return self._global(conn, message)
+        if method == "unlock":
+            self.locked_reads.released(args.rqst.lockid or 0)
+            return self._global(conn, message)
+        if method == "check_lock":
+            reply = self._relay(target, conn, message.raw, retry=False)
+            if reply.type == REPLY:
+                answer = decode(_RESULTS[method](), reply.body).success
+                if answer is not None and answer.state == hms.LockState.ACQUIRED:
+                    self.locked_reads.granted(answer.lockid)
+            return reply.raw
+        # HMS 2.3 keeps a lock's names as sent: "DB.T" and "db.t" would be two objects to it.
+        lower_names(args.rqst)
+        if method == "lock":
+            scopes = locked_scopes(args.rqst, federation)
+            # Before the lock can be granted: its holder's reads must not come from the cache.
+            self.locked_reads.asked(scopes)
+            reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=False)
+            if reply.type == REPLY:
+                answer = decode(_RESULTS[method](), reply.body).success
+                if answer is not None and answer.state == hms.LockState.WAITING:
+                    self.locked_reads.asked(scopes, answer.lockid, waiting=True)
+            return reply.raw
+        reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=True)
+        if reply.type != REPLY:
+            return reply.raw
+        result = decode(_RESULTS[method](), reply.body)
+        visible_locks(result, federation, self.policy, call.principal)
+        return self._reply(method, message.seqid, result)
+
+    def _lock_call(self, conn: ClientConnection, message: Message, args: Any, call: CallRecord) -> bytes:
+        """A lock call answered by catalogd's in-memory lock manager."""
         assert self.locks is not None
         method = message.name
-        args = decode(_ARGS[method](), message.body)
         # heartbeat's request is called ``ids``; the others' ``rqst``.
         request = args.ids if method == "heartbeat" else args.rqst
         try:
@@ -576,6 +629,8 @@ class Router:
             raise Refused(e) from None
         result = _RESULTS[method](success=value) if "success" in _field_names(_RESULTS[method]) else \
             _RESULTS[method]()
+        if method == "show_locks":
+            visible_locks(result, self.federation, self.policy, call.principal)
         return self._reply(method, message.seqid, result)
 
 

@@ -33,6 +33,7 @@ from xml.sax.saxutils import escape
 
 from catalogd.config.metastore_db import PostgresDatabase
 from catalogd.errors import ConflictError, MetastoreUnavailableError
+from catalogd.metastore import txn_tables
 from catalogd.metastore.database import database_settings, driver_jars
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,8 @@ class EmbeddedMetastore:
         warehouse: warehouse URI; default ``file://<data-dir>/catalogs/<name>/warehouse``.
         hive_conf: extra ``hive.*`` settings for hive-site.xml.
         database: the PostgreSQL database to keep the metastore's data in; None: Derby under ``home``.
+        txn_timeout: seconds a lock (or transaction) lives without a heartbeat (HMS's
+            ``hive.txn.timeout``); None: HMS's default (300 s).
     """
 
     host = "127.0.0.1"
@@ -144,6 +147,7 @@ class EmbeddedMetastore:
         heap: str = "1g",
         stop_grace: float = 20.0,
         database: PostgresDatabase | None = None,
+        txn_timeout: float | None = None,
     ) -> None:
         self.name = name
         self.stop_grace = stop_grace
@@ -157,6 +161,7 @@ class EmbeddedMetastore:
         self.hive_conf = dict(hive_conf or {})
         self.heap = heap
         self.database = database
+        self.txn_timeout = txn_timeout
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -180,6 +185,9 @@ class EmbeddedMetastore:
             "datanucleus.connectionPoolingType": "HikariCP",
             # Spark and catalogd both write table statistics; HMS must not reject them.
             "hive.metastore.disallow.incompatible.col.type.changes": "false",
+            # The locks' heartbeat timeout: every metastore on one database should have the same.
+            **({"hive.txn.timeout": f"{max(1, round(self.txn_timeout * 1000))}ms"}
+               if self.txn_timeout is not None else {}),
             **self.hive_conf,
         }
         if self.secure:
@@ -423,6 +431,9 @@ def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
     remote = java_class(_HMS + "HiveMetaStore").getDeclaredField("isMetaStoreRemote")
     remote.setAccessible(True)
     remote.setBoolean(None, True)
+    made = _create_txn_tables(gateway, conf)
+    if made:
+        logger.info("embedded metastore: created the transaction and lock tables %s", ", ".join(made))
     max_message = conf.getLongVar(conf_vars.METASTORESERVERMAXMESSAGESIZE)
     min_threads = conf.getIntVar(conf_vars.METASTORESERVERMINTHREADS)
     max_threads = conf.getIntVar(conf_vars.METASTORESERVERMAXTHREADS)
@@ -456,6 +467,7 @@ def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
     serve = jvm.java.beans.EventHandler.create(java_class("java.lang.Runnable"), server, "serve")
     thread = jvm.java.lang.Thread(serve, "metastore-thrift-server")
     thread.start()
+    _start_lock_reaper(gateway, conf)
 
 
 def _secure_transport(gateway: Any, conf: Any, base_handler: Any, handler: Any) -> tuple[Any, Any]:
@@ -495,3 +507,79 @@ def _secure_transport(gateway: Any, conf: Any, base_handler: Any, handler: Any) 
                                                   "ThriftHiveMetastore$Processor")(handler))
     logger.info("embedded metastore in secure mode (SASL, Kerberos principal %s)", principal)
     return factory, processor
+
+
+def _create_txn_tables(gateway: Any, conf: Any) -> list[str]:
+    """Create the missing tables of HMS's transaction manager in the metastore's database (see
+    ``txn_tables``); the names of those created (none when all were there).
+
+    Runs in the metastore's JVM on a JDBC connection of its own, with the URL, user and password
+    HMS uses (from hive-site.xml), before the metastore serves.
+    """
+    jvm = gateway.jvm
+    conf_vars = jvm.org.apache.hadoop.hive.conf.HiveConf.ConfVars
+    url = str(conf.getVar(conf_vars.METASTORECONNECTURLKEY))
+    dialect: txn_tables.Dialect
+    if url.startswith("jdbc:derby:"):
+        dialect = "derby"
+    elif url.startswith("jdbc:postgresql:"):
+        dialect = "postgres"
+    else:  # not a database catalogd sets up (a hand-made ConnectionURL): its owner made the tables
+        logger.warning("embedded metastore: not creating transaction tables in a database that is neither "
+                       "Derby nor PostgreSQL")
+        return []
+    connection = jvm.java.sql.DriverManager.getConnection(
+        url, conf.getVar(conf_vars.METASTORE_CONNECTION_USER_NAME), conf.getVar(conf_vars.METASTOREPWD))
+    try:
+        connection.setAutoCommit(False)
+        statement = connection.createStatement()
+        if dialect == "postgres":
+            # Held until the commit: a daemon starting at the same time waits here, then finds the tables.
+            statement.execute(f"SELECT pg_advisory_xact_lock({txn_tables.ADVISORY_LOCK_KEY})")
+        meta = connection.getMetaData()
+        schema = connection.getSchema()
+        escape = str(meta.getSearchStringEscape())
+        lower = bool(meta.storesLowerCaseIdentifiers())
+        made = []
+        for table in txn_tables.TABLES:
+            name = table.name.lower() if lower else table.name.upper()
+            # The name is a LIKE pattern: its underscores must match themselves only.
+            found = meta.getTables(None, schema, name.replace("_", escape + "_"), None)
+            try:
+                exists = bool(found.next())
+            finally:
+                found.close()
+            if not exists:
+                for sql in txn_tables.statements(table, dialect):
+                    statement.execute(sql)
+                made.append(table.name)
+        connection.commit()
+        return made
+    except BaseException:
+        with contextlib.suppress(Exception):
+            connection.rollback()
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            connection.close()
+
+
+def _start_lock_reaper(gateway: Any, conf: Any) -> None:
+    """Release the locks and transactions whose heartbeats stopped, as HMS's AcidHouseKeeperService does.
+
+    HMS 2.3 times locks out only in ``TxnHandler.performTimeOuts``, which a plain metastore never
+    calls (the housekeeper is started with the compactor, and needs Hive's DbTxnManager). This
+    calls it every quarter of ``hive.txn.timeout`` (0.5 s .. 60 s), so a lock without heartbeats
+    goes between 1 and 1.25 timeouts after its last one. Each metastore on a shared database runs
+    one; HMS serializes the passes through its own mutex table.
+    """
+    jvm = gateway.jvm
+    java_class = jvm.java.lang.Class.forName
+    conf_vars = jvm.org.apache.hadoop.hive.conf.HiveConf.ConfVars
+    milliseconds = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+    timeout = int(conf.getTimeVar(conf_vars.HIVE_TXN_TIMEOUT, milliseconds))
+    interval = min(max(timeout // 4, 500), 60_000)
+    store = jvm.org.apache.hadoop.hive.metastore.txn.TxnUtils.getTxnStore(conf)
+    task = jvm.java.beans.EventHandler.create(java_class("java.lang.Runnable"), store, "performTimeOuts")
+    executor = jvm.java.util.concurrent.Executors.newSingleThreadScheduledExecutor()
+    executor.scheduleAtFixedRate(task, interval, interval, milliseconds)

@@ -85,3 +85,12 @@ def test_a_missing_driver_is_a_config_error_naming_the_key_and_the_package(tmp_p
 def test_the_database_shows_masked_in_the_start_log(tmp_path: Path) -> None:
     assert str(_postgres()) == "postgresql://hive:***@db.example:5433/meta"
     assert SECRET not in repr(_postgres())
+
+
+def test_the_lock_timeout_is_the_metastores_txn_timeout(tmp_path: Path) -> None:
+    assert "hive.txn.timeout" not in _settings(EmbeddedMetastore("main", tmp_path).hive_site())
+    settings = _settings(EmbeddedMetastore("main", tmp_path, txn_timeout=7.5).hive_site())
+    assert settings["hive.txn.timeout"] == "7500ms"
+    # The catalog's own connection settings still win.
+    mine = EmbeddedMetastore("main", tmp_path, txn_timeout=7.5, hive_conf={"hive.txn.timeout": "60s"})
+    assert _settings(mine.hive_site())["hive.txn.timeout"] == "60s"
