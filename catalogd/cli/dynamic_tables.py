@@ -19,14 +19,15 @@ _MODES = click.Choice(["full", "continuous"], case_sensitive=False)
 @click.argument("statement")
 @pass_ctx
 def sql(ctx: Context, statement: str) -> StatementResult:
-    """Run a CREATE / ALTER / DROP DYNAMIC TABLE statement in the daemon.
+    """Run a dynamic-table statement in the daemon (MATERIALIZED TABLE works as DYNAMIC TABLE).
 
     \b
-    CREATE DYNAMIC TABLE [IF NOT EXISTS] cat.db.dt [COMMENT '...'] [PARTITIONED BY (col, ...)]
-        [WITH ('k'='v', ...)] FRESHNESS = INTERVAL '1' DAY [REFRESH_MODE = FULL|CONTINUOUS] AS SELECT ...
+    CREATE [OR ALTER] DYNAMIC TABLE [IF NOT EXISTS] cat.db.dt [COMMENT '...'] [PARTITIONED BY (col, ...)]
+        [WITH ('k'='v', ...)] [FRESHNESS = INTERVAL '1' DAY] [REFRESH_MODE = FULL|CONTINUOUS] AS SELECT ...
     ALTER DYNAMIC TABLE cat.db.dt SUSPEND | RESUME | REFRESH [PARTITION (col='v', ...)]
-        | SET FRESHNESS = INTERVAL ... | SET REFRESH_MODE = FULL|CONTINUOUS
+        | SET FRESHNESS = INTERVAL ... | SET REFRESH_MODE = FULL|CONTINUOUS | AS SELECT ...
     DROP DYNAMIC TABLE [IF EXISTS] cat.db.dt
+    SHOW CREATE DYNAMIC TABLE cat.db.dt
     """
     return ctx.client.sql(statement)
 
