@@ -704,8 +704,8 @@ def test_materialized_table_is_dynamic_table(text: str) -> None:
 
 def _table(**changes: object) -> DynamicTable:
     fields: dict[str, object] = {
-        "catalog": "main", "database": "sales", "name": "daily", "query": "SELECT ds, sum(x) AS s\nFROM src GROUP BY ds",
-        "freshness": "1 DAY"}
+        "catalog": "main", "database": "sales", "name": "daily",
+        "query": "SELECT ds, sum(x) AS s\nFROM src GROUP BY ds", "freshness": "1 DAY"}
     fields.update(changes)
     return DynamicTable(**fields)  # type: ignore[arg-type]
 
