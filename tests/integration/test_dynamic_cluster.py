@@ -1,7 +1,7 @@
 """A dynamic table's refresh on a real Spark standalone cluster (issue 23 item 4): a master
 and two workers from pyspark's own jars, and a daemon whose ``spark.master`` is that
-cluster. The run's Spark application is one the master lists, and it had an executor on
-each worker.
+cluster, with either engine. The run's Spark application (a ``spark-submit`` job's, or the
+Connect server's) is one the master lists, and it had an executor on each worker.
 
 The table is created through the session daemon (its Spark analyzer is warm; the
 cluster's daemon needs none: ``warm-analyzer: false``), with a one-day freshness and
@@ -58,7 +58,7 @@ def source(sc: CatalogClient, spark: Any, unique_name: Callable[[str], str]) -> 
     client.drop_database(f"main.{name}", if_exists=True, cascade=True)
 
 
-def cluster_daemon(root: Path, metastore: str, cluster: SparkCluster) -> Daemon:
+def cluster_daemon(root: Path, metastore: str, cluster: SparkCluster, engine: str) -> Daemon:
     config = write_config(
         root / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
         catalogs=[{"name": "main", "type": "hive", "default": True,
@@ -66,21 +66,24 @@ def cluster_daemon(root: Path, metastore: str, cluster: SparkCluster) -> Daemon:
         extra={"dynamic-tables": {"warm-analyzer": False},
                # The same settings run it on YARN (master: yarn) or Kubernetes (k8s://...):
                # spark.conf passes through to spark-submit.
-               "spark": {"master": cluster.master,
+               "spark": {"master": cluster.master, "engine": engine,
                          "conf": {"spark.executor.memory": "512m", "spark.executor.cores": "1",
                                   "spark.driver.memory": "512m", "spark.sql.shuffle.partitions": "2"}}},
     )
     return start_daemon(config, root / "data", root / "catalogd.log")
 
 
+@pytest.mark.parametrize("engine", ["submit", "connect"])
 def test_a_refresh_runs_on_a_standalone_cluster_of_two_workers(
-        sc: CatalogClient, spark: Any, source: str, cluster: SparkCluster, tmp_path: Path) -> None:
+        sc: CatalogClient, spark: Any, source: str, cluster: SparkCluster, tmp_path: Path, engine: str) -> None:
+    """submit: the run is an application of the cluster; connect: the Connect server is one,
+    and the run one of its sessions."""
     client, name = sc, f"main.{source}.totals"
     created = client.sql(f"""CREATE DYNAMIC TABLE {name} WITH ('initialize' = 'on_schedule')
         FRESHNESS = INTERVAL '1' DAY AS SELECT id % 4 AS k, count(*) AS n, sum(amount) AS total FROM src GROUP BY 1""")
     assert created.kind == "created", created.message
     metastore = client.get_catalog("main").metastore or ""
-    daemon = cluster_daemon(tmp_path, metastore, cluster)
+    daemon = cluster_daemon(tmp_path, metastore, cluster, engine)
     try:
         with CatalogClient(daemon.address, timeout=120.0) as dc:
             # It loads the table at start, in the background: until then a refresh is refused.
@@ -95,7 +98,8 @@ def test_a_refresh_runs_on_a_standalone_cluster_of_two_workers(
         master = cluster.json()
         apps = {a["id"]: a for a in master["completedapps"] + master["activeapps"]}
         assert run.application_id in apps, (run.application_id, list(apps))
-        assert apps[run.application_id]["name"].startswith(f"catalogd batch refresh of {name}")
+        expected = f"catalogd batch refresh of {name}" if engine == "submit" else "catalogd Spark Connect server"
+        assert apps[run.application_id]["name"].startswith(expected), apps[run.application_id]
         for worker in master["workers"]:
             seen = cluster.json(worker["webuiaddress"])
             executors = seen["executors"] + seen["finishedexecutors"]
