@@ -19,7 +19,9 @@ _MODES = click.Choice(["full", "continuous"], case_sensitive=False)
 @click.argument("statement")
 @pass_ctx
 def sql(ctx: Context, statement: str) -> StatementResult:
-    """Run a dynamic-table statement in the daemon (MATERIALIZED TABLE works as DYNAMIC TABLE).
+    """Run a CREATE / ALTER / DROP DYNAMIC TABLE statement in the daemon.
+
+    SHOW CREATE too; MATERIALIZED TABLE (Flink's name) works as DYNAMIC TABLE.
 
     \b
     CREATE [OR ALTER] DYNAMIC TABLE [IF NOT EXISTS] cat.db.dt [COMMENT '...'] [PARTITIONED BY (col, ...)]

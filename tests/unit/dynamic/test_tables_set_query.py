@@ -141,7 +141,7 @@ def test_full_table_gets_the_query_and_columns_in_one_write(tmp_path: Path) -> N
 
 
 def test_continuous_table_stops_its_job_first_and_starts_a_new_one_without_the_checkpoint(tmp_path: Path) -> None:
-    ops, catalog, events, checkpoint = operations(tmp_path, RefreshMode.CONTINUOUS)
+    ops, _, events, checkpoint = operations(tmp_path, RefreshMode.CONTINUOUS)
     ops.set_query(ObjectPath("main", "db", "t"), "SELECT id, amount, amount * 2 AS doubled FROM src")
     # The old job is stopped before the schema changes (it would commit the old one), and the
     # new one starts from scratch: its checkpoint belonged to the old query.
