@@ -351,7 +351,7 @@ struct DynamicTable {
 struct DynamicTableSpec {
   1: required ObjectPath path,
   2: required string query,
-  // "1 day", "10 minutes", "INTERVAL '1' HOUR"
+  // "1 day", "10 minutes", "INTERVAL '1' HOUR"; "": the configured default of the mode
   3: required string freshness,
   4: optional RefreshMode refreshMode,
   5: optional list<string> partitionedBy,

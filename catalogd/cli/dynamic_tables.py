@@ -42,7 +42,8 @@ def dt() -> None:
 @dt.command("create")
 @click.argument("name", metavar="CATALOG.DB.DT")
 @click.option("--query", required=True, help="One SELECT over tables of the same catalog.")
-@click.option("--freshness", required=True, help='How fresh the data must be: "1 day", "10 minutes", "30 s".')
+@click.option("--freshness", help='How fresh the data must be: "1 day", "10 minutes", "30 s". Default: '
+              "dynamic-tables.default-freshness-full with --refresh-mode full, else default-freshness-continuous.")
 @click.option("--partitioned-by", "partitioned_by", multiple=True, metavar="COLUMN",
               help="A partition column (one of the query's); repeatable.")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
@@ -52,13 +53,13 @@ def dt() -> None:
 @click.option("--comment", help="Description of the table.")
 @click.option("--if-not-exists", is_flag=True, help="Succeed if it exists already.")
 @pass_ctx
-def dt_create(ctx: Context, name: str, query: str, freshness: str, partitioned_by: tuple[str, ...],
+def dt_create(ctx: Context, name: str, query: str, freshness: str | None, partitioned_by: tuple[str, ...],
               options: tuple[str, ...], refresh_mode: str | None, comment: str | None,
               if_not_exists: bool) -> DynamicTable:
     """Create a dynamic table; its schedule or streaming job starts at once."""
     keys = [k.strip() for part in partitioned_by for k in part.split(",") if k.strip()]
-    return ctx.client.create_dynamic_table(name, query, freshness, refresh_mode, keys, parse_properties(options),
-                                           comment, if_not_exists)
+    return ctx.client.create_dynamic_table(name, query, freshness or "", refresh_mode, keys,
+                                           parse_properties(options), comment, if_not_exists)
 
 
 @dt.command("list")
