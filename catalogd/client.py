@@ -682,7 +682,9 @@ class CatalogClient:
         schema and the refresh mode (unless given) and starts its schedule or job.
 
         Args:
-            freshness: ``"1 day"``, ``"10 minutes"``, ``"INTERVAL '1' HOUR"``.
+            freshness: ``"1 day"``, ``"10 minutes"``, ``"INTERVAL '1' HOUR"``; ``""``: the daemon's
+                default for the mode (``dynamic-tables.default-freshness-full`` with ``refresh_mode``
+                FULL, else ``default-freshness-continuous``).
             options: table options, e.g. ``{"partition.fields.ds.date-formatter": "yyyy-MM-dd"}``.
         """
         path = parse_object(name)

@@ -1,6 +1,6 @@
 """The lexer of catalogd's dynamic-table statements, and ``is_dynamic_statement`` on top of it.
 
-The grammar (CREATE, ALTER and DROP DYNAMIC TABLE) is parsed by the daemon, in
+The grammar (CREATE, ALTER, DROP and SHOW CREATE DYNAMIC TABLE) is parsed by the daemon, in
 ``catalogd.dynamic.statements``; telling whether a statement is one of them is needed on
 the client side too (``catalogd.spark.sql`` sends those to the daemon and runs the rest in
 Spark), so the lexer lives here, outside the daemon's packages.
@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from catalogd.errors import InvalidArgumentError
 
 #: The verbs a dynamic-table statement starts with.
-VERBS = ("CREATE", "ALTER", "DROP")
+VERBS = ("CREATE", "ALTER", "DROP", "SHOW")
+#: The words before TABLE that make a statement a dynamic-table one (MATERIALIZED: Flink's).
+_KINDS = ("DYNAMIC", "MATERIALIZED")
 
 #: Token kinds.
 WORD, STRING, IDENT, PUNCT, END = "word", "string", "identifier", "punctuation", "end"
@@ -131,14 +133,26 @@ def is_dynamic_statement(text: str) -> bool:
         text: A SQL statement.
 
     Returns:
-        True when it starts, after whitespace and SQL comments, with
-        ``CREATE DYNAMIC TABLE``, ``ALTER DYNAMIC TABLE`` or ``DROP DYNAMIC TABLE``.
+        True when it starts, after whitespace and SQL comments, with ``CREATE``,
+        ``CREATE OR ALTER``, ``CREATE OR REPLACE``, ``ALTER``, ``DROP`` or ``SHOW CREATE``
+        followed by ``DYNAMIC TABLE`` or ``MATERIALIZED TABLE``.
     """
     if not isinstance(text, str):
         return False
     lexer = Lexer(text)
     try:
-        verb, dynamic, table = lexer.next(), lexer.next(), lexer.next()
+        verb = lexer.next()
+        if not verb.is_word(*VERBS):
+            return False
+        kind = lexer.next()
+        if verb.is_word("SHOW"):
+            if not kind.is_word("CREATE"):
+                return False
+            kind = lexer.next()
+        elif verb.is_word("CREATE") and kind.is_word("OR"):
+            if not lexer.next().is_word("ALTER", "REPLACE"):
+                return False
+            kind = lexer.next()
+        return kind.is_word(*_KINDS) and lexer.next().is_word("TABLE")
     except InvalidArgumentError:
         return False
-    return verb.is_word(*VERBS) and dynamic.is_word("DYNAMIC") and table.is_word("TABLE")

@@ -354,7 +354,7 @@ struct DynamicTable {
 struct DynamicTableSpec {
   1: required ObjectPath path,
   2: required string query,
-  // "1 day", "10 minutes", "INTERVAL '1' HOUR"
+  // "1 day", "10 minutes", "INTERVAL '1' HOUR"; "": the configured default of the mode
   3: required string freshness,
   4: optional RefreshMode refreshMode,
   5: optional list<string> partitionedBy,
@@ -383,6 +383,7 @@ struct RefreshRequest {
 
 struct StatementResult {
   // created | exists | altered | suspended | resumed | refreshing | dropped | not-found
+  // | show-create (message: the CREATE statement)
   1: required string kind,
   2: required string message,
   3: optional DynamicTable table,
@@ -647,9 +648,9 @@ service CatalogService {
   list<RefreshRun> dynamicTableHistory(1: ObjectPath path, 2: i32 limit)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
-  // CREATE / ALTER / DROP DYNAMIC TABLE statements
+  // CREATE [OR ALTER] / ALTER / DROP / SHOW CREATE DYNAMIC (or MATERIALIZED) TABLE statements
   StatementResult executeStatement(1: string statement)
   throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
           4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
-          6: Unsupported unsupported, 7: InternalError internal),
+          6: Unsupported unsupported, 7: InternalError internal, 8: Conflict conflict),
 }

@@ -61,7 +61,7 @@ THRIFT_ROLES: dict[str, Role] = {
     "heartbeatStage": _W,
     "commitStage": _W,
     "abortStage": _W,
-    # dynamic tables; a statement needs at least writer, and what its verb needs (the handler checks)
+    # dynamic tables; a statement needs what its verb needs (the handler checks; SHOW CREATE only reader)
     "createDynamicTable": _W,
     "refreshDynamicTables": _W,
     "executeStatement": _W,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, Self
 
 from catalogd.errors import (
@@ -22,6 +22,7 @@ from catalogd.errors import (
 )
 from catalogd.model import (
     CatalogInfo,
+    Column,
     Database,
     DatabaseUpdate,
     Function,
@@ -317,7 +318,8 @@ class Catalog(abc.ABC):
     # ------------------------------------------------------------ table parameters
 
     def update_table_parameters(self, database: str, name: str, set: dict[str, str],
-                                remove_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+                                remove_prefixes: tuple[str, ...] = (),
+                                add_columns: Sequence[Column] = ()) -> dict[str, str]:
         """Change some of a table's parameters in one read-modify-write, serialised with
         commits onto the table (a commit never loses a change made here, or the reverse).
 
@@ -325,6 +327,8 @@ class Catalog(abc.ABC):
             set: parameters to add or replace.
             remove_prefixes: parameters whose key starts with one of these are removed
                 first (then ``set`` is applied).
+            add_columns: data columns appended in the same write (a dynamic table's new
+                query and the columns it adds change together, or not at all).
 
         Returns:
             All the table's parameters afterwards.

@@ -24,7 +24,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
@@ -494,20 +494,7 @@ class HiveCatalog(BaseCatalog):
         tbl = self._raw_table(database, name)
         if tbl.tableType == codec.VIRTUAL_VIEW:
             raise InvalidArgumentError(f"{what} is a view; alter it with alter_view")
-        current = self._to_table(tbl)
-        existing = {c.name for c in [*current.columns, *current.partition_keys]}
-        params = dict(tbl.parameters or {})
-        if update.add_columns:
-            added = []
-            for col in update.add_columns:
-                if col.name.lower() in existing:
-                    raise InvalidArgumentError(f"{what}: column {col.name!r} already exists")
-                existing.add(col.name.lower())
-                added.append(Column(col.name.lower(), parse_type(col.type), col.comment))
-            tbl.sd.cols = [*(tbl.sd.cols or []), *codec.field_schemas(added)]
-            if spark_schema.PROVIDER in params and spark_schema.has_schema(params):
-                params = {k: v for k, v in params.items() if not spark_schema.is_schema_key(k)}
-                params.update(spark_schema.schema_properties([*current.columns, *added], current.partition_keys))
+        params = self._add_columns(tbl, dict(tbl.parameters or {}), update.add_columns, what)
         if update.comment is not None:
             params["comment"] = update.comment
         prefix = codec.GENERIC_OPTION if params.get(codec.GENERIC) == "true" else ""
@@ -522,6 +509,25 @@ class HiveCatalog(BaseCatalog):
         with self._client(what, TableNotFoundError) as c:
             c.alter_table_with_environment_context(database, name, tbl, context)
         return self.get_table(database, name)
+
+    def _add_columns(self, tbl: hms.Table, params: dict[str, str], columns: Sequence[Column],
+                     what: str) -> dict[str, str]:
+        """Append ``columns`` to ``tbl``'s data columns (and to Spark's schema in ``params``); the new params."""
+        if not columns:
+            return params
+        current = self._to_table(tbl)
+        existing = {c.name for c in [*current.columns, *current.partition_keys]}
+        added = []
+        for col in columns:
+            if col.name.lower() in existing:
+                raise InvalidArgumentError(f"{what}: column {col.name!r} already exists")
+            existing.add(col.name.lower())
+            added.append(Column(col.name.lower(), parse_type(col.type), col.comment))
+        tbl.sd.cols = [*(tbl.sd.cols or []), *codec.field_schemas(added)]
+        if spark_schema.PROVIDER in params and spark_schema.has_schema(params):
+            params = {k: v for k, v in params.items() if not spark_schema.is_schema_key(k)}
+            params.update(spark_schema.schema_properties([*current.columns, *added], current.partition_keys))
+        return params
 
     def rename_table(self, database: str, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
         first, second = sorted([name, new_name])
@@ -567,16 +573,23 @@ class HiveCatalog(BaseCatalog):
     # ------------------------------------------------------------ table parameters
 
     def update_table_parameters(self, database: str, name: str, set: dict[str, str],
-                                remove_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+                                remove_prefixes: tuple[str, ...] = (),
+                                add_columns: Sequence[Column] = ()) -> dict[str, str]:
         what = f"table {self.name}.{database}.{name}"
         with self.session.target_lock(database, name):
             tbl = self._raw_table(database, name)
             params = {k: v for k, v in (tbl.parameters or {}).items()
                       if not (remove_prefixes and k.startswith(remove_prefixes))}
+            params = self._add_columns(tbl, params, add_columns, what)
             params.update(set)
             tbl.parameters = params
             with self._client(what, TableNotFoundError) as c:
-                c.alter_table(database, name, tbl)
+                if add_columns:
+                    # CASCADE: the partitions get the new columns too, as Hive's ALTER ... CASCADE does.
+                    c.alter_table_with_environment_context(database, name, tbl,
+                                                           codec.cascade_context(bool(tbl.partitionKeys)))
+                else:
+                    c.alter_table(database, name, tbl)
             return params
 
     def tables_with_parameter(self, key: str) -> list[tuple[str, str, dict[str, str]]]:

@@ -20,6 +20,7 @@ hidden from listings, refused as names of user tables.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
@@ -350,22 +351,26 @@ class JdbcCatalog(BaseCatalog):
                 found = self._locked_relation(conn, database, name)
                 if found[1] in VIEW_KINDS:
                     raise InvalidArgumentError(f"{self.name}.{database}.{name} is a view: alter it as a view")
-                existing = {c.name for c in self.columns_of(conn, found[0])}
-                for col in update.add_columns:
-                    if col.name.lower() in existing:
-                        raise InvalidArgumentError(f"column {col.name!r} already exists in {database}.{name}")
-                    existing.add(col.name.lower())
-                    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
-                        self.q(database, name), sql.Identifier(col.name.lower()),
-                        sql.SQL(self.dialect.to_db_type(col.type, col.name))))
-                    if col.comment:
-                        conn.execute(sql.SQL("COMMENT ON COLUMN {} IS {}").format(
-                            self.q(database, name, col.name.lower()), sql.Literal(col.comment)))
+                self._add_columns(conn, database, name, found[0], update.add_columns)
                 conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                     self.q(database, name), sql.Literal(updated_comment(found[2], update))))
             table = self.read_table(conn, database, name)
         assert table is not None
         return table
+
+    def _add_columns(self, conn: Any, database: str, name: str, oid: int, columns: Sequence[Column]) -> None:
+        """Append ``columns`` to the table (in the caller's transaction); a name it has already is refused."""
+        existing = {c.name for c in self.columns_of(conn, oid)}
+        for col in columns:
+            if col.name.lower() in existing:
+                raise InvalidArgumentError(f"column {col.name!r} already exists in {database}.{name}")
+            existing.add(col.name.lower())
+            conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+                self.q(database, name), sql.Identifier(col.name.lower()),
+                sql.SQL(self.dialect.to_db_type(col.type, col.name))))
+            if col.comment:
+                conn.execute(sql.SQL("COMMENT ON COLUMN {} IS {}").format(
+                    self.q(database, name, col.name.lower()), sql.Literal(col.comment)))
 
     def _locked_relation(self, conn: Any, database: str, name: str) -> tuple[int, str, str | None, str, float]:
         found = self.relation(conn, database, name)
@@ -407,7 +412,8 @@ class JdbcCatalog(BaseCatalog):
     # ------------------------------------------------------------ table parameters (dynamic tables)
 
     def update_table_parameters(self, database: str, name: str, set: dict[str, str],
-                                remove_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+                                remove_prefixes: tuple[str, ...] = (),
+                                add_columns: Sequence[Column] = ()) -> dict[str, str]:
         what = self._what(database, name)
         if is_stage_table(name):
             raise TableNotFoundError(f"{what} does not exist")
@@ -421,6 +427,7 @@ class JdbcCatalog(BaseCatalog):
             properties = {k: v for k, v in properties.items()
                           if not (remove_prefixes and k.startswith(remove_prefixes))}
             properties.update(set)
+            self._add_columns(conn, database, name, found[0], add_columns)
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                 self.q(database, name), sql.Literal(encode_comment(comment, properties))))
         return properties

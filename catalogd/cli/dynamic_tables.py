@@ -21,12 +21,15 @@ _MODES = click.Choice(["full", "continuous"], case_sensitive=False)
 def sql(ctx: Context, statement: str) -> StatementResult:
     """Run a CREATE / ALTER / DROP DYNAMIC TABLE statement in the daemon.
 
+    SHOW CREATE too; MATERIALIZED TABLE (Flink's name) works as DYNAMIC TABLE.
+
     \b
-    CREATE DYNAMIC TABLE [IF NOT EXISTS] cat.db.dt [COMMENT '...'] [PARTITIONED BY (col, ...)]
-        [WITH ('k'='v', ...)] FRESHNESS = INTERVAL '1' DAY [REFRESH_MODE = FULL|CONTINUOUS] AS SELECT ...
+    CREATE [OR ALTER] DYNAMIC TABLE [IF NOT EXISTS] cat.db.dt [COMMENT '...'] [PARTITIONED BY (col, ...)]
+        [WITH ('k'='v', ...)] [FRESHNESS = INTERVAL '1' DAY] [REFRESH_MODE = FULL|CONTINUOUS] AS SELECT ...
     ALTER DYNAMIC TABLE cat.db.dt SUSPEND | RESUME | REFRESH [PARTITION (col='v', ...)]
-        | SET FRESHNESS = INTERVAL ... | SET REFRESH_MODE = FULL|CONTINUOUS
+        | SET FRESHNESS = INTERVAL ... | SET REFRESH_MODE = FULL|CONTINUOUS | AS SELECT ...
     DROP DYNAMIC TABLE [IF EXISTS] cat.db.dt
+    SHOW CREATE DYNAMIC TABLE cat.db.dt
     """
     return ctx.client.sql(statement)
 
@@ -39,7 +42,8 @@ def dt() -> None:
 @dt.command("create")
 @click.argument("name", metavar="CATALOG.DB.DT")
 @click.option("--query", required=True, help="One SELECT over tables of the same catalog.")
-@click.option("--freshness", required=True, help='How fresh the data must be: "1 day", "10 minutes", "30 s".')
+@click.option("--freshness", help='How fresh the data must be: "1 day", "10 minutes", "30 s". Default: '
+              "dynamic-tables.default-freshness-full with --refresh-mode full, else default-freshness-continuous.")
 @click.option("--partitioned-by", "partitioned_by", multiple=True, metavar="COLUMN",
               help="A partition column (one of the query's); repeatable.")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
@@ -49,13 +53,13 @@ def dt() -> None:
 @click.option("--comment", help="Description of the table.")
 @click.option("--if-not-exists", is_flag=True, help="Succeed if it exists already.")
 @pass_ctx
-def dt_create(ctx: Context, name: str, query: str, freshness: str, partitioned_by: tuple[str, ...],
+def dt_create(ctx: Context, name: str, query: str, freshness: str | None, partitioned_by: tuple[str, ...],
               options: tuple[str, ...], refresh_mode: str | None, comment: str | None,
               if_not_exists: bool) -> DynamicTable:
     """Create a dynamic table; its schedule or streaming job starts at once."""
     keys = [k.strip() for part in partitioned_by for k in part.split(",") if k.strip()]
-    return ctx.client.create_dynamic_table(name, query, freshness, refresh_mode, keys, parse_properties(options),
-                                           comment, if_not_exists)
+    return ctx.client.create_dynamic_table(name, query, freshness or "", refresh_mode, keys,
+                                           parse_properties(options), comment, if_not_exists)
 
 
 @dt.command("list")

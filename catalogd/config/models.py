@@ -695,6 +695,17 @@ class DynamicTablesConfig(_Model):
     freshness_threshold: Annotated[Duration, AtMost(datetime.timedelta(days=365))] = Field(
         default=datetime.timedelta(minutes=30), alias="freshness-threshold"
     )
+    #: The freshness of a table created without FRESHNESS (FLIP-551) whose refresh mode is,
+    #: or is derived as, CONTINUOUS (with no REFRESH_MODE either, the mode is derived from
+    #: this freshness and the threshold).
+    default_freshness_continuous: Annotated[Duration, AtMost(datetime.timedelta(days=365))] = Field(
+        default=datetime.timedelta(minutes=3), alias="default-freshness-continuous"
+    )
+    #: The freshness of a table created without FRESHNESS but with REFRESH_MODE = FULL; it
+    #: must be a FULL schedule (1-30 s or min dividing 60, 1-12 h dividing 24, or 1 day).
+    default_freshness_full: Annotated[Duration, AtMost(datetime.timedelta(days=1))] = Field(
+        default=datetime.timedelta(hours=1), alias="default-freshness-full"
+    )
     #: Run the schedules and jobs of dynamic tables on this daemon. Turn it off on all
     #: but one daemon sharing a metastore (each would run every refresh).
     enabled: bool = True
@@ -712,6 +723,24 @@ class DynamicTablesConfig(_Model):
     refresh_timeout: Annotated[Duration, AtMost(_WEEK)] = Field(
         default=datetime.timedelta(hours=2), alias="refresh-timeout"
     )
+
+    @field_validator("default_freshness_continuous", "default_freshness_full")
+    @classmethod
+    def _check_whole_seconds(cls, value: datetime.timedelta) -> datetime.timedelta:
+        if value.microseconds:
+            raise ValueError(f"a freshness is a whole number of seconds, got {format_duration(value)}")
+        return value
+
+    @field_validator("default_freshness_full")
+    @classmethod
+    def _check_schedulable(cls, value: datetime.timedelta) -> datetime.timedelta:
+        # As catalogd.dynamic.freshness.cron_expression: the amount divides the next larger unit.
+        seconds = int(value.total_seconds())
+        if not any(seconds % unit == 0 and seconds // unit <= bound and bound % (seconds // unit) == 0
+                   for unit, bound in ((1, 60), (60, 60), (3600, 24), (86400, 1))):
+            raise ValueError(f"{format_duration(value)} cannot be a FULL refresh schedule: use 1, 2, 3, 4, 5, 6, "
+                             "10, 12, 15, 20 or 30 s or min, 1, 2, 3, 4, 6, 8 or 12 h, or 1 day")
+        return value
 
     @field_validator("time_zone")
     @classmethod

@@ -21,7 +21,9 @@ __all__ = [
     "Freshness",
     "TimeUnit",
     "cron_expression",
+    "default_freshness",
     "derive_mode",
+    "freshness_of",
     "next_fire_time",
     "parse_freshness",
     "previous_fire_time",
@@ -166,6 +168,31 @@ def parse_freshness(text: str) -> Freshness:
     if amount <= 0:
         raise InvalidArgumentError(f"invalid freshness {text!r}: the amount must be a positive integer; {_EXAMPLE}")
     return Freshness(amount, unit)
+
+
+def freshness_of(duration: datetime.timedelta) -> Freshness:
+    """A duration as a freshness in the largest unit that holds it whole (``3 min``: 3 MINUTE).
+
+    Raises:
+        InvalidArgumentError: not a positive whole number of seconds.
+    """
+    seconds = duration.total_seconds()
+    if seconds <= 0 or seconds != int(seconds):
+        raise InvalidArgumentError(f"a freshness is a positive whole number of seconds, got {duration}")
+    for unit in (TimeUnit.DAY, TimeUnit.HOUR, TimeUnit.MINUTE, TimeUnit.SECOND):
+        if int(seconds) % unit.seconds == 0:
+            return Freshness(int(seconds) // unit.seconds, unit)
+    raise AssertionError("every whole number of seconds is a whole number of SECOND")  # pragma: no cover
+
+
+def default_freshness(declared: RefreshMode | None, continuous: datetime.timedelta,
+                      full: datetime.timedelta) -> Freshness:
+    """The freshness of a table created without FRESHNESS (FLIP-551).
+
+    ``REFRESH_MODE = FULL`` gets ``full``; any other table ``continuous`` (a declared
+    CONTINUOUS table, and one without a mode, whose mode is then derived from it).
+    """
+    return freshness_of(full if declared is RefreshMode.FULL else continuous)
 
 
 def derive_mode(

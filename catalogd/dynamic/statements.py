@@ -1,21 +1,27 @@
-"""The dynamic-table statements ``catalogd sql`` runs: CREATE, ALTER and DROP DYNAMIC TABLE.
+"""The dynamic-table statements ``catalogd sql`` runs: CREATE [OR ALTER], ALTER, DROP and
+SHOW CREATE DYNAMIC TABLE, and ``show_create``, which writes a table's CREATE statement.
 
 Only the statement header is parsed here; the query after ``AS`` is kept as the
 exact text the user wrote and left to Spark. The header grammar (keywords are
 case-insensitive, names have one to three dot-separated parts, parts may be
-`backquoted`)::
+`backquoted`; ``MATERIALIZED TABLE``, Flink's name since 1.20, may stand wherever
+``DYNAMIC TABLE`` does)::
 
-    CREATE DYNAMIC TABLE [IF NOT EXISTS] <name>
+    CREATE [OR ALTER] DYNAMIC TABLE [IF NOT EXISTS] <name>
         [COMMENT '<text>'] [PARTITIONED BY (<col>, ...)] [WITH ('<k>' = '<v>', ...)]
-        FRESHNESS [=] INTERVAL '<n>' SECOND|MINUTE|HOUR|DAY
+        [FRESHNESS [=] INTERVAL '<n>' SECOND|MINUTE|HOUR|DAY]
         [REFRESH_MODE [=] FULL|CONTINUOUS]
         AS <query>
     ALTER DYNAMIC TABLE <name> SUSPEND | RESUME
         | REFRESH [PARTITION (<col> = '<v>', ...)]
         | SET FRESHNESS [=] INTERVAL '<n>' <unit> | SET REFRESH_MODE [=] FULL|CONTINUOUS
+        | AS <query>
     DROP DYNAMIC TABLE [IF EXISTS] <name>
+    SHOW CREATE DYNAMIC TABLE <name>
 
-The clauses before ``AS`` may come in any order.
+The clauses before ``AS`` may come in any order. Without FRESHNESS a table gets the
+configured default of its mode (FLIP-551); OR ALTER (not with IF NOT EXISTS) changes
+an existing table's query as ``ALTER ... AS`` does (FLIP-492).
 """
 
 from __future__ import annotations
@@ -24,9 +30,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from catalogd.dynamic.freshness import Freshness, TimeUnit
+from catalogd.dynamic.freshness import Freshness, TimeUnit, parse_freshness
 from catalogd.errors import InvalidArgumentError, UnsupportedError
-from catalogd.model import RefreshMode
+from catalogd.model import DynamicTable, RefreshMode
 from catalogd.names import quote, split_name
 from catalogd.sql_lexer import END, IDENT, STRING, VERBS, WORD, Lexer, Token, where
 
@@ -36,11 +42,17 @@ __all__ = [
     "AlterDynamicTable",
     "CreateDynamicTable",
     "DropDynamicTable",
+    "ShowCreateDynamicTable",
     "Statement",
     "parse_statement",
+    "show_create",
 ]
 
-NOT_DYNAMIC = "catalogd sql runs CREATE, ALTER and DROP DYNAMIC TABLE statements; run other SQL in Spark"
+NOT_DYNAMIC = ("catalogd sql runs CREATE [OR ALTER], ALTER, DROP and SHOW CREATE DYNAMIC (or MATERIALIZED) "
+               "TABLE statements; run other SQL in Spark")
+
+#: The words that name a dynamic table in a statement: catalogd's, and Flink's since 1.20.
+KINDS = ("DYNAMIC", "MATERIALIZED")
 
 
 class AlterAction(enum.StrEnum):
@@ -51,6 +63,8 @@ class AlterAction(enum.StrEnum):
     REFRESH = "REFRESH"
     SET_FRESHNESS = "SET_FRESHNESS"
     SET_REFRESH_MODE = "SET_REFRESH_MODE"
+    #: ``AS <query>``: a new query (FLIP-492).
+    SET_QUERY = "SET_QUERY"
 
 
 @dataclass(frozen=True)
@@ -60,28 +74,32 @@ class CreateDynamicTable:
     ``name`` is the dotted name in lower case, backquotes removed (parts that need
     them, such as ```my table```, keep them so the name can be parsed again).
     ``query`` is the text after ``AS`` exactly as written, without a final ``;``.
-    ``mode`` is None unless REFRESH_MODE was given.
+    ``freshness`` and ``mode`` are None unless FRESHNESS and REFRESH_MODE were given;
+    ``or_alter``: CREATE OR ALTER.
     """
 
     name: str
     query: str
-    freshness: Freshness
+    freshness: Freshness | None
     mode: RefreshMode | None = None
     partitioned_by: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
     if_not_exists: bool = False
+    or_alter: bool = False
 
 
 @dataclass(frozen=True)
 class AlterDynamicTable:
-    """``ALTER DYNAMIC TABLE``: ``partition`` only with REFRESH, ``freshness`` and ``mode`` only with SET."""
+    """``ALTER DYNAMIC TABLE``: ``partition`` only with REFRESH, ``freshness`` and ``mode`` only with
+    SET, ``query`` only with SET_QUERY (``AS <query>``, the text as written)."""
 
     name: str
     action: AlterAction
     partition: dict[str, str] | None = None
     freshness: Freshness | None = None
     mode: RefreshMode | None = None
+    query: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,7 +110,16 @@ class DropDynamicTable:
     if_exists: bool = False
 
 
-Statement: TypeAlias = CreateDynamicTable | AlterDynamicTable | DropDynamicTable
+@dataclass(frozen=True)
+class ShowCreateDynamicTable:
+    """``SHOW CREATE DYNAMIC TABLE``; ``kind`` is the word used (DYNAMIC or MATERIALIZED),
+    which the statement shown uses too."""
+
+    name: str
+    kind: str = "DYNAMIC"
+
+
+Statement: TypeAlias = CreateDynamicTable | AlterDynamicTable | DropDynamicTable | ShowCreateDynamicTable
 
 
 # ------------------------------------------------------------------------------ parser
@@ -208,9 +235,22 @@ class _Parser:
 
     # -- statements
 
-    def create(self) -> CreateDynamicTable:
+    def query_after(self, as_token: Token) -> str:
+        """The text after ``AS`` as written, without a final ``;``."""
+        query = self.text[as_token.end :].strip()
+        if query.endswith(";"):
+            query = query[:-1].rstrip()
+        if not query:
+            raise InvalidArgumentError("the statement has no AS <query>: the query after AS is empty")
+        return query
+
+    def create(self, or_alter: bool = False) -> CreateDynamicTable:
         if_not_exists = False
-        if self.accept_word("IF"):
+        if self.lexer.peek().is_word("IF"):
+            token = self.lexer.next()
+            if or_alter:
+                raise InvalidArgumentError(f"CREATE OR ALTER takes no IF NOT EXISTS (it alters a table that "
+                                           f"exists) at {where(self.text, token.start)}")
             self.expect_word("NOT", "NOT EXISTS after IF")
             self.expect_word("EXISTS", "EXISTS after IF NOT")
             if_not_exists = True
@@ -242,28 +282,18 @@ class _Parser:
             elif clause == "REFRESH_MODE":
                 mode = self.refresh_mode()
             elif token.is_word("AS"):
-                if freshness is None:
-                    raise self.error("FRESHNESS = INTERVAL '<n>' <unit> before AS", token)
-                query = self.text[token.end :].strip()
-                if query.endswith(";"):
-                    query = query[:-1].rstrip()
-                if not query:
-                    raise InvalidArgumentError("the statement has no AS <query>: the query after AS is empty")
                 return CreateDynamicTable(
                     name=name,
-                    query=query,
+                    query=self.query_after(token),
                     freshness=freshness,
                     mode=mode,
                     partitioned_by=partitioned_by or [],
                     options=options or {},
                     comment=comment,
                     if_not_exists=if_not_exists,
+                    or_alter=or_alter,
                 )
             elif token.kind == END:
-                if freshness is None:
-                    raise InvalidArgumentError(
-                        "the statement has no AS <query> (and needs FRESHNESS = INTERVAL '<n>' <unit> before it)"
-                    )
                 raise InvalidArgumentError("the statement has no AS <query>")
             else:
                 raise self.error("COMMENT, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS", token)
@@ -332,6 +362,9 @@ class _Parser:
         elif token.is_word("REFRESH"):
             partition = self.partition_spec() if self.accept_word("PARTITION") else None
             statement = AlterDynamicTable(name, AlterAction.REFRESH, partition=partition)
+        elif token.is_word("AS"):
+            # The rest is the query: nothing follows it.
+            return AlterDynamicTable(name, AlterAction.SET_QUERY, query=self.query_after(token))
         elif token.is_word("SET"):
             what = self.lexer.next()
             if what.is_word("FRESHNESS"):
@@ -341,7 +374,7 @@ class _Parser:
             else:
                 raise self.error("FRESHNESS or REFRESH_MODE after SET", what)
         else:
-            raise self.error("SUSPEND, RESUME, REFRESH or SET after the table name", token)
+            raise self.error("SUSPEND, RESUME, REFRESH, SET or AS after the table name", token)
         self.expect_end()
         return statement
 
@@ -354,49 +387,98 @@ class _Parser:
         self.expect_end()
         return DropDynamicTable(name, if_exists)
 
+    def show_create(self, kind: str) -> ShowCreateDynamicTable:
+        name = self.name()
+        self.expect_end()
+        return ShowCreateDynamicTable(name, kind)
+
 
 def parse_statement(text: str) -> Statement:
-    """Parse one CREATE, ALTER or DROP DYNAMIC TABLE statement.
+    """Parse one CREATE [OR ALTER], ALTER, DROP or SHOW CREATE DYNAMIC TABLE statement.
 
     Args:
         text: The statement; SQL comments are allowed before ``AS``, one final
-            ``;`` is allowed.
+            ``;`` is allowed. ``MATERIALIZED`` may stand for ``DYNAMIC``.
 
     Returns:
-        A ``CreateDynamicTable``, ``AlterDynamicTable`` or ``DropDynamicTable``.
+        A ``CreateDynamicTable``, ``AlterDynamicTable``, ``DropDynamicTable`` or
+        ``ShowCreateDynamicTable``.
 
     Raises:
         InvalidArgumentError: The statement is empty or malformed; the message
             says what was expected and where.
         UnsupportedError: The statement is not a dynamic-table statement (run it
-            in Spark).
+            in Spark), or is CREATE OR REPLACE DYNAMIC TABLE.
     """
     if not isinstance(text, str):
         raise InvalidArgumentError(f"expected a SQL statement, got {type(text).__name__}")
     parser = _Parser(text)
     verb = parser.lexer.next()
     if verb.kind == END:
-        raise InvalidArgumentError("empty statement: expected CREATE, ALTER or DROP DYNAMIC TABLE")
+        raise InvalidArgumentError("empty statement: expected CREATE, ALTER, DROP or SHOW CREATE DYNAMIC TABLE")
     if not verb.is_word(*VERBS):
         raise UnsupportedError(NOT_DYNAMIC)
+    keyword = verb.value.upper()
+    or_alter = False
     try:
-        second = parser.lexer.next()
-        if not second.is_word("DYNAMIC"):
-            if verb.is_word("CREATE") and second.is_word("OR"):
-                replace, dynamic = parser.lexer.next(), parser.lexer.next()
-                if replace.is_word("REPLACE") and dynamic.is_word("DYNAMIC"):
-                    raise UnsupportedError(
-                        "CREATE OR REPLACE DYNAMIC TABLE is not supported: "
-                        "DROP DYNAMIC TABLE and CREATE DYNAMIC TABLE instead"
-                    )
+        kind = parser.lexer.next()
+        if keyword == "SHOW":
+            if not kind.is_word("CREATE"):
+                raise UnsupportedError(NOT_DYNAMIC)
+            keyword, kind = "SHOW CREATE", parser.lexer.next()
+        elif keyword == "CREATE" and kind.is_word("OR"):
+            how = parser.lexer.next()
+            kind = parser.lexer.next()
+            if how.is_word("REPLACE") and kind.is_word(*KINDS):
+                raise UnsupportedError(
+                    f"CREATE OR REPLACE {kind.value.upper()} TABLE is not supported: CREATE OR ALTER "
+                    f"{kind.value.upper()} TABLE changes the query of a table that exists (its data and history "
+                    "are kept), or DROP it and CREATE it again"
+                )
+            if not how.is_word("ALTER"):
+                raise UnsupportedError(NOT_DYNAMIC)
+            keyword, or_alter = "CREATE OR ALTER", True
+        if not kind.is_word(*KINDS):
             raise UnsupportedError(NOT_DYNAMIC)
     except InvalidArgumentError:
         # Whatever follows is not lexable as our header: it is someone else's SQL.
         raise UnsupportedError(NOT_DYNAMIC) from None
-    keyword = verb.value.upper()
-    parser.expect_word("TABLE", f"TABLE after {keyword} DYNAMIC")
-    if keyword == "CREATE":
-        return parser.create()
+    kind_word = kind.value.upper()
+    parser.expect_word("TABLE", f"TABLE after {keyword} {kind_word}")
+    if keyword.startswith("CREATE"):
+        return parser.create(or_alter)
     if keyword == "ALTER":
         return parser.alter()
+    if keyword == "SHOW CREATE":
+        return parser.show_create(kind_word)
     return parser.drop()
+
+
+# ------------------------------------------------------------------------------ SHOW CREATE
+
+
+def _string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def show_create(dt: DynamicTable, kind: str = "DYNAMIC") -> str:
+    """The CREATE statement that makes ``dt`` again (SHOW CREATE DYNAMIC TABLE).
+
+    The name is written whole (catalog.database.table) and the query as it was written:
+    catalogd resolves a query's unqualified names in the table's own database, so the
+    statement means the same table wherever it runs. REFRESH_MODE is written only when it
+    was declared (a derived mode follows the freshness, and keeps doing so).
+    """
+    lines = [f"CREATE {kind} TABLE {'.'.join(quote(p) for p in (dt.catalog, dt.database, dt.name))}"]
+    if dt.comment:
+        lines.append(f"COMMENT {_string(dt.comment)}")
+    if dt.partition_keys:
+        lines.append(f"PARTITIONED BY ({', '.join(quote(c.name) for c in dt.partition_keys)})")
+    if dt.options:
+        options = ",\n".join(f"  {_string(k)} = {_string(v)}" for k, v in sorted(dt.options.items()))
+        lines.append(f"WITH (\n{options}\n)")
+    lines.append(f"FRESHNESS = {parse_freshness(dt.freshness).sql}")
+    if dt.declared_mode is not None:
+        lines.append(f"REFRESH_MODE = {dt.declared_mode.value}")
+    lines.append(f"AS {dt.query}")
+    return "\n".join(lines)

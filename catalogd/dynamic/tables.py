@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
+import shutil
 import time
 from zoneinfo import ZoneInfo
 
@@ -14,8 +15,9 @@ from catalogd.config import Config
 from catalogd.dynamic import jobspec, runner, store
 from catalogd.dynamic.analyzer import Analyzers
 from catalogd.dynamic.driver import Driver, initialize_option
+from catalogd.dynamic.evolution import added_columns
 from catalogd.dynamic.executor import RunExecutor
-from catalogd.dynamic.freshness import Freshness, cron_expression, derive_mode, parse_freshness
+from catalogd.dynamic.freshness import Freshness, cron_expression, default_freshness, derive_mode, parse_freshness
 from catalogd.dynamic.jobconf import check_request_settings
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.loader import Loader
@@ -26,6 +28,7 @@ from catalogd.dynamic.runs import RunIndex
 from catalogd.dynamic.supervisor import Detached
 from catalogd.errors import (
     CatalogError,
+    ConflictError,
     InvalidArgumentError,
     NotFoundError,
     TableAlreadyExistsError,
@@ -34,6 +37,7 @@ from catalogd.errors import (
 )
 from catalogd.manager import CatalogManager
 from catalogd.model import (
+    Column,
     DynamicTable,
     DynamicTableChange,
     DynamicTableSpec,
@@ -165,7 +169,13 @@ class TableOperations:
             raise TableAlreadyExistsError(f"{full} already exists")
         # Refreshes need spark-submit: find out before anything is created.
         runner.spark_submit_path()
-        freshness = parse_freshness(spec.freshness)
+        if (spec.freshness or "").strip():
+            freshness = parse_freshness(spec.freshness)
+        else:
+            # No FRESHNESS: the configured default of the declared mode (FLIP-551).
+            conf = self.config.dynamic_tables
+            freshness = default_freshness(spec.refresh_mode, conf.default_freshness_continuous,
+                                          conf.default_freshness_full)
         mode = derive_mode(freshness, self.config.dynamic_tables.freshness_threshold, spec.refresh_mode)
         full_only = jobspec.full_only(catalog)
         if full_only is not None and mode is RefreshMode.CONTINUOUS:
@@ -346,6 +356,72 @@ class TableOperations:
         finally:
             self.driver.supervisor.finish([detached], why)
         return self.get(ObjectPath(catalog.name, database, name))
+
+    def set_query(self, path: ObjectPath, query: str) -> tuple[DynamicTable, list[Column]]:
+        """``ALTER DYNAMIC TABLE t AS <query>`` (FLIP-492): the table and the columns the query added.
+
+        The new query must keep the table's schema (``evolution.added_columns``). A FULL
+        table refreshes with it from its next run; a CONTINUOUS table's job is stopped
+        first and started again from scratch (a new checkpoint: the old one belongs to the
+        old query). While a batch refresh of the table runs, it is refused: that run would
+        commit the old schema over the new one.
+
+        Raises:
+            TableNotFoundError: no such dynamic table.
+            InvalidArgumentError: Spark cannot analyse the query, or it changes the schema
+                otherwise than by appending columns; nothing changed.
+            ConflictError: a refresh of the table is under way; nothing changed.
+        """
+        catalog, database, name = self.resolve(path)
+        self.manager.check_writable(catalog)
+        self._check_enabled()
+        self._params(catalog, database, name)
+        full = f"{catalog.name}.{database}.{name}"
+        entry = self.registry.get(full)
+        if entry is None:
+            raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false, "
+                                   "or it was made by another daemon since this one started)")
+        expanded = self.manager.expand_query(catalog, database, query, kind="dynamic table")
+        if f"{database}.{name}" in expanded.tables:
+            raise InvalidArgumentError(f"{full}: the new query reads the table itself")
+        # Spark's analysis takes a while: outside the lock, which the scheduler needs.
+        columns = self.analyzers.get(catalog.name, lambda: self.jobs.spark_conf(catalog)).analyze(expanded.qualified)
+        continuous = restart = False
+        detached: Detached | None = None
+        with entry.lock:
+            table, _ = self._params(catalog, database, name)
+            added = added_columns(full, table.columns, table.partition_keys, columns)
+            self._check_no_batch_run(full)
+            if entry.mode is RefreshMode.CONTINUOUS:
+                # The streaming job stops before the schema changes (it would commit the old one).
+                continuous, restart = True, entry.state is RefreshState.RUNNING
+                detached, entry.stream = self.driver.supervisor.detach(entry), None
+        try:
+            self.driver.supervisor.finish([detached], "its query changed (ALTER ... AS)")
+            with entry.lock:
+                table, _ = self._params(catalog, database, name)
+                added = added_columns(full, table.columns, table.partition_keys, columns)
+                self._check_no_batch_run(full)
+                catalog.update_table_parameters(
+                    database, name,
+                    {**store.chunks(store.QUERY, expanded.original), **store.chunks(store.EXPANDED, expanded.qualified),
+                     store.SOURCES: ",".join(expanded.tables)},
+                    (store.QUERY + ".", store.EXPANDED + "."), add_columns=added)
+            if continuous:
+                shutil.rmtree(self.jobs.checkpoint(entry), ignore_errors=True)
+        finally:
+            if continuous and restart:
+                self.driver.activate(entry)
+        logger.info("dynamic table %s has a new query%s", full,
+                    f" (columns added: {', '.join(c.name for c in added)})" if added else "")
+        return self.get(ObjectPath(catalog.name, database, name)), added
+
+    def _check_no_batch_run(self, full: str) -> None:
+        busy = sorted(r.id for r in self.runs.live(full).values()
+                      if r.trigger != "continuous" and r.status in (RunStatus.PENDING, RunStatus.RUNNING))
+        if busy:
+            raise ConflictError(f"{full}: refresh run(s) {', '.join(busy)} are under way and would commit the old "
+                                "schema: change the query once they ended (dt history shows them)")
 
     def _change_schedule(self, entry: Entry, change: DynamicTableChange,
                          params: dict[str, str]) -> tuple[Detached | None, str]:

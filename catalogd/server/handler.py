@@ -201,13 +201,22 @@ class CatalogHandler:
         return stage_id
 
     def _authorize_statement(self, access: Access, principal: Principal, text: str) -> str:
-        """A dynamic-table statement needs what its verb needs: create and refresh writer, the others admin."""
-        from catalogd.dynamic.statements import AlterAction, AlterDynamicTable, CreateDynamicTable, parse_statement
+        """A dynamic-table statement needs what its verb needs: SHOW CREATE reader, CREATE and
+        REFRESH writer, the others (CREATE OR ALTER too: it may alter) admin."""
+        from catalogd.dynamic.statements import (
+            AlterAction,
+            AlterDynamicTable,
+            CreateDynamicTable,
+            ShowCreateDynamicTable,
+            parse_statement,
+        )
 
         statement = parse_statement(text)
         verb = type(statement).__name__
         refresh = isinstance(statement, AlterDynamicTable) and statement.action is AlterAction.REFRESH
-        needed = Role.WRITER if isinstance(statement, CreateDynamicTable) or refresh else Role.ADMIN
+        create = isinstance(statement, CreateDynamicTable) and not statement.or_alter
+        needed = (Role.READER if isinstance(statement, ShowCreateDynamicTable)
+                  else Role.WRITER if create or refresh else Role.ADMIN)
         path = parse_object(statement.name)
         catalog = access.catalog(path.catalog)
         access.require(principal, catalog, needed, f"executeStatement ({verb})")

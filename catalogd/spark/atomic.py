@@ -361,7 +361,7 @@ def sql(spark: SparkSession, statement: str, client: CatalogClient | None = None
     ``REPLACE TABLE ... AS SELECT``, ``INSERT OVERWRITE [TABLE] t [PARTITION (...)] SELECT ...`` and
     ``INSERT INTO [TABLE] t [PARTITION (...)] SELECT ...`` (an append: see ``insert_into``;
     ``INSERT INTO ... VALUES`` is not a query and goes to ``spark.sql``).
-    ``CREATE / ALTER / DROP DYNAMIC TABLE`` go to the daemon (``CatalogClient.sql``).
+    Dynamic-table statements (``sql_lexer.is_dynamic_statement``) go to the daemon (``CatalogClient.sql``).
     Everything else is passed to ``spark.sql`` unchanged.
 
     Returns:

@@ -2698,6 +2698,8 @@ class Client(Iface):
             raise result.unsupported
         if result.internal is not None:
             raise result.internal
+        if result.conflict is not None:
+            raise result.conflict
         raise TApplicationException(TApplicationException.MISSING_RESULT, "executeStatement failed: unknown result")
 
 
@@ -4823,6 +4825,9 @@ class Processor(Iface, TProcessor):
         except InternalError as internal:
             msg_type = TMessageType.REPLY
             result.internal = internal
+        except Conflict as conflict:
+            msg_type = TMessageType.REPLY
+            result.conflict = conflict
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -14927,11 +14932,12 @@ class executeStatement_result(object):
      - denied
      - unsupported
      - internal
+     - conflict
 
     """
 
 
-    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None,):
+    def __init__(self, success=None, notFound=None, exists=None, invalid=None, unavailable=None, denied=None, unsupported=None, internal=None, conflict=None,):
         self.success = success
         self.notFound = notFound
         self.exists = exists
@@ -14940,6 +14946,7 @@ class executeStatement_result(object):
         self.denied = denied
         self.unsupported = unsupported
         self.internal = internal
+        self.conflict = conflict
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -14991,6 +14998,11 @@ class executeStatement_result(object):
                     self.internal = InternalError.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRUCT:
+                    self.conflict = Conflict.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -15033,6 +15045,10 @@ class executeStatement_result(object):
             oprot.writeFieldBegin('internal', TType.STRUCT, 7)
             self.internal.write(oprot)
             oprot.writeFieldEnd()
+        if self.conflict is not None:
+            oprot.writeFieldBegin('conflict', TType.STRUCT, 8)
+            self.conflict.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -15059,6 +15075,7 @@ executeStatement_result.thrift_spec = (
     (5, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 5
     (6, TType.STRUCT, 'unsupported', [Unsupported, None], None, ),  # 6
     (7, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 7
+    (8, TType.STRUCT, 'conflict', [Conflict, None], None, ),  # 8
 )
 fix_spec(all_structs)
 del all_structs

@@ -24,6 +24,9 @@ def test_defaults_of_a_minimal_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert server.workers == 32
     assert server.log_level == "info"
     assert config.dynamic_tables.freshness_threshold == td(minutes=30)
+    # Flink's (FLIP-551) defaults of a table created without FRESHNESS.
+    assert config.dynamic_tables.default_freshness_continuous == td(minutes=3)
+    assert config.dynamic_tables.default_freshness_full == td(hours=1)
     assert config.spark.master == "local[2]" and config.spark.conf == {}
     assert config.staging.lease == td(seconds=60)
     assert config.staging.janitor_interval == td(seconds=10)
@@ -196,6 +199,14 @@ catalogs:
             "dynamic-tables.freshness-threshold: invalid duration",
         ),
         ("spark: {conf: [a]}", "spark.conf: expected a mapping of Spark settings, got a list"),
+        (
+            "dynamic-tables: {default-freshness-full: 5 h}",
+            "dynamic-tables.default-freshness-full: 5 h cannot be a FULL refresh schedule",
+        ),
+        (
+            "dynamic-tables: {default-freshness-continuous: 1500ms}",
+            "dynamic-tables.default-freshness-continuous: a freshness is a whole number of seconds",
+        ),
     ],
 )
 def test_section_problems(snippet: str, expected: str) -> None:

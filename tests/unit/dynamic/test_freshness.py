@@ -11,7 +11,9 @@ from catalogd.dynamic.freshness import (
     Freshness,
     TimeUnit,
     cron_expression,
+    default_freshness,
     derive_mode,
+    freshness_of,
     next_fire_time,
     parse_freshness,
     previous_fire_time,
@@ -535,3 +537,29 @@ def test_fire_time_keeps_the_zone_object() -> None:
 def test_freshness_text_round_trips(freshness: Freshness) -> None:
     assert parse_freshness(str(freshness)) == freshness
     assert parse_freshness(freshness.sql) == freshness
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [(1, Freshness(1, TimeUnit.SECOND)), (90, Freshness(90, TimeUnit.SECOND)), (180, Freshness(3, TimeUnit.MINUTE)),
+     (3600, Freshness(1, TimeUnit.HOUR)), (86400, Freshness(1, TimeUnit.DAY)), (7200, Freshness(2, TimeUnit.HOUR))],
+)
+def test_freshness_of_a_duration(seconds: int, expected: Freshness) -> None:
+    assert freshness_of(datetime.timedelta(seconds=seconds)) == expected
+
+
+@pytest.mark.parametrize("duration", [datetime.timedelta(0), datetime.timedelta(milliseconds=1500)])
+def test_freshness_of_a_bad_duration(duration: datetime.timedelta) -> None:
+    with pytest.raises(InvalidArgumentError, match="positive whole number of seconds"):
+        freshness_of(duration)
+
+
+def test_default_freshness_per_mode() -> None:
+    # FLIP-551: FULL gets the FULL default; CONTINUOUS and an undeclared mode the CONTINUOUS one.
+    continuous, full = datetime.timedelta(minutes=3), datetime.timedelta(hours=1)
+    assert default_freshness(RefreshMode.FULL, continuous, full) == Freshness(1, TimeUnit.HOUR)
+    assert default_freshness(RefreshMode.CONTINUOUS, continuous, full) == Freshness(3, TimeUnit.MINUTE)
+    assert default_freshness(None, continuous, full) == Freshness(3, TimeUnit.MINUTE)
+    # Without a declared mode it is derived from that default, as from a written freshness.
+    assert derive_mode(default_freshness(None, continuous, full), datetime.timedelta(minutes=30)) \
+        is RefreshMode.CONTINUOUS

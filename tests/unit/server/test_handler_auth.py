@@ -171,6 +171,13 @@ def test_statements_need_what_their_verb_needs(rig: Rig) -> None:
         rig.call(writer, "executeStatement", "ALTER DYNAMIC TABLE main.db.t REFRESH")
     assert "needs role writer" in denied(
         lambda: rig.call(rig.connect(TOKENS["ana"]), "refreshDynamicTables", t.RefreshRequest(tables=["main.db.t"])))
+    # A new query alters the table: admin, whichever statement brings it.
+    for text in ("ALTER DYNAMIC TABLE main.db.t AS SELECT 1 AS a",
+                 "CREATE OR ALTER MATERIALIZED TABLE main.db.t AS SELECT 1 AS a"):
+        assert "needs role admin" in denied(lambda text=text: rig.call(writer, "executeStatement", text))
+    # SHOW CREATE only reads: a reader passes the check.
+    with pytest.raises(t.Unsupported):
+        rig.call(rig.connect(TOKENS["ana"]), "executeStatement", "SHOW CREATE DYNAMIC TABLE main.db.t")
 
 
 def test_a_job_token_reads_and_writes_only_its_table(rig: Rig) -> None:
