@@ -1,7 +1,8 @@
 """A real Hive Metastore 2.3 in a child process, from the jars in the pyspark wheel, listening on loopback only.
 
-The metastore keeps its Derby database, warehouse and config under
-``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/``; a catalog with
+The metastore keeps its Derby database, warehouse, config and temporary files under
+``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/`` (its output to
+``metastore-<catalog>.log``, Hive's own log to ``metastore-<catalog>.hive.log``); a catalog with
 ``metastore-db`` keeps its data in that PostgreSQL database instead (schema created on
 first start), which several daemons' metastores may share.
 
@@ -156,6 +157,11 @@ class EmbeddedMetastore:
     def uri(self) -> str:
         return f"thrift://{self.host}:{self.port}"
 
+    @property
+    def tmp_dir(self) -> Path:
+        """The JVM's ``java.io.tmpdir``: under the catalog's directory, not the machine's /tmp."""
+        return self.home / "tmp"
+
     def hive_site(self) -> str:
         settings = {
             **database_settings(self.database, self.home),
@@ -188,6 +194,13 @@ class EmbeddedMetastore:
             java,
             f"-Xmx{self.heap}",
             f"-Dderby.system.home={self.home}",
+            # Hive's own log defaults to ${java.io.tmpdir}/${user.name}/hive.log, one file shared by
+            # every metastore on the machine and never removed: it goes next to this one's other log
+            # (Hive's log4j2 configuration rolls it daily and keeps 30).
+            f"-Dhive.log.dir={self.log_path.parent}",
+            f"-Dhive.log.file={self.log_path.stem}.hive.log",
+            # Whatever else the JVM writes to its temporary directory stays in the catalog's.
+            f"-Djava.io.tmpdir={self.tmp_dir}",
             "-Djava.net.preferIPv4Stack=true",
             ROLE_MARKER,
             "-cp",
@@ -216,6 +229,7 @@ class EmbeddedMetastore:
         # hive-site.xml may hold the metastore database's password.
         conf_dir = private_dir(self.home / "conf")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(exist_ok=True)
         write_private(conf_dir / "hive-site.xml", self.hive_site())
         if self.warehouse.startswith("file:"):
             Path(self.warehouse.removeprefix("file://").removeprefix("file:")).mkdir(parents=True, exist_ok=True)
