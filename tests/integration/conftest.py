@@ -39,6 +39,7 @@ from .helpers import (
     write_config,
 )
 from .kdc import Kdc, running_kdc
+from .pg_pair import PgPairs
 from .postgres import PostgresServer, running_postgres
 
 # Spark's Python workers (in-process sessions here and every child process) run this venv's
@@ -96,6 +97,15 @@ def postgres() -> Iterator[PostgresServer]:
     """A real PostgreSQL server for the session, started when a test first asks for it (1-2 s), never before."""
     with running_postgres() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def pg_pairs(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgPairs]:
+    """Two cluster members on one PostgreSQL metastore database, shared by the modules that ask
+    (tests/integration/pg_pair.py); started on first ``get()``."""
+    pairs = PgPairs(postgres, tmp_path_factory)
+    yield pairs
+    pairs.close()
 
 
 @pytest.fixture(scope="session")
