@@ -13,15 +13,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import IO, Any, Protocol
 
 from catalogd.dynamic.connect import ConnectAnalyzer, ConnectEngine
+from catalogd.dynamic.runner import with_tmp_dir
 from catalogd.errors import InternalError, InvalidArgumentError
 from catalogd.model import Column
 
@@ -186,12 +189,15 @@ class Analyzers:
 
     Args:
         engine: the connect engine: its server analyses queries (no helper JVM); None: helpers.
+        tmp_dir: where a helper's JVM keeps its temporary files (``<tmp_dir>/<catalog>``, emptied
+            when the helper is made); None: the JVM's default (/tmp).
     """
 
-    def __init__(self, engine: ConnectEngine | None = None) -> None:
+    def __init__(self, engine: ConnectEngine | None = None, tmp_dir: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._by_catalog: dict[str, QueryAnalyzer] = {}
         self.engine = engine
+        self.tmp_dir = tmp_dir
 
     def get(self, catalog: str, spark_conf: Callable[[], dict[str, str]]) -> QueryAnalyzer:
         """The catalog's analyzer; a new one gets ``spark_conf()``."""
@@ -200,8 +206,16 @@ class Analyzers:
             if analyzer is None:
                 analyzer = self._by_catalog[catalog] = (
                     ConnectAnalyzer(self.engine.server(spark_conf())) if self.engine is not None
-                    else Analyzer(spark_conf(), name=catalog))
+                    else Analyzer(self._helper_conf(catalog, spark_conf()), name=catalog))
             return analyzer
+
+    def _helper_conf(self, catalog: str, conf: dict[str, str]) -> dict[str, str]:
+        if self.tmp_dir is None:
+            return conf
+        tmp = self.tmp_dir / catalog
+        shutil.rmtree(tmp, ignore_errors=True)  # an earlier helper's, killed before it could clean up
+        tmp.mkdir(parents=True, mode=0o700)
+        return with_tmp_dir(conf, tmp)
 
     def release(self, catalog: str) -> None:
         """Close a catalog's analyzer (the catalog was removed or replaced)."""

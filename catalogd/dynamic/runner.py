@@ -7,6 +7,7 @@ import ctypes
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -119,8 +120,26 @@ def own_dir(work_dir: Path) -> None:
                       "it would hold the job's secrets")
 
 
+def with_tmp_dir(conf: dict[str, str], tmp: Path) -> dict[str, str]:
+    """``conf`` with the driver JVM's ``java.io.tmpdir`` in ``tmp``: Spark's local dirs (its
+    default ``spark.local.dir``), Hive's session directories (``<uuid>_resources``), native
+    libraries and artifacts go there, not to the machine's /tmp, which a killed job never cleans.
+    An ``-Djava.io.tmpdir`` already in ``spark.driver.extraJavaOptions`` comes later and wins."""
+    path = str(tmp)
+    if any(c.isspace() or c in "\\\"'" for c in path):  # quoted as Spark's launcher splits options
+        path = '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    options = " ".join(filter(None, [f"-Djava.io.tmpdir={path}", conf.get("spark.driver.extraJavaOptions", "")]))
+    return {**conf, "spark.driver.extraJavaOptions": options}
+
+
 def _submit(master: str, conf: dict[str, str], work_dir: Path, app_args: list[str],
             env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    # The job's temporary files stay in its directory; a predecessor's there (killed before it
+    # could clean up) are removed first.
+    tmp = work_dir / "tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(mode=0o700)
+    conf = with_tmp_dir(conf, tmp)
     # Settings go in a file only we can read, not on the command line, where any
     # user's `ps` would show a secret key.
     props = work_dir / "spark.properties"

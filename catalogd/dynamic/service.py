@@ -110,7 +110,7 @@ class DynamicTables:
         if config.spark.engine == "connect":
             self.engine = ConnectEngine(config.spark.master, config.server.data_dir / "dynamic" / "connect",
                                         config.spark.connect_port, config.spark.remote)
-        self._analyzers = Analyzers(self.engine)
+        self._analyzers = Analyzers(self.engine, config.server.data_dir / "dynamic" / "analyzer")
         self._executor = RunExecutor(manager, config, registry, runs, records, jobs, self._stopping,
                                      table_gone=self._table_gone, engine=self.engine)
         # CONTINUOUS tables: streaming queries in catalogd's own Connect server with the connect

@@ -1,8 +1,8 @@
 """A real Hive Metastore 2.3 in a child process, from the jars in the pyspark wheel, listening on loopback only.
 
-The metastore keeps its Derby database, warehouse and config under
+The metastore keeps its Derby database, warehouse, config and temporary files under
 ``<data-dir>/catalogs/<catalog>/`` and logs to ``<data-dir>/logs/`` (its output to
-``metastore-<catalog>.log``, Hive's log4j file to ``metastore-<catalog>.hive.log``); a catalog with
+``metastore-<catalog>.log``, Hive's own log to ``metastore-<catalog>.hive.log``); a catalog with
 ``metastore-db`` keeps its data in that PostgreSQL database instead (schema created on
 first start), which several daemons' metastores may share.
 
@@ -173,6 +173,11 @@ class EmbeddedMetastore:
         """Whether it speaks SASL (Kerberos), as ``hive.metastore.sasl.enabled`` says."""
         return self.hive_conf.get(SASL_KEY, "false").strip().lower() == "true"
 
+    @property
+    def tmp_dir(self) -> Path:
+        """The JVM's ``java.io.tmpdir``: under the catalog's directory, not the machine's /tmp."""
+        return self.home / "tmp"
+
     def hive_site(self) -> str:
         settings = {
             **database_settings(self.database, self.home),
@@ -214,12 +219,15 @@ class EmbeddedMetastore:
             java,
             f"-Xmx{self.heap}",
             f"-Dderby.system.home={self.home}",
+            # Hive's own log defaults to ${java.io.tmpdir}/${user.name}/hive.log, one file shared by
+            # every metastore on the machine and never removed: it goes next to this one's other log
+            # (Hive's log4j2 configuration rolls it daily and keeps 30).
+            f"-Dhive.log.dir={self.hive_log_path.parent}",
+            f"-Dhive.log.file={self.hive_log_path.name}",
+            # Whatever else the JVM writes to its temporary directory stays in the catalog's.
+            f"-Djava.io.tmpdir={self.tmp_dir}",
             "-Djava.net.preferIPv4Stack=true",
             *krb5,
-            # Hive's log4j file (its audit lines too) beside the metastore's log, not in a /tmp/<user>/hive.log
-            # that every metastore of the machine appends to.
-            f"-Dhive.log.dir={self.log_path.parent}",
-            f"-Dhive.log.file={self.hive_log_path.name}",
             ROLE_MARKER,
             "-cp",
             f"{conf_dir}:{jars}/*{extra_jars}",
@@ -247,6 +255,7 @@ class EmbeddedMetastore:
         # hive-site.xml may hold the metastore database's password.
         conf_dir = private_dir(self.home / "conf")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(exist_ok=True)
         write_private(conf_dir / "hive-site.xml", self.hive_site())
         if self.warehouse.startswith("file:"):
             Path(self.warehouse.removeprefix("file://").removeprefix("file:")).mkdir(parents=True, exist_ok=True)

@@ -39,12 +39,18 @@ from .helpers import (
     write_config,
 )
 from .kdc import Kdc, running_kdc
+from .pg_pair import PgPairs
 from .postgres import PostgresServer, running_postgres
 
 # Spark's Python workers (in-process sessions here and every child process) run this venv's
 # interpreter: with pandas installed pyspark plans Arrow-optimised UDFs, which a bare system
 # python3 without pyarrow cannot run.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Every JVM the tests start (metastores, Spark sessions, spark-submit jobs, through the daemons
+# too) lives seconds to minutes on small data, on 2 shared cores: the C1 compiler alone and the
+# serial collector halve the CPU a Spark start and first queries take (measured 22.5-26.3 s ->
+# 11.4-13.6 s of JVM CPU) and change no result. An empty JAVA_TOOL_OPTIONS turns it off.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +100,15 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture(scope="session")
+def pg_pairs(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgPairs]:
+    """Two cluster members on one PostgreSQL metastore database, shared by the modules that ask
+    (tests/integration/pg_pair.py); started on first ``get()``."""
+    pairs = PgPairs(postgres, tmp_path_factory)
+    yield pairs
+    pairs.close()
+
+
+@pytest.fixture(scope="session")
 def hms_address(daemon: Daemon) -> tuple[str, int]:
     """(host, port) of the session daemon's HMS endpoint."""
     return daemon.hms_address
@@ -140,6 +155,8 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     from catalogd.spark.conf import spark_conf_for
 
     local_dir = tmp_path_factory.mktemp("spark-local")
+    # The JVM's temporary files (Hive's <uuid>_resources, native libraries) in the session's tmp dir.
+    java_tmp = tmp_path_factory.mktemp("spark-tmp")
     with CatalogClient(daemon.address) as c:
         settings = spark_conf_for(c.get_catalog("main"))
     builder = (
@@ -150,6 +167,7 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "1g")
         .config("spark.local.dir", str(local_dir))
+        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={java_tmp}")
         .config("spark.sql.session.timeZone", "UTC")
     )
     for key, value in settings.items():

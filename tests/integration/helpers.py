@@ -377,8 +377,14 @@ class SparkChild:
     @classmethod
     def start(cls, script: Path, conf: dict[str, str], env: dict[str, str] | None = None) -> SparkChild:
         """SPARK_CHILD written to ``script`` and started on the Spark configuration ``conf``, in
-        ``env`` (by default clean_env())."""
+        ``env`` (by default clean_env()). Its JVM's temporary files (Spark's local dirs, Hive's
+        ``<uuid>_resources``) go next to ``script``: a child killed with SIGKILL leaves them there."""
+        from catalogd.dynamic.runner import with_tmp_dir
+
         script.write_text(SPARK_CHILD)
+        java_tmp = script.with_name(f"{script.stem}-tmp")
+        java_tmp.mkdir(exist_ok=True)
+        conf = with_tmp_dir(conf, java_tmp)
         return cls(subprocess.Popen([sys.executable, str(script), json.dumps(conf)], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                     env=clean_env() if env is None else env))

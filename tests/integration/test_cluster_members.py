@@ -9,7 +9,8 @@ Clients fail over (the last test, which SIGKILLs a member): an open Spark sessio
 dies runs its next query through the other; a stage begun through the dead member keeps its
 lease through heartbeats sent to the other and commits there.
 
-One pair serves the module.
+The session's PostgreSQL pair serves the module (tests/integration/pg_pair.py); the member the
+last test kills starts again for the next module that uses the pair.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,66 +38,25 @@ from catalogd.server.cache_peers import INVALIDATIONS, SIGNATURE_HEADER, invalid
 from catalogd.spark.conf import spark_conf_for
 from catalogd.spark_common import staged_table
 
-from .helpers import (
-    Daemon,
-    SparkChild,
-    embedded_catalog,
-    free_port,
-    hms_connection,
-    metastore_pids,
-    start_daemon,
-    write_config,
-)
-from .postgres import PostgresServer
+from .helpers import Daemon, SparkChild, hms_connection
+from .pg_pair import PAIR_SECRET, PgPairs
+from .pg_pair import PgPair as Pair
 
 pytestmark = pytest.mark.integration
 
-KEY = "cache-coherence-test-stage-secret-0123"
-#: Far longer than any wait below: an answer that changes within it was invalidated, not expired.
-TTL = "60s"
+#: The pair's stage key, which also keys the invalidations between its members.
+KEY = PAIR_SECRET
 #: How long a test waits for B to see A's write (a busy machine; the benchmark measures the real figure).
 SEEN_WITHIN = 20.0
 
 
-@dataclass
-class Pair:
-    a: Daemon
-    b: Daemon
-
-
 @pytest.fixture(scope="module")
-def pair(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    root = tmp_path_factory.mktemp("coherent")
-    database = postgres.create_database()
-    warehouse = (root / "warehouse").as_uri()
-    url = postgres.url(database, password=True)
-    members: list[dict[str, Any]] = [{"host": "127.0.0.1", "port": free_port(), "hms-port": free_port(),
-                                      "http-port": free_port()} for _ in range(2)]
-    configs = []
-    for index, name in enumerate("ab"):
-        member = members[index]
-        catalogs = [embedded_catalog("main", metastore_port=free_port(), warehouse=warehouse,
-                                     **{"metastore-db": url})]
-        extra = {"server": {"hms-port": member["hms-port"]}, "cluster": {"members": members},
-                 # A janitor pass every second: a stage whose heartbeats stopped would be aborted soon.
-                 "staging": {"secret": KEY, "janitor-interval": "1s"}, "cache": {"ttl": TTL},
-                 "dynamic-tables": {"enabled": False, "warm-analyzer": False}}
-        configs.append(write_config(root / f"{name}.yaml", port=member["port"], http_port=member["http-port"],
-                                    data_dir=root / name, catalogs=catalogs, extra=extra))
-    started: list[Daemon] = []
-    try:
-        # A first, alone: its metastore creates the schema in the empty database.
-        for index, name in enumerate("ab"):
-            started.append(start_daemon(configs[index], root / name, root / f"{name}.log"))
-        yield Pair(*started)
-    finally:
-        for daemon in started:
-            if daemon.proc.poll() is None:
-                os.kill(daemon.pid, signal.SIGCONT)
-            daemon.stop()
-        for daemon in started:
-            for pid in metastore_pids(daemon.data_dir):
-                os.kill(pid, signal.SIGKILL)
+def pair(pg_pairs: PgPairs) -> Iterator[Pair]:
+    """The session's PostgreSQL pair (tests/integration/pg_pair.py), its caches 60 s long."""
+    yield pg_pairs.get()
+    if pg_pairs.pair is not None:
+        # The last test killed a member: it starts again now, while other modules run.
+        pg_pairs.pair.respawn()
 
 
 def _comment(client: CatalogClient, name: str) -> str | None:

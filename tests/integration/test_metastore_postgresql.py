@@ -1,8 +1,9 @@
 """Embedded metastores on a real PostgreSQL server (``metastore-db``): what they keep survives a restart,
 two daemons on one database see each other's objects, the password shows nowhere, bad values exit 2.
 
-One pair of daemons (each with its own embedded HMS, a JVM) serves the whole module: A takes the
-password from the environment (``${VAR}`` in its config), B from ``metastore-db-password-file``.
+One pair of daemons (each with its own embedded HMS, a JVM) serves the whole module, the one
+test_cluster_members.py used too (tests/integration/pg_pair.py): A takes the password from the
+environment (``${VAR}`` in its config), B from ``metastore-db-password-file``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,86 +28,31 @@ from catalogd.errors import DatabaseNotFoundError
 
 from .helpers import (
     CATALOGD,
-    SESSION_STAGE_SECRET,
     Daemon,
     clean_env,
     embedded_catalog,
     free_port,
     hms_connection,
     http_get,
+    log_text,
     metastore_pids,
-    start_daemon,
     write_config,
 )
-from .postgres import PostgresServer
+from .pg_pair import PgPair as Pair
+from .pg_pair import PgPairs
 
 pytestmark = pytest.mark.integration
 
-PASSWORD_VAR = "CATALOGD_TEST_METASTORE_DB_PASSWORD"
-#: What a daemon on the other one's writes waits for at most: the metadata cache's TTL, on a busy machine.
+#: What a daemon waits for the other one's writes at most (their invalidations), on a busy machine.
 SEEN_WITHIN = 30.0
 
 
-@dataclass
-class Pair:
-    """Two daemons whose embedded metastores share one PostgreSQL database (and one warehouse)."""
-
-    a: Daemon
-    b: Daemon
-    server: PostgresServer
-    database: str
-    env_a: dict[str, str]
-    #: The ports of A's and B's embedded metastores (on the one database).
-    metastore_ports: tuple[int, int]
-
-    def restart_a(self) -> None:
-        assert self.a.stop() == 0, self.a.log()
-        self.a = start_daemon(self.a.config_path, self.a.data_dir, self.a.log_path, env=self.env_a)
-
-
 @pytest.fixture(scope="module")
-def pair(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    root = tmp_path_factory.mktemp("pg-pair")
-    database = postgres.create_database()
-    warehouse = (root / "warehouse").as_uri()
-    url = postgres.url(database, password=False)
-    password_file = root / "metastore-db.password"
-    password_file.write_text(postgres.password + "\n")
-    password_file.chmod(0o600)
-    # A's URL takes the password from the environment, B's from the file.
-    metastore_ports = (free_port(), free_port())
-    catalogs_a = [embedded_catalog("main", metastore_port=metastore_ports[0], warehouse=warehouse,
-                                   **{"metastore-db": url.replace("@", f":${{{PASSWORD_VAR}}}@", 1)})]
-    catalogs_b = [embedded_catalog("main", metastore_port=metastore_ports[1], warehouse=warehouse,
-                                   **{"metastore-db": url, "metastore-db-password-file": str(password_file)})]
-    staging = {"secret": SESSION_STAGE_SECRET}
-    # Members of one cluster: the background work is the elected leader's.
-    members = [{"host": "127.0.0.1", "port": free_port(), "hms-port": free_port(), "http-port": free_port()}
-               for _ in range(2)]
-    config_a = write_config(root / "a.yaml", port=members[0]["port"], http_port=members[0]["http-port"],
-                            data_dir=root / "a", catalogs=catalogs_a,
-                            extra={"staging": staging, "server": {"hms-port": members[0]["hms-port"]},
-                                   "cluster": {"members": members}})
-    config_b = write_config(root / "b.yaml", port=members[1]["port"], http_port=members[1]["http-port"],
-                            data_dir=root / "b", catalogs=catalogs_b,
-                            extra={"staging": staging, "server": {"hms-port": members[1]["hms-port"]},
-                                   "cluster": {"members": members}})
-    env_a = {PASSWORD_VAR: postgres.password}
-    # A first, alone: its metastore creates the schema in the empty database.
-    a = start_daemon(config_a, root / "a", root / "a.log", env=env_a)
-    started = [a]
-    try:
-        started.append(start_daemon(config_b, root / "b", root / "b.log"))
-        the_pair = Pair(a=a, b=started[1], server=postgres, database=database, env_a=env_a,
-                        metastore_ports=metastore_ports)
-        yield the_pair
-        started = [the_pair.a, the_pair.b]
-    finally:
-        for daemon in started:
-            daemon.stop()
-        for daemon in started:
-            for pid in metastore_pids(daemon.data_dir):
-                os.kill(pid, 9)
+def pair(pg_pairs: PgPairs) -> Iterator[Pair]:
+    """The session's PostgreSQL pair (tests/integration/pg_pair.py); this module, its last user
+    (test_cluster_members.py comes first), closes it."""
+    yield pg_pairs.get()
+    pg_pairs.close()
 
 
 def _metastore_tables(pair: Pair) -> list[str]:
@@ -118,7 +63,7 @@ def _metastore_tables(pair: Pair) -> list[str]:
 def test_the_metastore_keeps_its_data_in_postgresql(pair: Pair) -> None:
     tables = _metastore_tables(pair)
     assert {"DBS", "TBLS", "PARTITIONS", "SDS", "VERSION"} <= set(tables), tables
-    assert pair.server.sql('SELECT "NAME" FROM "DBS" ORDER BY 1', pair.database).split() == ["default"]
+    assert "default" in pair.server.sql('SELECT "NAME" FROM "DBS" ORDER BY 1', pair.database).split()
     for daemon in (pair.a, pair.b):
         assert not (daemon.data_dir / "catalogs" / "main" / "metastore_db").exists(), "no Derby database"
 
@@ -235,7 +180,7 @@ def test_the_password_shows_nowhere_but_the_private_hive_site(pair: Pair) -> Non
         assert len(logs) > 1
         for log in logs:
             assert secret not in log.read_text(errors="replace"), log
-        assert "database postgresql://catalogd:***@127.0.0.1:" in daemon.log(400)
+        assert "database postgresql://catalogd:***@127.0.0.1:" in log_text(daemon)
         site = daemon.data_dir / "catalogs" / "main" / "conf" / "hive-site.xml"
         assert secret in site.read_text()
         assert site.stat().st_mode & 0o777 == 0o600

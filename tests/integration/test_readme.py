@@ -109,6 +109,8 @@ class Session:
         self.ports = ports
         (root / ".venv").symlink_to(sys.prefix)
         self.env = {**clean_env(), "CATALOGD_SERVER": daemon.address}
+        # The tests' JVM options (conftest.py) are not a new user's; a JVM would print them.
+        self.env.pop("JAVA_TOOL_OPTIONS", None)
         # Keep this checkout's code first, as the test itself runs it.
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 

@@ -184,6 +184,7 @@ DRIVER = textwrap.dedent("""
         SparkSession.builder.master("local[1]").appName("doomed-driver").enableHiveSupport()
         .config("spark.ui.enabled", "false")
         .config("spark.local.dir", local_dir)
+        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={local_dir}")
         .config("spark.driver.memory", "512m")
         .config("spark.sql.shuffle.partitions", "1")
     )

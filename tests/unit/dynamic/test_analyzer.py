@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from polling import wait_until
 
-from catalogd.dynamic.analyzer import Analyzer
+from catalogd.dynamic.analyzer import Analyzer, Analyzers
 from catalogd.errors import InternalError
 
 #: A stand-in helper: reads the settings line, answers ready, then one column per query.
@@ -114,3 +114,15 @@ def test_close_ends_a_helper_that_is_still_starting(helper: tuple[list[str], Pat
     with pytest.raises(InternalError, match="closed"):
         analyzer.analyze("SELECT 3")
     assert _pids(pid_file) == [pid], "a closed analyzer started a helper"
+
+
+def test_a_helper_s_jvm_keeps_its_temporary_files_in_the_data_dir(tmp_path: Path) -> None:
+    """The helper is killed when its daemon stops: what its JVM put in /tmp would stay there."""
+    left = tmp_path / "analyzer" / "main" / "left-by-a-killed-helper"
+    left.mkdir(parents=True)
+    analyzers = Analyzers(tmp_dir=tmp_path / "analyzer")
+    analyzer = analyzers.get("main", lambda: {"spark.driver.extraJavaOptions": "-Dx=1"})
+    assert isinstance(analyzer, Analyzer)  # made, not started
+    tmp = tmp_path / "analyzer" / "main"
+    assert analyzer.spark_conf["spark.driver.extraJavaOptions"] == f"-Djava.io.tmpdir={tmp} -Dx=1"
+    assert list(tmp.iterdir()) == []

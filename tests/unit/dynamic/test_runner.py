@@ -34,9 +34,32 @@ def test_settings_go_to_a_private_file_not_the_command_line(fake_spark_home: Pat
     props = Path(args[args.index("--properties-file") + 1])
     assert stat.S_IMODE(os.stat(props).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(props.parent).st_mode) == 0o700, "the file that holds secrets is in a private dir"
-    assert props.read_text().splitlines() == ["spark.hadoop.fs.s3a.secret.key s3cr3t", "spark.app.weird a\\\\b\\nc"]
+    tmp_option = f"spark.driver.extraJavaOptions -Djava.io.tmpdir={tmp_path / 'run' / 'tmp'}"
+    assert props.read_text().splitlines() == ["spark.hadoop.fs.s3a.secret.key s3cr3t", "spark.app.weird a\\\\b\\nc",
+                                              tmp_option]
     assert args[:2] == ["--master", "local[1]"]
     assert args[-2:] == [str(runner.JOB_SCRIPT), str(tmp_path / "run" / "spec.json")]
+
+
+def test_a_job_s_temporary_files_go_to_its_directory_not_to_tmp(fake_spark_home: Path, tmp_path: Path) -> None:
+    """Spark's local dirs and Hive's ``<uuid>_resources`` follow the driver's java.io.tmpdir; a job
+    killed with SIGKILL never removes them, so they live in its directory, emptied at each launch."""
+    run = tmp_path / "run"
+    (run / "tmp" / "left-by-a-killed-job").mkdir(parents=True, mode=0o700)
+    run.chmod(0o700)
+    conf = {"spark.driver.extraJavaOptions": "-Djava.security.krb5.conf=/etc/krb5.conf"}
+    proc = runner.launch("local[1]", conf, {"mode": "batch"}, run)
+    assert proc.wait(10) == 0
+    props = dict(line.split(" ", 1) for line in (run / "spark.properties").read_text().splitlines())
+    assert props["spark.driver.extraJavaOptions"] == (
+        f"-Djava.io.tmpdir={run / 'tmp'} -Djava.security.krb5.conf=/etc/krb5.conf")  # the job's own option last
+    assert list((run / "tmp").iterdir()) == []
+    assert stat.S_IMODE(os.stat(run / "tmp").st_mode) == 0o700
+
+
+def test_a_tmp_dir_with_spaces_or_quotes_is_quoted_as_spark_splits_options() -> None:
+    conf = runner.with_tmp_dir({}, Path('/data dir/it"s/tmp'))
+    assert conf["spark.driver.extraJavaOptions"] == '-Djava.io.tmpdir="/data dir/it\\"s/tmp"'
 
 
 def test_a_run_dir_open_to_others_is_refused(fake_spark_home: Path, tmp_path: Path) -> None:

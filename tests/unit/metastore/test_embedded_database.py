@@ -74,6 +74,16 @@ def test_derby_command_line_is_unchanged(tmp_path: Path) -> None:
     assert f"-Dderby.system.home={tmp_path / 'catalogs' / 'main'}" in cmd
 
 
+def test_hive_s_log_and_the_jvm_s_temporary_files_stay_in_the_data_dir(tmp_path: Path) -> None:
+    """By default Hive logs to /tmp/<user>/hive.log (one file for every metastore on the machine,
+    never removed) and the JVM's temporary files go to /tmp."""
+    cmd = EmbeddedMetastore("main", tmp_path).command("/usr/bin/java", tmp_path / "jars")
+    assert f"-Dhive.log.dir={tmp_path / 'logs'}" in cmd
+    assert "-Dhive.log.file=metastore-main.hive.log" in cmd
+    assert f"-Djava.io.tmpdir={tmp_path / 'catalogs' / 'main' / 'tmp'}" in cmd
+    assert cmd.index("-cp") > max(i for i, word in enumerate(cmd) if word.startswith("-D")), "JVM options first"
+
+
 def test_a_missing_driver_is_a_config_error_naming_the_key_and_the_package(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         driver_jars(parse_metastore_db("postgresql://u@h/d"), "main", tmp_path / "absent.jar")
