@@ -108,6 +108,15 @@ def translate(
         raise MetastoreUnavailableError(f"{what}: metastore failed: {e.message}") from e
 
 
+@dataclasses.dataclass(frozen=True)
+class TablesRead:
+    """Tables of one database read in one call (``HiveSession.read_tables``): by lower-case
+    name, and the location index's write number the read came after."""
+
+    number: int
+    tables: dict[str, hms.Table]
+
+
 class HiveSession:
     """One hive catalog's connection to its metastore (see the module docstring).
 
@@ -490,7 +499,24 @@ class HiveSession:
                     kept.append(list(part.values))
         return True, kept, None
 
-    def drop_table(self, database: str, name: str, purge: bool = False) -> None:
+    def read_tables(self, database: str, names: list[str]) -> TablesRead:
+        """Read ``names`` of ``database`` in one metastore call, for ``drop_table(read=...)``
+        (a cascade drops a database's tables a batch at a time, not a read and a drop each).
+
+        A table missing from the answer (gone meanwhile) is read again by its drop. When the
+        batch call fails (HMS 2.3 answers it with no result when a table of the batch goes
+        meanwhile) the answer is empty: each drop reads its table itself.
+        """
+        number = self.locations.number()
+        try:
+            with self.client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+                tables = c.get_table_objects_by_name(database, names)
+        except MetastoreUnavailableError as e:
+            logger.debug("catalog %s: reading %d tables of %s at once: %s", self.name, len(names), database, e)
+            tables = []
+        return TablesRead(number, {t.tableName.lower(): t for t in tables if t is not None and t.tableName})
+
+    def drop_table(self, database: str, name: str, purge: bool = False, read: TablesRead | None = None) -> None:
         """Drop a table; the metastore deletes its files only where catalogd may delete them.
 
         A managed table's directory (and its partitions' directories) is deleted when it
@@ -498,13 +524,19 @@ class HiveSession:
         no other table's or partition's directory. Otherwise the table is only
         unregistered and its files stay (logged).
 
+        Args:
+            read: the table as ``read_tables`` read it; used when no write through catalogd
+                has touched it since (else it is read again, as without).
+
         Raises:
             TableNotFoundError: no such table.
         """
         what = f"table {self.name}.{database}.{name}"
         with self._files:
-            with self.client(what, TableNotFoundError) as c:
-                tbl = c.get_table(database, name)
+            tbl = read.tables.get(name.lower()) if read is not None else None
+            if tbl is None or self.locations.written_since(database, name, read.number if read else 0):
+                with self.client(what, TableNotFoundError) as c:
+                    tbl = c.get_table(database, name)
             delete, kept, reason = self._table_deletion(tbl) if self._managed(tbl) else (False, [], None)
             with self.client(what, TableNotFoundError) as c:
                 for values in kept:

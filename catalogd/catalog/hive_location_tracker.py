@@ -217,6 +217,21 @@ class LocationTracker:
         with self._lock:
             return self._index.has_stages_of(database.lower(), table)
 
+    def number(self) -> int:
+        """The number of the last write noted: a read made after this call comes after it
+        (``written_since`` tells whether a table was written later)."""
+        return self._number()
+
+    def written_since(self, database: str, table: str, number: int) -> bool:
+        """Whether a write through catalogd may have changed ``database.table`` after write
+        ``number`` (``number()`` taken before a read of it): if not, that read is as current as
+        a new one. Errs on True (a background read since counts as a write)."""
+        key = (database.lower(), table.lower())
+        with self._lock:
+            # Noted and not read since (_written), or read since a later write (_read_at: kept
+            # for every table that still has an entry, so a table written since is never missed).
+            return self._written.get(key, 0) > number or self._read_at.get(key, -1) > number
+
     def unchanged(self, database: str, table: str) -> None:
         """catalogd's own write (files lock held since ``is_current`` said True) left the table's
         directories as they were (a partition added or dropped inside its table's directory):

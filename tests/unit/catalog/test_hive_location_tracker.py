@@ -167,3 +167,30 @@ def test_a_partition_added_and_dropped_in_its_tables_directory_is_not_read_again
     catalog.add_partition("sales", "p", {"ds": "1"})
     catalog.drop_partition("sales", "p", {"ds": "1"})
     assert "get_partitions" not in counting.calls, counting.calls
+
+
+def test_a_cascade_reads_its_tables_a_batch_at_a_time(counting: Counting) -> None:
+    from catalogd.catalog.hive import HiveCatalog
+
+    catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
+    catalog.session.attach(counting)  # type: ignore[arg-type]
+    catalog.session.occupants()  # the first pass
+    counting.calls.clear()
+    catalog.drop_database("sales", cascade=True)
+    # One read for the 50 tables, then a drop each: no get_table per table.
+    assert counting.calls.count("get_table_objects_by_name") == 1, counting.calls
+    assert counting.calls.count("get_table") == 0, counting.calls
+    assert counting.calls.count("drop_table_with_environment_context") == 50
+    assert "sales" not in counting.fake.get_all_databases()
+
+
+def test_a_table_written_after_a_batch_read_is_read_again(counting: Counting) -> None:
+    tracker = tracker_on(counting)
+    tracker.reconcile()
+    number = tracker.number()
+    assert not tracker.written_since("sales", "t1", number)
+    tracker.written("alter_table", [("sales", "t1")])
+    assert tracker.written_since("sales", "T1", number)  # noted, not read yet
+    tracker.current()
+    assert tracker.written_since("sales", "t1", number)  # read since: still after the batch read
+    assert not tracker.written_since("sales", "t2", number)
