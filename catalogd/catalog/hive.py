@@ -36,6 +36,7 @@ from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, is_stage_table
 from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.hive_client import HiveSession, TablesRead
+from catalogd.catalog.hive_location_tracker import INDEX_WAIT
 from catalogd.catalog.hms_cache import MetadataCache
 from catalogd.errors import (
     AlreadyExistsError,
@@ -589,6 +590,9 @@ class HiveCatalog(BaseCatalog):
             return params
 
     def tables_with_parameter(self, key: str) -> list[tuple[str, str, dict[str, str]]]:
+        marked = self._marked_tables(key)
+        if marked is not None:
+            return marked
         found = []
         with self._client(f"catalog {self.name}") as c:
             databases = c.get_all_databases()
@@ -601,6 +605,37 @@ class HiveCatalog(BaseCatalog):
                               for t in c.get_table_objects_by_name(database, names[i:i + 100])]
             except DatabaseNotFoundError:
                 continue  # dropped while we looked
+            found += [(database, t.tableName, dict(t.parameters)) for t in tables if key in (t.parameters or {})]
+        return found
+
+    def watch_parameter(self, key: str, found: Callable[[str, str], None]) -> None:
+        tracker = self.session.locations
+        if key in tracker.indexed:
+            tracker.on_marked = lambda parameter, database, table: found(database, table) if parameter == key else None
+
+    def _marked_tables(self, key: str) -> list[tuple[str, str, dict[str, str]]] | None:
+        """The tables with ``key`` as the location index notes them (a dynamic table's
+        freshness: ``HiveSession.locations.indexed``), read again, 100 a call: the cost of those
+        tables, not of the catalog. Just after a first start, waits for the index's first pass
+        to have read every table (``INDEX_WAIT`` at most). None: the index does not know them."""
+        tracker = self.session.locations
+        if key not in tracker.indexed:
+            return None
+        keys = tracker.tables_with(key, wait=INDEX_WAIT)
+        if keys is None:
+            return None
+        by_database: dict[str, list[str]] = {}
+        for database, name in keys:
+            if not is_stage_table(name):
+                by_database.setdefault(database, []).append(name)
+        found = []
+        for database, names in sorted(by_database.items()):
+            try:
+                with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+                    tables = [t for i in range(0, len(names), 100)
+                              for t in c.get_table_objects_by_name(database, names[i:i + 100])]
+            except DatabaseNotFoundError:
+                continue  # dropped since
             found += [(database, t.tableName, dict(t.parameters)) for t in tables if key in (t.parameters or {})]
         return found
 

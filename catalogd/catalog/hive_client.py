@@ -180,7 +180,7 @@ class HiveSession:
         self._files = threading.RLock()
         #: The directories of the catalog's objects, kept current (``hive_location_tracker``).
         self.locations = LocationTracker(name, lambda what: self.client(what), self._location, locations_file,
-                                         identity)
+                                         identity, indexed=(codec.DYNAMIC_FRESHNESS,))
 
     # ------------------------------------------------------------ lifecycle
 
