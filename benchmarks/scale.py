@@ -52,6 +52,14 @@ PROBE_DB = "probe"
 BULK_TABLES = 100
 BULK_PARTITIONS = 1000
 POPULATE_THREADS = 3
+#: A socket timeout for the metastore calls timed here (1,000 partitions at once took over 60 s
+#: on a loaded machine).
+SLOW_CALL_MS = 600_000
+
+
+def progress(out: dict[str, Any]) -> None:
+    """What is measured so far, on stderr (a run cut short keeps its figures)."""
+    print(json.dumps({"so_far": out}), file=sys.stderr, flush=True)
 
 
 def partitioned(database: str, name: str) -> hms.Table:
@@ -203,10 +211,12 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
     daemon.start()
     out["ready_s"] = round(time.monotonic() - start, 2)
     out["first_write_after_start_s"] = round(first_write(daemon) - start, 2)
+    progress(out)
     client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
     uri = client.get_catalog(CATALOG).metastore or ""
     out["tables"] = len(client.list_tables(f"{CATALOG}.{DATABASE}"))
     direct = DirectHms(uri)
+    direct.socket.setTimeout(SLOW_CALL_MS)
     endpoint: DirectHms | None = None
     try:
         for db in client.list_databases(CATALOG):
@@ -224,6 +234,7 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
             direct.client.drop_table(PROBE_DB, f"d{i}", True)
 
         out["create_drop"] = alternate(iterations, through_create_drop, direct_create_drop)
+        progress(out)
 
         client.create_table(f"{CATALOG}.{PROBE_DB}.pc", [Column("id", "bigint")],
                             partitioned_by=[Column("ds", "string")])
@@ -254,6 +265,7 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
         direct_create_drop(10_000)
         first["direct_ms"] = round((time.perf_counter() - start) * 1000, 2)
         out["first_create_drop_after_idle"] = {"idle_s": idle, **first}
+        progress(out)
 
         # db drop --cascade of 100 tables: through catalogd, and directly (table by table),
         # alternating which goes first over --cascade-rounds rounds (one pair alone is noise on a
@@ -289,10 +301,12 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
                                       "ratio_to_hms_cascade": round(catalogd_s / cascade_s, 2),
                                       "rounds": {"catalogd_s": [round(x, 3) for x in mine],
                                                  "direct_tables_s": [round(x, 3) for x in theirs]}}
+        progress(out)
 
         # add_partitions of 1,000 through the HMS endpoint against the metastore directly.
         # Opened now: the endpoint closes a connection idle for long.
         endpoint = DirectHms(f"thrift://127.0.0.1:{daemon.hms_port}")
+        endpoint.socket.setTimeout(SLOW_CALL_MS)
         timings = {}
         for side, conn, name in (("endpoint", endpoint, "ape"), ("direct", direct, "apd"),
                                  ("endpoint2", endpoint, "ape2"), ("direct2", direct, "apd2")):
