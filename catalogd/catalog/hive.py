@@ -25,6 +25,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
@@ -81,8 +82,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Tables a cascade reads in one call before it drops them (as the location index's passes read them).
-DROP_BATCH = 100
+#: Tables a cascade reads in one call, the next batch while it drops one (HMS 2.3 answers a call
+#: of 100 names markedly slower than one of 20).
+DROP_BATCH = 20
 
 
 class HiveStages(Protocol):
@@ -414,14 +416,21 @@ class HiveCatalog(BaseCatalog):
                         tables = c.get_all_tables(name)
 
     def _drop_contents(self, database: str, tables: list[str]) -> None:
-        # Read a batch at a time (one call for up to DROP_BATCH tables), each dropped by the
-        # rules of drop_table: a cascade costs a drop a table, as HMS's own tables drops do.
-        for i in range(0, len(tables), DROP_BATCH):
-            batch = tables[i:i + DROP_BATCH]
-            read = self.session.read_tables(database, batch)
-            for table in batch:
-                with suppress(TableNotFoundError):
-                    self.drop_table(database, table, read=read)
+        # The tables are read a batch a call (get_table_objects_by_name) on another connection
+        # while the batch before is dropped, each by the rules of drop_table: a cascade costs
+        # about a drop a table, as dropping them directly does.
+        batches = [tables[i:i + DROP_BATCH] for i in range(0, len(tables), DROP_BATCH)]
+        with ThreadPoolExecutor(1, thread_name_prefix=f"cascade-{self.name}") as reader:
+            reads = [reader.submit(self.session.read_tables, database, batch) for batch in batches]
+            try:
+                for batch, reading in zip(batches, reads, strict=True):
+                    read = reading.result()
+                    for table in batch:
+                        with suppress(TableNotFoundError):
+                            self.drop_table(database, table, read=read)
+            finally:
+                for reading in reads:
+                    reading.cancel()
         with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
             for function in c.get_functions(database, "*"):
                 with suppress(hms.NoSuchObjectException):

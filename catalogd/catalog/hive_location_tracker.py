@@ -117,6 +117,7 @@ class LocationTracker:
         #: Databases dropped through catalogd: their tables are gone too.
         self._dropped: set[str] = set()
         self._journal: Any = None
+        self._saving = threading.Lock()
         self._loaded = threading.Event()
         self._kick = threading.Event()
         self._stop = threading.Event()
@@ -507,6 +508,12 @@ class LocationTracker:
     # ------------------------------------------------------------ saved between runs
 
     def _save(self) -> None:
+        # One save at a time: the stop's and a pass's (which the stop does not wait for) wrote
+        # the same temporary file, and the one that lost the rename dropped the saved index.
+        with self._saving:
+            self._save_locked()
+
+    def _save_locked(self) -> None:
         path = self._snapshot
         if path is None:
             return

@@ -178,8 +178,9 @@ def test_a_cascade_reads_its_tables_a_batch_at_a_time(counting: Counting) -> Non
     catalog.session.occupants()  # the first pass
     counting.calls.clear()
     catalog.drop_database("sales", cascade=True)
-    # One read for the 50 tables, then a drop each: no get_table per table.
-    assert counting.calls.count("get_table_objects_by_name") == 1, counting.calls
+    # The 50 tables read 20 a call (each batch while the one before is dropped), then a drop
+    # each: no get_table per table.
+    assert counting.calls.count("get_table_objects_by_name") == 3, counting.calls
     assert counting.calls.count("get_table") == 0, counting.calls
     assert counting.calls.count("drop_table_with_environment_context") == 50
     assert "sales" not in counting.fake.get_all_databases()
@@ -285,3 +286,18 @@ def test_the_first_pass_reads_the_partitions_after_every_table(counting: Countin
     assert [str(o.partition) for o in tracker.around(where("/elsewhere"))] == ["ds=1"]
     assert tracker.tables_with(codec.DYNAMIC_FRESHNESS) == [("sales", "p")]
     assert len(tracker.all()) == 54  # default, sales, its 50 tables, p and its partition outside
+
+
+def test_saves_at_once_never_lose_the_saved_index(counting: Counting, tmp_path: Path) -> None:
+    """The stop's save and a pass's may run together: neither may drop the other's file."""
+    for n in range(2000):  # a file that takes a while to write
+        make(counting.fake, f"big{n}", f"{WAREHOUSE}/sales.db/big{n}")
+    snapshot = tmp_path / "locations.json"
+    tracker = tracker_on(counting, snapshot)
+    tracker.reconcile()
+    savers = [threading.Thread(target=lambda: [tracker._save() for _ in range(10)]) for _ in range(3)]
+    for saver in savers:
+        saver.start()
+    for saver in savers:
+        saver.join(30)
+    assert json.loads(snapshot.read_text())["entries"]
