@@ -115,6 +115,8 @@ class TablesRead:
 
     number: int
     tables: dict[str, hms.Table]
+    #: The partitions of the partitioned managed ones, read with them (a drop judges each).
+    partitions: dict[str, list[hms.Partition]] = dataclasses.field(default_factory=dict)
 
 
 class HiveSession:
@@ -471,9 +473,11 @@ class HiveSession:
                 if (o.kind == "database" or (o.database, o.table) != (database, name))
                 and not (o.database == database and o.stage_of == name)]
 
-    def _table_deletion(self, tbl: hms.Table) -> tuple[bool, list[list[str]], str | None]:
+    def _table_deletion(self, tbl: hms.Table, parts: list[hms.Partition] | None = None,
+                        ) -> tuple[bool, list[list[str]], str | None]:
         """Whether the metastore may delete a managed table's files on its drop: (delete, the
-        partitions to drop first without their files, why nothing is deleted)."""
+        partitions to drop first without their files, why nothing is deleted). ``parts``: its
+        partitions as read with it (else read now)."""
         database, name = tbl.dbName, tbl.tableName
         roots = self.roots()
         own = roots.deletable(tbl.sd.location if tbl.sd else None)
@@ -489,8 +493,9 @@ class HiveSession:
             return False, [], blocker
         kept: list[list[str]] = []
         if tbl.partitionKeys:
-            with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
-                parts = c.get_partitions(database, name, -1)
+            if parts is None:
+                with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
+                    parts = c.get_partitions(database, name, -1)
             for part in parts:
                 loc = roots.deletable(part.sd.location if part.sd else None)
                 if loc is not None and own.contains(loc):
@@ -514,7 +519,15 @@ class HiveSession:
         except MetastoreUnavailableError as e:
             logger.debug("catalog %s: reading %d tables of %s at once: %s", self.name, len(names), database, e)
             tables = []
-        return TablesRead(number, {t.tableName.lower(): t for t in tables if t is not None and t.tableName})
+        read = TablesRead(number, {t.tableName.lower(): t for t in tables if t is not None and t.tableName})
+        for name, tbl in read.tables.items():
+            if tbl.partitionKeys and self._managed(tbl):
+                try:
+                    with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
+                        read.partitions[name] = c.get_partitions(database, tbl.tableName, -1)
+                except TableNotFoundError:
+                    pass  # gone meanwhile: its drop reads it again
+        return read
 
     def drop_table(self, database: str, name: str, purge: bool = False, read: TablesRead | None = None) -> None:
         """Drop a table; the metastore deletes its files only where catalogd may delete them.
@@ -534,10 +547,12 @@ class HiveSession:
         what = f"table {self.name}.{database}.{name}"
         with self._files:
             tbl = read.tables.get(name.lower()) if read is not None else None
+            parts = read.partitions.get(name.lower()) if read is not None else None
             if tbl is None or self.locations.written_since(database, name, read.number if read else 0):
                 with self.client(what, TableNotFoundError) as c:
                     tbl = c.get_table(database, name)
-            delete, kept, reason = self._table_deletion(tbl) if self._managed(tbl) else (False, [], None)
+                parts = None
+            delete, kept, reason = self._table_deletion(tbl, parts) if self._managed(tbl) else (False, [], None)
             with self.client(what, TableNotFoundError) as c:
                 for values in kept:
                     c.drop_partition(database, name, values, False)

@@ -173,16 +173,26 @@ def test_a_partition_added_and_dropped_in_its_tables_directory_is_not_read_again
 def test_a_cascade_reads_its_tables_a_batch_at_a_time(counting: Counting) -> None:
     from catalogd.catalog.hive import HiveCatalog
 
+    table = Table(database="sales", name="p", columns=[Column("id", "bigint")], partition_keys=[Column("ds", "string")],
+                  location=f"{WAREHOUSE}/sales.db/p")
+    counting.fake.create_table(codec.to_hms_table(table, None))
+    stored = counting.fake.tables[("sales", "p")]
+    counting.fake.add_partition(hms.Partition(values=["1"], dbName="sales", tableName="p", parameters={},
+                                              sd=hms.StorageDescriptor(**{**stored.sd.__dict__,
+                                                                          "location": "file:/elsewhere/ds=1"})))
     catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
     catalog.session.attach(counting)  # type: ignore[arg-type]
     catalog.session.occupants()  # the first pass
     counting.calls.clear()
     catalog.drop_database("sales", cascade=True)
-    # The 50 tables read 20 a call (each batch while the one before is dropped), then a drop
-    # each: no get_table per table.
+    # The 51 tables read 20 a call (each batch, with the partitions of its partitioned tables,
+    # while the one before is dropped), then a drop each: no get_table per table.
     assert counting.calls.count("get_table_objects_by_name") == 3, counting.calls
     assert counting.calls.count("get_table") == 0, counting.calls
-    assert counting.calls.count("drop_table_with_environment_context") == 50
+    assert counting.calls.count("get_partitions") == 1, counting.calls
+    assert counting.calls.count("drop_table_with_environment_context") == 51
+    # The partition outside the allowed locations was dropped first, keeping its files.
+    assert counting.calls.count("drop_partition") == 1
     assert "sales" not in counting.fake.get_all_databases()
 
 
