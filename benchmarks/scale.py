@@ -9,7 +9,8 @@ catalogd and directly, alternating:
 - add+drop of a partition (Thrift API against ``add_partition`` + ``drop_partition(deleteData)``);
 - the first create+drop after ``--idle`` seconds of nothing (the old location cache lived 30 s);
 - ``db drop --cascade`` of a database of 100 tables, against dropping the 100 tables and the
-  database on the metastore directly (and against HMS's own ``drop_database(cascade)``);
+  database on the metastore directly (medians of ``--cascade-rounds`` rounds, alternating which
+  side goes first), and against HMS's own ``drop_database(cascade)`` (once);
 - ``add_partitions`` of 1,000 partitions (explicit locations, as Hive's MSCK gives them) through
   the HMS endpoint against the metastore directly;
 - the daemon's ready time on a started catalog (``/readyz``), its RSS (the daemon, and the
@@ -19,7 +20,7 @@ A populated catalog is kept in ``--cache-dir`` (one daemon data dir per size) an
 later runs: populating 10,000 tables takes minutes.
 
     .venv/bin/python benchmarks/scale.py [--sizes 100,1000,10000] [--partitions 20] [--iterations 40]
-        [--idle 35] [--cache-dir ~/.cache/catalogd-scale] [--output FILE] [--populate-only]
+        [--idle 35] [--cascade-rounds 3] [--cache-dir ~/.cache/catalogd-scale] [--output FILE] [--populate-only]
 
 Prints one JSON document.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import threading
 import time
@@ -50,6 +52,14 @@ PROBE_DB = "probe"
 BULK_TABLES = 100
 BULK_PARTITIONS = 1000
 POPULATE_THREADS = 3
+#: A socket timeout for the metastore calls timed here (1,000 partitions at once took over 60 s
+#: on a loaded machine).
+SLOW_CALL_MS = 600_000
+
+
+def progress(out: dict[str, Any]) -> None:
+    """What is measured so far, on stderr (a run cut short keeps its figures)."""
+    print(json.dumps({"so_far": out}), file=sys.stderr, flush=True)
 
 
 def partitioned(database: str, name: str) -> hms.Table:
@@ -164,7 +174,7 @@ def first_write(daemon: ScaleDaemon) -> float:
 
 
 def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle: float,
-                 populate_only: bool, no_populate: bool) -> dict[str, Any]:
+                 populate_only: bool, no_populate: bool, cascade_rounds: int = 3) -> dict[str, Any]:
     workdir = cache / f"tables-{size}-parts-{partitions}"
     workdir.mkdir(parents=True, exist_ok=True)
     marker = workdir / "populated"
@@ -201,14 +211,16 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
     daemon.start()
     out["ready_s"] = round(time.monotonic() - start, 2)
     out["first_write_after_start_s"] = round(first_write(daemon) - start, 2)
+    progress(out)
     client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
     uri = client.get_catalog(CATALOG).metastore or ""
     out["tables"] = len(client.list_tables(f"{CATALOG}.{DATABASE}"))
     direct = DirectHms(uri)
+    direct.socket.setTimeout(SLOW_CALL_MS)
     endpoint: DirectHms | None = None
     try:
-        for db in (PROBE_DB, "bulk_c", "bulk_d"):
-            if db in client.list_databases(CATALOG):
+        for db in client.list_databases(CATALOG):
+            if db == PROBE_DB or db.startswith("bulk_"):  # left by an interrupted run
                 client.drop_database(f"{CATALOG}.{db}", cascade=True)
         client.create_database(f"{CATALOG}.{PROBE_DB}")
 
@@ -222,6 +234,7 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
             direct.client.drop_table(PROBE_DB, f"d{i}", True)
 
         out["create_drop"] = alternate(iterations, through_create_drop, direct_create_drop)
+        progress(out)
 
         client.create_table(f"{CATALOG}.{PROBE_DB}.pc", [Column("id", "bigint")],
                             partitioned_by=[Column("ds", "string")])
@@ -252,30 +265,48 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
         direct_create_drop(10_000)
         first["direct_ms"] = round((time.perf_counter() - start) * 1000, 2)
         out["first_create_drop_after_idle"] = {"idle_s": idle, **first}
+        progress(out)
 
-        # db drop --cascade of 100 tables: through catalogd, and directly (table by table, and HMS's cascade).
-        for db in ("bulk_c", "bulk_d", "bulk_h"):
-            client.create_database(f"{CATALOG}.{db}")
-            populate(uri, db, [f"b{n:03d}" for n in range(BULK_TABLES)], 0)
-        start = time.perf_counter()
-        client.drop_database(f"{CATALOG}.bulk_c", cascade=True)
-        catalogd_s = time.perf_counter() - start
-        start = time.perf_counter()
-        for n in range(BULK_TABLES):
-            direct.client.drop_table("bulk_d", f"b{n:03d}", True)
-        direct.client.drop_database("bulk_d", True, False)
-        direct_s = time.perf_counter() - start
+        # db drop --cascade of 100 tables: through catalogd, and directly (table by table),
+        # alternating which goes first over --cascade-rounds rounds (one pair alone is noise on a
+        # busy machine: the medians are compared); HMS's own cascade once.
+        mine: list[float] = []
+        theirs: list[float] = []
+        for r in range(cascade_rounds):
+            for db in (f"bulk_c{r}", f"bulk_d{r}"):
+                client.create_database(f"{CATALOG}.{db}")
+                populate(uri, db, [f"b{n:03d}" for n in range(BULK_TABLES)], 0)
+
+            def through_cascade(db: str = f"bulk_c{r}") -> None:
+                client.drop_database(f"{CATALOG}.{db}", cascade=True)
+
+            def direct_cascade(db: str = f"bulk_d{r}") -> None:
+                for n in range(BULK_TABLES):
+                    direct.client.drop_table(db, f"b{n:03d}", True)
+                direct.client.drop_database(db, True, False)
+
+            for side in ((0, 1) if r % 2 else (1, 0)):
+                start = time.perf_counter()
+                (through_cascade if side == 0 else direct_cascade)()
+                (mine if side == 0 else theirs).append(time.perf_counter() - start)
+        client.create_database(f"{CATALOG}.bulk_h")
+        populate(uri, "bulk_h", [f"b{n:03d}" for n in range(BULK_TABLES)], 0)
         start = time.perf_counter()
         direct.client.drop_database("bulk_h", True, True)
         cascade_s = time.perf_counter() - start
+        catalogd_s, direct_s = statistics.median(mine), statistics.median(theirs)
         out["db_drop_cascade_100"] = {"catalogd_s": round(catalogd_s, 3), "direct_tables_s": round(direct_s, 3),
                                       "direct_hms_cascade_s": round(cascade_s, 3),
                                       "ratio_to_tables": round(catalogd_s / direct_s, 2),
-                                      "ratio_to_hms_cascade": round(catalogd_s / cascade_s, 2)}
+                                      "ratio_to_hms_cascade": round(catalogd_s / cascade_s, 2),
+                                      "rounds": {"catalogd_s": [round(x, 3) for x in mine],
+                                                 "direct_tables_s": [round(x, 3) for x in theirs]}}
+        progress(out)
 
         # add_partitions of 1,000 through the HMS endpoint against the metastore directly.
         # Opened now: the endpoint closes a connection idle for long.
         endpoint = DirectHms(f"thrift://127.0.0.1:{daemon.hms_port}")
+        endpoint.socket.setTimeout(SLOW_CALL_MS)
         timings = {}
         for side, conn, name in (("endpoint", endpoint, "ape"), ("direct", direct, "apd"),
                                  ("endpoint2", endpoint, "ape2"), ("direct2", direct, "apd2")):
@@ -302,10 +333,11 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
 
 
 def run(sizes: list[int], partitions: int, iterations: int, idle: float, cache: Path,
-        populate_only: bool, no_populate: bool) -> dict[str, Any]:
+        populate_only: bool, no_populate: bool, cascade_rounds: int = 3) -> dict[str, Any]:
     results = []
     for size in sizes:
-        results.append(measure_size(cache, size, partitions, iterations, idle, populate_only, no_populate))
+        results.append(measure_size(cache, size, partitions, iterations, idle, populate_only, no_populate,
+                                    cascade_rounds))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return {"benchmark": "scale", "iterations": iterations, "cpus": os.cpu_count(), "sizes": results}
 
@@ -321,11 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--populate-only", action="store_true", help="only populate the catalogs")
     parser.add_argument("--no-populate", action="store_true",
                         help="measure the catalogs as far as they are populated (the JSON gives the tables found)")
+    parser.add_argument("--cascade-rounds", type=int, default=3,
+                        help="rounds of the db drop --cascade comparison (alternating which side goes first)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     return report(lambda: run(sizes, args.partitions, args.iterations, args.idle, args.cache_dir,
-                              args.populate_only, args.no_populate), args.output)
+                              args.populate_only, args.no_populate, args.cascade_rounds), args.output)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def _load_hive(conf: CatalogConfig, config: Config, cache: MetadataCache | None 
 def _load_memory(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:
     from catalogd.catalog.memory import MemoryCatalog
 
-    return MemoryCatalog(conf.name, default_database=conf.default_database)
+    return MemoryCatalog(conf.name, default_database=conf.default_database, allowed_locations=conf.allowed_locations)
 
 
 def _load_jdbc(conf: CatalogConfig, config: Config, cache: MetadataCache | None = None) -> Catalog:

@@ -346,6 +346,11 @@ class Catalog(abc.ABC):
         """
         raise UnsupportedError(f"catalog {self.name!r} does not keep table parameters")
 
+    def watch_parameter(self, key: str, found: Callable[[str, str], None]) -> None:  # noqa: B027 - optional hook
+        """Call ``found(database, table)`` when a table with parameter ``key`` shows up that was
+        not seen before, written behind the catalog's back (another daemon on the same
+        metastore); a catalog that cannot tell does nothing."""
+
     # ------------------------------------------------------------ views
 
     def list_views(self, database: str) -> list[str]:

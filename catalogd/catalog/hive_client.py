@@ -109,6 +109,17 @@ def translate(
         raise MetastoreUnavailableError(f"{what}: metastore failed: {e.message}") from e
 
 
+@dataclasses.dataclass(frozen=True)
+class TablesRead:
+    """Tables of one database read in one call (``HiveSession.read_tables``): by lower-case
+    name, and the location index's write number the read came after."""
+
+    number: int
+    tables: dict[str, hms.Table]
+    #: The partitions of the partitioned managed ones, read with them (a drop judges each).
+    partitions: dict[str, list[hms.Partition]] = dataclasses.field(default_factory=dict)
+
+
 class HiveSession:
     """One hive catalog's connection to its metastore (see the module docstring).
 
@@ -176,7 +187,7 @@ class HiveSession:
         self._files = threading.RLock()
         #: The directories of the catalog's objects, kept current (``hive_location_tracker``).
         self.locations = LocationTracker(name, lambda what: self.client(what), self._location, locations_file,
-                                         identity)
+                                         identity, indexed=(codec.DYNAMIC_FRESHNESS,))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -472,9 +483,11 @@ class HiveSession:
                 if (o.kind == "database" or (o.database, o.table) != (database, name))
                 and not (o.database == database and o.stage_of == name)]
 
-    def _table_deletion(self, tbl: hms.Table) -> tuple[bool, list[list[str]], str | None]:
+    def _table_deletion(self, tbl: hms.Table, parts: list[hms.Partition] | None = None,
+                        ) -> tuple[bool, list[list[str]], str | None]:
         """Whether the metastore may delete a managed table's files on its drop: (delete, the
-        partitions to drop first without their files, why nothing is deleted)."""
+        partitions to drop first without their files, why nothing is deleted). ``parts``: its
+        partitions as read with it (else read now)."""
         database, name = tbl.dbName, tbl.tableName
         roots = self.roots()
         own = roots.deletable(tbl.sd.location if tbl.sd else None)
@@ -490,8 +503,9 @@ class HiveSession:
             return False, [], blocker
         kept: list[list[str]] = []
         if tbl.partitionKeys:
-            with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
-                parts = c.get_partitions(database, name, -1)
+            if parts is None:
+                with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
+                    parts = c.get_partitions(database, name, -1)
             for part in parts:
                 loc = roots.deletable(part.sd.location if part.sd else None)
                 if loc is not None and own.contains(loc):
@@ -500,7 +514,32 @@ class HiveSession:
                     kept.append(list(part.values))
         return True, kept, None
 
-    def drop_table(self, database: str, name: str, purge: bool = False) -> None:
+    def read_tables(self, database: str, names: list[str]) -> TablesRead:
+        """Read ``names`` of ``database`` in one metastore call, for ``drop_table(read=...)``
+        (a cascade drops a database's tables a batch at a time, not a read and a drop each).
+
+        A table missing from the answer (gone meanwhile) is read again by its drop. When the
+        batch call fails (HMS 2.3 answers it with no result when a table of the batch goes
+        meanwhile) the answer is empty: each drop reads its table itself.
+        """
+        number = self.locations.number()
+        try:
+            with self.client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+                tables = c.get_table_objects_by_name(database, names)
+        except MetastoreUnavailableError as e:
+            logger.debug("catalog %s: reading %d tables of %s at once: %s", self.name, len(names), database, e)
+            tables = []
+        read = TablesRead(number, {t.tableName.lower(): t for t in tables if t is not None and t.tableName})
+        for name, tbl in read.tables.items():
+            if tbl.partitionKeys and self._managed(tbl):
+                try:
+                    with self.client(f"table {self.name}.{database}.{name}", TableNotFoundError) as c:
+                        read.partitions[name] = c.get_partitions(database, tbl.tableName, -1)
+                except TableNotFoundError:
+                    pass  # gone meanwhile: its drop reads it again
+        return read
+
+    def drop_table(self, database: str, name: str, purge: bool = False, read: TablesRead | None = None) -> None:
         """Drop a table; the metastore deletes its files only where catalogd may delete them.
 
         A managed table's directory (and its partitions' directories) is deleted when it
@@ -508,14 +547,22 @@ class HiveSession:
         no other table's or partition's directory. Otherwise the table is only
         unregistered and its files stay (logged).
 
+        Args:
+            read: the table as ``read_tables`` read it; used when no write through catalogd
+                has touched it since (else it is read again, as without).
+
         Raises:
             TableNotFoundError: no such table.
         """
         what = f"table {self.name}.{database}.{name}"
         with self._files:
-            with self.client(what, TableNotFoundError) as c:
-                tbl = c.get_table(database, name)
-            delete, kept, reason = self._table_deletion(tbl) if self._managed(tbl) else (False, [], None)
+            tbl = read.tables.get(name.lower()) if read is not None else None
+            parts = read.partitions.get(name.lower()) if read is not None else None
+            if tbl is None or self.locations.written_since(database, name, read.number if read else 0):
+                with self.client(what, TableNotFoundError) as c:
+                    tbl = c.get_table(database, name)
+                parts = None
+            delete, kept, reason = self._table_deletion(tbl, parts) if self._managed(tbl) else (False, [], None)
             with self.client(what, TableNotFoundError) as c:
                 for values in kept:
                     c.drop_partition(database, name, values, False)

@@ -43,6 +43,9 @@ _KINDS = {EXTERNAL_TABLE: TableKind.EXTERNAL, VIRTUAL_VIEW: TableKind.VIEW}
 HIDDEN_PREFIXES = (spark_schema.SCHEMA_PREFIX, spark_schema.PROVIDER)
 #: A dynamic table's definition and state (written by catalogd.dynamic).
 DYNAMIC_PREFIX = DYNAMIC_TABLE_PREFIX
+#: The parameter every dynamic table has (``catalogd.dynamic.store.FRESHNESS``): the location
+#: index notes the tables that carry it, so that a restart finds them without reading every table.
+DYNAMIC_FRESHNESS = DYNAMIC_PREFIX + "freshness"
 #: A stage's own facts, on its staging table (written by the stager).
 STAGE_PREFIX = "catalogd.stage."
 #: On a committed target: the id of the stage that wrote it ...

@@ -27,6 +27,10 @@ pass's, not a scan made by the call.
 
 A read started before a write of the same object is never applied over that write (each
 write is numbered; a read carries the number it started at).
+
+The index also notes which tables carry one of a few parameters (``indexed``: a dynamic
+table's ``catalogd.dt.freshness``), read with their directories, saved with them: the
+dynamic tables are found at start by reading those tables only (``tables_with``).
 """
 
 from __future__ import annotations
@@ -86,8 +90,19 @@ class LocationTracker:
     """
 
     def __init__(self, name: str, lend: Lend, parse: Parse, snapshot: Path | None = None,
-                 identity: str = "") -> None:
+                 identity: str = "", indexed: tuple[str, ...] = ()) -> None:
         self.name = name
+        #: Parameters whose tables are noted (``tables_with``).
+        self.indexed = frozenset(indexed)
+        #: (database, table) -> the indexed parameters it carries (none: no entry).
+        self._marks: dict[Key, frozenset[str]] = {}
+        #: The indexed parameters the marks are known for (all once a pass has read every table,
+        #: or a saved index has them); set with ``_marks_ready``.
+        self._marks_known: frozenset[str] = frozenset()
+        self._marks_ready = threading.Event()
+        #: Told (parameter, database, table) when a background pass finds a table newly carrying
+        #: an indexed parameter (written behind catalogd's back).
+        self.on_marked: Callable[[str, str, str], None] | None = None
         self._snapshot = snapshot
         self._identity = identity
         self._lend = lend
@@ -102,6 +117,7 @@ class LocationTracker:
         #: Databases dropped through catalogd: their tables are gone too.
         self._dropped: set[str] = set()
         self._journal: Any = None
+        self._saving = threading.Lock()
         self._loaded = threading.Event()
         self._kick = threading.Event()
         self._stop = threading.Event()
@@ -196,7 +212,8 @@ class LocationTracker:
                 if not table:
                     self._read_database(c, database, start, database in dropped)
                 else:
-                    self._apply((database, table), self._read_table(c, database, table), start)
+                    read = self._read_table(c, database, table)
+                    self._apply((database, table), read[0] if read else None, start, read[1] if read else frozenset())
 
     def gone(self, database: str, table: str) -> None:
         """catalogd has just dropped the table (its write noted, the files lock still held): its
@@ -206,6 +223,7 @@ class LocationTracker:
             number = self._written.pop(key, self._writes)
             self._read_at[key] = number
             self._index.remove(key)
+            self._marks.pop(key, None)
 
     def is_current(self, database: str, table: str) -> bool:
         """Whether the entry of a table is as the metastore has it (no write since its last read)."""
@@ -216,6 +234,21 @@ class LocationTracker:
         """Whether the index knows a staging table of ``database.table`` (after ``current``)."""
         with self._lock:
             return self._index.has_stages_of(database.lower(), table)
+
+    def number(self) -> int:
+        """The number of the last write noted: a read made after this call comes after it
+        (``written_since`` tells whether a table was written later)."""
+        return self._number()
+
+    def written_since(self, database: str, table: str, number: int) -> bool:
+        """Whether a write through catalogd may have changed ``database.table`` after write
+        ``number`` (``number()`` taken before a read of it): if not, that read is as current as
+        a new one. Errs on True (a background read since counts as a write)."""
+        key = (database.lower(), table.lower())
+        with self._lock:
+            # Noted and not read since (_written), or read since a later write (_read_at: kept
+            # for every table that still has an entry, so a table written since is never missed).
+            return self._written.get(key, 0) > number or self._read_at.get(key, -1) > number
 
     def unchanged(self, database: str, table: str) -> None:
         """catalogd's own write (files lock held since ``is_current`` said True) left the table's
@@ -240,24 +273,68 @@ class LocationTracker:
         with self._lock:
             return self._index.all()
 
+    def tables_with(self, parameter: str, wait: float = 0.0) -> list[Key] | None:
+        """The tables that may carry ``parameter`` (one of ``indexed``): those that did when last
+        read, and those written through catalogd since (read them to know). After start, waits
+        up to ``wait`` seconds for the first pass to have read every table (not their partitions).
+
+        Returns None when not known (not indexed, or not read yet, or saved by a daemon that did
+        not note them).
+        """
+        if self._thread is not None and not self._loaded.is_set():
+            self._marks_ready.wait(wait)
+        with self._lock:
+            if parameter not in self._marks_known:
+                return None
+            marked = {k for k, marks in self._marks.items() if parameter in marks}
+            return sorted(marked | {k for k in self._written if k[1]})
+
     # ------------------------------------------------------------ reading
 
     def _number(self) -> int:
         with self._lock:
             return self._writes
 
-    def _apply(self, key: Key, occupants: list[Occupant] | None, start: int) -> None:
-        """What ``key`` held as read after write number ``start`` (None: it is gone); a read older
-        than a write of it is dropped (the write's own read brings it)."""
+    def _apply(self, key: Key, occupants: list[Occupant] | None, start: int,
+               marks: frozenset[str] = frozenset(), passing: bool = False) -> None:
+        """What ``key`` held as read after write number ``start`` (None: it is gone), and the
+        indexed parameters it carries; a read older than a write of it is dropped (the write's
+        own read brings it). ``passing``: read by a background pass (new marks are told)."""
         with self._lock:
             if self._written.get(key, 0) > start or self._read_at.get(key, -1) > start:
                 return
-            self._written.pop(key, None)
-            self._read_at[key] = start
-            if occupants is None:
-                self._index.remove(key)
-            else:
-                self._index.put(key, occupants)
+            new = marks - self._marks.get(key, frozenset()) if passing and occupants is not None else frozenset()
+            self._apply_locked(key, occupants, start, marks)
+        listener = self.on_marked
+        if listener is not None:
+            for parameter in sorted(new):
+                try:
+                    listener(parameter, *key)
+                except Exception:  # a listener's failure must not end the pass
+                    logger.exception("catalog %s: telling of %s.%s", self.name, *key)
+
+    def _apply_locked(self, key: Key, occupants: list[Occupant] | None, start: int,
+                      marks: frozenset[str]) -> None:
+        self._written.pop(key, None)
+        self._read_at[key] = start
+        if occupants is None:
+            self._index.remove(key)
+        else:
+            self._index.put(key, occupants)
+        if marks and occupants is not None:
+            self._marks[key] = marks
+        else:
+            self._marks.pop(key, None)
+
+    def _marks_of(self, tbl: hms.Table) -> frozenset[str]:
+        params = tbl.parameters or {}
+        return frozenset(p for p in self.indexed if p in params)
+
+    def _forget_database(self, database: str) -> None:
+        """The database and its tables leave the index (lock held)."""
+        self._index.remove_database(database)
+        for key in [k for k in self._marks if k[0] == database]:
+            del self._marks[key]
 
     def _read_database(self, c: HiveClient, database: str, start: int, dropped: bool) -> None:
         try:
@@ -268,7 +345,7 @@ class LocationTracker:
                     self._written.pop((database, ""), None)
                     self._read_at[(database, "")] = start
                     self._dropped.discard(database)
-                    self._index.remove_database(database)
+                    self._forget_database(database)
             return
         loc = self._parse(db.locationUri)
         self._apply((database, ""), [Occupant("database", database, "", "", loc)] if loc else [], start)
@@ -281,12 +358,12 @@ class LocationTracker:
             for table in gone:
                 self._apply((database, table), None, start)
 
-    def _read_table(self, c: HiveClient, database: str, table: str) -> list[Occupant] | None:
+    def _read_table(self, c: HiveClient, database: str, table: str) -> tuple[list[Occupant], frozenset[str]] | None:
         try:
             tbl = c.get_table(database, table)
         except hms.NoSuchObjectException:
             return None
-        return self.table_occupants(c, database, tbl)
+        return self.table_occupants(c, database, tbl), self._marks_of(tbl)
 
     def table_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant]:
         """The directories of a table and of its partitions outside its directory (the others
@@ -322,17 +399,34 @@ class LocationTracker:
         start = self._number()
         with self._lend(f"catalog {self.name}: locations") as c:
             databases = [d.lower() for d in c.get_all_databases()]
+        # The first pass reads every table first, the partitions of the partitioned ones after:
+        # what a table carries (``tables_with``: the dynamic tables to restore) is known early.
+        pending: list[tuple[str, hms.Table, int]] | None = [] if first else None
         for database in databases:
             if self._stop.is_set():
                 return
-            self._reconcile_database(database, first)
+            self._reconcile_database(database, first, pending)
+        self._marks_are_known()
+        if pending:
+            def partitions(item: tuple[str, hms.Table, int]) -> None:
+                database, tbl, number = item
+                if self._stop.is_set():
+                    return
+                with self._lend(f"catalog {self.name}: locations") as c:
+                    occupants = self.table_occupants(c, database, tbl)
+                self._apply((database, tbl.tableName.lower()), occupants, number, self._marks_of(tbl), passing=True)
+
+            with ThreadPoolExecutor(FIRST_PASS_THREADS, thread_name_prefix=f"locations-{self.name}") as pool:
+                list(pool.map(partitions, pending))
+            if self._stop.is_set():
+                return
         with self._lock:
             stale = {d for d, _ in self._index.objects() if d not in databases}
         for database in stale:
             with self._lock:
                 numbers = [*self._written.items(), *self._read_at.items()]
                 if all(n <= start for (d, _), n in numbers if d == database):
-                    self._index.remove_database(database)
+                    self._forget_database(database)
         with self._lock:
             # What no longer exists needs no guard against older reads once the pass is over.
             self._read_at = {k: n for k, n in self._read_at.items() if n > start or self._index.get(k) is not None}
@@ -344,17 +438,47 @@ class LocationTracker:
             logger.info("catalog %s: the directories of %d objects read in %.1fs", self.name, len(self._index),
                         self.last_pass)
 
-    def _reconcile_batch(self, database: str, batch: list[str]) -> None:
+    def _marks_are_known(self) -> None:
+        with self._lock:
+            self._marks_known = self.indexed
+        self._marks_ready.set()
+
+    def _reconcile_batch(self, database: str, batch: list[str],
+                         pending: list[tuple[str, hms.Table, int]] | None = None) -> None:
+        """Read a batch of tables (and their partitions; ``pending`` given: the partitioned
+        tables are left there, their marks noted, for their partitions to be read later)."""
         if self._stop.is_set():
             return
         number = self._number()
+        later: list[tuple[str, hms.Table, int]] = []
         with self._lend(f"catalog {self.name}: locations") as c:
             tables = c.get_table_objects_by_name(database, batch)
-            read = {t.tableName.lower(): self.table_occupants(c, database, t) for t in tables}
+            read = {}
+            for t in tables:
+                if pending is not None and t.partitionKeys and t.tableType != codec.VIRTUAL_VIEW and t.sd is not None:
+                    later.append((database, _slim(t, self.indexed), number))
+                else:
+                    read[t.tableName.lower()] = (self.table_occupants(c, database, t), self._marks_of(t))
+        deferred = {t.tableName.lower() for _, t, _ in later}
         for name in batch:
-            self._apply((database, name), read.get(name), number)
+            if name not in deferred:
+                occupants, marks = read.get(name, (None, frozenset()))
+                self._apply((database, name), occupants, number, marks, passing=True)
+        if later and pending is not None:
+            with self._lock:
+                for _, tbl, _ in later:
+                    key = (database, tbl.tableName.lower())
+                    if self._written.get(key, 0) > number or self._read_at.get(key, -1) > number:
+                        continue  # written since: its own read brings it
+                    marks = self._marks_of(tbl)
+                    if marks:
+                        self._marks[key] = marks
+                    else:
+                        self._marks.pop(key, None)
+                pending.extend(later)
 
-    def _reconcile_database(self, database: str, first: bool) -> None:
+    def _reconcile_database(self, database: str, first: bool,
+                            pending: list[tuple[str, hms.Table, int]] | None = None) -> None:
         start = self._number()
         try:
             with self._lend(f"catalog {self.name}: locations") as c:
@@ -368,7 +492,7 @@ class LocationTracker:
         if first:
             # Nothing is judged before the first pass ends: it reads on a few connections at once.
             with ThreadPoolExecutor(FIRST_PASS_THREADS, thread_name_prefix=f"locations-{self.name}") as pool:
-                list(pool.map(lambda batch: self._reconcile_batch(database, batch), batches))
+                list(pool.map(lambda batch: self._reconcile_batch(database, batch, pending), batches))
         else:
             for batch in batches:
                 if self._stop.is_set():
@@ -384,6 +508,12 @@ class LocationTracker:
     # ------------------------------------------------------------ saved between runs
 
     def _save(self) -> None:
+        # One save at a time: the stop's and a pass's (which the stop does not wait for) wrote
+        # the same temporary file, and the one that lost the rename dropped the saved index.
+        with self._saving:
+            self._save_locked()
+
+    def _save_locked(self) -> None:
         path = self._snapshot
         if path is None:
             return
@@ -393,7 +523,10 @@ class LocationTracker:
                                      o.location.authority, o.location.path, o.location.key] for o in occupants]]
                        for (db, table), occupants in self._index.items()]
             written = [list(k) for k in self._written]
-        document = {"version": 1, "identity": self._identity, "entries": entries, "written": written}
+            marks = [[db, table, sorted(m)] for (db, table), m in self._marks.items()]
+            known = sorted(self._marks_known)
+        document = {"version": 1, "identity": self._identity, "entries": entries, "written": written,
+                    "marked": known, "marks": marks}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(path.name + ".tmp")
@@ -421,6 +554,10 @@ class LocationTracker:
                                                 for kind, database, tbl, part, stage_of, scheme, auth, p, key in occ])
                        for db, table, occ in document["entries"]]
             written = [(str(db), str(table)) for db, table in document["written"]]
+            # Saved before the marks were kept: not known (a pass notes them; meanwhile a full read).
+            known = frozenset(str(p) for p in document.get("marked", [])) & self.indexed
+            marks = {(str(db), str(table)): frozenset(str(p) for p in m) & known
+                     for db, table, m in document.get("marks", [])}
             journal = path.with_name(path.stem + ".journal")
             if journal.exists():
                 for line in journal.read_text().splitlines():
@@ -434,6 +571,10 @@ class LocationTracker:
             return False
         with self._lock:
             self._index.replace_all(entries)
+            self._marks = {k: m for k, m in marks.items() if m and self._index.get(k) is not None}
+            self._marks_known = known
+            if known == self.indexed:
+                self._marks_ready.set()
             self._writes += 1
             for key in written:  # written before the stop, never read since: read before the next judgment
                 self._written[key] = self._writes
@@ -467,3 +608,12 @@ class LocationTracker:
             self._snapshot.with_name(self._snapshot.stem + ".journal").unlink(missing_ok=True)
         except OSError as e:
             logger.warning("catalog %s: resetting the location journal: %s", self.name, e)
+
+
+def _slim(tbl: hms.Table, indexed: frozenset[str]) -> hms.Table:
+    """What ``table_occupants`` and the marks need of a table, kept while a first pass reads
+    the partitions of every partitioned table (not every table's columns meanwhile)."""
+    params = {k: v for k, v in (tbl.parameters or {}).items() if k in indexed or k == codec.STAGE_PREFIX + "target"}
+    return hms.Table(tableName=tbl.tableName, dbName=tbl.dbName, tableType=tbl.tableType,
+                     sd=hms.StorageDescriptor(location=tbl.sd.location), partitionKeys=tbl.partitionKeys,
+                     parameters=params)

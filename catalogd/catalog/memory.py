@@ -13,6 +13,8 @@ from hmsclient.genthrift.hive_metastore import ttypes as hms
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, check_name
+from catalogd.catalog.locations import Roots
+from catalogd.catalog.memory_files import file_uri
 from catalogd.catalog.memory_store import MemoryStore
 from catalogd.errors import (
     DatabaseAlreadyExistsError,
@@ -46,10 +48,15 @@ def _normalized(columns: list[Column]) -> list[Column]:
 class MemoryCatalog(BaseCatalog):
     """The catalog API over one ``MemoryStore`` (``store``), which the HMS endpoint serves too."""
 
-    def __init__(self, name: str, default_database: str = "default") -> None:
+    def __init__(self, name: str, default_database: str = "default",
+                 allowed_locations: list[str] | None = None) -> None:
         super().__init__(name)
         self.store = MemoryStore()
         self.default_database = default_database
+        #: ``allowed-locations``: where else than its scratch warehouse a table or partition may
+        #: be placed; None: anywhere (see ``confine``).
+        self.allowed_locations = allowed_locations
+        Roots(allowed_locations or [], ("file", ""))  # a root that is no location stops the catalog now
         self.create_database(Database(name=default_database, comment="default database"), ignore_if_exists=True)
 
     def info(self) -> CatalogInfo:
@@ -65,6 +72,24 @@ class MemoryCatalog(BaseCatalog):
         """A new table's definition (made through the API or by Spark at the endpoint)."""
         check_name(table.name, "table")
         self.check_new_table(table)
+
+    def confine(self, uri: str | None, what: str) -> None:
+        """With ``allowed-locations``: a table's or partition's location must lie strictly inside
+        one of them or inside the scratch warehouse (once the HMS endpoint serves the catalog),
+        as a hive catalog's must lie inside its own. Spark clears the directory of a table it
+        overwrites: a table placed elsewhere would have it clear files catalogd does not own.
+        Locations catalogd made up (``memory:``) hold no files.
+
+        Raises:
+            PermissionDeniedError: it is outside.
+        """
+        if self.allowed_locations is None or not uri or uri.startswith("memory:"):
+            return
+        uris = list(self.allowed_locations)
+        files = self.store.files
+        if files is not None:
+            uris.append(file_uri(files.path))
+        Roots(uris, ("file", "")).confine(uri, what)
 
     def check_view(self, view: Table) -> None:
         """A new view's definition (made through the API or by Spark at the endpoint)."""
@@ -198,6 +223,8 @@ class MemoryCatalog(BaseCatalog):
                 model.format = None
             elif model.location is None:
                 model.location = f"{db.locationUri}/{table.name}"
+            else:
+                self.confine(model.location, f"table {self.name}.{table.database}.{table.name}")
             # A view handed to create_table stays a view, as before views had calls of their own.
             make = codec.to_hms_view if model.kind is TableKind.VIEW else codec.to_hms_table
             tbl = make(model, model.owner)

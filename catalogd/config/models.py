@@ -430,7 +430,8 @@ class CatalogConfig(_Model):
     connection: dict[str, str] = Field(default_factory=dict)
     warehouse: str | None = None
     #: URI prefixes where the catalog's databases, tables, partitions and stages may live and
-    #: catalogd may delete files; None: the warehouse root.
+    #: catalogd may delete files; None: the warehouse root. On a memory catalog: where its tables
+    #: and partitions may be placed besides its scratch warehouse; None: anywhere.
     allowed_locations: list[str] | None = Field(default=None, alias="allowed-locations")
     read_only: bool = Field(default=False, alias="read-only")
     #: Whether ``catalogd.spark`` writes through stages (Flink's ``table.ctas.atomicity-enabled``);
@@ -577,8 +578,6 @@ class CatalogConfig(_Model):
                 problems.append((("connection",), "a memory catalog takes no connection settings"))
             if self.warehouse is not None:
                 problems.append((("warehouse",), "a memory catalog has no warehouse"))
-            if self.allowed_locations is not None:
-                problems.append((("allowed-locations",), "a memory catalog keeps no files"))
         elif _URIS_KEY not in self.connection:
             close = difflib.get_close_matches(_URIS_KEY, list(self.connection), n=1, cutoff=0.8)
             hint = f" (is {close[0]!r} a misspelling?)" if close else ""

@@ -103,6 +103,9 @@ class Loader:
                 logger.error("cannot load the dynamic tables of catalog %s (trying again in a minute): %s", name, e)
                 continue
             self._loaded[name] = catalog
+            # Found at start by the catalog's location index (hive): one made behind this
+            # daemon's back (another member) shows at its next pass, restored at the next sync.
+            catalog.watch_parameter(store.FRESHNESS, self._later(name))
             for database, table, params in found:
                 self._try_restore(name, database, table, params, now)
         for name, database, table in sorted(self._retry):
@@ -119,6 +122,11 @@ class Loader:
                 continue
             if store.is_dynamic(params):
                 self._try_restore(name, database, table, params, now)
+
+    def _later(self, catalog: str) -> Callable[[str, str], None]:
+        def found(database: str, table: str) -> None:
+            self.retry_later(catalog, database, table)
+        return found
 
     def _try_restore(self, catalog: str, database: str, table: str, params: dict[str, str], now: float) -> None:
         try:

@@ -278,6 +278,10 @@ class MemoryMetastore:
         if path and _changed(location, path):
             places.append(path)
         for place in places:
+            try:
+                self.catalog.confine(place, what if place == location else f"{what} (its Spark path)")
+            except CatalogError as e:  # outside allowed-locations
+                raise hms.MetaException(message=f"catalogd: {e.message}") from None
             blocker = self.store.used_by_others(place, own_table)
             if blocker:
                 raise hms.MetaException(message=f"catalogd: {what}: location {place} cannot be used on memory "

@@ -615,3 +615,47 @@ def test_the_issues_attacks_keep_the_victims_files(attack, catalog, client, hms,
         assert intact(victim), f"{attack} on {catalog}: the victim's files were deleted"
     finally:
         client.drop_database(f"{catalog}.{name}", if_exists=True, cascade=True)
+
+
+# ---------------------------------------------------------------- a memory catalog's allowed-locations
+
+
+def test_a_memory_catalogs_allowed_locations_confine_every_surface(daemon_factory, tmp_path):
+    """A memory catalog given ``allowed-locations``: a table, a partition or an alter placed outside
+    them (and outside its scratch warehouse) is refused on the HMS endpoint and the Thrift API, so
+    no later drop or Spark ``INSERT OVERWRITE`` can reach the victim's files; inside a root is fine."""
+    from catalogd.client import CatalogClient
+    from catalogd.errors import PermissionDeniedError
+
+    victim = make_victim(tmp_path)
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    proc = daemon_factory(catalogs=[{"name": "scratch", "type": "memory", "allowed-locations": [lake.as_uri()]}],
+                          name="memlake")
+
+    def tbl(name: str, location: str | None, external: bool = False, partitioned: bool = False) -> Any:
+        table = Table(name=name, database="db1", columns=[Column("id", "bigint")], location=location,
+                      partition_keys=[Column("ds", "string")] if partitioned else [],
+                      kind=TableKind.EXTERNAL if external else TableKind.MANAGED)
+        return codec.to_hms_table(table, None)
+
+    with hms_connection(proc.hms_address) as c:
+        c.create_database(T.Database(name="db1", parameters={}))
+        for attempt in (tbl("t", victim.as_uri()), tbl("e", victim.as_uri(), external=True),
+                        tbl("n", f"{victim.as_uri()}/inside")):
+            refused(lambda a=attempt: c.create_table(a), "outside the catalog's allowed locations")
+        c.create_table(tbl("ok", f"{lake.as_uri()}/ok", external=True))
+        c.create_table(tbl("p", None, partitioned=True))  # its default place in the scratch warehouse
+        part = T.Partition(values=["1"], dbName="db1", tableName="p", parameters={},
+                           sd=c.get_table("db1", "p").sd)
+        part.sd.location = victim.as_uri()
+        refused(lambda: add_partition(c, part), "outside the catalog's allowed locations")
+        moved = c.get_table("db1", "ok")
+        moved.sd.location = victim.as_uri()
+        refused(lambda: c.alter_table("db1", "ok", moved), "outside the catalog's allowed locations")
+        assert sorted(c.get_all_tables("db1")) == ["ok", "p"]
+    with CatalogClient(proc.address) as api, pytest.raises(PermissionDeniedError, match="allowed locations"):
+        api.create_table("scratch.db1.api", "id bigint", location=victim.as_uri(), external=True)
+    with hms_connection(proc.hms_address) as c:
+        c.drop_database("db1", True, True)
+    assert intact(victim)

@@ -4,6 +4,7 @@ the metastore read in background passes; nothing judged before the first pass.""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,3 +168,146 @@ def test_a_partition_added_and_dropped_in_its_tables_directory_is_not_read_again
     catalog.add_partition("sales", "p", {"ds": "1"})
     catalog.drop_partition("sales", "p", {"ds": "1"})
     assert "get_partitions" not in counting.calls, counting.calls
+
+
+def test_a_cascade_reads_its_tables_a_batch_at_a_time(counting: Counting) -> None:
+    from catalogd.catalog.hive import HiveCatalog
+
+    table = Table(database="sales", name="p", columns=[Column("id", "bigint")], partition_keys=[Column("ds", "string")],
+                  location=f"{WAREHOUSE}/sales.db/p")
+    counting.fake.create_table(codec.to_hms_table(table, None))
+    stored = counting.fake.tables[("sales", "p")]
+    counting.fake.add_partition(hms.Partition(values=["1"], dbName="sales", tableName="p", parameters={},
+                                              sd=hms.StorageDescriptor(**{**stored.sd.__dict__,
+                                                                          "location": "file:/elsewhere/ds=1"})))
+    catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
+    catalog.session.attach(counting)  # type: ignore[arg-type]
+    catalog.session.occupants()  # the first pass
+    counting.calls.clear()
+    catalog.drop_database("sales", cascade=True)
+    # The 51 tables read 20 a call (each batch, with the partitions of its partitioned tables,
+    # while the one before is dropped), then a drop each: no get_table per table.
+    assert counting.calls.count("get_table_objects_by_name") == 3, counting.calls
+    assert counting.calls.count("get_table") == 0, counting.calls
+    assert counting.calls.count("get_partitions") == 1, counting.calls
+    assert counting.calls.count("drop_table_with_environment_context") == 51
+    # The partition outside the allowed locations was dropped first, keeping its files.
+    assert counting.calls.count("drop_partition") == 1
+    assert "sales" not in counting.fake.get_all_databases()
+
+
+def test_a_table_written_after_a_batch_read_is_read_again(counting: Counting) -> None:
+    tracker = tracker_on(counting)
+    tracker.reconcile()
+    number = tracker.number()
+    assert not tracker.written_since("sales", "t1", number)
+    tracker.written("alter_table", [("sales", "t1")])
+    assert tracker.written_since("sales", "T1", number)  # noted, not read yet
+    tracker.current()
+    assert tracker.written_since("sales", "t1", number)  # read since: still after the batch read
+    assert not tracker.written_since("sales", "t2", number)
+
+
+def _dynamic(fake: FakeHms, name: str) -> None:
+    make(fake, name, f"{WAREHOUSE}/sales.db/{name}")
+    fake.tables[("sales", name)].parameters[codec.DYNAMIC_FRESHNESS] = "60"
+
+
+def test_the_index_notes_dynamic_tables_and_keeps_them_between_runs(counting: Counting, tmp_path: Path) -> None:
+    from catalogd.dynamic import store
+
+    assert codec.DYNAMIC_FRESHNESS == store.FRESHNESS  # the parameter the loader asks for
+    _dynamic(counting.fake, "d1")
+    snapshot = tmp_path / "locations.json"
+    tracker = LocationTracker("main", lambda what: contextlib.nullcontext(counting),  # type: ignore[arg-type,return-value]
+                              lambda uri: parse(uri) if uri else None, snapshot, indexed=(codec.DYNAMIC_FRESHNESS,))
+    assert tracker.tables_with(codec.DYNAMIC_FRESHNESS) is None  # not known before a pass
+    tracker.reconcile()
+    assert tracker.tables_with(codec.DYNAMIC_FRESHNESS) == [("sales", "d1")]
+    # Made through catalogd: known at the next judgment; dropped: gone.
+    _dynamic(counting.fake, "d2")
+    tracker.written("create_table", [("sales", "d2")])
+    tracker.current()
+    assert tracker.tables_with(codec.DYNAMIC_FRESHNESS) == [("sales", "d1"), ("sales", "d2")]
+    counting.fake.drop_table("sales", "d1", False)
+    tracker.gone("sales", "d1")
+    tracker.stop()  # saved
+    again = LocationTracker("main", lambda what: contextlib.nullcontext(counting),  # type: ignore[arg-type,return-value]
+                            lambda uri: parse(uri) if uri else None, snapshot, indexed=(codec.DYNAMIC_FRESHNESS,))
+    assert again._load()
+    again._loaded.set()
+    assert again.tables_with(codec.DYNAMIC_FRESHNESS) == [("sales", "d2")]
+    # A table made behind catalogd's back is told when a pass finds it.
+    told: list[tuple[str, str, str]] = []
+    again.on_marked = lambda *found: told.append(found)
+    _dynamic(counting.fake, "d3")
+    again.reconcile()
+    assert told == [(codec.DYNAMIC_FRESHNESS, "sales", "d3")]
+    # An index saved before the marks were kept does not know them.
+    document = json.loads(snapshot.read_text())
+    del document["marked"]
+    snapshot.write_text(json.dumps(document))
+    old = LocationTracker("main", lambda what: contextlib.nullcontext(counting),  # type: ignore[arg-type,return-value]
+                          lambda uri: parse(uri) if uri else None, snapshot, indexed=(codec.DYNAMIC_FRESHNESS,))
+    assert old._load()
+    old._loaded.set()
+    assert old.tables_with(codec.DYNAMIC_FRESHNESS) is None
+
+
+def test_a_restart_reads_only_the_dynamic_tables_to_restore_them(counting: Counting) -> None:
+    from catalogd.catalog.hive import HiveCatalog
+
+    _dynamic(counting.fake, "d1")
+    catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
+    # Before the index knows the catalog: every table read (100 a call).
+    catalog.session.attach(counting)  # type: ignore[arg-type]
+    assert [(d, t) for d, t, _ in catalog.tables_with_parameter(codec.DYNAMIC_FRESHNESS)] == [("sales", "d1")]
+    catalog.session.occupants()  # the first pass
+    counting.calls.clear()
+    found = catalog.tables_with_parameter(codec.DYNAMIC_FRESHNESS)
+    assert [(d, t, p[codec.DYNAMIC_FRESHNESS]) for d, t, p in found] == [("sales", "d1", "60")]
+    assert counting.calls == ["get_table_objects_by_name"]  # d1 alone
+    tables_read = []
+    read = counting.fake.get_table_objects_by_name
+
+    def reading(database: str, names: list[str]) -> list[hms.Table]:
+        tables_read.extend(names)
+        return read(database, names)
+
+    counting.fake.get_table_objects_by_name = reading  # type: ignore[method-assign]
+    catalog.tables_with_parameter(codec.DYNAMIC_FRESHNESS)
+    assert tables_read == ["d1"]
+
+
+def test_the_first_pass_reads_the_partitions_after_every_table(counting: Counting) -> None:
+    table = Table(database="sales", name="p", columns=[Column("id", "bigint")], partition_keys=[Column("ds", "string")],
+                  location=f"{WAREHOUSE}/sales.db/p")
+    counting.fake.create_table(codec.to_hms_table(table, None))
+    counting.fake.tables[("sales", "p")].parameters[codec.DYNAMIC_FRESHNESS] = "60"
+    stored = counting.fake.tables[("sales", "p")]
+    counting.fake.add_partition(hms.Partition(values=["1"], dbName="sales", tableName="p", parameters={},
+                                              sd=hms.StorageDescriptor(**{**stored.sd.__dict__,
+                                                                          "location": "file:/elsewhere/ds=1"})))
+    tracker = tracker_on(counting)
+    tracker.indexed = frozenset({codec.DYNAMIC_FRESHNESS})
+    tracker.reconcile()
+    # Every table first (get_table_objects_by_name), then the partitioned table's partitions.
+    assert counting.calls.index("get_partitions") > counting.calls.index("get_table_objects_by_name")
+    assert [str(o.partition) for o in tracker.around(where("/elsewhere"))] == ["ds=1"]
+    assert tracker.tables_with(codec.DYNAMIC_FRESHNESS) == [("sales", "p")]
+    assert len(tracker.all()) == 54  # default, sales, its 50 tables, p and its partition outside
+
+
+def test_saves_at_once_never_lose_the_saved_index(counting: Counting, tmp_path: Path) -> None:
+    """The stop's save and a pass's may run together: neither may drop the other's file."""
+    for n in range(2000):  # a file that takes a while to write
+        make(counting.fake, f"big{n}", f"{WAREHOUSE}/sales.db/big{n}")
+    snapshot = tmp_path / "locations.json"
+    tracker = tracker_on(counting, snapshot)
+    tracker.reconcile()
+    savers = [threading.Thread(target=lambda: [tracker._save() for _ in range(10)]) for _ in range(3)]
+    for saver in savers:
+        saver.start()
+    for saver in savers:
+        saver.join(30)
+    assert json.loads(snapshot.read_text())["entries"]

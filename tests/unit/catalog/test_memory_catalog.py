@@ -300,3 +300,16 @@ def test_tables_of_different_databases_are_separate(sales: MemoryCatalog) -> Non
     assert sales.get_table("hr", "t").comment == "hr"
     sales.drop_table("hr", "t")
     assert sales.table_exists("sales", "t")
+
+
+def test_allowed_locations_confine_a_given_location() -> None:
+    from catalogd.errors import PermissionDeniedError
+
+    catalog = MemoryCatalog("scratch", allowed_locations=["s3a://lake/"])
+    catalog.create_database(Database("sales"))
+    made = catalog.create_table(table(location="s3a://lake/x", kind=TableKind.EXTERNAL))
+    assert made.location == "s3a://lake/x"
+    with pytest.raises(PermissionDeniedError, match="outside the catalog's allowed locations"):
+        catalog.create_table(table(name="y", location="s3a://other/y", kind=TableKind.EXTERNAL))
+    assert catalog.create_table(table(name="z")).location  # its made-up place: no files, allowed
+    assert not catalog.table_exists("sales", "y")

@@ -604,3 +604,46 @@ def test_an_alter_that_keeps_a_location_in_another_spelling_is_not_a_claim(store
     part.parameters["numRows"] = "1"
     store("alter_partition", db_name="db", tbl_name="p", new_part=part)
     assert store("get_partition", db_name="db", tbl_name="p", part_vals=["1"]).parameters["numRows"] == "1"
+
+
+# ---------------------------------------------------------------- allowed-locations
+
+
+def test_allowed_locations_confine_tables_and_partitions_placed_through_the_endpoint(tmp_path: Path) -> None:
+    """With ``allowed-locations`` a memory catalog takes a location strictly inside one of them or
+    inside its scratch warehouse, nowhere else: Spark would clear a foreign directory on INSERT OVERWRITE."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    s = Store(tmp_path)
+    s.catalog.allowed_locations = [lake.as_uri()]
+    s("create_database", database=hms.Database(name="db", description="d", parameters={}))
+    target = victim(tmp_path)
+    attempts = [
+        ("create_table", {"tbl": table("t", target.as_uri(), table_type="EXTERNAL_TABLE")}),
+        ("create_table", {"tbl": table("lake", lake.as_uri())}),  # a root itself
+        ("create_table", {"tbl": table("sp", f"{lake.as_uri()}/sp",
+                                       params={"spark.sql.sources.provider": "parquet"})}),
+    ]
+    attempts[2][1]["tbl"].sd.serdeInfo.parameters["path"] = target.as_uri()  # its Spark path elsewhere
+    for method, kwargs in attempts:
+        with pytest.raises(hms.MetaException, match=r"outside the catalog's allowed locations|allowed root itself"):
+            s(method, **kwargs)
+    assert s("get_all_tables", db_name="db") == []
+    # Inside a root, and the default place in the scratch warehouse: accepted.
+    s("create_table", tbl=table("ext", f"{lake.as_uri()}/ext", table_type="EXTERNAL_TABLE"))
+    s("create_table", tbl=table("p", parts=[("ds", "string")]))
+    with pytest.raises(hms.MetaException, match="outside the catalog's allowed locations"):
+        s("add_partition", new_part=partition("p", ["1"], target.as_uri()))
+    moved = copy.deepcopy(s("get_table", dbname="db", tbl_name="ext"))
+    moved.sd.location = target.as_uri()
+    with pytest.raises(hms.MetaException, match="outside the catalog's allowed locations"):
+        s("alter_table", dbname="db", tbl_name="ext", new_tbl=moved)
+    s("drop_table", dbname="db", name="ext", deleteData=True)
+    assert survives(target)
+
+
+def test_without_allowed_locations_a_memory_table_may_point_anywhere(store: Store, tmp_path: Path) -> None:
+    target = victim(tmp_path)
+    store("create_table", tbl=table("ext", target.as_uri(), table_type="EXTERNAL_TABLE"))
+    store("drop_table", dbname="db", name="ext", deleteData=True)
+    assert survives(target)
