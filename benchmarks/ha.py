@@ -237,6 +237,11 @@ def _lost(e: Exception) -> bool:
     return isinstance(e, TTransportException)
 
 
+def _seconds(duration: str) -> float:
+    """``20s`` -> 20.0 (the benchmark's own settings only)."""
+    return float(duration.removesuffix("s"))
+
+
 def _lock(hms: Hms, table: str) -> int:
     request = ttypes.LockRequest(component=[ttypes.LockComponent(type=ttypes.LockType.EXCLUSIVE,
                                                                   level=ttypes.LockLevel.TABLE,
@@ -247,6 +252,30 @@ def _lock(hms: Hms, table: str) -> int:
 
 def _lock_state(hms: Hms, lockid: int) -> int:
     return int(hms.call(lambda c: c.check_lock(ttypes.CheckLockRequest(lockid=lockid))).state)
+
+
+class Heartbeats:
+    """Heartbeats of a held lock on a connection of its own, as Iceberg's ``HiveCommitLock`` sends them
+    (a holder that stops heartbeating loses its lock after the members' ``hive.txn.timeout``)."""
+
+    def __init__(self, ports: list[int], first: int, lockid: int, every: float) -> None:
+        self.hms = Hms(ports, first)
+        self.lockid = lockid
+        self.every = every
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        request = ttypes.HeartbeatRequest(lockid=self.lockid)
+        while not self.done.wait(self.every):
+            with contextlib.suppress(Exception):
+                self.hms.call(lambda c: c.heartbeat(request))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+        self.hms.close()
 
 
 def _unlock(hms: Hms, lockid: int) -> None:
@@ -386,6 +415,7 @@ def committer(cluster: Cluster, tally: Tally, i: int, stop: threading.Event) -> 
                     if time.monotonic() > deadline or stop.is_set():
                         raise TimeoutError("lock not granted within 60 s")
                     time.sleep(0.05)
+                heartbeats = Heartbeats(ports, (i + 1) % len(ports), lockid, _seconds(LOCK_TIMEOUT) / 4)
                 with tally.lock:
                     if tally.holders.get(table) is not None:
                         tally.two_holders += 1
@@ -402,6 +432,7 @@ def committer(cluster: Cluster, tally: Tally, i: int, stop: threading.Event) -> 
                     with tally.lock:
                         if tally.holders.get(table) == i:
                             tally.holders[table] = None  # type: ignore[assignment]
+                    heartbeats.stop()
             except TimeoutError as e:
                 with tally.lock:
                     tally.lock_timeouts += 1
