@@ -25,14 +25,18 @@ from __future__ import annotations
 import json
 import os
 import time
+from functools import reduce
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 #: How many committed triggers the status file lists (the supervisor records each as a run).
 _KEPT = 20
 
-#: ``{source name: {file uri: [size, modification time ms]}}``
-Listing = dict[str, dict[str, list[int]]]
+#: ``{source name: {file uri: [size, modification time ms, partition values]}}``
+Listing = dict[str, dict[str, list[Any]]]
+#: Hive's directory name for a NULL partition value.
+_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -45,19 +49,56 @@ def _ddl(columns: list[list[str]]) -> str:
     return ", ".join(f"`{name}` {type_}" for name, type_ in columns)
 
 
-def list_files(spark: Any, source: dict[str, Any]) -> dict[str, list[int]]:
-    """The data files under a source's location (``_``/``.`` names skipped, as Spark does)."""
+def _local(uri: str) -> str:
+    """A file URI's path, however it is spelled (``file:/a``, ``file:///a``, ``/a``)."""
+    return urlsplit(uri).path.rstrip("/")
+
+
+def _binary_files(spark: Any, directories: list[str]) -> list[Any]:
+    """(path, length, modificationTime) of every data file under ``directories`` (``_``/``.``
+    names skipped, as Spark does); a directory not there (yet) holds none."""
+    if not directories:
+        return []
     try:
-        rows = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(source["location"])
-                .select("path", "length", "modificationTime").collect())
+        return list(spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(directories)
+                    .select("path", "length", "modificationTime").collect())
     except Exception as e:
-        if "PATH_NOT_FOUND" in str(e) or "does not exist" in str(e):
-            return {}  # an empty table whose directory is not there yet
-        raise
-    found: dict[str, list[int]] = {}
-    for path, length, modified in rows:
-        found[str(path)] = [int(length), int(modified.timestamp() * 1000) if modified is not None else 0]
+        if "PATH_NOT_FOUND" not in str(e) and "does not exist" not in str(e):
+            raise
+    if len(directories) == 1:
+        return []
+    return [row for directory in directories for row in _binary_files(spark, [directory])]
+
+
+def list_files(spark: Any, source: dict[str, Any], partitions: list[Any] | None = None) -> dict[str, list[Any]]:
+    """A source's data files: ``{uri: [size, modification time ms, partition]}``.
+
+    Args:
+        partitions: a partitioned source's partitions (from the metastore: a stage adds
+            them where it wrote them, not necessarily under the table's location); the
+            partition of a file is its values (``["2024-03-01"]``), ``[]`` for an unpartitioned source.
+    """
+    if partitions is None:
+        directories: dict[str, list[str]] = {_local(source["location"]): []}
+    else:
+        directories = {_local(p.location): list(p.values) for p in partitions if p.location}
+    found: dict[str, list[Any]] = {}
+    for path, length, modified in _binary_files(spark, sorted(directories)):
+        local = _local(str(path))
+        # The partition whose directory holds the file (the longest such directory).
+        holder = max((d for d in directories if local.startswith(d + "/")), key=len, default=None)
+        if holder is None:
+            continue
+        found[str(path)] = [int(length), int(modified.timestamp() * 1000) if modified is not None else 0,
+                            directories[holder]]
     return found
+
+
+def _literal(value: str | None, type_: str) -> str:
+    if value is None or value == _DEFAULT_PARTITION:
+        return f"CAST(NULL AS {type_})"
+    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+    return f"CAST('{escaped}' AS {type_})"
 
 
 class Incremental:
@@ -102,7 +143,11 @@ class Incremental:
         self.counters["batches"] += 1
         self._recover(client)
         sources: list[dict[str, Any]] = self.plan["sources"]
-        current: Listing = {s["name"]: list_files(spark, s) for s in sources}
+        catalog = self.spec["table"].split(".", 1)[0]
+        current: Listing = {
+            s["name"]: list_files(spark, s, client.list_partitions(f"{catalog}.{s['name']}")
+                                  if s["partition_keys"] else None)
+            for s in sources}
         seen: Listing | None = self.state.get("files")
         rewritten = [] if seen is None else sorted(
             name for name, files in seen.items()
@@ -117,6 +162,26 @@ class Incremental:
         self.reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, refresh_way="incremental",
                              **self.counters)
 
+    @staticmethod
+    def _read(spark: Any, source: dict[str, Any], files: dict[str, list[Any]]) -> Any:
+        """A source's rows in ``files``: the file source with the table's data columns, and a
+        partitioned source's partition values (from the metastore's partition names) added."""
+        data = _ddl(source["columns"])
+        keys: list[list[str]] = source["partition_keys"]
+        if not files:
+            return spark.createDataFrame([], _ddl(source["columns"] + keys))
+        if not keys:
+            return spark.read.format(source["format"]).schema(data).load(sorted(files))
+        by_partition: dict[tuple[str, ...], list[str]] = {}
+        for path, meta in files.items():
+            by_partition.setdefault(tuple(meta[2]), []).append(path)
+        frames = []
+        for values, paths in sorted(by_partition.items()):
+            columns = [f"`{c}`" for c, _ in source["columns"]] + [
+                f"{_literal(value, t)} AS `{k}`" for (k, t), value in zip(keys, values, strict=True)]
+            frames.append(spark.read.format(source["format"]).schema(data).load(sorted(paths)).selectExpr(*columns))
+        return reduce(lambda a, b: a.unionByName(b), frames)
+
     def _run(self, spark: Any, client: Any, batch_id: int, started: float, read: Listing, after: Listing,
              replace: bool, why: str) -> None:
         """Run the query over ``read``'s files into the table (REPLACE or APPEND); ``after`` is
@@ -127,13 +192,7 @@ class Incremental:
         self.reporter.update(phase="refreshing", batch_id=batch_id)
         views = []
         for source in self.plan["sources"]:
-            files = sorted(read.get(source["name"], {}))
-            columns = source["columns"] + source["partition_keys"]
-            if files:
-                df = (spark.read.format(source["format"]).schema(_ddl(columns))
-                      .option("basePath", source["location"]).load(files))
-            else:
-                df = spark.createDataFrame([], _ddl(columns))
+            df = self._read(spark, source, read.get(source["name"], {}))
             df.createOrReplaceTempView(source["view"])
             views.append(source["view"])
         try:

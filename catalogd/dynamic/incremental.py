@@ -16,11 +16,11 @@ What is decided here, from the stored (qualified) query and the tables it reads:
   ``rand``) needs the whole source, so it is recomputed. Aggregations in particular:
   Spark maintains them with a stateful plan whose output changes rows already written
   (update or complete output mode), which an append to the table cannot express.
-- the sources (``plan``): unpartitioned tables (not views, not other dynamic tables,
-  whose refreshes rewrite their files), stored as parquet or ORC (files Spark's file
-  source reads as the table does) at a file location. A partitioned table's partitions
-  may live outside its location (a stage adds them where they were written), which a
-  listing of the location would miss.
+- the sources (``plan``): tables (not views, not other dynamic tables, whose refreshes
+  rewrite their files), stored as parquet or ORC (files Spark's file source reads with
+  the table's schema alone) at a file location. A partitioned source's files are listed
+  partition by partition, from the metastore's locations (a stage adds partitions where
+  it wrote them, not necessarily under the table's location).
 - the table: a location on the local file system (an APPEND stage moves the new files
   into the table's directories, which catalogd does only there).
 
@@ -189,9 +189,6 @@ def _source_obstacle(name: str, table: Table) -> str | None:
                 "(Spark's file source reads them with the table's schema alone)")
     if not table.location:
         return f"the source {name} has no file location"
-    if table.partition_keys:
-        return (f"the source {name} is partitioned: its partitions may live outside its location (a stage adds "
-                "them where they were written), which the trigger's file listing does not follow yet")
     return None
 
 

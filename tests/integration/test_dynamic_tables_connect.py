@@ -167,7 +167,7 @@ def _data_files(location: str) -> list[str]:
 def test_an_incremental_continuous_table_reads_only_the_new_files_each_trigger(
         connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str) -> None:
     source = f"{cdb}.clicks"
-    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING) USING parquet")
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING) USING parquet PARTITIONED BY (kind)")
     spark.sql(f"INSERT INTO {source} SELECT id, 'a' FROM range(0, 40, 1, 3)")  # three files
     location = cc.get_table(f"main.{source}").location or ""
     initial = len(_data_files(location))
@@ -181,14 +181,15 @@ def test_an_incremental_continuous_table_reads_only_the_new_files_each_trigger(
     assert "reads only the files added since the last one" in str(dt.job_detail["refreshWhy"])
     wait_until(lambda: len(spark_rows(spark, table)) == 20, JOB_TIMEOUT, "the first trigger", every=1)
 
-    # Two appends of one file each: each trigger that commits reads that file alone (Spark's own
-    # inputFiles of the trigger's query), whatever the source holds by then.
-    for batch, first in enumerate((100, 200), start=1):
-        spark.sql(f"INSERT INTO {source} SELECT id, 'b' FROM range({first}, {first + 10}, 1, 1)")
+    # Two appends of one file each (a new partition, then one more file in the first): each trigger
+    # that commits reads that file alone (Spark's own inputFiles of the trigger's query).
+    for batch, (first, kind) in enumerate(((100, "b"), (200, "a")), start=1):
+        spark.sql(f"INSERT INTO {source} SELECT id, '{kind}' FROM range({first}, {first + 10}, 1, 1)")
         wait_until(lambda n=batch: len(spark_rows(spark, table)) == 20 + 5 * n, JOB_TIMEOUT,
                    f"append {batch}", every=1)
     assert len(_data_files(location)) == initial + 2
-    assert spark_rows(spark, table)[-1] == (208, "B")
+    assert spark_rows(spark, table) == sorted([(i, "A") for i in (*range(0, 40, 2), *range(200, 210, 2))]
+                                              + [(i, "B") for i in range(100, 110, 2)])
 
     def runs() -> list[Any] | None:
         found = [r for r in cc.dynamic_table_history(name) if r.trigger in ("append", "recompute")]

@@ -63,7 +63,6 @@ def test_what_needs_all_the_rows_is_recomputed_and_says_why(query: str, why: str
     (_table("db.ev", kind=TableKind.VIEW), "is a view"),
     (_table("db.ev", properties={store.FRESHNESS: "1 h"}), "is a dynamic table"),
     (_table("db.ev", location=None), "no file location"),
-    (_table("db.ev", partition_keys=[Column("ds", "string")]), "is partitioned"),
 ])
 def test_sources_that_are_not_append_only_files_are_recomputed(source: Table, why: str) -> None:
     qualified, _ = _qualified("SELECT id FROM ev")
