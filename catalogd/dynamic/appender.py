@@ -10,8 +10,10 @@ already taken in, kept in ``<checkpoint>/incremental.json``:
   or none). This is what Spark's file stream source does for a stateless query in
   append mode, without a streaming query per table: the connect engine runs it in a
   session of the shared server, with no Python worker of its own.
-- a file gone or changed (the source was rewritten: INSERT OVERWRITE, a REPLACE), or
-  no state yet: the query runs over all the current files and REPLACEs the table.
+- a file gone or changed (the source was rewritten: INSERT OVERWRITE, a REPLACE), the
+  table written by another than its triggers (``dt refresh``: its last commit is not
+  theirs), or no state yet: the query runs over all the current files and REPLACEs the
+  table.
 
 Exactly once: the trigger records the stage and the files it covers (``pending``)
 after writing and before committing. A trigger after a crash commits that stage again
@@ -35,6 +37,8 @@ _KEPT = 20
 
 #: ``{source name: {file uri: [size, modification time ms, partition values]}}``
 Listing = dict[str, dict[str, list[Any]]]
+#: The table parameter naming the stage that last committed into it (``hive_codec.LAST_COMMIT``).
+LAST_COMMIT = "catalogd.last-commit"
 #: Hive's directory name for a NULL partition value.
 _DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -134,7 +138,7 @@ class Incremental:
         except CatalogError:
             committed = False
         if committed:
-            self.state["files"] = pending["files"]
+            self.state["files"], self.state["stage"] = pending["files"], pending["stage"]
         self.state.pop("pending", None)
         self._save()
 
@@ -152,8 +156,12 @@ class Incremental:
         rewritten = [] if seen is None else sorted(
             name for name, files in seen.items()
             if any(current.get(name, {}).get(path) != meta for path, meta in files.items()))
-        if seen is None or rewritten or set(seen) != set(current):
-            why = "first trigger" if seen is None else f"rewritten: {', '.join(rewritten) or 'sources changed'}"
+        last_commit = client.get_table(self.spec["table"]).properties.get(LAST_COMMIT)
+        # Written by another than this table's triggers (``dt refresh``): what it read is unknown.
+        outside = bool(self.state.get("stage")) and last_commit is not None and last_commit != self.state["stage"]
+        if seen is None or rewritten or outside or set(seen) != set(current):
+            why = ("first trigger" if seen is None else "the table was written outside its triggers" if outside
+                   else f"rewritten: {', '.join(rewritten) or 'sources changed'}")
             self._run(spark, client, batch_id, seen_at, current, current, replace=True, why=why)
         else:
             new = {name: {p: m for p, m in files.items() if p not in seen[name]} for name, files in current.items()}
@@ -207,7 +215,7 @@ class Incremental:
         finally:
             for view in views:
                 spark.catalog.dropTempView(view)
-        self.state.update({"files": after, "query": self.plan["query"]})
+        self.state.update({"files": after, "query": self.plan["query"], "stage": result["stage_id"]})
         self.state.pop("pending", None)
         self._save()
         input_files = result["input_files"]
