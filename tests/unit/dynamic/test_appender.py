@@ -12,7 +12,7 @@ from catalogd.model import StagePurpose, StageState
 
 
 class FakeFrame:
-    def createOrReplaceTempView(self, name: str) -> None:  # noqa: N802 (Spark's name)
+    def createOrReplaceTempView(self, name: str) -> None:
         pass
 
 
