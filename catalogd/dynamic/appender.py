@@ -108,8 +108,10 @@ def _literal(value: str | None, type_: str) -> str:
 class Incremental:
     """What the triggers of one incremental table share: its spec and its state file."""
 
-    def __init__(self, spec: dict[str, Any], reporter: Any) -> None:
+    def __init__(self, spec: dict[str, Any], reporter: Any, write: Any) -> None:
+        """``write``: ``job.write_result`` (a query's rows into the table through a stage)."""
         self.spec = spec
+        self.write = write
         self.plan: dict[str, Any] = spec["incremental"]
         self.reporter = reporter
         checkpoint = Path(spec["checkpoint"])
@@ -194,7 +196,6 @@ class Incremental:
              replace: bool, why: str) -> None:
         """Run the query over ``read``'s files into the table (REPLACE or APPEND); ``after`` is
         what the table has taken in once it commits."""
-        from catalogd.dynamic.job import write_result
         from catalogd.model import StagePurpose
 
         self.reporter.update(phase="refreshing", batch_id=batch_id)
@@ -210,8 +211,8 @@ class Incremental:
                 self.state["pending"] = {"stage": stage_id, "files": after}
                 self._save()
 
-            result = write_result(spark, client, self.spec, query,
-                                  StagePurpose.REPLACE if replace else StagePurpose.APPEND, self.reporter, pending)
+            result = self.write(spark, client, self.spec, query,
+                                StagePurpose.REPLACE if replace else StagePurpose.APPEND, self.reporter, pending)
         finally:
             for view in views:
                 spark.catalog.dropTempView(view)

@@ -269,7 +269,7 @@ def continuous_state(spec: dict[str, Any], reporter: Reporter) -> ContinuousStat
     if spec.get("incremental"):
         from catalogd.dynamic.appender import Incremental
 
-        return Incremental(spec, reporter)
+        return Incremental(spec, reporter, write_result)
     return _Continuous(spec, reporter)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from catalogd.dynamic import appender, job
+from catalogd.dynamic import appender
 from catalogd.errors import StageNotFoundError
 from catalogd.model import StagePurpose, StageState
 
@@ -78,14 +78,13 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     monkeypatch.setattr(appender, "list_files", lambda spark, source, partitions=None: dict(files))
     monkeypatch.setattr(appender.Incremental, "_read", staticmethod(read_files))
-    monkeypatch.setattr(job, "write_result", write_result)
     spec = {"table": "main.db.dt", "checkpoint": str(tmp_path / "checkpoint"),
             "incremental": {"query": "SELECT ...", "sources": [
                 {"name": "db.src", "view": "v0", "location": "file:/src", "format": "parquet",
                  "columns": [["id", "bigint"]], "partition_keys": []}]}}
 
     def trigger(batch: int) -> None:
-        appender.Incremental(spec, Reporter()).trigger(FakeSpark(), client, batch)
+        appender.Incremental(spec, Reporter(), write_result).trigger(FakeSpark(), client, batch)
 
     return SimpleNamespace(files=files, writes=writes, client=client, crash=crash, trigger=trigger)
 
