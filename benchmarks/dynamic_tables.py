@@ -447,15 +447,15 @@ class IncrementalSources:
         for label, count in self.files.items():
             table = f"{DATABASE}.stream_{label}"
             spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING, amount DOUBLE) USING parquet")
-            frame = "id, concat('k', id % 7) AS kind, id * 0.5 AS amount"
-            spark.range(0, count * rows, 1, count).selectExpr(*frame.split(", ")).write.insertInto(table)
+            frame = ["id", "concat('k', id % 7) AS kind", "cast(id AS double) / 2 AS amount"]
+            spark.range(0, count * rows, 1, count).selectExpr(*frame).write.insertInto(table)
             location = client.get_table(f"{CATALOG}.{table}").location or ""
             self.locations[label] = Path(location.removeprefix("file:"))
             self.pending[label] = []
             for i in range(appends):
                 out = scratch / f"append-{label}-{i}"
                 first = (count + i) * rows
-                spark.range(first, first + rows, 1, 1).selectExpr(*frame.split(", ")).write.parquet(str(out))
+                spark.range(first, first + rows, 1, 1).selectExpr(*frame).write.parquet(str(out))
                 self.pending[label] += sorted(out.glob("part-*.parquet"))
 
     def append(self, label: str) -> None:
