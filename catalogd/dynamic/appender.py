@@ -83,18 +83,20 @@ def list_files(spark: Any, source: dict[str, Any], partitions: list[Any] | None 
             partition of a file is its values (``["2024-03-01"]``), ``[]`` for an unpartitioned source.
     """
     if partitions is None:
-        directories: dict[str, list[str]] = {_local(source["location"]): []}
+        directories: dict[str, list[str]] = {source["location"]: []}
     else:
-        directories = {_local(p.location): list(p.values) for p in partitions if p.location}
+        directories = {p.location: list(p.values) for p in partitions if p.location}
+    # Spark names a file by its full URI (``file:/a/b``); a location may be spelled otherwise.
+    by_path = {_local(d): values for d, values in directories.items()}
     found: dict[str, list[Any]] = {}
     for path, length, modified in _binary_files(spark, sorted(directories)):
         local = _local(str(path))
         # The partition whose directory holds the file (the longest such directory).
-        holder = max((d for d in directories if local.startswith(d + "/")), key=len, default=None)
+        holder = max((d for d in by_path if local.startswith(d + "/")), key=len, default=None)
         if holder is None:
             continue
         found[str(path)] = [int(length), int(modified.timestamp() * 1000) if modified is not None else 0,
-                            directories[holder]]
+                            by_path[holder]]
     return found
 
 
