@@ -134,3 +134,42 @@ def test_a_stage_aborted_after_a_crash_leaves_its_files_to_read_again(harness: A
     harness.client.known.clear()  # the janitor aborted it
     harness.trigger(2)
     assert harness.writes == [(StagePurpose.REPLACE, ["f1"]), (StagePurpose.APPEND, ["f2"])]
+
+
+class ListingSpark:
+    """``spark.read.format("binaryFile")...collect()`` over files the test names."""
+
+    def __init__(self, files: list[tuple[str, int]]) -> None:
+        self.files = files
+        self.loaded: list[str] = []
+        self.read = self
+
+    def format(self, name: str) -> ListingSpark:
+        return self
+
+    def option(self, key: str, value: str) -> ListingSpark:
+        return self
+
+    def load(self, directories: list[str]) -> ListingSpark:
+        self.loaded = list(directories)
+        return self
+
+    def select(self, *columns: str) -> ListingSpark:
+        return self
+
+    def collect(self) -> list[tuple[str, int, Any]]:
+        import datetime
+
+        at = datetime.datetime.fromtimestamp(1700000000, datetime.UTC)
+        return [(path, size, at) for path, size in self.files]
+
+
+def test_a_partitioned_sources_files_are_listed_per_partition_location_wherever_it_is() -> None:
+    spark = ListingSpark([("file:/wh/db.db/ev/ds=1/part-0.parquet", 10),
+                          ("file:/wh/db.db/__catalogd_stage_x/ds=2/part-0.parquet", 20)])
+    partitions = [SimpleNamespace(location="file:///wh/db.db/ev/ds=1", values=["1"]),
+                  SimpleNamespace(location="file:/wh/db.db/__catalogd_stage_x/ds=2", values=["2"])]
+    found = appender.list_files(spark, {"location": "file:/wh/db.db/ev"}, partitions)
+    assert spark.loaded == sorted(p.location for p in partitions)  # as the metastore spells them
+    assert found == {"file:/wh/db.db/ev/ds=1/part-0.parquet": [10, 1700000000000, ["1"]],
+                     "file:/wh/db.db/__catalogd_stage_x/ds=2/part-0.parquet": [20, 1700000000000, ["2"]]}
