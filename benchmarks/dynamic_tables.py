@@ -51,8 +51,10 @@ SparkSession of its own on the same metastore, then measures:
    trigger that takes it in is timed from its run record (``ended - started``: listing,
    reading the new file, the APPEND stage and its commit). ``ratio`` is the 10x
    source's median trigger time over the small one's (goal: at most 1.3); each
-   append run must have read one file. The first trigger of each table (a recompute
-   of all the files) is given for comparison.
+   append run must have read one file. For comparison, a ``dt refresh`` of each
+   table then makes its next trigger recompute the whole table from all the files
+   (``recompute_trigger_s``, ``recompute_ratio``); the first trigger (a recompute
+   too, the session's warm-up included) is given as well.
 
     .venv/bin/python benchmarks/dynamic_tables.py [--rows-per-partition 200000] [--days 3,30] [--repeat 3]
                                                   [--schedule-runs 3] [--continuous 10] [--incremental-files 20]
@@ -487,9 +489,18 @@ def incremental_triggers(client: CatalogClient, sources: IncrementalSources, rep
         for label in (list(names) if rep % 2 == 0 else list(reversed(list(names)))):
             sources.append(label)
             runs(names[label], "append", rep + 1)
+    # A warm recompute for comparison: a `dt refresh` writes the table outside its triggers, so
+    # the next trigger recomputes the whole table from all the files.
+    for name in names.values():
+        job = client.refresh_dynamic_tables([name])
+        done = client.wait_refresh_job(job.id, timeout=REFRESH_TIMEOUT)
+        if done.status is not RunStatus.SUCCEEDED:
+            raise RuntimeError(f"the refresh of {name} ended {done.status.value}: {done.error}")
+        runs(name, "recompute", 2)
     cases = {}
     for label, name in names.items():
         appended = runs(name, "append", repeat)
+        recomputed = runs(name, "recompute", 2)[-1]
         cases[label] = {
             "source_files": sources.files[label] + repeat,
             "trigger_s": med([r.ended - r.started for r in appended]),
@@ -497,7 +508,8 @@ def incremental_triggers(client: CatalogClient, sources: IncrementalSources, rep
             "input_files_per_trigger": sorted({r.input_files for r in appended}),
             "rows_per_trigger": sorted({r.rows for r in appended}),
             "first_trigger_recompute_s": round(first[label].ended - first[label].started, 3),
-            "first_trigger_input_files": first[label].input_files,
+            "recompute_trigger_s": round(recomputed.ended - recomputed.started, 3),
+            "recompute_input_files": recomputed.input_files,
         }
     for name in names.values():
         client.drop_dynamic_table(name)
@@ -505,8 +517,7 @@ def incremental_triggers(client: CatalogClient, sources: IncrementalSources, rep
     ratio = round(large / small, 3) if small and large else None
     one_file = all(c["input_files_per_trigger"] == [1] for c in cases.values())
     return {"cases": cases, "ratio": ratio, "target": INCREMENTAL_TARGET,
-            "recompute_ratio": round(cases["large"]["first_trigger_recompute_s"]
-                                     / cases["small"]["first_trigger_recompute_s"], 3),
+            "recompute_ratio": round(cases["large"]["recompute_trigger_s"] / cases["small"]["recompute_trigger_s"], 3),
             "met": ratio is not None and ratio <= INCREMENTAL_TARGET and one_file}
 
 
