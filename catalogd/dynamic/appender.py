@@ -64,8 +64,10 @@ def _binary_files(spark: Any, directories: list[str]) -> list[Any]:
     if not directories:
         return []
     try:
+        # One task reads every file's status: with a task per few files, a listing's cost would
+        # grow with the source (task scheduling), which a trigger should not.
         return list(spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(directories)
-                    .select("path", "length", "modificationTime").collect())
+                    .select("path", "length", "modificationTime").coalesce(1).collect())
     except Exception as e:
         if "PATH_NOT_FOUND" not in str(e) and "does not exist" not in str(e):
             raise

@@ -157,6 +157,9 @@ class ListingSpark:
     def select(self, *columns: str) -> ListingSpark:
         return self
 
+    def coalesce(self, partitions: int) -> ListingSpark:
+        return self
+
     def collect(self) -> list[tuple[str, int, Any]]:
         import datetime
 
