@@ -43,9 +43,22 @@ SparkSession of its own on the same metastore, then measures:
 5. **Continuous tables in one server** (``--continuous N``, 0 skips it): the RSS of
    the connect daemon's process tree (daemon, Connect server, its Python workers)
    with one CONTINUOUS table running, then with N (goal: at most 1.5x).
+6. **An incremental continuous trigger against source size** (``--incremental-files F``,
+   0 skips it): two parquet sources of F and 10 x F files (``--incremental-rows`` rows
+   each), each with an incremental CONTINUOUS table (a selection and projection,
+   ``FRESHNESS 10 SECOND``) on the connect engine. ``--repeat`` times per source, the
+   sources alternating (at least 5 times), one new file is moved into the source's directory and the
+   trigger that takes it in is timed from its run record (``ended - started``: listing,
+   reading the new file, the APPEND stage and its commit). ``ratio`` is the 10x
+   source's median trigger time over the small one's (goal: at most 1.3); each
+   append run must have read one file. For comparison, a ``dt refresh`` of each
+   table then makes its next trigger recompute the whole table from all the files
+   (``recompute_trigger_s``, ``recompute_ratio``); the first trigger (a recompute
+   too, the session's warm-up included) is given as well.
 
     .venv/bin/python benchmarks/dynamic_tables.py [--rows-per-partition 200000] [--days 3,30] [--repeat 3]
-                                                  [--schedule-runs 3] [--continuous 10] [--output FILE]
+                                                  [--schedule-runs 3] [--continuous 10] [--incremental-files 20]
+                                                  [--incremental-rows 50000] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
@@ -84,6 +97,10 @@ E2E_TARGET = 1.3
 #: continuous tables at most 1.5x the RSS of one.
 CONNECT_TARGET = 1.5
 RSS_TARGET = 1.5
+#: Issue 23's goal: an incremental continuous trigger with the source at 10x costs at most 1.3x.
+INCREMENTAL_TARGET = 1.3
+#: Timed triggers per source at least (a trigger takes about a second: more samples, less noise).
+INCREMENTAL_REPEAT = 5
 FIRST_DAY = datetime.date(2024, 3, 1)
 #: The refreshed day, and the schedule time that picks it with a 1 DAY freshness.
 DAY = "2024-03-02"
@@ -419,8 +436,95 @@ def continuous_rss(daemon: DynamicDaemon, client: CatalogClient, count: int) -> 
             "ratio": round(many / one, 3), "target": RSS_TARGET, "met": many / one <= RSS_TARGET}
 
 
+class IncrementalSources:
+    """Section 6's sources: ``stream_small`` (``files`` files) and ``stream_large`` (10x), and
+    one prepared file per append, moved into a source's directory when it is timed (an
+    append as the file stream sees it: a new file; no metastore call, so it works after the
+    daemon, with its embedded metastore, restarted)."""
+
+    SCALE = 10
+
+    def __init__(self, spark: Any, client: CatalogClient, scratch: Path, files: int, rows: int, appends: int) -> None:
+        self.files = {"small": files, "large": files * self.SCALE}
+        self.locations: dict[str, Path] = {}
+        self.pending: dict[str, list[Path]] = {}
+        for label, count in self.files.items():
+            table = f"{DATABASE}.stream_{label}"
+            spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING, amount DOUBLE) USING parquet")
+            frame = ["id", "concat('k', id % 7) AS kind", "cast(id AS double) / 2 AS amount"]
+            spark.range(0, count * rows, 1, count).selectExpr(*frame).write.insertInto(table)
+            location = client.get_table(f"{CATALOG}.{table}").location or ""
+            self.locations[label] = Path(location.removeprefix("file:"))
+            self.pending[label] = []
+            for i in range(appends):
+                out = scratch / f"append-{label}-{i}"
+                first = (count + i) * rows
+                spark.range(first, first + rows, 1, 1).selectExpr(*frame).write.parquet(str(out))
+                self.pending[label] += sorted(out.glob("part-*.parquet"))
+
+    def append(self, label: str) -> None:
+        new = self.pending[label].pop(0)
+        os.rename(new, self.locations[label] / f"appended-{new.parent.name}-{new.name}")
+
+
+def incremental_triggers(client: CatalogClient, sources: IncrementalSources, repeat: int) -> dict[str, Any]:
+    """Section 6: time the trigger that takes one new file in, with the source at 1x and 10x."""
+    names = {label: f"{CATALOG}.{DATABASE}.inc_{label}" for label in sources.files}
+    for label, name in names.items():
+        dt = client.create_dynamic_table(
+            name, f"SELECT id, kind, amount * 2 AS doubled FROM {DATABASE}.stream_{label} WHERE id % 3 <> 0",
+            "10 seconds")
+        if dt.job_detail.get("refresh") != "incremental":
+            raise RuntimeError(f"{name} does not refresh incrementally: {dt.job_detail.get('refreshWhy')}")
+
+    def runs(name: str, trigger: str, count: int) -> list[Any]:
+        deadline = time.monotonic() + SCHEDULE_TIMEOUT
+        while time.monotonic() < deadline:
+            found = [r for r in client.dynamic_table_history(name) if r.trigger == trigger and r.ended]
+            if len(found) >= count:
+                return sorted(found, key=lambda r: r.started)
+            time.sleep(0.5)
+        raise RuntimeError(f"{name}: fewer than {count} {trigger} runs within {SCHEDULE_TIMEOUT:.0f}s")
+
+    first = {label: runs(name, "recompute", 1)[0] for label, name in names.items()}
+    for rep in range(repeat):
+        for label in (list(names) if rep % 2 == 0 else list(reversed(list(names)))):
+            sources.append(label)
+            runs(names[label], "append", rep + 1)
+    # A warm recompute for comparison: a `dt refresh` writes the table outside its triggers, so
+    # the next trigger recomputes the whole table from all the files.
+    for name in names.values():
+        job = client.refresh_dynamic_tables([name])
+        done = client.wait_refresh_job(job.id, timeout=REFRESH_TIMEOUT)
+        if done.status is not RunStatus.SUCCEEDED:
+            raise RuntimeError(f"the refresh of {name} ended {done.status.value}: {done.error}")
+        runs(name, "recompute", 2)
+    cases = {}
+    for label, name in names.items():
+        appended = runs(name, "append", repeat)
+        recomputed = runs(name, "recompute", 2)[-1]
+        cases[label] = {
+            "source_files": sources.files[label] + repeat,
+            "trigger_s": med([r.ended - r.started for r in appended]),
+            "trigger_runs_s": [round(r.ended - r.started, 3) for r in appended],
+            "input_files_per_trigger": sorted({r.input_files for r in appended}),
+            "rows_per_trigger": sorted({r.rows for r in appended}),
+            "first_trigger_recompute_s": round(first[label].ended - first[label].started, 3),
+            "recompute_trigger_s": round(recomputed.ended - recomputed.started, 3),
+            "recompute_input_files": recomputed.input_files,
+        }
+    for name in names.values():
+        client.drop_dynamic_table(name)
+    small, large = cases["small"]["trigger_s"], cases["large"]["trigger_s"]
+    ratio = round(large / small, 3) if small and large else None
+    one_file = all(c["input_files_per_trigger"] == [1] for c in cases.values())
+    return {"cases": cases, "ratio": ratio, "target": INCREMENTAL_TARGET,
+            "recompute_ratio": round(cases["large"]["recompute_trigger_s"] / cases["small"]["recompute_trigger_s"], 3),
+            "met": ratio is not None and ratio <= INCREMENTAL_TARGET and one_file}
+
+
 def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
-        continuous: int = 10) -> dict[str, Any]:
+        continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000) -> dict[str, Any]:
     begun = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
         daemon = DynamicDaemon(Path(tmp))
@@ -528,12 +632,16 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
             # first: the benchmark's session cannot reach the restarted daemon's embedded metastore).
             spark.sql(f"CREATE TABLE {DATABASE}.events (id BIGINT, kind STRING) USING parquet")
             spark.sql(f"INSERT INTO {DATABASE}.events SELECT id, 'a' FROM range(100)")
+            increments = IncrementalSources(spark, client, Path(tmp), incremental_files, incremental_rows,
+                                            max(repeat, INCREMENTAL_REPEAT)) if incremental_files else None
             warm = connect_engine(daemon, days_list, repeat,
                                   {c["source"]["days"]: c["direct"]["atomic_insert_overwrite_s"] for c in cases},
                                   {c["source"]["days"]: c["refresh"]["e2e_s"] for c in cases})
             client.close()  # the restarted daemon listens on other ports
             client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
             rss = continuous_rss(daemon, client, continuous) if continuous else None
+            incremental = (incremental_triggers(client, increments, max(repeat, INCREMENTAL_REPEAT))
+                           if increments is not None else None)
 
             small, large = cases[0]["refresh"], cases[-1]["refresh"]
             ratio = large["e2e_s"] / small["e2e_s"]
@@ -569,6 +677,7 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                 "scheduler": schedule,
                 "connect_engine": warm,
                 "continuous_rss": rss,
+                "incremental_trigger": incremental,
                 "total_s": round(time.monotonic() - begun, 1),
             }
         finally:
@@ -593,12 +702,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule-runs", type=int, default=3, help="scheduled runs to wait for (3)")
     parser.add_argument("--continuous", type=int, default=10,
                         help="continuous tables in the Connect server for the RSS figure (10; 0: skip)")
+    parser.add_argument("--incremental-files", type=int, default=20,
+                        help="files of the small source of the incremental trigger figure (20; 0: skip)")
+    parser.add_argument("--incremental-rows", type=int, default=50_000, help="rows per source file (50000)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
         parser.error("--repeat, --schedule-runs and --rows-per-partition must be at least 1")
     return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
-                              args.continuous), args.output,
+                              args.continuous, args.incremental_files, args.incremental_rows), args.output,
                   (PySparkException,))
 
 

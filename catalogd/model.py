@@ -398,8 +398,9 @@ class RunStatus(enum.StrEnum):
         return self in (RunStatus.SUCCEEDED, RunStatus.FAILED)
 
 
-#: How a run was started.
-TRIGGERS = ("schedule", "catch-up", "initial", "manual", "api", "continuous")
+#: How a run was started (``append`` and ``recompute``: a trigger of an incremental continuous
+#: table that committed, by appending the new files' rows or by recomputing the whole table).
+TRIGGERS = ("schedule", "catch-up", "initial", "manual", "api", "continuous", "append", "recompute")
 
 
 @dataclass

@@ -78,6 +78,27 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
             reporter: Reporter) -> dict[str, Any]:
     """One refresh through a stage; returns rows written and what was read."""
     from catalogd.model import StagePurpose
+
+    df = spark.sql(spec["query"])
+    result = write_result(spark, client, spec, df,
+                          StagePurpose.OVERWRITE_PARTITIONS if partition else StagePurpose.REPLACE, reporter,
+                          partition=partition)
+    if partition and result["rows"] == 0:
+        # Nothing for this partition now: an overwrite with no rows writes no
+        # partition, so the stale one is dropped to match the query.
+        client.drop_partition(spec["table"], partition, if_exists=True)
+    return result
+
+
+def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose: Any, reporter: Reporter,
+                 on_staged: Any = None, partition: dict[str, str] | None = None) -> dict[str, Any]:
+    """Write a query's result into the table through a stage of ``purpose`` (REPLACE,
+    OVERWRITE_PARTITIONS of ``partition``, APPEND); returns rows written and what was read.
+
+    Args:
+        on_staged: called with the stage's id once its rows are written, before the commit.
+    """
+    from catalogd.model import StagePurpose
     from catalogd.spark_common import count_staged, is_connect, staged_table, write_staged
 
     if is_connect(spark):
@@ -90,7 +111,6 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
     table = client.get_table(spec["table"])
     keys = [k.name for k in table.partition_keys]
     names = [c.name for c in table.columns] + keys
-    df = spark.sql(spec["query"])
     lowered = {c.lower(): c for c in df.columns}
     df = df.select(*[F.col(f"`{lowered[n]}`").alias(n) for n in names])
     for key, value in (partition or {}).items():
@@ -98,19 +118,18 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
         df = df.where(F.col(key) == F.lit(value))
     reporter.update(phase="planning")
     files = df.inputFiles()
-    purpose = StagePurpose.OVERWRITE_PARTITIONS if partition else StagePurpose.REPLACE
-    props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")}
+    replacing = purpose is not StagePurpose.APPEND
+    props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")} if replacing else None
     reporter.update(phase="writing", input_files=len(files))
     started = time.time()
     with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
-                      mode=purpose, properties=props, comment=table.comment, client=client, spark=spark) as staged:
+                      mode=purpose, properties=props, comment=table.comment if replacing else None, client=client,
+                      spark=spark) as staged:
         write_staged(spark, df, staged)
         rows = count_staged(spark, staged)
+        if on_staged is not None:
+            on_staged(staged.stage_id)
         reporter.update(phase="committing", rows=rows)
-    if partition and rows == 0:
-        # Nothing for this partition now: an overwrite with no rows writes no
-        # partition, so the stale one is dropped to match the query.
-        client.drop_partition(spec["table"], partition, if_exists=True)
     return {"rows": rows, "input_files": len(files), "source_partitions": _source_partitions(files),
             "write_seconds": time.time() - started,
             "stage_id": staged.result.id if staged.result is not None else None}
@@ -200,7 +219,22 @@ class _Continuous:
             self.counters["refreshes"] += 1
             self.reporter.update(last_refresh=seen_at, last_rows=result["rows"],
                                  last_input_files=result["input_files"])
-        self.reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, **self.counters)
+        self.reporter.update(phase="waiting", fresh_as_of=seen_at, batch_id=batch_id, refresh_way="recompute",
+                             **self.counters)
+
+    def trigger(self, spark: Any, client: Any, batch_id: int) -> None:
+        """One trigger: refresh when the sources' files changed."""
+        from catalogd.spark_common import is_connect
+
+        fingerprint = (_fingerprint_connect if is_connect(spark) else _fingerprint)(spark, self.spec["sources"])
+        self.batch(spark, client, batch_id, fingerprint)
+
+
+class ContinuousState(Protocol):
+    """What a continuous table's triggers share: ``_Continuous`` (recompute when the files
+    changed) or ``appender.Incremental`` (read the new files, append)."""
+
+    def trigger(self, spark: Any, client: Any, batch_id: int) -> None: ...
 
 
 def _ticks(spark: Any, spec: dict[str, Any], on_batch: Any) -> Any:
@@ -214,23 +248,28 @@ def _ticks(spark: Any, spec: dict[str, Any], on_batch: Any) -> Any:
 
 
 def continuous(spark: Any, client: Any, spec: dict[str, Any], reporter: StatusFile) -> None:
-    state = _Continuous(spec, reporter)
+    state = continuous_state(spec, reporter)
 
     def on_batch(batch: Any, batch_id: int) -> None:
-        state.batch(spark, client, batch_id, _fingerprint(spark, spec["sources"]))
+        state.trigger(spark, client, batch_id)
 
     query = _ticks(spark, spec, on_batch)
     reporter.update(phase="streaming")
     query.awaitTermination()
 
 
-def connect_trigger(spark: Any, client: Any, state: _Continuous, batch_id: int) -> None:
+def connect_trigger(spark: Any, client: Any, state: ContinuousState, batch_id: int) -> None:
     """One trigger of a continuous table driven through a Spark Connect session."""
-    state.batch(spark, client, batch_id, _fingerprint_connect(spark, state.spec["sources"]))
+    state.trigger(spark, client, batch_id)
 
 
-def continuous_state(spec: dict[str, Any], reporter: Reporter) -> _Continuous:
-    """What a continuous table's triggers share (its marker of the files last refreshed from)."""
+def continuous_state(spec: dict[str, Any], reporter: Reporter) -> ContinuousState:
+    """What a continuous table's triggers share: the files taken in (incremental, when the
+    spec says so: ``catalogd.dynamic.incremental``) or the marker of those last refreshed from."""
+    if spec.get("incremental"):
+        from catalogd.dynamic.appender import Incremental
+
+        return Incremental(spec, reporter, write_result)
     return _Continuous(spec, reporter)
 
 

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from catalogd.catalog.base import Catalog
 from catalogd.config import Config
-from catalogd.dynamic import store
+from catalogd.dynamic import incremental, store
 from catalogd.dynamic.freshness import Freshness
 from catalogd.dynamic.registry import Entry
+from catalogd.errors import CatalogError
 from catalogd.manager import CatalogManager
+from catalogd.model import Table
 from catalogd.spark_common import JDBC_PASSWORD_CONF, JDBC_PASSWORD_ENV, jdbc_driver_jars, spark_conf_for
 
 if TYPE_CHECKING:
@@ -112,11 +114,26 @@ class JobFactory:
     def runs_dir(self) -> Path:
         return self.work_dir / "runs"
 
+    def refresh_plan(self, entry: Entry, target: Table | None = None) -> incremental.Plan:
+        """How ``entry`` refreshes when CONTINUOUS: incrementally or by recomputing, and why
+        (from its stored query and its sources as the metastore has them now)."""
+        catalog = self.manager.catalog(entry.catalog).fresh()
+        try:
+            target = target or catalog.get_table(entry.database, entry.name)
+            sources: dict[str, Table] = {}
+            for name in store.sources(target.properties):
+                database, _, table = name.partition(".")
+                sources[name] = catalog.get_table(database, table)
+        except CatalogError as e:
+            return incremental.recompute(f"its tables could not be read ({e.kind}: {e.message})")
+        return incremental.plan(store.unchunk(target.properties, store.EXPANDED) or "", target, sources)
+
     def spec(self, entry: Entry, work_dir: Path, mode: str, partition: dict[str, str] | None = None,
              run_id: str | None = None) -> dict[str, Any]:
         """The job's ``spec.json`` (``mode`` is ``batch`` or ``continuous``)."""
         catalog = self.manager.catalog(entry.catalog).fresh()  # the query a refresh runs and commits
-        params = catalog.get_table(entry.database, entry.name).properties
+        target = catalog.get_table(entry.database, entry.name)
+        params = target.properties
         spec: dict[str, Any] = {
             "mode": mode, "daemon": self.address(), "table": entry.full_name,
             "query": store.unchunk(params, store.EXPANDED), "partition": partition or None,
@@ -132,4 +149,8 @@ class JobFactory:
             spec["trigger_seconds"] = trigger_seconds(entry.freshness)
             spec["checkpoint"] = str(self.checkpoint(entry))
             spec["sources"] = store.sources(params)
+            plan = self.refresh_plan(entry, target)
+            spec["refresh"], spec["refresh_why"] = plan.refresh, plan.why
+            if plan.incremental:
+                spec["incremental"] = plan.to_spec()
         return spec

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from catalogd.config import Config
+from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
 from catalogd.dynamic.freshness import cron_expression
 from catalogd.dynamic.jobspec import JobFactory, trigger_seconds
@@ -60,18 +61,32 @@ class Records:
                 "restarts": stream.restarts,
                 "master": self.config.spark.master,
             })
+            if stream.work_dir is not None and stream.proc is not None:
+                last = spark_runner.read_json(stream.work_dir / "status.json").get("last_trigger")
+                if last:  # an incremental job's last commit: what it read and wrote
+                    detail["lastTrigger"] = {k: last.get(k) for k in ("batch", "mode", "why", "rows",
+                                                                     "input_files", "source_files")}
         return detail
 
     def refresh_way(self, entry: Entry) -> dict[str, str]:
         """Where and how the table refreshes, and why (``dt describe`` shows it)."""
         spark = self.config.spark
         connect = spark.engine == "connect" and (entry.mode is RefreshMode.FULL or spark.remote is None)
+        engine = "connect" if connect else "submit"
         if entry.mode is RefreshMode.FULL:
             why = "FULL: each run recomputes the query (or the one partition its schedule time picks)"
+            return {"engine": engine, "refresh": "recompute", "refreshWhy": why}
+        running = entry.stream.refresh_way if entry.stream is not None and entry.stream.proc is not None else None
+        if running is not None:  # what the job runs (its spec), not what a new one would
+            refresh, reason = running["refresh"], running["refreshWhy"]
         else:
-            why = ("CONTINUOUS: a trigger that sees the sources' files changed recomputes the whole query; "
-                   "incremental maintenance is not implemented")
-        return {"engine": "connect" if connect else "submit", "refresh": "recompute", "refreshWhy": why}
+            plan = self.jobs.refresh_plan(entry)
+            refresh, reason = plan.refresh, plan.why
+        if refresh == "incremental":
+            why = f"CONTINUOUS, incremental: {reason}"
+        else:
+            why = f"CONTINUOUS, recomputed by a trigger that sees the sources' files changed: {reason}"
+        return {"engine": engine, "refresh": refresh, "refreshWhy": why}
 
     def record(self, entry: Entry, run: RefreshRun, extra: dict[str, str] | None = None) -> None:
         """Put the run (new or updated) at its place in the table's history."""

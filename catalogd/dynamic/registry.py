@@ -32,6 +32,10 @@ class Stream:
     application_id: str | None = None
     #: The running job's minted token (auth on), revoked when the job ends or is stopped.
     token: str | None = None
+    #: How the running job refreshes (``refresh``, ``refreshWhy``), as its spec says.
+    refresh_way: dict[str, str] | None = None
+    #: The last of the job's triggers recorded as a run (incremental tables record each commit).
+    recorded_batch: int = -1
 
 
 @dataclass

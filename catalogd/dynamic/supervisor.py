@@ -156,6 +156,8 @@ class Supervisor:
         if stream.run is not None:
             stream.run.phase = status.get("phase")
             stream.run.rows = status.get("last_rows", stream.run.rows)
+            stream.run.input_files = status.get("last_input_files", stream.run.input_files)
+            self._record_triggers(entry, stream, stream.run, status.get("triggers") or [])
             if status.get("fresh_as_of"):
                 entry.data_time = max(entry.data_time or 0.0, float(status["fresh_as_of"]))
         if now - stream.started > self.policy.healthy_after:
@@ -168,6 +170,20 @@ class Supervisor:
                            entry.full_name, limit)
             return True
         return False
+
+    def _record_triggers(self, entry: Entry, stream: Stream, run: RefreshRun, triggers: list[dict[str, Any]]) -> None:
+        """Record an incremental job's committed triggers as runs of their own (``append`` or
+        ``recompute``): rows written and files read by each."""
+        for trigger in triggers:
+            batch = int(trigger.get("batch", -1))
+            if batch <= stream.recorded_batch:
+                continue
+            stream.recorded_batch = batch
+            self.records.record(entry, RefreshRun(
+                id=f"{run.id}-{batch}", table=entry.full_name, trigger=str(trigger.get("mode", "append")),
+                status=RunStatus.SUCCEEDED, submitted=trigger.get("started"), started=trigger.get("started"),
+                ended=trigger.get("ended"), rows=trigger.get("rows"), application_id=run.application_id,
+                input_files=trigger.get("input_files")))
 
     def _ended(self, entry: Entry, stream: Stream, now: float) -> None:
         assert stream.proc is not None and stream.work_dir is not None
@@ -206,6 +222,8 @@ class Supervisor:
             raise
         stream.token = token
         stream.work_dir, stream.started, stream.run, stream.application_id = work_dir, now, run, None
+        stream.recorded_batch = -1
+        stream.refresh_way = {"refresh": spec.get("refresh", "recompute"), "refreshWhy": spec.get("refresh_why", "")}
         stream.failures -= 1
         if stream.ever_started:
             stream.restarts += 1

@@ -159,6 +159,51 @@ def test_full_and_partition_refreshes_run_in_the_connect_server(
     assert [s for s in cc.list_stages("main") if s.target_name == daily and s.state.value == "OPEN"] == []
 
 
+def _data_files(location: str) -> list[str]:
+    root = Path(location.removeprefix("file:"))
+    return sorted(str(p) for p in root.rglob("*") if p.is_file() and not p.name.startswith(("_", ".")))
+
+
+def test_an_incremental_continuous_table_reads_only_the_new_files_each_trigger(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str) -> None:
+    source = f"{cdb}.clicks"
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING) USING parquet PARTITIONED BY (kind)")
+    spark.sql(f"INSERT INTO {source} SELECT id, 'a' FROM range(0, 40, 1, 3)")  # three files
+    location = cc.get_table(f"main.{source}").location or ""
+    initial = len(_data_files(location))
+    assert initial >= 2
+    name = f"main.{cdb}.even_clicks"
+    cc.create_dynamic_table(name, f"SELECT id, upper(kind) AS kind FROM {source} WHERE id % 2 = 0", "4 seconds")
+    table = f"{cdb}.even_clicks"
+    dt = cc.get_dynamic_table(name)
+    assert dt.refresh_mode is RefreshMode.CONTINUOUS
+    assert dt.job_detail["refresh"] == "incremental", dt.job_detail
+    assert "reads only the files added since the last one" in str(dt.job_detail["refreshWhy"])
+    wait_until(lambda: len(spark_rows(spark, table)) == 20, JOB_TIMEOUT, "the first trigger", every=1)
+
+    # Two appends of one file each (a new partition, then one more file in the first): each trigger
+    # that commits reads that file alone (Spark's own inputFiles of the trigger's query).
+    for batch, (first, kind) in enumerate(((100, "b"), (200, "a")), start=1):
+        spark.sql(f"INSERT INTO {source} SELECT id, '{kind}' FROM range({first}, {first + 10}, 1, 1)")
+        wait_until(lambda n=batch: len(spark_rows(spark, table)) == 20 + 5 * n, JOB_TIMEOUT,
+                   f"append {batch}", every=1)
+    assert len(_data_files(location)) == initial + 2
+    assert spark_rows(spark, table) == sorted([(i, "A") for i in (*range(0, 40, 2), *range(200, 210, 2))]
+                                              + [(i, "B") for i in range(100, 110, 2)])
+
+    def runs() -> list[Any] | None:
+        found = [r for r in cc.dynamic_table_history(name) if r.trigger in ("append", "recompute")]
+        return found if len(found) >= 3 else None
+
+    recorded = sorted(wait_until(runs, 60, "the triggers recorded as runs", every=0.5), key=lambda r: r.started)
+    assert [(r.trigger, r.status, r.input_files, r.rows) for r in recorded] == [
+        ("recompute", RunStatus.SUCCEEDED, initial, 20),
+        ("append", RunStatus.SUCCEEDED, 1, 5), ("append", RunStatus.SUCCEEDED, 1, 5)], recorded
+    last = cc.get_dynamic_table(name).job_detail["lastTrigger"]
+    assert last["mode"] == "append" and last["input_files"] == 1 and last["source_files"] == initial + 2, last
+    cc.drop_dynamic_table(name)
+
+
 def test_a_connect_server_killed_mid_run_fails_the_run_and_is_restarted(
         connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
     name = f"main.{cdb}.slow"

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+
+from catalogd.dynamic import store
+from catalogd.dynamic.incremental import plan, query_obstacle
+from catalogd.model import Column, Table, TableFormat, TableKind
+from catalogd.views import expand_view
+
+COLUMNS = [Column("id", "bigint"), Column("kind", "string"), Column("ds", "string")]
+
+
+def _table(name: str, **kw: object) -> Table:
+    database, table = name.split(".")
+    fields: dict[str, object] = {"location": f"file:/data/{database}/{table}", **kw}
+    return Table(table, database, columns=list(COLUMNS), **fields)  # type: ignore[arg-type]
+
+
+def _qualified(query: str) -> tuple[str, list[str]]:
+    expanded = expand_view(query, "db", "main", lambda d, t: list(COLUMNS), "dynamic table")
+    return expanded.qualified, expanded.tables
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT id, kind FROM ev WHERE id > 3",
+    "SELECT id, upper(kind) AS k, cast(ds AS date) AS day FROM ev e WHERE e.kind IN ('a', 'b')",
+    "SELECT * FROM ev UNION ALL SELECT * FROM other.ev2",
+])
+def test_selections_projections_and_union_all_are_incremental(query: str) -> None:
+    qualified, tables = _qualified(query)
+    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    assert found.incremental and found.refresh == "incremental", found.why
+    # The trigger's query reads views of the new files, under the aliases the columns use.
+    assert "`db`." not in found.query and "`catalogd_source_0` AS" in found.query
+    assert [s.name for s in found.sources] == sorted(tables)
+    spec = found.to_spec()
+    assert spec["sources"][0]["location"].startswith("file:/data/") and spec["sources"][0]["format"] == "parquet"
+
+
+@pytest.mark.parametrize(("query", "why"), [
+    ("SELECT kind, count(*) AS n FROM ev GROUP BY kind", "aggregates"),
+    ("SELECT count(*) AS n FROM ev", "aggregates"),
+    ("SELECT DISTINCT kind FROM ev", "DISTINCT"),
+    ("SELECT * FROM ev UNION SELECT * FROM other.ev2", "UNION removes duplicates"),
+    ("SELECT a.id FROM ev a JOIN other.ev2 b ON a.id = b.id", "join"),
+    ("SELECT id FROM ev WHERE id IN (SELECT id FROM other.ev2)", "subquery"),
+    ("SELECT id, row_number() OVER (ORDER BY id) AS r FROM ev", "window"),
+    ("SELECT id FROM ev ORDER BY id LIMIT 3", "ORDER BY"),
+    ("SELECT id, current_timestamp() AS at FROM ev", "current_timestamp"),
+    ("SELECT id, rand() AS r FROM ev", "rand"),
+    ("WITH x AS (SELECT id FROM ev) SELECT id FROM x", "WITH"),
+])
+def test_what_needs_all_the_rows_is_recomputed_and_says_why(query: str, why: str) -> None:
+    qualified, tables = _qualified(query)
+    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    assert not found.incremental and found.refresh == "recompute"
+    assert why in found.why
+    assert query_obstacle(qualified) == found.why
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    (_table("db.ev", format=TableFormat.TEXTFILE), "stored as textfile"),
+    (_table("db.ev", kind=TableKind.VIEW), "is a view"),
+    (_table("db.ev", properties={store.FRESHNESS: "1 h"}), "is a dynamic table"),
+    (_table("db.ev", location=None), "no file location"),
+])
+def test_sources_that_are_not_append_only_files_are_recomputed(source: Table, why: str) -> None:
+    qualified, _ = _qualified("SELECT id FROM ev")
+    found = plan(qualified, _table("db.dt"), {"db.ev": source})
+    assert not found.incremental and why in found.why
+
+
+def test_a_table_off_the_local_file_system_is_recomputed() -> None:
+    qualified, _ = _qualified("SELECT id FROM ev")
+    found = plan(qualified, _table("db.dt", location="hdfs://nn/warehouse/dt"), {"db.ev": _table("db.ev")})
+    assert not found.incremental and "local file system" in found.why
