@@ -64,8 +64,11 @@ chromium:
 run: $(STAMP)
 	$(BIN)/catalogd serve --config $(CONFIG)
 
+# Two test processes (pytest-xdist), each module whole in one of them so module fixtures (a
+# module's daemon, its Spark application) are still made once: an integration test mostly waits on
+# JVMs, deadlines and leases, so two processes on 2 cores take about half the time of one.
 test: $(STAMP) postgresql chromium lint docs
-	$(BIN)/python -m pytest -q --durations=25 tests
+	$(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadfile tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
