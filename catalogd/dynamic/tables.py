@@ -312,13 +312,8 @@ class TableOperations:
 
     # ------------------------------------------------------------ alter / drop
 
-    def alter(self, path: ObjectPath, change: DynamicTableChange) -> DynamicTable:
-        """SUSPEND, RESUME, SET FRESHNESS or SET REFRESH_MODE.
-
-        Raises:
-            TableNotFoundError: no such dynamic table.
-            InvalidArgumentError: a freshness or mode that does not work; nothing changed.
-        """
+    def _driven_entry(self, path: ObjectPath) -> tuple[BaseCatalog, str, str, Entry]:
+        """The writable dynamic table a change names, and this daemon's registry entry for it."""
         catalog, database, name = self.resolve(path)
         self.manager.check_writable(catalog)
         self._params(catalog, database, name)
@@ -327,6 +322,17 @@ class TableOperations:
         if entry is None:
             raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false, "
                                    "or it was made by another daemon since this one started)")
+        return catalog, database, name, entry
+
+    def alter(self, path: ObjectPath, change: DynamicTableChange) -> DynamicTable:
+        """SUSPEND, RESUME, SET FRESHNESS or SET REFRESH_MODE.
+
+        Raises:
+            TableNotFoundError: no such dynamic table.
+            InvalidArgumentError: a freshness or mode that does not work; nothing changed.
+        """
+        catalog, database, name, entry = self._driven_entry(path)
+        full = entry.full_name
         action = (change.action or "").upper()
         # The streaming job is taken off under the lock and stopped after it (a stop can take long).
         detached: Detached | None = None
@@ -372,15 +378,9 @@ class TableOperations:
                 otherwise than by appending columns; nothing changed.
             ConflictError: a refresh of the table is under way; nothing changed.
         """
-        catalog, database, name = self.resolve(path)
-        self.manager.check_writable(catalog)
         self._check_enabled()
-        self._params(catalog, database, name)
-        full = f"{catalog.name}.{database}.{name}"
-        entry = self.registry.get(full)
-        if entry is None:
-            raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false, "
-                                   "or it was made by another daemon since this one started)")
+        catalog, database, name, entry = self._driven_entry(path)
+        full = entry.full_name
         expanded = self.manager.expand_query(catalog, database, query, kind="dynamic table")
         if f"{database}.{name}" in expanded.tables:
             raise InvalidArgumentError(f"{full}: the new query reads the table itself")
