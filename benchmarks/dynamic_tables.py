@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Dynamic tables: partition refresh time against source size, scheduler overhead, spark-submit overhead.
+"""Dynamic tables: partition refresh time against source size, scheduler overhead, engines, many tables.
 
 One run starts a real ``catalogd serve`` daemon (one embedded hive catalog, dynamic
 tables on, Spark jobs on ``local[2]``, free ports, a temporary data dir) and a
@@ -56,24 +56,65 @@ SparkSession of its own on the same metastore, then measures:
    (``recompute_trigger_s``, ``recompute_ratio``); the first trigger (a recompute
    too, the session's warm-up included) is given as well.
 
+7. **Many tables on one machine** (``--many-full N``, default 50, ``--many-continuous M``,
+   default 10, both 0 skip it; ``--many-minutes K``, default 10; ``--many-engine``,
+   default ``connect``; ``--many-concurrency``, default 2, the default
+   ``max-concurrent-refreshes``): on the daemon of sections 4-6 (restarted if the engine
+   or concurrency differs), or alone with ``--only many`` on a daemon of its own. N FULL
+   tables (``FRESHNESS INTERVAL '1' MINUTE``, ``REFRESH_MODE FULL``, ``initialize =
+   on_schedule``; an aggregation over one of 5 parquet sources of 10,000 rows) and M
+   incremental CONTINUOUS tables (the same freshness: a trigger every 30 s; a selection and
+   projection over one of 2 parquet sources, each given a new file of 2,000 rows every
+   15 s). Every FULL table fires at the same second of each minute. The first minute slot
+   after the last create warms up; the next K slots are the window. Per FULL table and
+   slot, from the run history: a **scheduled run** is one per slot (N x K); it **kept
+   the freshness** when it SUCCEEDED and committed before the next slot (``ended <= slot
+   + 1 min``): the table's lag as catalogd reports it (now minus the data time, a FULL
+   run's start) then stays within catalogd's target throughout (the freshness plus the last
+   run's duration or, while a scheduled run is queued or running, the time since it was
+   fired, up to one freshness: ``TableOperations._lag``). A slot without a run of its own
+   (its tick joined a run still going) or whose run failed did not. ``kept_share`` (goal
+   1.0) is kept / scheduled; ``within_target_at_commit_share`` checks the same against
+   catalogd's target with the lag just before each commit (``ended - previous.started``,
+   ``previous`` the table's last successful run before it; the lag is highest then);
+   ``lag_at_commit_s`` the lag just before each commit (p50, p95, max); ``fire_delay_s``
+   (slot until the scheduler fired the run), ``start_delay_s`` (slot until the run
+   started: the queue), ``run_s``, ``wave_s`` (slot until its last
+   run ended). ``limit_estimate_tables`` (N x freshness / the longest wave) is the number
+   of 1-minute tables the engine would keep on this machine at that wave time, for a run
+   that did not keep them all. Per CONTINUOUS table: its committed triggers in the window,
+   the files they took in against the files appended at least a freshness before the
+   window's end, and the longest gap between commits; it **kept committing** when it took
+   them all and no gap exceeded the freshness. From ``/metrics`` every 3 s: the share of
+   samples within target and the sampled lag, per kind. The daemon tree's CPU share (user
+   + system seconds of the daemon, its Connect server and its reaped jobs over the
+   window's wall time x cores) and the 1-minute load average. With ``--only many`` the
+   section takes about K + 3 minutes.
+
     .venv/bin/python benchmarks/dynamic_tables.py [--rows-per-partition 200000] [--days 3,30] [--repeat 3]
                                                   [--schedule-runs 3] [--continuous 10] [--incremental-files 20]
-                                                  [--incremental-rows 50000] [--output FILE]
+                                                  [--incremental-rows 50000] [--many-full 50]
+                                                  [--many-continuous 10] [--many-minutes 10]
+                                                  [--many-engine connect] [--many-concurrency 2]
+                                                  [--only all|many] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
-something fails. The default run takes 4-5 minutes on a 2-core machine (each
-refresh job is a new spark-submit: 15-20 s there, mostly JVM and session start).
+something fails. Without section 7 (``--many-full 0 --many-continuous 0``) the default
+run takes 4-5 minutes on a 2-core machine (each refresh job is a new spark-submit: 15-20 s
+there, mostly JVM and session start); section 7 adds --many-minutes + 3 minutes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import itertools
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -81,6 +122,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +131,7 @@ from catalog_ops import CATALOG, DATABASE, Daemon, percentile, report, tear_down
 from pyspark.errors import PySparkException
 
 from catalogd.client import CatalogClient
-from catalogd.model import RunStatus
+from catalogd.model import RefreshRun, RunStatus
 from catalogd.spark import atomic_ctas, insert_overwrite, spark_conf_for
 
 E2E_TARGET = 1.3
@@ -130,11 +172,14 @@ class DynamicDaemon(Daemon):
     spark.engine, changed between two starts on the same data dir)."""
 
     engine = "submit"
+    #: dynamic-tables.max-concurrent-refreshes (the default, 2, unless section 7 asks for another).
+    concurrency = 2
 
-    def restart(self, engine: str) -> None:
-        """Stop, then start on the same data dir with another engine."""
+    def restart(self, engine: str, concurrency: int | None = None) -> None:
+        """Stop, then start on the same data dir with another engine (and concurrency)."""
         self.stop()
         self.engine = engine
+        self.concurrency = concurrency or self.concurrency
         self.port = self.http_port = 0
         (self.data_dir / "catalogd.json").unlink(missing_ok=True)  # its ports are read again
         self.start()
@@ -161,7 +206,7 @@ class DynamicDaemon(Daemon):
             "dynamic-tables:\n"
             "  freshness-threshold: 30 min\n"
             "  time-zone: UTC\n"
-            "  max-concurrent-refreshes: 2\n"
+            f"  max-concurrent-refreshes: {self.concurrency}\n"
             "  history-size: 50\n"
             "spark:\n"
             '  master: "local[2]"\n'
@@ -523,8 +568,342 @@ def incremental_triggers(client: CatalogClient, sources: IncrementalSources, rep
             "met": ratio is not None and ratio <= INCREMENTAL_TARGET and one_file}
 
 
+# ---------------------------------------------------------------- section 7: many tables
+
+
+#: Section 7's sources: FULL tables share MANY_SOURCES sources of MANY_ROWS rows; each
+#: continuous table's source gets a file of MANY_APPEND_ROWS rows every MANY_APPEND_EVERY s.
+MANY_SOURCES = 5
+MANY_ROWS = 10_000
+MANY_APPEND_ROWS = 2_000
+MANY_APPEND_EVERY = 15.0
+MANY_FRESHNESS = "INTERVAL '1' MINUTE"
+MANY_FRESHNESS_S = 60.0
+#: How often /metrics, the CPU ticks and the load average are sampled during the window.
+MANY_SAMPLE_EVERY = 3.0
+_METRIC = re.compile(r'^(catalogd_dynamic_table_(?:freshness_lag_seconds|within_target))\{table="([^"]+)"\} (\S+)$')
+
+
+def tree_pids(root: int) -> list[int]:
+    """A process and every process under it."""
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        with contextlib.suppress(OSError, ValueError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return pids
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of a process tree, with its reaped children's (a
+    spark-submit run that ended counts in the daemon's ``cutime``)."""
+    ticks = 0
+    for pid in tree_pids(root):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: list[float], q: float, digits: int = 2) -> float | None:
+    return round(percentile(sorted(values), q), digits) if values else None
+
+
+def spread(values: list[float]) -> dict[str, float | None]:
+    return {"p50": pct(values, 0.5), "p95": pct(values, 0.95), "max": round(max(values), 2) if values else None}
+
+
+class ManySources:
+    """Section 7's source tables, parquet files written with pyarrow straight into the tables'
+    directories (no SparkSession needed: the section runs alone too): ``many_src_J`` for the
+    FULL tables, ``many_stream_J`` for the continuous ones, appended to one file at a time
+    (written aside, then renamed in: a trigger never sees half a file)."""
+
+    def __init__(self, client: CatalogClient, scratch: Path, full_sources: int, streams: int) -> None:
+        self.client = client
+        self.scratch = scratch
+        self.next_id: dict[str, int] = {}
+        self.dirs: dict[str, Path] = {}
+        self.appended: dict[str, list[float]] = {}
+        for j in range(full_sources):
+            self._create(f"many_src_{j}", MANY_ROWS)
+        for j in range(streams):
+            self._create(f"many_stream_{j}", MANY_APPEND_ROWS)
+            self.appended[f"many_stream_{j}"] = []
+
+    def _create(self, name: str, rows: int) -> None:
+        table = self.client.create_table(f"{CATALOG}.{DATABASE}.{name}", "id bigint, kind string, amount double",
+                                         format="parquet")
+        self.dirs[name] = Path((table.location or "").removeprefix("file:"))
+        self.dirs[name].mkdir(parents=True, exist_ok=True)
+        self.next_id[name] = 0
+        self._write(name, rows)
+
+    def _write(self, name: str, rows: int) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        first = self.next_id[name]
+        ids = list(range(first, first + rows))
+        self.next_id[name] = first + rows
+        aside = self.scratch / f"{name}-{first}.parquet"
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()),
+                                 "kind": pa.array([f"k{i % 7}" for i in ids], pa.string()),
+                                 "amount": pa.array([i / 2 for i in ids], pa.float64())}), aside)
+        os.rename(aside, self.dirs[name] / f"part-{first:09d}.parquet")
+
+    def append(self) -> None:
+        """One new file in every stream source."""
+        for name in self.appended:
+            self._write(name, MANY_APPEND_ROWS)
+            self.appended[name].append(time.time())
+
+
+def metrics_sample(daemon: DynamicDaemon, tables: set[str]) -> dict[str, tuple[float | None, bool]]:
+    """table -> (lag seconds, within target) from the daemon's /metrics (its own figures)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{daemon.http_port}/metrics", timeout=30) as reply:
+        text = reply.read().decode()
+    lag: dict[str, float] = {}
+    within: dict[str, bool] = {}
+    for line in text.splitlines():
+        found = _METRIC.match(line)
+        if found and found.group(2) in tables:
+            if found.group(1).endswith("lag_seconds"):
+                lag[found.group(2)] = float(found.group(3))
+            else:
+                within[found.group(2)] = float(found.group(3)) == 1.0
+    return {t: (lag.get(t), within.get(t, False)) for t in tables}
+
+
+def next_minute(t: float) -> float:
+    return (int(t) // 60 + 1) * 60.0
+
+
+def many_tables(daemon: DynamicDaemon, client: CatalogClient, scratch: Path, full: int, continuous: int,
+                minutes: int) -> dict[str, Any]:
+    """Section 7: ``full`` 1-minute FULL tables and ``continuous`` CONTINUOUS tables on one
+    daemon for ``minutes`` minutes (see the module docstring for what is counted)."""
+    fresh = MANY_FRESHNESS_S
+    streams = min(2, continuous)
+    sources = ManySources(client, scratch, min(MANY_SOURCES, full), streams)
+    full_names = [f"{CATALOG}.{DATABASE}.many_full_{i}" for i in range(full)]
+    live_names = [f"{CATALOG}.{DATABASE}.many_live_{i}" for i in range(continuous)]
+    created = time.time()
+    for i, name in enumerate(full_names):
+        client.create_dynamic_table(
+            name, f"SELECT kind, count(*) AS n, sum(amount) AS total FROM {DATABASE}.many_src_{i % MANY_SOURCES} "
+                  "GROUP BY kind", MANY_FRESHNESS, refresh_mode="FULL", options={"initialize": "on_schedule"})
+    ways = {}
+    for i, name in enumerate(live_names):
+        dt = client.create_dynamic_table(
+            name, f"SELECT id, kind, amount * 2 AS doubled FROM {DATABASE}.many_stream_{i % streams} "
+                  "WHERE id % 3 <> 0", MANY_FRESHNESS, refresh_mode="CONTINUOUS")
+        ways[name] = dt.job_detail.get("refresh")
+    create_s = time.time() - created
+    # The first slot after every table exists warms up (the server's first sessions); the
+    # window is the `minutes` slots after it.
+    warmup_slot = next_minute(time.time())
+    slots = [warmup_slot + fresh * (k + 1) for k in range(minutes)]
+    window_start, window_end = slots[0], slots[-1] + fresh
+    time.sleep(max(0.0, window_start - time.time()))
+
+    assert daemon.process is not None
+    cpu0, wall0 = tree_cpu_s(daemon.process.pid), time.monotonic()
+    loads: list[float] = []
+    samples: dict[str, list[tuple[float | None, bool]]] = {n: [] for n in full_names + live_names}
+    watched = set(samples)
+    next_append = time.time()
+    while time.time() < window_end:
+        if continuous and time.time() >= next_append and time.time() < window_end - fresh:
+            sources.append()
+            next_append += MANY_APPEND_EVERY
+        for table, sample in metrics_sample(daemon, watched).items():
+            samples[table].append(sample)
+        loads.append(os.getloadavg()[0])
+        time.sleep(max(0.0, min(MANY_SAMPLE_EVERY, window_end - time.time())))
+    cpu_s, wall_s = tree_cpu_s(daemon.process.pid) - cpu0, time.monotonic() - wall0
+    load_end = os.getloadavg()
+
+    # The last slot's runs end (or give up: a run still going two freshness periods later did not keep it).
+    deadline = window_end + 2 * fresh
+    histories: dict[str, list[RefreshRun]] = {}
+    while True:
+        histories = {n: client.dynamic_table_history(n, 50) for n in full_names}
+        going = [r for runs in histories.values() for r in runs
+                 if r.trigger == "schedule" and not r.status.finished
+                 and parse_time(r.schedule_time or "") < window_end]
+        if not going or time.time() > deadline:
+            break
+        time.sleep(2)
+    live_histories = {n: client.dynamic_table_history(n, 50) for n in live_names}
+    return {
+        "engine": daemon.engine,
+        "max_concurrent_refreshes": daemon.concurrency,
+        "minutes": minutes,
+        "freshness": MANY_FRESHNESS,
+        "create_s": round(create_s, 1),
+        "window": {"start": datetime.datetime.fromtimestamp(window_start, datetime.UTC).isoformat(sep=" "),
+                   "end": datetime.datetime.fromtimestamp(window_end, datetime.UTC).isoformat(sep=" ")},
+        "full": many_full_figures(histories, slots, fresh, samples, full_names, daemon.concurrency),
+        "continuous": many_live_figures(live_histories, ways, sources, window_start, window_end, fresh, samples,
+                                        live_names),
+        "machine_load": {
+            "cpu_count": os.cpu_count(),
+            "daemon_tree_cpu_share": round(cpu_s / (wall_s * (os.cpu_count() or 1)), 3),
+            "daemon_tree_cpu_s": round(cpu_s, 1),
+            "loadavg_1m_mean": round(statistics.mean(loads), 2) if loads else None,
+            "loadavg_1m_max": round(max(loads), 2) if loads else None,
+            "loadavg_at_end": [round(v, 2) for v in load_end],
+        },
+    }
+
+
+def many_full_figures(histories: dict[str, list[RefreshRun]], slots: list[float], fresh: float,
+                      samples: dict[str, list[tuple[float | None, bool]]], names: list[str],
+                      concurrency: int) -> dict[str, Any]:
+    """Section 7's FULL figures from the tables' run histories (and /metrics samples)."""
+    kept = within = failed = missed = 0
+    errors: list[str] = []
+    lags, fire_delays, start_delays, run_s = [], [], [], []
+    waves: dict[float, float] = {}  # slot -> when its last run ended
+    for name in names:
+        runs = sorted((r for r in histories[name] if r.trigger != "continuous"), key=lambda r: r.submitted or 0.0)
+        by_slot = {round(parse_time(r.schedule_time)): r for r in runs if r.trigger == "schedule" and r.schedule_time}
+        for slot in slots:
+            run = by_slot.get(round(slot))
+            if run is None:
+                missed += 1  # the tick joined a run still going, or it never got a run
+                continue
+            if run.status is not RunStatus.SUCCEEDED:
+                failed += int(run.status is RunStatus.FAILED)
+                if run.error and len(errors) < 5:
+                    errors.append(f"{name}: {run.error[:300]}")
+                continue
+            assert run.started is not None and run.ended is not None
+            run_s.append(run.ended - run.started)
+            start_delays.append(run.started - slot)
+            if run.fired is not None:
+                fire_delays.append(run.fired - slot)
+            waves[slot] = max(waves.get(slot, 0.0), run.ended - slot)
+            kept += int(run.ended <= slot + fresh)
+            done = [r for r in runs if r.status is RunStatus.SUCCEEDED and r.ended and r.ended < run.ended]
+            if not done:
+                continue  # the warm-up slot committed nothing: catalogd shows no lag yet
+            prev = max(done, key=lambda r: r.ended or 0.0)
+            assert prev.started is not None and prev.ended is not None
+            # catalogd's lag just before this commit: now - the data time (the last commit's run
+            # start); its target: the freshness plus the last run's duration or, while this
+            # scheduled run is going, the time since it was fired, up to a freshness
+            # (TableOperations._lag).
+            lag = run.ended - prev.started
+            lags.append(lag)
+            allowance = max(prev.ended - prev.started, min(fresh, run.ended - (run.fired or slot)))
+            within += int(lag <= fresh + allowance)
+    scheduled = len(names) * len(slots)
+    sampled = [s for n in names for s in samples[n]]
+    wave_max = max(waves.values()) if waves else None
+    mean_run = statistics.mean(run_s) if run_s else None
+    return {
+        "tables": len(names),
+        "scheduled_runs": scheduled,
+        "succeeded": len(run_s),
+        "failed": failed,
+        "missed_slots": missed,
+        "errors": errors,
+        "kept_freshness": kept,
+        "kept_share": round(kept / scheduled, 4) if scheduled else None,
+        "goal_share": 1.0,
+        "within_target_at_commit_share": round(within / scheduled, 4) if scheduled else None,
+        "lag_at_commit_s": spread(lags),
+        "fire_delay_s": spread(fire_delays),
+        "start_delay_s": spread(start_delays),
+        "run_s": spread(run_s),
+        "wave_s": spread(list(waves.values())),
+        "sampled_within_target_share": round(sum(ok for _, ok in sampled) / len(sampled), 4) if sampled else None,
+        "sampled_lag_s": spread([lag for lag, _ in sampled if lag is not None]),
+        # Every table fires at the same second: a slot is kept when its whole wave ends within
+        # the freshness, so the tables one machine keeps are about N x freshness / the longest wave.
+        "limit_estimate_tables": int(len(names) * fresh / wave_max) if wave_max else None,
+        "limit_estimate_from_run_s": int(fresh * concurrency / mean_run) if mean_run else None,
+    }
+
+
+def many_live_figures(histories: dict[str, list[RefreshRun]], ways: dict[str, Any], sources: ManySources,
+                      start: float, end: float, fresh: float, samples: dict[str, list[tuple[float | None, bool]]],
+                      names: list[str]) -> dict[str, Any]:
+    """Section 7's CONTINUOUS figures: each table's committed triggers in the window."""
+    streams = list(sources.appended)
+    tables = {}
+    for i, name in enumerate(names):
+        commits = sorted((r for r in histories[name] if r.trigger in ("append", "recompute") and r.ended
+                          and start <= r.ended <= end), key=lambda r: r.ended or 0.0)
+        ends = [start, *(r.ended for r in commits if r.ended)]
+        due = sum(1 for t in sources.appended[streams[i % len(streams)]] if t <= end - fresh)
+        taken = sum(r.input_files or 0 for r in commits)
+        # From the window's start to the first commit, then between commits (appends stop a
+        # freshness before the end: the last due file's commit is the last one counted).
+        gap = max(b - a for a, b in itertools.pairwise(ends)) if len(ends) > 1 else end - start
+        loops = [r for r in histories[name] if r.trigger == "continuous"]
+        tables[name.rsplit(".", 1)[1]] = {
+            "refresh": ways.get(name), "commits": len(commits), "files_taken": taken, "files_due": due,
+            "max_commit_gap_s": round(gap, 1), "job_failures": sum(r.status is RunStatus.FAILED for r in loops),
+            "kept_committing": taken >= due and gap <= fresh,
+        }
+    sampled = [s for n in names for s in samples[n]]
+    return {
+        "tables": len(names),
+        "kept_committing": sum(t["kept_committing"] for t in tables.values()),
+        "sampled_within_target_share": round(sum(ok for _, ok in sampled) / len(sampled), 4) if sampled else None,
+        "sampled_lag_s": spread([lag for lag, _ in sampled if lag is not None]),
+        "per_table": tables,
+    }
+
+
+def machine() -> dict[str, Any]:
+    return {"cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+            "machine": platform.machine()}
+
+
+@dataclass(frozen=True)
+class Many:
+    """Section 7's settings (``full`` and ``continuous`` 0: skipped)."""
+
+    full: int = 50
+    continuous: int = 10
+    minutes: int = 10
+    engine: str = "connect"
+    concurrency: int = 2
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.full or self.continuous)
+
+
+def run_many(many: Many) -> dict[str, Any]:
+    """Section 7 alone, on a daemon of its own started with the engine asked for."""
+    begun = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
+        daemon = DynamicDaemon(Path(tmp))
+        daemon.engine, daemon.concurrency = many.engine, many.concurrency
+        client: CatalogClient | None = None
+        try:
+            daemon.start()
+            client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
+            info = client.get_catalog(CATALOG)
+            client.create_database(f"{CATALOG}.{DATABASE}", comment="catalogd dynamic tables benchmark")
+            result = many_tables(daemon, client, Path(tmp), many.full, many.continuous, many.minutes)
+            return {"benchmark": "dynamic_tables", "only": "many",
+                    "setup": {"metastore": info.metastore, "spark_master": "local[2]"}, "machine": machine(),
+                    "many_tables": result, "total_s": round(time.monotonic() - begun, 1)}
+        finally:
+            tear_down(daemon, None, (client,))
+
+
 def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
-        continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000) -> dict[str, Any]:
+        continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000,
+        many: Many | None = None) -> dict[str, Any]:
     begun = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
         daemon = DynamicDaemon(Path(tmp))
@@ -642,6 +1021,14 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
             rss = continuous_rss(daemon, client, continuous) if continuous else None
             incremental = (incremental_triggers(client, increments, max(repeat, INCREMENTAL_REPEAT))
                            if increments is not None else None)
+            many_result = None
+            if many is not None and many.wanted:
+                # 7. Many tables (last: it leaves its tables running until the daemon stops).
+                if (daemon.engine, daemon.concurrency) != (many.engine, many.concurrency):
+                    client.close()
+                    daemon.restart(many.engine, many.concurrency)
+                    client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
+                many_result = many_tables(daemon, client, Path(tmp), many.full, many.continuous, many.minutes)
 
             small, large = cases[0]["refresh"], cases[-1]["refresh"]
             ratio = large["e2e_s"] / small["e2e_s"]
@@ -660,12 +1047,7 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                     "spark_startup_s": round(spark_startup_s, 1),
                     "warmup_refresh_e2e_s": warmup["e2e_s"],
                 },
-                "machine": {
-                    "cpu_count": os.cpu_count(),
-                    "python": platform.python_version(),
-                    "platform": platform.platform(),
-                    "machine": platform.machine(),
-                },
+                "machine": machine(),
                 "partition_refresh": {
                     "cases": cases,
                     "ratio_e2e": round(ratio, 3),
@@ -678,6 +1060,7 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                 "connect_engine": warm,
                 "continuous_rss": rss,
                 "incremental_trigger": incremental,
+                "many_tables": many_result,
                 "total_s": round(time.monotonic() - begun, 1),
             }
         finally:
@@ -705,12 +1088,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--incremental-files", type=int, default=20,
                         help="files of the small source of the incremental trigger figure (20; 0: skip)")
     parser.add_argument("--incremental-rows", type=int, default=50_000, help="rows per source file (50000)")
+    parser.add_argument("--many-full", type=int, default=50,
+                        help="1-minute FULL tables of section 7 (50; 0 with --many-continuous 0: skip it)")
+    parser.add_argument("--many-continuous", type=int, default=10, help="CONTINUOUS tables of section 7 (10)")
+    parser.add_argument("--many-minutes", type=int, default=10, help="section 7's measured minutes (10; at most 20)")
+    parser.add_argument("--many-engine", choices=["connect", "submit"], default="connect",
+                        help="spark.engine of section 7 (connect)")
+    parser.add_argument("--many-concurrency", type=int, default=2,
+                        help="dynamic-tables.max-concurrent-refreshes of section 7 (2, the default)")
+    parser.add_argument("--only", choices=["all", "many"], default="all",
+                        help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
         parser.error("--repeat, --schedule-runs and --rows-per-partition must be at least 1")
+    if min(args.many_full, args.many_continuous) < 0 or not 1 <= args.many_minutes <= 20 \
+            or args.many_concurrency < 1:
+        # 20 minutes: each table's history (history-size 50) must still hold the window's runs.
+        parser.error("--many-full and --many-continuous must be at least 0, --many-minutes 1 to 20, "
+                     "--many-concurrency at least 1")
+    many = Many(args.many_full, args.many_continuous, args.many_minutes, args.many_engine, args.many_concurrency)
+    if args.only == "many":
+        if not many.wanted:
+            parser.error("--only many needs --many-full or --many-continuous above 0")
+        return report(lambda: run_many(many), args.output, (PySparkException,))
     return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
-                              args.continuous, args.incremental_files, args.incremental_rows), args.output,
+                              args.continuous, args.incremental_files, args.incremental_rows, many), args.output,
                   (PySparkException,))
 
 

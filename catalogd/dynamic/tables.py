@@ -283,9 +283,27 @@ class TableOperations:
         data_time = self._data_time(entry, params)
         if data_time is None:
             return None, None
-        lag = max(0.0, time.time() - data_time)
-        allowance = entry.last_duration if entry is not None and entry.mode is RefreshMode.FULL else 0.0
+        now = time.time()
+        lag = max(0.0, now - data_time)
+        allowance = 0.0
+        if entry is not None and entry.mode is RefreshMode.FULL:
+            # Just before a FULL run commits, the lag is the freshness plus the time since the
+            # run's slot: its wait in the queue and its duration. The last run's duration alone
+            # would put a table outside its target whenever a run commits later after its slot
+            # than the previous one did (a longer queue), though every run commits before the
+            # next slot. So while a scheduled run is queued or running, the time since it was
+            # fired counts too, up to one more freshness period (then it is late).
+            allowance = entry.last_duration
+            due = self._due_since(entry)
+            if due is not None:
+                allowance = max(allowance, min(float(freshness.seconds), now - due))
         return round(lag, 3), lag <= freshness.seconds + allowance
+
+    def _due_since(self, entry: Entry) -> float | None:
+        """When the oldest scheduled run of a table still queued or running was fired (None: none is)."""
+        fired = [r.fired for r in self.runs.live(entry.full_name).values()
+                 if r.trigger == "schedule" and r.fired is not None and not r.status.finished]
+        return min(fired) if fired else None
 
     def list_tables(self, catalog: str | None = None, database: str | None = None) -> list[DynamicTable]:
         """Every dynamic table of a catalog (or one database of it), sorted by name."""
