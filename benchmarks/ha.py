@@ -200,20 +200,34 @@ class Cluster:
 # ---------------------------------------------------------------- HMS endpoint clients that fail over
 
 class Hms:
-    """An HMS endpoint connection that moves to the next member on a lost connection (as Hive's does)."""
+    """An HMS endpoint connection that moves to the next member on a lost connection (as Hive's does).
+
+    Connecting is always retried over every member (no request was sent yet); a call whose
+    connection is lost is retried only with ``retry`` (an idempotent call)."""
 
     def __init__(self, ports: list[int], first: int) -> None:
         self.ports = ports[first:] + ports[:first]
+        self.next = 0
         self.client: Any = None
 
-    def call(self, fn: Callable[[Any], Any], retry: bool = True) -> Any:
+    def _connect(self) -> Any:
         for attempt in range(len(self.ports) * 3):
+            port = self.ports[self.next % len(self.ports)]
             try:
-                if self.client is None:
-                    port = self.ports[attempt % len(self.ports)]
-                    client = hmsclient.HMSClient(host="127.0.0.1", port=port)
-                    client.open()
-                    self.client = client
+                client = hmsclient.HMSClient(host="127.0.0.1", port=port)
+                client.open()
+                return client
+            except (OSError, ttypes.TException):
+                self.next += 1
+                if attempt + 1 >= len(self.ports):
+                    time.sleep(0.2)
+        raise ConnectionError("no member answers")
+
+    def call(self, fn: Callable[[Any], Any], retry: bool = True) -> Any:
+        for _ in range(len(self.ports) * 3):
+            if self.client is None:
+                self.client = self._connect()
+            try:
                 return fn(self.client)
             except (OSError, EOFError, ttypes.TException) as e:
                 if isinstance(e, ttypes.TException) and not _lost(e):
@@ -221,6 +235,7 @@ class Hms:
                 with contextlib.suppress(Exception):
                     self.client.close()
                 self.client = None
+                self.next += 1
                 if not retry:
                     raise
                 time.sleep(0.2)
@@ -269,8 +284,12 @@ class Heartbeats:
     def _run(self) -> None:
         request = ttypes.HeartbeatRequest(lockid=self.lockid)
         while not self.done.wait(self.every):
-            with contextlib.suppress(Exception):
+            try:
                 self.hms.call(lambda c: c.heartbeat(request))
+            except Exception:  # a member still starting answers with an error: the next one may not
+                with contextlib.suppress(Exception):
+                    self.hms.client.close()
+                self.hms.client, self.hms.next = None, self.hms.next + 1
 
     def stop(self) -> None:
         self.done.set()
@@ -567,11 +586,14 @@ def check_refreshes(cluster: Cluster, tables: list[str]) -> dict[str, Any]:
             for table in tables:
                 for run in c.dynamic_table_history(table, limit=1000):
                     runs[run.id] = {"table": table, "trigger": run.trigger, "schedule_time": run.schedule_time,
-                                    "status": run.status.value}
+                                    "status": run.status.value, "error": run.error}
     slots = Counter((r["table"], r["schedule_time"]) for r in runs.values()
                     if r["trigger"] == "schedule" and r["schedule_time"])
     return {"refresh_runs": len(runs), "refreshes_run_twice": sum(n - 1 for n in slots.values() if n > 1),
-            "refresh_statuses": dict(Counter(r["status"] for r in runs.values()))}
+            "refresh_statuses": dict(Counter(r["status"] for r in runs.values())),
+            # Why runs failed (numbers masked so that alike errors count together).
+            "refresh_errors": dict(Counter(re.sub(r"\d+", "N", r["error"])[:200] for r in runs.values()
+                                           if r["error"]))}
 
 
 # ---------------------------------------------------------------- PostgreSQL vs Derby
