@@ -38,6 +38,7 @@ from .helpers import (
     clean_env,
     embedded_catalog,
     free_port,
+    hms_connection,
     http_get,
     log_text,
     start_daemon,
@@ -249,3 +250,35 @@ def test_a_refresh_asked_of_a_follower_runs_once_on_the_leader(cluster: Cluster)
     assert sum(text.count(f"refresh {runs[0].id} of {table}") for text in logs) == 1
     with CatalogClient(follower.address, timeout=60) as client:
         client.drop_dynamic_table(table)
+
+
+def test_locks_through_either_member_are_the_remote_metastore_s(cluster: Cluster) -> None:
+    """Members in front of a remote metastore relay the lock calls to it: an exclusive lock held
+    through one member makes the same request through the other wait, either member checks and
+    releases it, and then the waiting lock is granted (both see one set of locks)."""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    a, b = cluster.members
+    with CatalogClient(a.address, timeout=60) as client:
+        client.create_database("main.remote_locks", if_not_exists=True)
+        client.create_table("main.remote_locks.guarded", "id bigint", if_not_exists=True)
+
+    def request(user: str) -> Any:
+        component = ttypes.LockComponent(type=ttypes.LockType.EXCLUSIVE, level=ttypes.LockLevel.TABLE,
+                                         dbname="remote_locks", tablename="guarded")
+        return ttypes.LockRequest(component=[component], txnid=0, user=user, hostname="test-host",
+                                  agentInfo="pytest")
+
+    acquired, waiting = ttypes.LockState.ACQUIRED, ttypes.LockState.WAITING
+    with hms_connection(a.hms_address, "holder") as via_a, hms_connection(b.hms_address, "waiter") as via_b:
+        held = via_a.lock(request("holder"))
+        assert held.state == acquired
+        wanted = via_b.lock(request("waiter"))
+        assert wanted.state == waiting
+        # Either member answers for either lock: one set of locks, the remote metastore's.
+        assert via_b.check_lock(ttypes.CheckLockRequest(lockid=held.lockid)).state == acquired
+        shown = via_a.show_locks(ttypes.ShowLocksRequest(dbname="remote_locks", tablename="guarded"))
+        assert {(e.lockid, e.state) for e in shown.locks} == {(held.lockid, acquired), (wanted.lockid, waiting)}
+        via_b.unlock(ttypes.UnlockRequest(lockid=held.lockid))
+        assert via_a.check_lock(ttypes.CheckLockRequest(lockid=wanted.lockid)).state == acquired
+        via_a.unlock(ttypes.UnlockRequest(lockid=wanted.lockid))
