@@ -413,6 +413,10 @@ def ddl(cluster: Cluster, tally: Tally, i: int, stop: threading.Event) -> None:
                 tally.error("ddl", e)
 
 
+class _Stopped(Exception):
+    """The benchmark ended while a committer waited for its lock."""
+
+
 def committer(cluster: Cluster, tally: Tally, i: int, stop: threading.Event) -> None:
     rng = random.Random(1000 + i)
     ports = [m.hms_port for m in cluster.members]
@@ -431,7 +435,9 @@ def committer(cluster: Cluster, tally: Tally, i: int, stop: threading.Event) -> 
             try:
                 deadline = time.monotonic() + 60
                 while _lock_state(hms, lockid) != ttypes.LockState.ACQUIRED:
-                    if time.monotonic() > deadline or stop.is_set():
+                    if stop.is_set():
+                        raise _Stopped  # the run ended while it waited: not a wait over 60 s
+                    if time.monotonic() > deadline:
                         raise TimeoutError("lock not granted within 60 s")
                     time.sleep(0.05)
                 heartbeats = Heartbeats(ports, (i + 1) % len(ports), lockid, _seconds(LOCK_TIMEOUT) / 4)
@@ -452,6 +458,8 @@ def committer(cluster: Cluster, tally: Tally, i: int, stop: threading.Event) -> 
                         if tally.holders.get(table) == i:
                             tally.holders[table] = None  # type: ignore[assignment]
                     heartbeats.stop()
+            except _Stopped:
+                pass
             except TimeoutError as e:
                 with tally.lock:
                     tally.lock_timeouts += 1
