@@ -201,6 +201,18 @@ def test_an_incremental_continuous_table_reads_only_the_new_files_each_trigger(
         ("append", RunStatus.SUCCEEDED, 1, 5), ("append", RunStatus.SUCCEEDED, 1, 5)], recorded
     last = cc.get_dynamic_table(name).job_detail["lastTrigger"]
     assert last["mode"] == "append" and last["input_files"] == 1 and last["source_files"] == initial + 2, last
+
+    # ALTER ... AS on a CONTINUOUS table (FLIP-492): a new column, appended; its streaming query is
+    # stopped and started again from scratch, and the new job writes every row with the new column.
+    altered = cc.sql(f"ALTER MATERIALIZED TABLE {name} AS "
+                     f"SELECT id, upper(kind) AS kind, id * 10 AS tenfold FROM {source} WHERE id % 2 = 0")
+    assert altered.kind == "altered"
+    assert "used by a new streaming job; columns added: tenfold bigint" in altered.message, altered.message
+    assert [c.name for c in cc.get_table(name).columns] == ["id", "kind", "tenfold"]
+    ids = [*range(0, 40, 2), *range(100, 110, 2), *range(200, 210, 2)]
+    wait_until(lambda: sorted(r[0::2] for r in spark_rows(spark, table)) == [(i, i * 10) for i in ids],
+               JOB_TIMEOUT, "every row again, with the new column", every=1)
+    assert cc.get_dynamic_table(name).job_detail["refresh"] == "incremental"
     cc.drop_dynamic_table(name)
 
 
