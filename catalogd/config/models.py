@@ -298,6 +298,10 @@ class ClusterConfig(_Model):
     #: How long a silent leader keeps the lease for background work (janitor, dynamic tables):
     #: another member takes over about 2x this after the leader dies or hangs.
     lease: Annotated[Duration, AtMost(datetime.timedelta(minutes=1))] = datetime.timedelta(seconds=3)
+    #: How long a write waits, before it is acknowledged, for the other members to take its cache
+    #: invalidation (0: it does not wait; a member that does not answer is not waited for again).
+    invalidation_wait: Annotated[Duration, AtMost(datetime.timedelta(seconds=10))] = Field(
+        default=datetime.timedelta(milliseconds=500), alias="invalidation-wait")
 
     @field_validator("lease")
     @classmethod

@@ -12,12 +12,17 @@ verify, that is older or newer than :data:`MAX_SKEW` by its sender's clock, or t
 the expected shape is refused (401 or 400) and changes nothing. The worst a replayed message
 can do is make a peer forget entries it would have served, never serve something else.
 
-Delivery: one sender thread per peer, so a peer that hangs (SIGSTOP) delays no write and no
-other peer. Pending scopes are coalesced; a failed send is retried with a growing pause for as
-long as it can matter: until ``cache.ttl`` has passed since the write, when every entry the
-peer could still hold from before it has expired anyway. So what is guaranteed:
+Delivery: one sender thread per peer. Pending scopes are coalesced; a failed send is retried
+with a growing pause for as long as it can matter: until ``cache.ttl`` has passed since the
+write, when every entry the peer could still hold from before it has expired anyway. The write
+that invalidated waits, before its caller learns it is done, until every peer has taken the
+invalidation or failed to, for at most ``cluster.invalidation-wait``; a peer already known not
+to answer is not waited for. So a writer that dies right after its acknowledgement has told its
+peers already, and a peer that hangs (SIGSTOP) delays a write by at most that wait, and only
+until its first send fails. What is guaranteed:
 
-* a peer that answers gets the invalidation within one round trip (milliseconds);
+* a peer that answers has the invalidation before the write is acknowledged (one round trip,
+  milliseconds; or within the wait);
 * a peer that was down starts with an empty cache (nothing stale to drop);
 * a peer that is cut off, hangs or rejects the message serves the old answer at most
   ``cache.ttl`` after the write, as for a write made behind catalogd's back.
@@ -123,6 +128,8 @@ class _Counts:
     dropped: int = 0
     received: int = 0
     rejected: int = 0
+    #: Writes acknowledged before a peer had taken their invalidation (cluster.invalidation-wait passed).
+    unconfirmed: int = 0
 
 
 @dataclass
@@ -164,14 +171,23 @@ class _Link:
         self.member = member
         self.name = f"{member.host}:{member.http_port}"
         self.pending = _Pending()
-        self.wake = threading.Condition()
+        lock = threading.Lock()
+        #: Wakes the sender (new scopes, stop).
+        self.wake = threading.Condition(lock)
+        #: Wakes the writers waiting for their invalidation to be sent (or to have failed).
+        self.settled_cv = threading.Condition(lock)
+        #: Sequence numbers: of the last ``add``, and the last one sent or failed to be.
+        self.added = 0
+        self.settled = 0
         self.stopping = False
         self.connection: http.client.HTTPConnection | None = None
         self.complained = False
         self.thread = threading.Thread(target=self._run, name=f"cache-peer-{self.name}", daemon=True)
 
-    def add(self, scopes: Iterable[Scope], now: float) -> None:
+    def add(self, scopes: Iterable[Scope], now: float) -> int:
+        """Queue ``scopes`` for the peer; the sequence number to ``wait`` for."""
         with self.wake:
+            self.added += 1
             for scope in scopes:
                 self.pending.scopes.setdefault(scope, now)
             if len(self.pending.scopes) > _MAX_PENDING:
@@ -182,11 +198,29 @@ class _Link:
                     folded[key] = min(since, folded.get(key, since))
                 self.pending.scopes = folded
             self.wake.notify()
+            return self.added
+
+    def wait(self, seq: int, deadline: float) -> bool:
+        """Until the message carrying add ``seq`` was sent or failed; False: ``deadline`` passed first."""
+        with self.settled_cv:
+            while self.settled < seq and not self.stopping and self.thread.is_alive():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.settled_cv.wait(remaining)
+            return True
+
+    def _settle(self, seq: int | None) -> None:
+        if seq is not None:
+            with self.settled_cv:
+                self.settled = max(self.settled, seq)
+                self.settled_cv.notify_all()
 
     def stop(self) -> None:
         with self.wake:
             self.stopping = True
             self.wake.notify()
+            self.settled_cv.notify_all()
 
     def _connect(self) -> http.client.HTTPConnection:
         if self.connection is None:
@@ -236,7 +270,10 @@ class _Link:
                 batch = dict(list(self.pending.scopes.items())[:MAX_SCOPES])
                 for scope in batch:
                     del self.pending.scopes[scope]
+                # Every add so far is in this message (or expired): its outcome settles them.
+                taken = None if self.pending.scopes else self.added
             if not batch:
+                self._settle(taken)
                 pause = 0.0
                 continue
             body = encode(self.owner.sender, batch, time.time())
@@ -245,6 +282,9 @@ class _Link:
                 problem = None if status // 100 == 2 else f"answered HTTP {status}"
             except (OSError, http.client.HTTPException) as e:
                 problem = str(e) or type(e).__name__
+            # Sent, or not now: either way a writer waits no longer (a failure is retried below,
+            # for cache.ttl, as before).
+            self._settle(taken)
             if problem is None:
                 self.owner.count("sent", 1)
                 if self.complained:
@@ -252,11 +292,12 @@ class _Link:
                     self.complained = False
                 pause = 0.0
                 continue
-            self.owner.count("failed", 1)
             if not self.complained:
+                # First: from now on writes do not wait for this member (announce reads it).
+                self.complained = True
                 logger.warning("cache invalidations do not reach member %s (%s): retried for cache.ttl (%gs), "
                                "after which its cache has expired them", self.name, problem, self.owner.window)
-                self.complained = True
+            self.owner.count("failed", 1)
             with self.wake:
                 for scope, since in batch.items():
                     self.pending.scopes.setdefault(scope, since)
@@ -282,6 +323,7 @@ class CachePeers:
         #: This daemon's id in messages: a message of its own (itself listed under another name) is ignored.
         self.sender = f"{socket.gethostname()}:{config.server.http_port}:{os.getpid()}:{os.urandom(4).hex()}"
         self.window = max(1.0, config.cache.ttl.total_seconds())
+        self.wait = config.cluster.invalidation_wait.total_seconds()
         self.ssl_context: ssl.SSLContext | None = None
         if tls is not None:
             # Peers show the deployment's certificate: trusted through the system's CAs, this
@@ -320,10 +362,16 @@ class CachePeers:
                 setattr(self._counts, what, getattr(self._counts, what) + n)
 
     def announce(self, catalog: str, database: str, table: str) -> None:
-        """Pass a local invalidation on to every peer (returns at once; sent by their threads)."""
+        """Pass a local invalidation on to every peer: sent by their threads, waited for up to
+        ``cluster.invalidation-wait`` (peers known not to answer are not waited for)."""
         now = time.monotonic()
-        for link in self.links:
-            link.add([(catalog, database, table)], now)
+        queued = [(link, link.add([(catalog, database, table)], now)) for link in self.links]
+        if self.wait <= 0:
+            return
+        deadline = now + self.wait
+        for link, seq in queued:
+            if not link.complained and not link.wait(seq, deadline):
+                self.count("unconfirmed", 1)
 
     def receive(self, body: bytes, signature: str | None) -> int:
         """Apply a peer's message; the number of scopes invalidated.

@@ -192,6 +192,9 @@ class _PeerCollector(Collector):
                                   "(its entries from before the write had expired by then)", stats["dropped"])
         yield GaugeMetricFamily("catalogd_cache_invalidations_pending",
                                 "Invalidations waiting to reach members that do not answer", stats["pending"])
+        yield CounterMetricFamily("catalogd_cache_invalidations_unconfirmed",
+                                  "Writes acknowledged before a member that answers had taken their invalidation "
+                                  "(cluster.invalidation-wait passed)", stats.get("unconfirmed", 0))
 
 
 class _LagCollector(Collector):

@@ -30,16 +30,18 @@ from catalogd.server.cache_peers import (
 KEY = b"a deployment's stage key"
 
 
-def _config(port: int, peer_http: int, ttl: str = "60s") -> Any:
+def _config(port: int, peer_http: int, ttl: str = "60s", wait: str = "500ms") -> Any:
     members = [{"host": "127.0.0.1", "port": 9190, "hms-port": 9083, "http-port": 9191},
                {"host": "127.0.0.1", "port": 9290, "hms-port": 9283, "http-port": peer_http}]
     return parse_config(yaml.safe_dump({
         "server": {"host": "127.0.0.1", "port": 9190, "hms-port": 9083, "http-port": 9191},
-        "catalogs": [{"name": "main", "type": "memory"}], "cluster": {"members": members}, "cache": {"ttl": ttl}}))
+        "catalogs": [{"name": "main", "type": "memory"}],
+        "cluster": {"members": members, "invalidation-wait": wait}, "cache": {"ttl": ttl}}))
 
 
-def _peers(applied: list[tuple[str, str, str]], peer_http: int = 1, ttl: str = "60s") -> CachePeers:
-    return CachePeers(_config(9190, peer_http, ttl), KEY, lambda c, d, t: applied.append((c, d, t)),
+def _peers(applied: list[tuple[str, str, str]], peer_http: int = 1, ttl: str = "60s",
+           wait: str = "500ms") -> CachePeers:
+    return CachePeers(_config(9190, peer_http, ttl, wait), KEY, lambda c, d, t: applied.append((c, d, t)),
                       lambda: ["main"])
 
 
@@ -107,15 +109,18 @@ def test_the_cache_announces_its_own_invalidations_not_received_ones() -> None:
 
 
 class _Receiver:
-    """A peer's HTTP port: records what arrives; answers ``status`` (or nothing while ``down``)."""
+    """A peer's HTTP port: records what arrives; answers ``status``, once ``answering`` is set."""
 
     def __init__(self) -> None:
         self.bodies: list[bytes] = []
         self.status = 204
+        self.answering = threading.Event()
+        self.answering.set()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                receiver.answering.wait(30)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 assert self.path == INVALIDATIONS
                 assert self.headers[SIGNATURE_HEADER] == sign(invalidation_key(KEY), body)
@@ -152,6 +157,38 @@ def test_invalidations_reach_the_peer(receiver: _Receiver) -> None:
         wait_until(lambda: receiver.scopes() == [["main", "db", "t"]], 10, what="the invalidation at the peer")
         assert peers.stats()["sent"] == 1
     finally:
+        peers.stop()
+
+
+def test_a_write_returns_once_the_peer_has_its_invalidation(receiver: _Receiver) -> None:
+    peers = _peers([], peer_http=receiver.port, wait="10s")
+    peers.start()
+    try:
+        for table in ("t", "u", "v"):
+            peers.announce("main", "db", table)
+            # No polling: when announce returns (the write is acknowledged) the peer has it.
+            assert receiver.scopes()[-1] == ["main", "db", table]
+        assert peers.stats()["unconfirmed"] == 0
+    finally:
+        peers.stop()
+
+
+def test_a_peer_that_hangs_holds_a_write_up_only_to_the_wait_and_then_not_at_all(receiver: _Receiver) -> None:
+    receiver.answering.clear()  # accepts the connection, answers nothing (a SIGSTOPped member)
+    peers = _peers([], peer_http=receiver.port, wait="200ms")
+    peers.start()
+    try:
+        peers.announce("main", "db", "t")
+        # Returned although the peer has not answered: counted as unconfirmed.
+        assert receiver.bodies == [] and peers.stats()["unconfirmed"] == 1
+        # Its send fails (the timeout); then writes no longer wait for it.
+        wait_until(lambda: peers.stats()["failed"] >= 1, 30, what="the send to the hung peer to fail")
+        peers.announce("main", "db", "u")
+        assert peers.stats()["unconfirmed"] == 1
+        receiver.answering.set()
+        wait_until(lambda: ["main", "db", "u"] in receiver.scopes(), 30, what="the invalidations once it answers")
+    finally:
+        receiver.answering.set()
         peers.stop()
 
 
