@@ -175,6 +175,7 @@ class HiveCatalog(BaseCatalog):
                 stop_grace=config.server.shutdown_grace.total_seconds(), database=conf.metastore_database,
                 # The endpoint's locks are this metastore's (when it is the default catalog's).
                 txn_timeout=config.server.hms_lock_timeout.total_seconds(),
+                reserved=(config.server.port, config.server.http_port, config.server.hms_port),
             )
         else:
             uris = parse_uris(conf.uris)

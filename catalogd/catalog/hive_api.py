@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol, cast
 
 from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.Thrift import TApplicationException
 
 __all__ = ["HiveClient", "RpcPool"]
 
@@ -88,7 +89,14 @@ class HiveClient:
         return self._read("get_table", database, name)
 
     def get_table_objects_by_name(self, database: str, names: list[str]) -> list[hms.Table]:
-        return list(self._read("get_table_objects_by_name", database, names))
+        try:
+            return list(self._read("get_table_objects_by_name", database, names))
+        except TApplicationException as e:
+            # HMS 2.3 answers a database that is gone (dropped since its tables were listed) with
+            # no result at all ("unknown result"): say which, so that callers skip the database.
+            if e.type == TApplicationException.MISSING_RESULT:
+                self.get_database(database)  # NoSuchObjectException when it is gone
+            raise
 
     def create_table(self, table: hms.Table) -> None:
         self._write("create_table", table)

@@ -27,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -72,10 +73,15 @@ def find_java() -> str:
     )
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+def free_port(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
+    """A port free now, not one of ``avoid`` (ports configured for something not yet listening)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in avoid:
+            return port
+    raise ConflictError(f"no free port on {host} outside {sorted(avoid)}")
 
 
 def port_answers(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -148,8 +154,11 @@ class EmbeddedMetastore:
         stop_grace: float = 20.0,
         database: PostgresDatabase | None = None,
         txn_timeout: float | None = None,
+        reserved: Collection[int] = (),
     ) -> None:
         self.name = name
+        #: The daemon's own ports: bound after the metastore starts, so a free port may be one of them.
+        self.reserved = tuple(reserved)
         self.stop_grace = stop_grace
         self.home = Path(data_dir) / "catalogs" / name
         self.log_path = Path(data_dir) / "logs" / f"metastore-{name}.log"
@@ -259,7 +268,7 @@ class EmbeddedMetastore:
         write_private(conf_dir / "hive-site.xml", self.hive_site())
         if self.warehouse.startswith("file:"):
             Path(self.warehouse.removeprefix("file://").removeprefix("file:")).mkdir(parents=True, exist_ok=True)
-        self.port = self.port or self.requested_port or free_port(self.host)
+        self.port = self.port or self.requested_port or free_port(self.host, self.reserved)
         if port_answers(self.host, self.port) or not port_free(self.host, self.port):
             raise ConflictError(
                 f"port {self.port} for the embedded metastore of catalog {self.name!r} is already in use; "

@@ -159,3 +159,16 @@ def test_rename_database(client, catalog, unique_name, run_cli):
         client.rename_database(f"{catalog}.no_such_db", "x", if_exists=True)
     finally:
         client.drop_database(name, if_exists=True, cascade=True)
+
+
+def test_the_metastore_answers_tables_of_a_missing_database_with_no_result(hms, client, unique_name):
+    """What catalogd's client relies on to tell a database dropped meanwhile from a metastore fault
+    (HMS 2.3: no result at all, "unknown result"); through catalogd it reads as not found."""
+    from thrift.Thrift import TApplicationException
+
+    gone = unique_name("gone")
+    with pytest.raises(TApplicationException) as raised:
+        hms.call("get_table_objects_by_name", gone, ["t"])
+    assert raised.value.type == TApplicationException.MISSING_RESULT
+    with pytest.raises(DatabaseNotFoundError):
+        client.list_tables(f"main.{gone}")

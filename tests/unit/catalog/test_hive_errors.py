@@ -306,3 +306,18 @@ def test_not_found_keeps_the_metastore_words_in_the_log_only(caplog: pytest.LogC
     assert str(info.value) == "table main.sales.ordres does not exist"
     assert any("sales.ordres table not found" in r.getMessage() and r.levelno == logging.DEBUG
                for r in caplog.records)
+
+
+def test_tables_of_a_database_gone_since_it_was_listed_read_as_a_missing_database() -> None:
+    # HMS 2.3 answers get_table_objects_by_name on a dropped database with no result at all.
+    missing = TApplicationException(TApplicationException.MISSING_RESULT,
+                                    "get_table_objects_by_name failed: unknown result")
+    gone = FakeMetastore({"get_table_objects_by_name": missing,
+                          "get_database": hms.NoSuchObjectException("db: not found")})
+    with pytest.raises(hms.NoSuchObjectException):
+        HiveClient(gone).get_table_objects_by_name("db", ["t"])
+    assert gone.methods() == ["get_table_objects_by_name", "get_database"]
+    # The database is there: the metastore's failure stands.
+    there = FakeMetastore({"get_table_objects_by_name": missing, "get_database": hms.Database(name="db")})
+    with pytest.raises(TApplicationException):
+        HiveClient(there).get_table_objects_by_name("db", ["t"])
