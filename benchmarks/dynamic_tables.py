@@ -331,6 +331,7 @@ def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
         "rows": run["rows"],
         "input_files": run["inputFiles"],
         "source_partitions": run["sourcePartitions"],
+        "timings": result.get("timings") or {},
     }
 
 
@@ -416,10 +417,13 @@ def scheduler_overhead(client: CatalogClient, runs_wanted: int) -> dict[str, Any
 
 
 def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
-                   direct_atomic: dict[int, float | None], submit_e2e: dict[int, float | None]) -> dict[str, Any]:
-    """Section 4: the same refreshes through the daemon restarted on the connect engine."""
+                   direct_atomic: dict[int, float | None], submit_e2e: dict[int, float | None],
+                   restart: bool = True) -> dict[str, Any]:
+    """Section 4: the same refreshes through the daemon restarted on the connect engine
+    (``restart`` False: it runs that engine already)."""
     started = time.monotonic()
-    daemon.restart("connect")
+    if restart:
+        daemon.restart("connect")
     restart_s = time.monotonic() - started
     started = time.monotonic()
     warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")  # waits for the server
@@ -442,6 +446,9 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
             "submit_e2e_s": submit,
             "connect_vs_direct": round(e2e / atomic, 3) if e2e and atomic else None,
             "submit_vs_connect": round(submit / e2e, 3) if e2e and submit else None,
+            # Where the run's time went (its result.json: seconds per step, in order).
+            "steps_s": {step: med([r["timings"].get(step) for r in samples[days]])
+                        for step in dict.fromkeys(k for r in samples[days] for k in r["timings"])},
         })
     worst = max((c["connect_vs_direct"] or 0.0) for c in cases)
     return {"daemon_restart_s": round(restart_s, 1), "first_refresh_with_server_start_s": round(first_s, 1),
@@ -903,10 +910,13 @@ def run_many(many: Many) -> dict[str, Any]:
 
 def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
         continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000,
-        many: Many | None = None) -> dict[str, Any]:
+        many: Many | None = None, connect_only: bool = False) -> dict[str, Any]:
+    """Sections 1-7 (``connect_only``: 2 and 4, on a daemon started on the connect engine)."""
     begun = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
         daemon = DynamicDaemon(Path(tmp))
+        if connect_only:
+            daemon.engine = "connect"
         client: CatalogClient | None = None
         spark: Any = None
         try:
@@ -947,14 +957,15 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                     raise RuntimeError(f"{dt.full_name}: {dt.refresh_mode.value}, last refresh {dt.last_refresh}")
 
             # 1. Partition refreshes through REST: one untimed, then the sources alternating.
-            warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")
             samples: dict[int, list[dict[str, Any]]] = {d: [] for d in days_list}
-            for rep in range(repeat):
-                order = days_list if rep % 2 == 0 else list(reversed(days_list))
-                for days in order:
-                    samples[days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
-            for days in days_list:
-                check_day(spark, f"{DATABASE}.daily_{days}", rows_per_day, only_day=True)
+            if not connect_only:
+                warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")
+                for rep in range(repeat):
+                    order = days_list if rep % 2 == 0 else list(reversed(days_list))
+                    for days in order:
+                        samples[days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
+                for days in days_list:
+                    check_day(spark, f"{DATABASE}.daily_{days}", rows_per_day, only_day=True)
 
             # 2. The direct alternative in this session (one untimed round first).
             direct = Direct(spark, client)
@@ -1003,6 +1014,19 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                     },
                     "dt_create_s": create_s[days],
                 })
+
+            if connect_only:
+                # 4 alone: the daemon runs the connect engine already.
+                warm = connect_engine(daemon, days_list, repeat,
+                                      {c["source"]["days"]: c["direct"]["atomic_insert_overwrite_s"] for c in cases},
+                                      {d: None for d in days_list}, restart=False)
+                for days in days_list:
+                    check_day(spark, f"{DATABASE}.daily_{days}", rows_per_day, only_day=True)
+                return {"benchmark": "dynamic_tables", "only": "connect", "repeat": repeat,
+                        "setup": {"spark": spark.version, "spark_master": "local[2]",
+                                  "rows_per_partition": rows_per_day, "refreshed_partition": f"ds={DAY}"},
+                        "machine": machine(), "direct": [{"days": c["source"]["days"], **c["direct"]} for c in cases],
+                        "connect_engine": warm, "total_s": round(time.monotonic() - begun, 1)}
 
             # 3. Scheduler overhead (alone: nothing else runs meanwhile).
             schedule = scheduler_overhead(client, schedule_runs)
@@ -1096,8 +1120,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="spark.engine of section 7 (connect)")
     parser.add_argument("--many-concurrency", type=int, default=2,
                         help="dynamic-tables.max-concurrent-refreshes of section 7 (2, the default)")
-    parser.add_argument("--only", choices=["all", "many"], default="all",
-                        help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes)")
+    parser.add_argument("--only", choices=["all", "many", "connect"], default="all",
+                        help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes); "
+                             "connect: sections 2 and 4 alone, on a daemon started on the connect engine")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
@@ -1113,8 +1138,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--only many needs --many-full or --many-continuous above 0")
         return report(lambda: run_many(many), args.output, (PySparkException,))
     return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
-                              args.continuous, args.incremental_files, args.incremental_rows, many), args.output,
-                  (PySparkException,))
+                              args.continuous, args.incremental_files, args.incremental_rows, many,
+                              connect_only=args.only == "connect"), args.output, (PySparkException,))
 
 
 if __name__ == "__main__":

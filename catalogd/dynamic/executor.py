@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import json
 import logging
 import secrets
 import shutil
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from pathlib import Path
 from typing import Any
 
 from catalogd.config import Config
@@ -248,10 +250,13 @@ class RunExecutor:
         refresh code, stage protocol, job token and TLS as a spark-submit job's."""
         from catalogd.client import CatalogClient
 
-        spec = self.jobs.spec(entry, self.jobs.runs_dir() / run.id, "batch", run.partition, run.id)
+        work_dir = self.jobs.runs_dir() / run.id
+        spec = self.jobs.spec(entry, work_dir, "batch", run.partition, run.id)
         started = self.clock()
+        laps = spark_job.Laps()
         run.status, run.started, run.phase = RunStatus.RUNNING, started, "starting"
         self.records.record(entry, run)
+        laps.lap("record_s")
         timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
         token = self.jobs.mint_token(entry, timeout + self._grace + KILL_WAIT + 60.0)
         server = engine.server(self.jobs.run_conf(entry))
@@ -260,6 +265,7 @@ class RunExecutor:
         session: Any = None
         generation = -1
         client: CatalogClient | None = None
+        timings: dict[str, float] = {}
         try:
             session, generation = server.session(min(timeout, START_TIMEOUT))
             run.application_id = server.application_id
@@ -268,9 +274,13 @@ class RunExecutor:
             watcher.start()
             for key, value in {**conf, **self.jobs.catalog_session_conf(entry)}.items():  # this session's only
                 session.conf.set(key, value)
+            laps.lap("session_s")
             client = CatalogClient(spec["daemon"], token=token or "",
                                    tls_context=spark_job._tls_context(spec.get("tls")))
+            laps.lap("client_s")
             result = spark_job.refresh(session, client, spec, run.partition or None, _RunReporter(run))
+            laps.lap()
+            timings = result.get("timings") or {}
             run.status = RunStatus.SUCCEEDED
             run.rows = result.get("rows")
             run.input_files = result.get("input_files")
@@ -291,7 +301,21 @@ class RunExecutor:
                 client.close()
             if session is not None:
                 server.release(session, generation)
+            laps.lap("release_s")
             run.ended = self.clock()
+            self._write_result(work_dir, run, {**laps.seconds, **timings})
+
+    def _write_result(self, work_dir: Path, run: RefreshRun, timings: dict[str, float]) -> None:
+        """A Connect run's ``result.json``, as a spark-submit job leaves one: how it ended and
+        where its time went (seconds per step; ``benchmarks/dynamic_tables.py`` prints them)."""
+        try:
+            spark_runner.own_dir(work_dir)
+            (work_dir / "result.json").write_text(json.dumps(
+                {"ok": run.status is RunStatus.SUCCEEDED, "error": run.error, "rows": run.rows,
+                 "ended": run.ended, "timings": timings}))
+        except OSError as e:
+            logger.debug("writing %s/result.json: %s", work_dir, e)
+        self._prune_run_dirs()
 
     def _watch_session(self, entry: Entry, session: Any, started: float, timeout: float, why: list[str],
                        done: threading.Event) -> None:

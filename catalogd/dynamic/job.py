@@ -79,10 +79,12 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
     """One refresh through a stage; returns rows written and what was read."""
     from catalogd.model import StagePurpose
 
+    laps = Laps()
     df = spark.sql(spec["query"])
+    laps.lap("sql_s")
     result = write_result(spark, client, spec, df,
                           StagePurpose.OVERWRITE_PARTITIONS if partition else StagePurpose.REPLACE, reporter,
-                          partition=partition)
+                          partition=partition, laps=laps)
     if partition and result["rows"] == 0:
         # Nothing for this partition now: an overwrite with no rows writes no
         # partition, so the stale one is dropped to match the query.
@@ -91,12 +93,14 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
 
 
 def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose: Any, reporter: Reporter,
-                 on_staged: Any = None, partition: dict[str, str] | None = None) -> dict[str, Any]:
+                 on_staged: Any = None, partition: dict[str, str] | None = None,
+                 laps: Laps | None = None) -> dict[str, Any]:
     """Write a query's result into the table through a stage of ``purpose`` (REPLACE,
     OVERWRITE_PARTITIONS of ``partition``, APPEND); returns rows written and what was read.
 
     Args:
         on_staged: called with the stage's id once its rows are written, before the commit.
+        laps: where the steps' times go (``timings`` in the result).
     """
     from catalogd.model import StagePurpose
     from catalogd.spark_common import count_staged, is_connect, staged_table, write_staged
@@ -108,7 +112,9 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
     else:
         from pyspark.sql import functions as F  # type: ignore[no-redef]
 
+    laps = laps or Laps()
     table = client.get_table(spec["table"])
+    laps.lap("table_s")
     keys = [k.name for k in table.partition_keys]
     names = [c.name for c in table.columns] + keys
     lowered = {c.lower(): c for c in df.columns}
@@ -116,23 +122,46 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
     for key, value in (partition or {}).items():
         # A filter on the result: Spark pushes it down to the sources' partitions.
         df = df.where(F.col(key) == F.lit(value))
+    laps.lap("columns_s")
     reporter.update(phase="planning")
     files = df.inputFiles()
+    laps.lap("input_files_s")
     replacing = purpose is not StagePurpose.APPEND
     props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")} if replacing else None
     reporter.update(phase="writing", input_files=len(files))
     started = time.time()
+    laps.lap()
     with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
                       mode=purpose, properties=props, comment=table.comment if replacing else None, client=client,
                       spark=spark) as staged:
+        laps.lap("stage_begin_s")
         write_staged(spark, df, staged)
+        laps.lap("write_s")
         rows = count_staged(spark, staged)
+        laps.lap("count_s")
         if on_staged is not None:
             on_staged(staged.stage_id)
         reporter.update(phase="committing", rows=rows)
+        laps.lap()
+    laps.lap("commit_s")
     return {"rows": rows, "input_files": len(files), "source_partitions": _source_partitions(files),
-            "write_seconds": time.time() - started,
+            "write_seconds": time.time() - started, "timings": laps.seconds,
             "stage_id": staged.result.id if staged.result is not None else None}
+
+
+class Laps:
+    """Where a run's time went: seconds per step, each from the end of the one before."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str | None = None) -> None:
+        """End a step (``name`` None: time not counted in any step)."""
+        now = time.monotonic()
+        if name is not None:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, 4)
+        self._last = now
 
 
 def _fingerprint(spark: Any, sources: list[str]) -> str:
