@@ -22,7 +22,7 @@ from catalogd.config import Config
 from catalogd.dynamic import job as spark_job
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
-from catalogd.dynamic.connect import START_TIMEOUT, ConnectEngine
+from catalogd.dynamic.connect import START_TIMEOUT, ConnectEngine, set_confs
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
@@ -255,8 +255,10 @@ class RunExecutor:
         started = self.clock()
         laps = spark_job.Laps()
         run.status, run.started, run.phase = RunStatus.RUNNING, started, "starting"
-        self.records.record(entry, run)
-        laps.lap("record_s")
+        # Recorded while the run gets its session and plans; waited for before its stage begins
+        # (a run whose record cannot be written writes nothing) and before it ends (the final
+        # record comes after this one).
+        recording = _Background(lambda: self.records.record(entry, run), f"dt-record-{run.id}")
         timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
         token = self.jobs.mint_token(entry, timeout + self._grace + KILL_WAIT + 60.0)
         server = engine.server(self.jobs.run_conf(entry))
@@ -272,13 +274,14 @@ class RunExecutor:
             watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
                                        name=f"dt-watch-{run.id}", daemon=True)
             watcher.start()
-            for key, value in {**conf, **self.jobs.catalog_session_conf(entry)}.items():  # this session's only
-                session.conf.set(key, value)
+            # This session's only, in one request.
+            set_confs(session, {**conf, **self.jobs.catalog_session_conf(entry)})
             laps.lap("session_s")
             client = CatalogClient(spec["daemon"], token=token or "",
                                    tls_context=spark_job._tls_context(spec.get("tls")))
             laps.lap("client_s")
-            result = spark_job.refresh(session, client, spec, run.partition or None, _RunReporter(run))
+            result = spark_job.refresh(session, client, spec, run.partition or None, _RunReporter(run),
+                                       before_stage=recording.result)
             laps.lap()
             timings = result.get("timings") or {}
             run.status = RunStatus.SUCCEEDED
@@ -297,12 +300,16 @@ class RunExecutor:
         finally:
             done.set()
             self.jobs.revoke_token(token)
+            # Ended once committed (or failed), as a spark-submit run ends with its result, before
+            # its spark.stop(): releasing the session is clean-up the run's outcome does not wait for.
+            run.ended = self.clock()
             if client is not None:
                 client.close()
             if session is not None:
                 server.release(session, generation)
             laps.lap("release_s")
-            run.ended = self.clock()
+            with contextlib.suppress(Exception):  # its failure failed the run already, or it is moot now
+                recording.result()
             self._write_result(work_dir, run, {**laps.seconds, **timings})
 
     def _write_result(self, work_dir: Path, run: RefreshRun, timings: dict[str, float]) -> None:
@@ -371,6 +378,27 @@ class RunExecutor:
         _, not_done = wait_futures(futures, timeout=self._grace + KILL_WAIT)
         if not_done:
             logger.warning("%d refresh run(s) did not end within the shutdown grace", len(not_done))
+
+
+class _Background:
+    """A call on a thread of its own; ``result()`` waits for it and raises what it raised."""
+
+    def __init__(self, fn: Callable[[], None], name: str) -> None:
+        self._fn = fn
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._fn()
+        except BaseException as e:  # handed to whoever waits for it
+            self._error = e
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 class _RunReporter:

@@ -75,8 +75,12 @@ def _source_partitions(files: list[str]) -> list[str]:
 
 
 def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, str] | None,
-            reporter: Reporter) -> dict[str, Any]:
-    """One refresh through a stage; returns rows written and what was read."""
+            reporter: Reporter, before_stage: Any = None) -> dict[str, Any]:
+    """One refresh through a stage; returns rows written and what was read.
+
+    Args:
+        before_stage: called (and its error raised) once the query is planned, before the stage begins.
+    """
     from catalogd.model import StagePurpose
 
     laps = Laps()
@@ -84,7 +88,7 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
     laps.lap("sql_s")
     result = write_result(spark, client, spec, df,
                           StagePurpose.OVERWRITE_PARTITIONS if partition else StagePurpose.REPLACE, reporter,
-                          partition=partition, laps=laps)
+                          partition=partition, laps=laps, before_stage=before_stage)
     if partition and result["rows"] == 0:
         # Nothing for this partition now: an overwrite with no rows writes no
         # partition, so the stale one is dropped to match the query.
@@ -94,13 +98,14 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
 
 def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose: Any, reporter: Reporter,
                  on_staged: Any = None, partition: dict[str, str] | None = None,
-                 laps: Laps | None = None) -> dict[str, Any]:
+                 laps: Laps | None = None, before_stage: Any = None) -> dict[str, Any]:
     """Write a query's result into the table through a stage of ``purpose`` (REPLACE,
     OVERWRITE_PARTITIONS of ``partition``, APPEND); returns rows written and what was read.
 
     Args:
         on_staged: called with the stage's id once its rows are written, before the commit.
         laps: where the steps' times go (``timings`` in the result).
+        before_stage: as for ``refresh``.
     """
     from catalogd.model import StagePurpose
     from catalogd.spark_common import count_staged, is_connect, staged_table, write_staged
@@ -129,15 +134,18 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
     replacing = purpose is not StagePurpose.APPEND
     props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")} if replacing else None
     reporter.update(phase="writing", input_files=len(files))
+    if before_stage is not None:
+        before_stage()
+    laps.lap("before_stage_s")
     started = time.time()
-    laps.lap()
     with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
                       mode=purpose, properties=props, comment=table.comment if replacing else None, client=client,
                       spark=spark) as staged:
         laps.lap("stage_begin_s")
-        write_staged(spark, df, staged)
+        written = write_staged(spark, df, staged, count=True)
         laps.lap("write_s")
-        rows = count_staged(spark, staged)
+        # A Connect write counts its rows itself; a classic session's are counted after (a second job).
+        rows = written if written is not None else count_staged(spark, staged)
         laps.lap("count_s")
         if on_staged is not None:
             on_staged(staged.stage_id)
