@@ -40,6 +40,15 @@ SparkSession of its own on the same metastore, then measures:
    refresh). ``connect_vs_direct`` is the refresh's median end-to-end time over the
    warm in-session atomic overwrite of section 2 (goal: at most 1.5);
    ``submit_vs_connect`` how many times cheaper it is than a spark-submit refresh.
+   ``steps_s``: where a run's time went (medians, from each run's ``result.json``, in
+   order): ``session_s`` (its Connect session and settings), ``client_s`` (its
+   catalogd client), ``sql_s`` (the query sent and analysed), ``table_s`` (the target's
+   definition), ``columns_s`` (the query's columns), ``input_files_s`` (the files it
+   reads), ``before_stage_s`` (waiting for the run's RUNNING record), ``stage_begin_s``,
+   ``write_s``, ``count_s`` (rows counted: 0 when the write counted them itself),
+   ``commit_s`` and ``release_s`` (the session's release, after the run's end).
+   ``--only connect`` runs sections 2 and 4 alone, on a daemon started on the connect
+   engine (``submit_vs_connect`` is then absent; about 2-3 minutes).
 5. **Continuous tables in one server** (``--continuous N``, 0 skips it): the RSS of
    the connect daemon's process tree (daemon, Connect server, its Python workers)
    with one CONTINUOUS table running, then with N (goal: at most 1.5x).
@@ -96,7 +105,7 @@ SparkSession of its own on the same metastore, then measures:
                                                   [--incremental-rows 50000] [--many-full 50]
                                                   [--many-continuous 10] [--many-minutes 10]
                                                   [--many-engine connect] [--many-concurrency 2]
-                                                  [--only all|many] [--output FILE]
+                                                  [--only all|many|connect] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
@@ -306,7 +315,8 @@ def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
         if time.monotonic() >= next_poll:
             job = daemon.rest("GET", f"/v3/dynamic-tables/refresh/{job['jobId']}")
             next_poll = time.monotonic() + 0.25
-            if job["status"] in ("SUCCEEDED", "FAILED"):
+            # A run's status and end are set one after the other: wait for both.
+            if job["status"] in ("SUCCEEDED", "FAILED") and all(r.get("ended") for r in job["runs"]):
                 break
         if time.monotonic() > deadline:
             raise RuntimeError(f"refresh job {job['jobId']} of {table} did not end within {REFRESH_TIMEOUT:.0f}s")

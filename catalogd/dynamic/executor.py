@@ -284,11 +284,16 @@ class RunExecutor:
                                        before_stage=recording.result)
             laps.lap()
             timings = result.get("timings") or {}
-            run.status = RunStatus.SUCCEEDED
+            # Ended once committed, as a spark-submit run ends with its result (before its
+            # spark.stop()): releasing the session is clean-up its outcome does not wait for. All
+            # set before the status, so that whoever sees it SUCCEEDED sees them.
             run.rows = result.get("rows")
             run.input_files = result.get("input_files")
             run.source_partitions = result.get("source_partitions") or []
+            run.ended = self.clock()
+            run.status = RunStatus.SUCCEEDED
         except Exception as e:
+            run.ended = self.clock()
             run.status = RunStatus.FAILED
             if generation >= 0 and not server.alive(generation):
                 run.error = (f"the Spark Connect server died during the run (it is restarted; the next run "
@@ -300,9 +305,6 @@ class RunExecutor:
         finally:
             done.set()
             self.jobs.revoke_token(token)
-            # Ended once committed (or failed), as a spark-submit run ends with its result, before
-            # its spark.stop(): releasing the session is clean-up the run's outcome does not wait for.
-            run.ended = self.clock()
             if client is not None:
                 client.close()
             if session is not None:

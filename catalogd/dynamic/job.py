@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -129,11 +130,13 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
         df = df.where(F.col(key) == F.lit(value))
     laps.lap("columns_s")
     reporter.update(phase="planning")
-    files = df.inputFiles()
+    # A Connect session lists the files the query reads while the stage begins and the rows are
+    # written (the server plans it beside the write; the daemon begins the stage meanwhile).
+    listing = _Listing(df, background=is_connect(spark))
     laps.lap("input_files_s")
     replacing = purpose is not StagePurpose.APPEND
     props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")} if replacing else None
-    reporter.update(phase="writing", input_files=len(files))
+    reporter.update(phase="writing")
     if before_stage is not None:
         before_stage()
     laps.lap("before_stage_s")
@@ -147,14 +150,44 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
         # A Connect write counts its rows itself; a classic session's are counted after (a second job).
         rows = written if written is not None else count_staged(spark, staged)
         laps.lap("count_s")
+        files = listing.files()  # before the commit: a listing that failed fails the run, nothing committed
+        laps.lap("input_files_wait_s")
         if on_staged is not None:
             on_staged(staged.stage_id)
-        reporter.update(phase="committing", rows=rows)
+        reporter.update(phase="committing", rows=rows, input_files=len(files))
         laps.lap()
     laps.lap("commit_s")
     return {"rows": rows, "input_files": len(files), "source_partitions": _source_partitions(files),
             "write_seconds": time.time() - started, "timings": laps.seconds,
             "stage_id": staged.result.id if staged.result is not None else None}
+
+
+class _Listing:
+    """``df.inputFiles()``, called now or on a thread of its own (``background``)."""
+
+    def __init__(self, df: Any, background: bool) -> None:
+        self._df = df
+        self._files: list[str] = []
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._list, name="catalogd-input-files", daemon=True)
+            self._thread.start()
+        else:
+            self._list()
+
+    def _list(self) -> None:
+        try:
+            self._files = list(self._df.inputFiles())
+        except BaseException as e:  # raised to the caller by files()
+            self._error = e
+
+    def files(self) -> list[str]:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._files
 
 
 class Laps:

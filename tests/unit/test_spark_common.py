@@ -59,3 +59,4 @@ def test_observed_rows_come_from_the_writes_own_observation() -> None:
     # Not reported (an older server): the caller counts instead.
     assert spark_common.observed_rows(_Written(None)) is None
     assert spark_common.observed_rows(_Written(_Info([]))) is None
+
