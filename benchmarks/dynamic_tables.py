@@ -40,6 +40,15 @@ SparkSession of its own on the same metastore, then measures:
    refresh). ``connect_vs_direct`` is the refresh's median end-to-end time over the
    warm in-session atomic overwrite of section 2 (goal: at most 1.5);
    ``submit_vs_connect`` how many times cheaper it is than a spark-submit refresh.
+   ``steps_s``: where a run's time went (medians, from each run's ``result.json``, in
+   order): ``session_s`` (its Connect session and settings), ``client_s`` (its
+   catalogd client), ``sql_s`` (the query sent and analysed), ``table_s`` (the target's
+   definition), ``columns_s`` (the query's columns), ``input_files_s`` (the files it
+   reads), ``before_stage_s`` (waiting for the run's RUNNING record), ``stage_begin_s``,
+   ``write_s``, ``count_s`` (rows counted: 0 when the write counted them itself),
+   ``commit_s`` and ``release_s`` (the session's release, after the run's end).
+   ``--only connect`` runs sections 2 and 4 alone, on a daemon started on the connect
+   engine (``submit_vs_connect`` is then absent; about 2-3 minutes).
 5. **Continuous tables in one server** (``--continuous N``, 0 skips it): the RSS of
    the connect daemon's process tree (daemon, Connect server, its Python workers)
    with one CONTINUOUS table running, then with N (goal: at most 1.5x).
@@ -96,7 +105,7 @@ SparkSession of its own on the same metastore, then measures:
                                                   [--incremental-rows 50000] [--many-full 50]
                                                   [--many-continuous 10] [--many-minutes 10]
                                                   [--many-engine connect] [--many-concurrency 2]
-                                                  [--only all|many] [--output FILE]
+                                                  [--only all|many|connect] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
@@ -306,7 +315,8 @@ def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
         if time.monotonic() >= next_poll:
             job = daemon.rest("GET", f"/v3/dynamic-tables/refresh/{job['jobId']}")
             next_poll = time.monotonic() + 0.25
-            if job["status"] in ("SUCCEEDED", "FAILED"):
+            # A run's status and end are set one after the other: wait for both.
+            if job["status"] in ("SUCCEEDED", "FAILED") and all(r.get("ended") for r in job["runs"]):
                 break
         if time.monotonic() > deadline:
             raise RuntimeError(f"refresh job {job['jobId']} of {table} did not end within {REFRESH_TIMEOUT:.0f}s")
@@ -331,6 +341,7 @@ def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
         "rows": run["rows"],
         "input_files": run["inputFiles"],
         "source_partitions": run["sourcePartitions"],
+        "timings": result.get("timings") or {},
     }
 
 
@@ -416,10 +427,13 @@ def scheduler_overhead(client: CatalogClient, runs_wanted: int) -> dict[str, Any
 
 
 def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
-                   direct_atomic: dict[int, float | None], submit_e2e: dict[int, float | None]) -> dict[str, Any]:
-    """Section 4: the same refreshes through the daemon restarted on the connect engine."""
+                   direct_atomic: dict[int, float | None], submit_e2e: dict[int, float | None],
+                   restart: bool = True) -> dict[str, Any]:
+    """Section 4: the same refreshes through the daemon restarted on the connect engine
+    (``restart`` False: it runs that engine already)."""
     started = time.monotonic()
-    daemon.restart("connect")
+    if restart:
+        daemon.restart("connect")
     restart_s = time.monotonic() - started
     started = time.monotonic()
     warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")  # waits for the server
@@ -442,6 +456,9 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
             "submit_e2e_s": submit,
             "connect_vs_direct": round(e2e / atomic, 3) if e2e and atomic else None,
             "submit_vs_connect": round(submit / e2e, 3) if e2e and submit else None,
+            # Where the run's time went (its result.json: seconds per step, in order).
+            "steps_s": {step: med([r["timings"].get(step) for r in samples[days]])
+                        for step in dict.fromkeys(k for r in samples[days] for k in r["timings"])},
         })
     worst = max((c["connect_vs_direct"] or 0.0) for c in cases)
     return {"daemon_restart_s": round(restart_s, 1), "first_refresh_with_server_start_s": round(first_s, 1),
@@ -903,10 +920,13 @@ def run_many(many: Many) -> dict[str, Any]:
 
 def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
         continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000,
-        many: Many | None = None) -> dict[str, Any]:
+        many: Many | None = None, connect_only: bool = False) -> dict[str, Any]:
+    """Sections 1-7 (``connect_only``: 2 and 4, on a daemon started on the connect engine)."""
     begun = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
         daemon = DynamicDaemon(Path(tmp))
+        if connect_only:
+            daemon.engine = "connect"
         client: CatalogClient | None = None
         spark: Any = None
         try:
@@ -947,14 +967,15 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                     raise RuntimeError(f"{dt.full_name}: {dt.refresh_mode.value}, last refresh {dt.last_refresh}")
 
             # 1. Partition refreshes through REST: one untimed, then the sources alternating.
-            warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")
             samples: dict[int, list[dict[str, Any]]] = {d: [] for d in days_list}
-            for rep in range(repeat):
-                order = days_list if rep % 2 == 0 else list(reversed(days_list))
-                for days in order:
-                    samples[days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
-            for days in days_list:
-                check_day(spark, f"{DATABASE}.daily_{days}", rows_per_day, only_day=True)
+            if not connect_only:
+                warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")
+                for rep in range(repeat):
+                    order = days_list if rep % 2 == 0 else list(reversed(days_list))
+                    for days in order:
+                        samples[days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
+                for days in days_list:
+                    check_day(spark, f"{DATABASE}.daily_{days}", rows_per_day, only_day=True)
 
             # 2. The direct alternative in this session (one untimed round first).
             direct = Direct(spark, client)
@@ -1003,6 +1024,19 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
                     },
                     "dt_create_s": create_s[days],
                 })
+
+            if connect_only:
+                # 4 alone: the daemon runs the connect engine already.
+                warm = connect_engine(daemon, days_list, repeat,
+                                      {c["source"]["days"]: c["direct"]["atomic_insert_overwrite_s"] for c in cases},
+                                      {d: None for d in days_list}, restart=False)
+                for days in days_list:
+                    check_day(spark, f"{DATABASE}.daily_{days}", rows_per_day, only_day=True)
+                return {"benchmark": "dynamic_tables", "only": "connect", "repeat": repeat,
+                        "setup": {"spark": spark.version, "spark_master": "local[2]",
+                                  "rows_per_partition": rows_per_day, "refreshed_partition": f"ds={DAY}"},
+                        "machine": machine(), "direct": [{"days": c["source"]["days"], **c["direct"]} for c in cases],
+                        "connect_engine": warm, "total_s": round(time.monotonic() - begun, 1)}
 
             # 3. Scheduler overhead (alone: nothing else runs meanwhile).
             schedule = scheduler_overhead(client, schedule_runs)
@@ -1096,8 +1130,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="spark.engine of section 7 (connect)")
     parser.add_argument("--many-concurrency", type=int, default=2,
                         help="dynamic-tables.max-concurrent-refreshes of section 7 (2, the default)")
-    parser.add_argument("--only", choices=["all", "many"], default="all",
-                        help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes)")
+    parser.add_argument("--only", choices=["all", "many", "connect"], default="all",
+                        help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes); "
+                             "connect: sections 2 and 4 alone, on a daemon started on the connect engine")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
@@ -1113,8 +1148,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--only many needs --many-full or --many-continuous above 0")
         return report(lambda: run_many(many), args.output, (PySparkException,))
     return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
-                              args.continuous, args.incremental_files, args.incremental_rows, many), args.output,
-                  (PySparkException,))
+                              args.continuous, args.incremental_files, args.incremental_rows, many,
+                              connect_only=args.only == "connect"), args.output, (PySparkException,))
 
 
 if __name__ == "__main__":

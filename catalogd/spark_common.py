@@ -372,13 +372,22 @@ def _job_group(spark: SparkSession | None, group: str, description: str) -> Iter
             sc.setLocalProperty(key, value)  # type: ignore[arg-type]
 
 
+#: Hive's setting that lets an insert write partitions from the data's values when "nonstrict".
+DYNAMIC_PARTITION_MODE = "hive.exec.dynamic.partition.mode"
+#: The observation a Connect write counts its rows in (``write_staged``).
+_ROWS_OBSERVATION = "catalogd_rows_written"
+
+
 @contextlib.contextmanager
 
 
 def dynamic_partitions(spark: SparkSession) -> Iterator[None]:
     """Let inserts in the block write partitions from the data's values (restoring the setting after)."""
-    key = "hive.exec.dynamic.partition.mode"
+    key = DYNAMIC_PARTITION_MODE
     before = spark.conf.get(key, None)
+    if before == "nonstrict":  # nothing to change or restore (a run's Connect session starts so)
+        yield
+        return
     spark.conf.set(key, "nonstrict")
     try:
         yield
@@ -389,8 +398,16 @@ def dynamic_partitions(spark: SparkSession) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
-def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable) -> None:
+def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count: bool = False) -> int | None:
     """Write ``df`` into an active stage (``insertInto``: by position, so its columns in the table's order).
+
+    Args:
+        count: have the write count its rows where it can (a Spark Connect session: in the
+            write's own tasks, no second job).
+
+    Returns:
+        The rows written when ``count`` and the write reported them, else None
+        (``count_staged`` counts them).
 
     Raises:
         InternalError: the stage is not open (nothing to write into).
@@ -401,9 +418,26 @@ def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable) -> Non
     if staged.info is not None and staged.info.type == "jdbc":
         # The stage's columns are lower case, as catalogd keeps names; Spark's JDBC insert names them.
         write_jdbc(spark, df.toDF(*[c.lower() for c in df.columns]), staged.info, staged.stage.spark_table, "append")
-        return
+        return None
     with dynamic_partitions(spark):
-        df.write.insertInto(name, overwrite=True)
+        if not (count and is_connect(spark)):
+            df.write.insertInto(name, overwrite=True)
+            return None
+        from pyspark.sql.connect import functions as F
+
+        # The rows pass through unchanged; the count comes back with the write's answer.
+        observed = df.observe(_ROWS_OBSERVATION, F.count(F.lit(1)).alias("rows"))
+        observed.write.insertInto(name, overwrite=True)
+        return observed_rows(observed)
+
+
+def observed_rows(df: Any) -> int | None:
+    """The rows ``write_staged``'s observation counted in a Connect write (None: not reported)."""
+    info = getattr(df, "executionInfo", None)
+    for name, pairs in (info.flows if info is not None else []):
+        if name == _ROWS_OBSERVATION and pairs.get("rows") is not None:
+            return int(pairs["rows"])
+    return None
 
 
 def count_staged(spark: SparkSession, staged: StagedTable) -> int:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from catalogd.dynamic import runner as spark_runner
 from catalogd.errors import CatalogError, InvalidArgumentError
 from catalogd.model import Column
+from catalogd.spark_common import DYNAMIC_PARTITION_MODE
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as RemoteSession
@@ -53,6 +54,14 @@ _HEALTHY = 60.0
 #: A run's session gives up on a server that does not answer after these retries (the
 #: client's default waits ten minutes, long past the supervisor's restart).
 _RETRIES, _MAX_RETRY_BACKOFF_MS = 3, 2000
+#: Sessions a server keeps created ahead of need (each handed out once, to one run).
+POOL_SIZE = 1
+#: What a session created ahead starts with: a refresh's insert writes partitions from the
+#: data's values, so its write need not set and restore this itself (two requests fewer).
+SESSION_CONF = {DYNAMIC_PARTITION_MODE: "nonstrict"}
+#: A session created ahead and not taken within this long is let go (the server drops idle
+#: sessions after ``spark.connect.session.manager.defaultSessionTimeout``, 60 min by default).
+POOL_MAX_IDLE = 300.0
 
 
 def redact_url(url: str) -> str:
@@ -70,6 +79,19 @@ def new_session(url: str) -> RemoteSession:
     session = Remote.builder.remote(url).create()
     session.client.set_retry_policies([DefaultPolicy(max_retries=_RETRIES, max_backoff=_MAX_RETRY_BACKOFF_MS)])
     return session
+
+
+def set_confs(session: RemoteSession, conf: dict[str, str]) -> None:
+    """Set ``conf`` in the session in one request (a setting Spark refuses fails it, as
+    ``conf.set`` would)."""
+    if not conf:
+        return
+    set_all = getattr(session.conf, "_set_all", None)  # pyspark's one-request form (3.5+)
+    if set_all is None:
+        for key, value in conf.items():
+            session.conf.set(key, value)
+        return
+    set_all(configs=conf, silent=False)
 
 
 def close_session(session: RemoteSession, released: bool = True) -> None:
@@ -110,8 +132,11 @@ class ConnectServer:
         self._restart_at = 0.0
         self._closed = False
         self._error: str | None = None
-        #: Sessions handed out by the running server (closed when it dies).
+        #: Sessions handed out by the running server, and those created ahead (closed when it dies).
         self._sessions: set[RemoteSession] = set()
+        #: Sessions created ahead of need, none handed out yet: (session, generation, created).
+        self._idle: list[tuple[RemoteSession, int, float]] = []
+        self._filling = False
         #: Incremented at each (re)start: a run that saw the generation change saw the server die.
         self.generation = 0
         self.restarts = 0
@@ -122,10 +147,15 @@ class ConnectServer:
     def session(self, timeout: float = START_TIMEOUT) -> tuple[RemoteSession, int]:
         """A new session and the server generation it belongs to; waits for a starting server.
 
+        The session is one no run has had: one created ahead of need when there is one (the
+        server's handshake is then behind it), else a new one. Either way another is created
+        ahead for the next run.
+
         Raises:
             CatalogError: the server did not come up within ``timeout``.
         """
         deadline = time.monotonic() + timeout
+        stale: list[RemoteSession] = []
         with self._cond:
             while self._url is None and not self._closed:
                 left = deadline - time.monotonic()
@@ -137,6 +167,12 @@ class ConnectServer:
             if self._closed:
                 raise CatalogError("the Spark Connect engine is stopping")
             url, generation = self._url, self.generation
+            ready = self._take_idle(generation, stale)
+        for old in stale:  # idle too long: the server may have dropped it
+            close_session(old)
+        if ready is not None:
+            self.refill()
+            return ready, generation
         assert url is not None
         session = new_session(url)
         with self._cond:
@@ -147,7 +183,51 @@ class ConnectServer:
         if self.application_id is None:
             with contextlib.suppress(Exception):
                 self.application_id = session.conf.get("spark.app.id")
+        self.refill()  # after this one: the two do not compete for the server
         return session, generation
+
+    def _take_idle(self, generation: int, stale: list[RemoteSession]) -> RemoteSession | None:
+        """The oldest session created ahead for ``generation`` (under the lock); those idle
+        too long go to ``stale``."""
+        now = time.monotonic()
+        while self._idle:
+            session, made_for, created = self._idle.pop(0)
+            if made_for == generation and now - created < POOL_MAX_IDLE:
+                return session
+            self._sessions.discard(session)
+            stale.append(session)
+        return None
+
+    def refill(self) -> None:
+        """Create a session ahead of need (on a thread of its own) unless enough are waiting."""
+        with self._cond:
+            if self._filling or self._closed or self._url is None or len(self._idle) >= POOL_SIZE:
+                return
+            self._filling = True
+            url, generation = self._url, self.generation
+        threading.Thread(target=self._fill, args=(url, generation), name="dt-connect-pool", daemon=True).start()
+
+    def _fill(self, url: str, generation: int) -> None:
+        session: RemoteSession | None = None
+        try:
+            session = new_session(url)
+            # The first request makes the server create the session (and its SQL state) now,
+            # not when a run is waiting for it.
+            set_confs(session, SESSION_CONF)
+            app_id = session.conf.get("spark.app.id")
+            with self._cond:
+                if generation == self.generation and self._url is not None and not self._closed:
+                    self._sessions.add(session)
+                    self._idle.append((session, generation, time.monotonic()))
+                    self.application_id = self.application_id or app_id
+                    session = None
+        except Exception as e:  # the server died or is stopping: its supervisor handles that
+            logger.debug("creating a Spark Connect session ahead of need: %s", e)
+        finally:
+            with self._cond:
+                self._filling = False
+            if session is not None:
+                close_session(session, released=False)
 
     def release(self, session: RemoteSession, generation: int) -> None:
         with self._cond:
@@ -186,6 +266,7 @@ class ConnectServer:
             self._proc, self._url, self.application_id = None, None, None
             self.generation += 1
             sessions, self._sessions = self._sessions, set()
+            self._idle = []
         logger.warning("the Spark Connect server (pid %d) exited with code %s after %.0fs; %d run(s) on it fail, "
                        "restarting in %.0fs", proc.pid, proc.returncode, lived, len(sessions), self._backoff)
         for session in sessions:  # their blocked calls fail now, not after the client's retries
@@ -226,6 +307,7 @@ class ConnectServer:
             self._cond.notify_all()
         self.restarts = self.generation  # each death before this start made one restart
         logger.info("the Spark Connect server (pid %d) listens on 127.0.0.1:%d", proc.pid, bound)
+        self.refill()  # the first run's session is ready when it comes
 
     def _wait_listening(self, proc: subprocess.Popen[bytes], port: int) -> int | None:
         """The port the server bound (from its log line), once it accepts connections."""
@@ -250,6 +332,7 @@ class ConnectServer:
         with self._cond:
             self._closed = True
             sessions, self._sessions = self._sessions, set()
+            self._idle = []
             self._url = None
             self._cond.notify_all()
         for session in sessions:
@@ -493,4 +576,4 @@ class ConnectRunner:
 
 
 __all__ = ["ConnectAnalyzer", "ConnectEngine", "ConnectRunner", "ConnectServer", "TriggerLoop", "close_session",
-           "new_session", "redact_url"]
+           "new_session", "redact_url", "set_confs"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import json
 import logging
 import secrets
 import shutil
@@ -14,13 +15,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from pathlib import Path
 from typing import Any
 
 from catalogd.config import Config
 from catalogd.dynamic import job as spark_job
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
-from catalogd.dynamic.connect import START_TIMEOUT, ConnectEngine
+from catalogd.dynamic.connect import START_TIMEOUT, ConnectEngine, set_confs
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
@@ -248,10 +250,15 @@ class RunExecutor:
         refresh code, stage protocol, job token and TLS as a spark-submit job's."""
         from catalogd.client import CatalogClient
 
-        spec = self.jobs.spec(entry, self.jobs.runs_dir() / run.id, "batch", run.partition, run.id)
+        work_dir = self.jobs.runs_dir() / run.id
+        spec = self.jobs.spec(entry, work_dir, "batch", run.partition, run.id)
         started = self.clock()
+        laps = spark_job.Laps()
         run.status, run.started, run.phase = RunStatus.RUNNING, started, "starting"
-        self.records.record(entry, run)
+        # Recorded while the run gets its session and plans; waited for before its stage begins
+        # (a run whose record cannot be written writes nothing) and before it ends (the final
+        # record comes after this one).
+        recording = _Background(lambda: self.records.record(entry, run), f"dt-record-{run.id}")
         timeout = self.config.dynamic_tables.refresh_timeout.total_seconds()
         token = self.jobs.mint_token(entry, timeout + self._grace + KILL_WAIT + 60.0)
         server = engine.server(self.jobs.run_conf(entry))
@@ -260,22 +267,33 @@ class RunExecutor:
         session: Any = None
         generation = -1
         client: CatalogClient | None = None
+        timings: dict[str, float] = {}
         try:
             session, generation = server.session(min(timeout, START_TIMEOUT))
             run.application_id = server.application_id
             watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
                                        name=f"dt-watch-{run.id}", daemon=True)
             watcher.start()
-            for key, value in {**conf, **self.jobs.catalog_session_conf(entry)}.items():  # this session's only
-                session.conf.set(key, value)
+            # This session's only, in one request.
+            set_confs(session, {**conf, **self.jobs.catalog_session_conf(entry)})
+            laps.lap("session_s")
             client = CatalogClient(spec["daemon"], token=token or "",
                                    tls_context=spark_job._tls_context(spec.get("tls")))
-            result = spark_job.refresh(session, client, spec, run.partition or None, _RunReporter(run))
-            run.status = RunStatus.SUCCEEDED
+            laps.lap("client_s")
+            result = spark_job.refresh(session, client, spec, run.partition or None, _RunReporter(run),
+                                       before_stage=recording.result)
+            laps.lap()
+            timings = result.get("timings") or {}
+            # Ended once committed, as a spark-submit run ends with its result (before its
+            # spark.stop()): releasing the session is clean-up its outcome does not wait for. All
+            # set before the status, so that whoever sees it SUCCEEDED sees them.
             run.rows = result.get("rows")
             run.input_files = result.get("input_files")
             run.source_partitions = result.get("source_partitions") or []
+            run.ended = self.clock()
+            run.status = RunStatus.SUCCEEDED
         except Exception as e:
+            run.ended = self.clock()
             run.status = RunStatus.FAILED
             if generation >= 0 and not server.alive(generation):
                 run.error = (f"the Spark Connect server died during the run (it is restarted; the next run "
@@ -291,7 +309,22 @@ class RunExecutor:
                 client.close()
             if session is not None:
                 server.release(session, generation)
-            run.ended = self.clock()
+            laps.lap("release_s")
+            with contextlib.suppress(Exception):  # its failure failed the run already, or it is moot now
+                recording.result()
+            self._write_result(work_dir, run, {**laps.seconds, **timings})
+
+    def _write_result(self, work_dir: Path, run: RefreshRun, timings: dict[str, float]) -> None:
+        """A Connect run's ``result.json``, as a spark-submit job leaves one: how it ended and
+        where its time went (seconds per step; ``benchmarks/dynamic_tables.py`` prints them)."""
+        try:
+            spark_runner.own_dir(work_dir)
+            (work_dir / "result.json").write_text(json.dumps(
+                {"ok": run.status is RunStatus.SUCCEEDED, "error": run.error, "rows": run.rows,
+                 "ended": run.ended, "timings": timings}))
+        except OSError as e:
+            logger.debug("writing %s/result.json: %s", work_dir, e)
+        self._prune_run_dirs()
 
     def _watch_session(self, entry: Entry, session: Any, started: float, timeout: float, why: list[str],
                        done: threading.Event) -> None:
@@ -347,6 +380,27 @@ class RunExecutor:
         _, not_done = wait_futures(futures, timeout=self._grace + KILL_WAIT)
         if not_done:
             logger.warning("%d refresh run(s) did not end within the shutdown grace", len(not_done))
+
+
+class _Background:
+    """A call on a thread of its own; ``result()`` waits for it and raises what it raised."""
+
+    def __init__(self, fn: Callable[[], None], name: str) -> None:
+        self._fn = fn
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._fn()
+        except BaseException as e:  # handed to whoever waits for it
+            self._error = e
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 class _RunReporter:

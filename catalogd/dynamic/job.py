@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -75,14 +76,20 @@ def _source_partitions(files: list[str]) -> list[str]:
 
 
 def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, str] | None,
-            reporter: Reporter) -> dict[str, Any]:
-    """One refresh through a stage; returns rows written and what was read."""
+            reporter: Reporter, before_stage: Any = None) -> dict[str, Any]:
+    """One refresh through a stage; returns rows written and what was read.
+
+    Args:
+        before_stage: called (and its error raised) once the query is planned, before the stage begins.
+    """
     from catalogd.model import StagePurpose
 
+    laps = Laps()
     df = spark.sql(spec["query"])
+    laps.lap("sql_s")
     result = write_result(spark, client, spec, df,
                           StagePurpose.OVERWRITE_PARTITIONS if partition else StagePurpose.REPLACE, reporter,
-                          partition=partition)
+                          partition=partition, laps=laps, before_stage=before_stage)
     if partition and result["rows"] == 0:
         # Nothing for this partition now: an overwrite with no rows writes no
         # partition, so the stale one is dropped to match the query.
@@ -91,12 +98,15 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
 
 
 def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose: Any, reporter: Reporter,
-                 on_staged: Any = None, partition: dict[str, str] | None = None) -> dict[str, Any]:
+                 on_staged: Any = None, partition: dict[str, str] | None = None,
+                 laps: Laps | None = None, before_stage: Any = None) -> dict[str, Any]:
     """Write a query's result into the table through a stage of ``purpose`` (REPLACE,
     OVERWRITE_PARTITIONS of ``partition``, APPEND); returns rows written and what was read.
 
     Args:
         on_staged: called with the stage's id once its rows are written, before the commit.
+        laps: where the steps' times go (``timings`` in the result).
+        before_stage: as for ``refresh``.
     """
     from catalogd.model import StagePurpose
     from catalogd.spark_common import count_staged, is_connect, staged_table, write_staged
@@ -108,7 +118,9 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
     else:
         from pyspark.sql import functions as F  # type: ignore[no-redef]
 
+    laps = laps or Laps()
     table = client.get_table(spec["table"])
+    laps.lap("table_s")
     keys = [k.name for k in table.partition_keys]
     names = [c.name for c in table.columns] + keys
     lowered = {c.lower(): c for c in df.columns}
@@ -116,23 +128,81 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
     for key, value in (partition or {}).items():
         # A filter on the result: Spark pushes it down to the sources' partitions.
         df = df.where(F.col(key) == F.lit(value))
+    laps.lap("columns_s")
     reporter.update(phase="planning")
-    files = df.inputFiles()
+    # A Connect session lists the files the query reads while the stage begins and the rows are
+    # written (the server plans it beside the write; the daemon begins the stage meanwhile).
+    listing = _Listing(df, background=is_connect(spark))
+    laps.lap("input_files_s")
     replacing = purpose is not StagePurpose.APPEND
     props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")} if replacing else None
-    reporter.update(phase="writing", input_files=len(files))
+    reporter.update(phase="writing")
+    if before_stage is not None:
+        before_stage()
+    laps.lap("before_stage_s")
     started = time.time()
     with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
                       mode=purpose, properties=props, comment=table.comment if replacing else None, client=client,
                       spark=spark) as staged:
-        write_staged(spark, df, staged)
-        rows = count_staged(spark, staged)
+        laps.lap("stage_begin_s")
+        written = write_staged(spark, df, staged, count=True)
+        laps.lap("write_s")
+        # A Connect write counts its rows itself; a classic session's are counted after (a second job).
+        rows = written if written is not None else count_staged(spark, staged)
+        laps.lap("count_s")
+        files = listing.files()  # before the commit: a listing that failed fails the run, nothing committed
+        laps.lap("input_files_wait_s")
         if on_staged is not None:
             on_staged(staged.stage_id)
-        reporter.update(phase="committing", rows=rows)
+        reporter.update(phase="committing", rows=rows, input_files=len(files))
+        laps.lap()
+    laps.lap("commit_s")
     return {"rows": rows, "input_files": len(files), "source_partitions": _source_partitions(files),
-            "write_seconds": time.time() - started,
+            "write_seconds": time.time() - started, "timings": laps.seconds,
             "stage_id": staged.result.id if staged.result is not None else None}
+
+
+class _Listing:
+    """``df.inputFiles()``, called now or on a thread of its own (``background``)."""
+
+    def __init__(self, df: Any, background: bool) -> None:
+        self._df = df
+        self._files: list[str] = []
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._list, name="catalogd-input-files", daemon=True)
+            self._thread.start()
+        else:
+            self._list()
+
+    def _list(self) -> None:
+        try:
+            self._files = list(self._df.inputFiles())
+        except BaseException as e:  # raised to the caller by files()
+            self._error = e
+
+    def files(self) -> list[str]:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._files
+
+
+class Laps:
+    """Where a run's time went: seconds per step, each from the end of the one before."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str | None = None) -> None:
+        """End a step (``name`` None: time not counted in any step)."""
+        now = time.monotonic()
+        if name is not None:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, 4)
+        self._last = now
 
 
 def _fingerprint(spark: Any, sources: list[str]) -> str:

@@ -176,3 +176,85 @@ def test_trigger_loops_fire_stop_one_at_a_time_and_report_a_failure(tmp_path: Pa
     loops["b"].stop(1.0)
     assert json.loads((tmp_path / "b" / "status.json").read_text())["phase"] == "done"
     assert server.released == 3
+
+
+class _PoolConf:
+    def __init__(self, session: _PoolSession) -> None:
+        self.session = session
+
+    def _set_all(self, configs: dict[str, str], silent: bool) -> None:
+        assert not silent, "a setting Spark refuses must fail the run, not be skipped"
+        self.session.requests.append(("set", dict(configs)))
+
+    def get(self, key: str) -> str:
+        self.session.requests.append(("get", key))
+        return "local-1"
+
+
+class _PoolSession:
+    """A Connect session as the pool sees it: its requests, and how it was closed."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, object]] = []
+        self.closed: bool | None = None  # True: released on the server; False: only its channel closed
+        self.conf = _PoolConf(self)
+
+
+def _pooled_server(monkeypatch: pytest.MonkeyPatch) -> tuple[connect.ConnectServer, list[_PoolSession]]:
+    made: list[_PoolSession] = []
+
+    def new_session(url: str) -> _PoolSession:
+        made.append(_PoolSession())
+        return made[-1]
+
+    def close_session(session: _PoolSession, released: bool = True) -> None:
+        session.closed = released
+
+    monkeypatch.setattr(connect, "new_session", new_session)
+    monkeypatch.setattr(connect, "close_session", close_session)
+    server = connect.ConnectServer("local[1]", {}, Path("/nonexistent"), remote="sc://h:15002/;token=t")
+    return server, made
+
+
+def test_a_run_gets_a_session_created_ahead_and_never_one_another_run_had(monkeypatch: pytest.MonkeyPatch) -> None:
+    server, made = _pooled_server(monkeypatch)
+    first, generation = server.session(timeout=1.0)
+    assert first is made[0] and generation == 0
+    ahead = wait_until(lambda: server._idle[0][0] if server._idle else None, 10, "a session created ahead",
+                       every=0.01)
+    # Created ahead: the server made it (and set what a refresh's write needs) before any run asked.
+    assert ahead.requests == [("set", connect.SESSION_CONF), ("get", "spark.app.id")]
+    assert server.application_id == "local-1"
+    second, _ = server.session(timeout=1.0)
+    assert second is ahead and second is not first
+    third = wait_until(lambda: server._idle[0][0] if server._idle else None, 10, "the next one", every=0.01)
+    assert third not in (first, second)
+    server.release(first, generation)
+    server.release(second, generation)
+    assert (first.closed, second.closed) == (True, True)
+    assert third.closed is None, "a session no run had stays ready"
+
+
+def test_sessions_created_ahead_go_when_stale_or_when_the_server_dies(monkeypatch: pytest.MonkeyPatch) -> None:
+    server, _ = _pooled_server(monkeypatch)
+    server.session(timeout=1.0)
+    ahead = wait_until(lambda: server._idle[0][0] if server._idle else None, 10, "a session created ahead",
+                       every=0.01)
+    monkeypatch.setattr(connect, "POOL_MAX_IDLE", 0.0)
+    fresh, _ = server.session(timeout=1.0)
+    assert fresh is not ahead and ahead.closed is True, "idle too long: released, not handed out"
+    monkeypatch.setattr(connect, "POOL_MAX_IDLE", 300.0)
+    waiting = wait_until(lambda: server._idle[0][0] if server._idle else None, 10, "another one", every=0.01)
+
+    class _Dead:
+        pid, returncode = 4242, -9
+
+    server._died(_Dead())  # type: ignore[arg-type]
+    assert waiting.closed is False and not server._idle, "the dead server's sessions are dropped with it"
+
+
+def test_session_settings_go_in_one_request() -> None:
+    session = _PoolSession()
+    connect.set_confs(session, {"spark.sql.shuffle.partitions": "4", "spark.a": "b"})  # type: ignore[arg-type]
+    connect.set_confs(session, {})  # type: ignore[arg-type]
+    assert session.requests == [("set", {"spark.sql.shuffle.partitions": "4", "spark.a": "b"})]

@@ -1,0 +1,62 @@
+"""The write helpers' Connect shortcuts, on stand-ins (no Spark): rows observed by the write
+itself, and no setting changed that is already as the write needs it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from catalogd import spark_common
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self.calls: list[str] = []
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.calls.append(f"get {key}")
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.calls.append(f"set {key}")
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.calls.append(f"unset {key}")
+        self.values.pop(key, None)
+
+
+class _Spark:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.conf = _Conf(values)
+
+
+def test_dynamic_partitions_changes_nothing_already_set() -> None:
+    key = spark_common.DYNAMIC_PARTITION_MODE
+    ready = _Spark({key: "nonstrict"})
+    with spark_common.dynamic_partitions(ready):  # type: ignore[arg-type]
+        pass
+    assert ready.conf.calls == [f"get {key}"]
+    plain = _Spark({})
+    with spark_common.dynamic_partitions(plain):  # type: ignore[arg-type]
+        assert plain.conf.values[key] == "nonstrict"
+    assert plain.conf.values == {} and plain.conf.calls == [f"get {key}", f"set {key}", f"unset {key}"]
+
+
+class _Info:
+    def __init__(self, flows: list[tuple[str, dict[str, Any]]]) -> None:
+        self.flows = flows
+
+
+class _Written:
+    def __init__(self, info: _Info | None) -> None:
+        self.executionInfo = info
+
+
+def test_observed_rows_come_from_the_writes_own_observation() -> None:
+    mine = spark_common._ROWS_OBSERVATION
+    assert spark_common.observed_rows(_Written(_Info([("other", {"rows": 1}), (mine, {"rows": 42})]))) == 42
+    # Not reported (an older server): the caller counts instead.
+    assert spark_common.observed_rows(_Written(None)) is None
+    assert spark_common.observed_rows(_Written(_Info([]))) is None
+
