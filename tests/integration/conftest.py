@@ -12,6 +12,7 @@ The session daemon serves three catalogs:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -184,6 +185,29 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 # ---------------------------------------------------------------- per-test objects
+
+@pytest.fixture
+def sc(daemon: Daemon) -> Iterator[CatalogClient]:
+    """A client of the session daemon that waits long: a dynamic-table statement's Spark analysis
+    is slow on a busy machine (the analyzer may still be warming up when the first one comes)."""
+    with CatalogClient(daemon.address, timeout=240.0) as c:
+        yield c
+
+
+@contextlib.contextmanager
+def source_database(client: CatalogClient, spark: Any, name: str, rows: int) -> Iterator[str]:
+    """Database ``main.<name>`` with a parquet table ``src (id, amount = id * 1.5)`` of ``rows``
+    rows; its dynamic tables, then itself, dropped afterwards."""
+    client.create_database(f"main.{name}")
+    spark.sql(f"CREATE TABLE {name}.src (id BIGINT, amount DOUBLE) USING parquet")
+    spark.sql(f"INSERT INTO {name}.src SELECT id, id * 1.5 FROM range({rows})")
+    try:
+        yield name
+    finally:
+        for dt in client.list_dynamic_tables("main", name):
+            client.drop_dynamic_table(f"main.{name}.{dt.name}", if_exists=True)
+        client.drop_database(f"main.{name}", if_exists=True, cascade=True)
+
 
 @pytest.fixture(params=["main", "scratch"])
 def catalog(request: pytest.FixtureRequest) -> str:

@@ -23,6 +23,7 @@ from polling import wait_until
 from catalogd.client import CatalogClient
 from catalogd.model import RunStatus
 
+from .conftest import source_database
 from .helpers import Daemon, free_port, spark_rows, start_daemon, write_config
 from .spark_cluster import SparkCluster, running_spark_cluster
 
@@ -38,24 +39,9 @@ def cluster() -> Iterator[SparkCluster]:
 
 
 @pytest.fixture
-def sc(daemon: Daemon) -> Iterator[CatalogClient]:
-    """The session daemon, waited for long: a CREATE's Spark analysis is slow on a busy machine
-    (the analyzer may still be warming up when the session's first statement comes)."""
-    with CatalogClient(daemon.address, timeout=240.0) as c:
-        yield c
-
-
-@pytest.fixture
 def source(sc: CatalogClient, spark: Any, unique_name: Callable[[str], str]) -> Iterator[str]:
-    client = sc
-    name = unique_name("dtc")
-    client.create_database(f"main.{name}")
-    spark.sql(f"CREATE TABLE {name}.src (id BIGINT, amount DOUBLE) USING parquet")
-    spark.sql(f"INSERT INTO {name}.src SELECT id, id * 1.5 FROM range(20)")
-    yield name
-    for dt in client.list_dynamic_tables("main", name):
-        client.drop_dynamic_table(f"main.{name}.{dt.name}", if_exists=True)
-    client.drop_database(f"main.{name}", if_exists=True, cascade=True)
+    with source_database(sc, spark, unique_name("dtc"), 20) as name:
+        yield name
 
 
 def cluster_daemon(root: Path, metastore: str, cluster: SparkCluster, engine: str) -> Daemon:

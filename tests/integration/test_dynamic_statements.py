@@ -15,8 +15,8 @@ from catalogd.client import CatalogClient
 from catalogd.errors import ConflictError, InvalidArgumentError, TableNotFoundError
 from catalogd.model import RefreshMode, RunStatus
 
-from .conftest import CliResult
-from .helpers import Daemon, spark_rows
+from .conftest import CliResult, source_database
+from .helpers import spark_rows
 
 pytestmark = pytest.mark.integration
 
@@ -24,24 +24,9 @@ JOB_TIMEOUT = 300.0
 
 
 @pytest.fixture
-def sc(daemon: Daemon) -> Iterator[CatalogClient]:
-    """A client that waits long: a statement's Spark analysis is slow on a busy machine (the
-    analyzer may still be warming up when the session's first statement comes)."""
-    with CatalogClient(daemon.address, timeout=240.0) as c:
-        yield c
-
-
-@pytest.fixture
 def dts_db(sc: CatalogClient, spark: Any, unique_name: Callable[[str], str]) -> Iterator[str]:
-    client = sc
-    name = unique_name("dts")
-    client.create_database(f"main.{name}")
-    spark.sql(f"CREATE TABLE {name}.src (id BIGINT, amount DOUBLE) USING parquet")
-    spark.sql(f"INSERT INTO {name}.src SELECT id, id * 1.5 FROM range(5)")
-    yield name
-    for dt in client.list_dynamic_tables("main", name):
-        client.drop_dynamic_table(f"main.{name}.{dt.name}", if_exists=True)
-    client.drop_database(f"main.{name}", if_exists=True, cascade=True)
+    with source_database(sc, spark, unique_name("dts"), 5) as name:
+        yield name
 
 
 def definition(client: CatalogClient, name: str) -> tuple[Any, ...]:

@@ -109,7 +109,8 @@ def test_a_rewritten_source_or_an_outside_write_recomputes(harness: Any) -> None
     assert [w[0] for w in harness.writes] == [StagePurpose.REPLACE] * 3
 
 
-def test_a_stage_left_by_a_crash_is_committed_once_and_its_files_are_not_read_again(harness: Any) -> None:
+def _crash_before_the_second_commit(harness: Any) -> None:
+    """A first trigger commits f1; the second, with f2 new, dies before its stage's commit."""
     harness.files.update({"f1": [10, 1, []]})
     harness.trigger(0)
     harness.files["f2"] = [5, 2, []]
@@ -117,6 +118,10 @@ def test_a_stage_left_by_a_crash_is_committed_once_and_its_files_are_not_read_ag
     with pytest.raises(RuntimeError):
         harness.trigger(1)
     harness.crash["before_commit"] = False
+
+
+def test_a_stage_left_by_a_crash_is_committed_once_and_its_files_are_not_read_again(harness: Any) -> None:
+    _crash_before_the_second_commit(harness)
     harness.client.last_commit = "main.db.s1"  # what its commit on recovery leaves
     harness.trigger(2)
     assert harness.client.committed == ["main.db.s1"]
@@ -124,13 +129,7 @@ def test_a_stage_left_by_a_crash_is_committed_once_and_its_files_are_not_read_ag
 
 
 def test_a_stage_aborted_after_a_crash_leaves_its_files_to_read_again(harness: Any) -> None:
-    harness.files.update({"f1": [10, 1, []]})
-    harness.trigger(0)
-    harness.files["f2"] = [5, 2, []]
-    harness.crash["before_commit"] = True
-    with pytest.raises(RuntimeError):
-        harness.trigger(1)
-    harness.crash["before_commit"] = False
+    _crash_before_the_second_commit(harness)
     harness.client.known.clear()  # the janitor aborted it
     harness.trigger(2)
     assert harness.writes == [(StagePurpose.REPLACE, ["f1"]), (StagePurpose.APPEND, ["f2"])]
