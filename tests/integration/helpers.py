@@ -54,6 +54,19 @@ def clean_env() -> dict[str, str]:
     return env
 
 
+def closed_by_server(sock: socket.socket, timeout: float | None = None) -> bool:
+    """Reads until the daemon closes ``sock`` (end of file or a reset); a socket timeout
+    (``timeout`` seconds, else the socket's own) fails the test."""
+    if timeout is not None:
+        sock.settimeout(timeout)
+    while True:
+        try:
+            if sock.recv(4096) == b"":
+                return True
+        except ConnectionResetError:
+            return True
+
+
 def http_get(url: str, timeout: float = 10.0, context: ssl.SSLContext | None = None) -> tuple[int, str]:
     """(status, body) of a GET; HTTP errors are answers too. An https URL without ``context``
     is not verified (readiness probes of daemons with test certificates)."""

@@ -18,7 +18,7 @@ import pytest
 
 from catalogd.client import CatalogClient
 
-from .helpers import Daemon, free_port, start_daemon, write_config
+from .helpers import Daemon, closed_by_server, free_port, start_daemon, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -29,16 +29,6 @@ DEADLINE = 30.0
 def connect(daemon: Daemon) -> socket.socket:
     host, port = daemon.address.rsplit(":", 1)
     return socket.create_connection((host, int(port)), timeout=DEADLINE)
-
-
-def closed_by_server(sock: socket.socket) -> bool:
-    """Reads until the daemon closes ``sock`` (end of file or a reset); a socket timeout fails the test."""
-    while True:
-        try:
-            if sock.recv(4096) == b"":
-                return True
-        except ConnectionResetError:
-            return True
 
 
 @contextlib.contextmanager

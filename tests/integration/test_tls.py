@@ -27,7 +27,7 @@ from thrift.transport.TTransport import TTransportException
 from catalogd.client import CatalogClient
 from catalogd.errors import ServerUnavailableError
 
-from .helpers import CATALOGD, SparkChild, clean_env, http_get
+from .helpers import CATALOGD, SparkChild, clean_env, closed_by_server, http_get
 
 pytestmark = pytest.mark.integration
 
@@ -221,17 +221,6 @@ def test_a_client_certificate_is_the_hms_connection_s_principal(daemon_factory, 
 CAP = 8
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    """Reads until the daemon closes ``sock`` (end of file or a reset); a socket timeout fails the test."""
-    sock.settimeout(60)
-    while True:
-        try:
-            if sock.recv(4096) == b"":
-                return True
-        except ConnectionResetError:
-            return True
-
-
 def test_stalled_tls_handshakes_count_against_the_cap_and_are_closed_first(daemon_factory, tmp_path: Path):
     certs = make_certs(tmp_path / "certs")
     # The frame timeout (which would close a stalled handshake anyway) is far beyond the test:
@@ -278,7 +267,7 @@ def test_stalled_tls_handshakes_count_against_the_cap_and_are_closed_first(daemo
             # Handshakes count against the cap: with the established client and the newest
             # stalled ones holding it, every earlier stalled connection was closed, oldest first.
             for sock in stalled[:many - (CAP - 2)]:
-                assert _closed_by_server(sock)
+                assert closed_by_server(sock, 60)
 
         # The established clients were not the ones closed.
         assert api.ping()
