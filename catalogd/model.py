@@ -398,9 +398,10 @@ class RunStatus(enum.StrEnum):
         return self in (RunStatus.SUCCEEDED, RunStatus.FAILED)
 
 
-#: How a run was started (``append`` and ``recompute``: a trigger of an incremental continuous
-#: table that committed, by appending the new files' rows or by recomputing the whole table).
-TRIGGERS = ("schedule", "catch-up", "initial", "manual", "api", "continuous", "append", "recompute")
+#: How a run was started (``append``, ``merge`` and ``recompute``: a trigger of an incremental
+#: continuous table that committed, by appending the new files' rows, by merging their
+#: aggregation into the table's state, or by recomputing the whole table).
+TRIGGERS = ("schedule", "catch-up", "initial", "manual", "api", "continuous", "append", "merge", "recompute")
 
 
 @dataclass

@@ -289,7 +289,7 @@ struct RefreshRun {
   1: required string id,
   // catalog.database.table
   2: required string table,
-  // schedule | catch-up | initial | manual | api | continuous | append | recompute
+  // schedule | catch-up | initial | manual | api | continuous | append | merge | recompute
   3: required string trigger,
   4: required RunStatus status,
   // "2024-03-02 00:00:00+00:00"

@@ -15,6 +15,11 @@ already taken in, kept in ``<checkpoint>/incremental.json``:
   theirs), or no state yet: the query runs over all the current files and REPLACEs the
   table.
 
+An aggregation (``catalogd.dynamic.aggregation``) is merged instead of appended: the
+trigger aggregates the new files, merges that into the per-group state in
+``<checkpoint>/state/<version>`` (a new version per trigger, the last committed one
+kept), and replaces the table with the query's rows from the new state.
+
 Exactly once: the trigger records the stage and the files it covers (``pending``)
 after writing and before committing. A trigger after a crash commits that stage again
 (a commit of a committed stage answers COMMITTED; one found still open or half
@@ -32,6 +37,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from catalogd.dynamic.aggregation import STATE_VIEW
+
+#: Views an aggregation's merge reads: the state before the trigger, and the partial aggregate.
+_BEFORE = "catalogd_state_before"
+_PARTIAL = "catalogd_partial"
 #: How many committed triggers the status file lists (the supervisor records each as a run).
 _KEPT = 20
 
@@ -39,6 +49,8 @@ _KEPT = 20
 Listing = dict[str, dict[str, list[Any]]]
 #: The table parameter naming the stage that last committed into it (``hive_codec.LAST_COMMIT``).
 LAST_COMMIT = "catalogd.last-commit"
+#: Where an aggregation's state versions live, under the checkpoint.
+_STATE = "state"
 #: Hive's directory name for a NULL partition value.
 _DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -121,11 +133,12 @@ class Incremental:
         checkpoint = Path(spec["checkpoint"])
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.path = checkpoint / "incremental.json"
+        self.states = checkpoint / _STATE
         self.state: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
         if self.state.get("query") != self.plan["query"]:
             # Another query (the table was altered) starts over: its first trigger recomputes.
             self.state = {}
-        self.counters = {"batches": 0, "refreshes": 0, "appends": 0, "recomputes": 0}
+        self.counters = {"batches": 0, "refreshes": 0, "appends": 0, "merges": 0, "recomputes": 0}
         self.triggers: list[dict[str, Any]] = []
 
     def _save(self) -> None:
@@ -145,6 +158,8 @@ class Incremental:
             committed = False
         if committed:
             self.state["files"], self.state["stage"] = pending["files"], pending["stage"]
+            if "version" in pending:
+                self.state["version"] = pending["version"]
         self.state.pop("pending", None)
         self._save()
 
@@ -165,8 +180,12 @@ class Incremental:
         last_commit = client.get_table(self.spec["table"]).properties.get(LAST_COMMIT)
         # Written by another than this table's triggers (``dt refresh``): what it read is unknown.
         outside = bool(self.state.get("stage")) and last_commit is not None and last_commit != self.state["stage"]
-        if seen is None or rewritten or outside or set(seen) != set(current):
+        # An aggregation merges into its last state: gone (removed by hand), it is made again.
+        lost = bool(self.plan.get("aggregate")) and seen is not None and not self._version_dir(
+            self.state.get("version")).is_dir()
+        if seen is None or rewritten or outside or lost or set(seen) != set(current):
             why = ("first trigger" if seen is None else "the table was written outside its triggers" if outside
+                   else "the aggregation's state is gone" if lost
                    else f"rewritten: {', '.join(rewritten) or 'sources changed'}")
             self._run(spark, client, batch_id, seen_at, current, current, replace=True, why=why)
         else:
@@ -196,6 +215,55 @@ class Incremental:
             frames.append(spark.read.format(source["format"]).schema(data).load(sorted(paths)).selectExpr(*columns))
         return reduce(lambda a, b: a.unionByName(b), frames)
 
+    def _version_dir(self, version: Any) -> Path:
+        return self.states / str(int(version or 0))
+
+    def _merge(self, spark: Any, aggregate: dict[str, Any], before: int | None, version: int) -> tuple[Any, list[str]]:
+        """An aggregation's trigger (the source views already over the files to read): the
+        partial aggregate merged into state ``before`` (none: it is the state), written as
+        state ``version``; returns the final query's rows and the source files read."""
+        from pyspark.sql.types import StructType
+
+        names = spark.sql(self.plan["query"]).columns  # the table's columns, as the query names them
+        partial = spark.sql(aggregate["partial"])
+        fields = partial.schema.fields
+        types = {f.name: f.dataType.simpleString() for f in fields}
+        kept = StructType([f for f in fields if not f.name.startswith("__p")])
+        columns = ", ".join(f"`{f.name}`" for f in kept.fields)
+        if before is None:
+            merged = spark.sql(f"SELECT {columns} FROM ({aggregate['partial']})")
+        else:
+            spark.read.schema(kept).parquet(str(self._version_dir(before))).createOrReplaceTempView(_BEFORE)
+            partial.createOrReplaceTempView(_PARTIAL)
+            keys = [f"`{k}`" for k in aggregate["keys"]]
+            # Casts keep a buffer's type: a sum of decimal(p, s) sums would widen at each trigger.
+            merges = keys + [f"CAST({how}(`{name}`) AS {types[name]}) AS `{name}`"
+                             for name, how in aggregate["buffers"].items()]
+            grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
+            merged = spark.sql(f"SELECT {', '.join(merges)} FROM (SELECT {columns} FROM `{_BEFORE}` UNION ALL "
+                               f"SELECT {columns} FROM `{_PARTIAL}`){grouped}")
+        target = self._version_dir(version)
+        merged.write.mode("overwrite").parquet(str(target))
+        state = spark.read.schema(kept).parquet(str(target))
+        for average in aggregate["averages"]:
+            # As Spark's avg: NULL over no values, the sum over the count in the avg's own type.
+            total, count = f"`{average['sum']}`", f"`{average['count']}`"
+            state = state.selectExpr("*", f"CAST(IF({count} = 0, NULL, {total} / {count}) AS "
+                                          f"{types[average['probe']]}) AS `{average['name']}`")
+        state.createOrReplaceTempView(STATE_VIEW)
+        return spark.sql(aggregate["final"]).toDF(*names), list(partial.inputFiles())
+
+    def _forget_versions(self, keep: int) -> None:
+        """Remove the state versions before ``keep`` (each trigger writes a new one): only
+        directories named by a number, in this table's own ``state`` directory."""
+        import shutil
+
+        if not self.states.is_dir():
+            return
+        for entry in self.states.iterdir():
+            if entry.name.isdigit() and int(entry.name) != keep and entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+
     def _run(self, spark: Any, client: Any, batch_id: int, started: float, read: Listing, after: Listing,
              replace: bool, why: str) -> None:
         """Run the query over ``read``'s files into the table (REPLACE or APPEND); ``after`` is
@@ -208,25 +276,41 @@ class Incremental:
             df = self._read(spark, source, read.get(source["name"], {}))
             df.createOrReplaceTempView(source["view"])
             views.append(source["view"])
+        aggregate = self.plan.get("aggregate")
+        version: int | None = None
+        input_files: int | None = None
         try:
-            query = spark.sql(self.plan["query"])
+            if aggregate:
+                version = int(self.state.get("version") or 0) + 1
+                query, inputs = self._merge(spark, aggregate, None if replace else self.state.get("version"), version)
+                views.extend([STATE_VIEW, _BEFORE, _PARTIAL])
+                input_files = len(inputs)
+            else:
+                query = spark.sql(self.plan["query"])
 
             def pending(stage_id: str) -> None:
                 self.state["pending"] = {"stage": stage_id, "files": after}
+                if version is not None:
+                    self.state["pending"]["version"] = version
                 self._save()
 
-            result = self.write(spark, client, self.spec, query,
-                                StagePurpose.REPLACE if replace else StagePurpose.APPEND, self.reporter, pending)
+            purpose = StagePurpose.REPLACE if replace or aggregate else StagePurpose.APPEND
+            result = self.write(spark, client, self.spec, query, purpose, self.reporter, pending)
         finally:
             for view in views:
                 spark.catalog.dropTempView(view)
         self.state.update({"files": after, "query": self.plan["query"], "stage": result["stage_id"]})
+        if version is not None:
+            self.state["version"] = version
         self.state.pop("pending", None)
         self._save()
-        input_files = result["input_files"]
-        mode = "recompute" if replace else "append"
+        if version is not None:
+            self._forget_versions(keep=version)
+        if input_files is None:
+            input_files = result["input_files"]
+        mode = "recompute" if replace else "merge" if aggregate else "append"
         self.counters["refreshes"] += 1
-        self.counters["recomputes" if replace else "appends"] += 1
+        self.counters["recomputes" if replace else "merges" if aggregate else "appends"] += 1
         record = {"batch": batch_id, "mode": mode, "why": why, "started": started, "ended": time.time(),
                   "rows": result["rows"], "input_files": input_files,
                   "new_files": sum(len(f) for f in read.values()),

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalogd.dynamic import store
+from catalogd.dynamic import aggregation, store
 from catalogd.model import Column, Table, TableFormat, TableKind
 
 #: Source formats Spark's file source reads with the table's schema alone (no serde options).
@@ -43,8 +43,13 @@ FILE_FORMATS = (TableFormat.PARQUET, TableFormat.ORC)
 _VOLATILE = {"current_timestamp", "current_date", "now", "localtimestamp", "unix_timestamp", "rand", "randn",
              "random", "uuid", "shuffle", "monotonically_increasing_id", "spark_partition_id", "current_timezone"}
 
-_AGGREGATION = ("the query aggregates: Spark maintains an aggregation with a stateful plan whose results change "
-                "rows already written (update/complete output mode), which appending to the table cannot express")
+_AGGREGATION = ("the query aggregates inside a UNION: catalogd merges an aggregation only when it is the "
+                "query's one SELECT over one table")
+AGGREGATE_WHY = ("an aggregation ({merged}) of an append-only {formats} source: each trigger aggregates only the "
+                 "files added since the last one, merges that into the per-group state kept in the table's "
+                 "checkpoint (as Spark's stateful streaming aggregation does) and replaces the table with the "
+                 "query's rows from the state through a REPLACE stage (a source rewritten in place is recomputed "
+                 "whole once)")
 INCREMENTAL_WHY = ("a selection/projection{union} over append-only {formats} sources: each trigger reads only the "
                    "files added since the last one and appends the query's rows from them through an APPEND stage "
                    "(a source rewritten in place is recomputed whole once)")
@@ -75,6 +80,8 @@ class Plan:
     why: str
     query: str = ""
     sources: list[Source] = field(default_factory=list)
+    #: An aggregation's partial, merge and final queries (``catalogd.dynamic.aggregation``).
+    aggregate: aggregation.Split | None = None
 
     @property
     def refresh(self) -> str:
@@ -82,7 +89,10 @@ class Plan:
 
     def to_spec(self) -> dict[str, Any]:
         """What the job's spec carries (``incremental``)."""
-        return {"query": self.query, "sources": [s.to_json() for s in self.sources]}
+        spec: dict[str, Any] = {"query": self.query, "sources": [s.to_json() for s in self.sources]}
+        if self.aggregate is not None:
+            spec["aggregate"] = self.aggregate.to_json()
+        return spec
 
 
 def recompute(why: str) -> Plan:
@@ -146,10 +156,20 @@ def plan(query: str, target: Table, sources: dict[str, Table]) -> Plan:
     """
     import sqlglot
     from sqlglot import exp
+    from sqlglot.errors import SqlglotError
 
-    obstacle = query_obstacle(query)
-    if obstacle is not None:
-        return recompute(obstacle)
+    try:
+        aggregates = aggregation.is_aggregation(sqlglot.parse_one(query, read="spark"))
+    except SqlglotError:
+        aggregates = False  # query_obstacle says why
+    if aggregates:
+        split = aggregation.split(query, query_obstacle)
+        if isinstance(split, str):
+            return recompute(split)
+    else:
+        obstacle = query_obstacle(query)
+        if obstacle is not None:
+            return recompute(obstacle)
     if not target.location or not target.location.startswith(("file:", "/")):
         return recompute(f"the table's location {target.location} is not on the local file system, where an "
                          "APPEND stage moves new files")
@@ -173,9 +193,22 @@ def plan(query: str, target: Table, sources: dict[str, Table]) -> Plan:
         node.set("this", exp.to_identifier(found[key].view, quoted=True))
         node.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
     formats = "/".join(sorted({s.format for s in found.values()}))
+    rewritten = tree.sql(dialect="spark", identify=True)
+    if aggregates:
+        split = aggregation.split(rewritten, query_obstacle)
+        if isinstance(split, str):  # not expected: the same query, its tables renamed
+            return recompute(split)
+        merged = ", ".join(sorted({m for m in _aggregate_names(tree)})) or "grouping"
+        return Plan(True, AGGREGATE_WHY.format(merged=merged, formats=formats), rewritten,
+                    list(found.values()), split)
     union = " (UNION ALL)" if tree.find(exp.Union) is not None else ""
-    return Plan(True, INCREMENTAL_WHY.format(union=union, formats=formats),
-                tree.sql(dialect="spark", identify=True), list(found.values()))
+    return Plan(True, INCREMENTAL_WHY.format(union=union, formats=formats), rewritten, list(found.values()))
+
+
+def _aggregate_names(tree: Any) -> list[str]:
+    from sqlglot import exp
+
+    return [n.sql_name().lower() for n in tree.find_all(exp.AggFunc)]
 
 
 def _source_obstacle(name: str, table: Table) -> str | None:

@@ -216,6 +216,46 @@ def test_an_incremental_continuous_table_reads_only_the_new_files_each_trigger(
     cc.drop_dynamic_table(name)
 
 
+def test_an_aggregating_continuous_table_merges_each_trigger_s_new_files_into_its_state(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str) -> None:
+    source = f"{cdb}.sales"
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING, amount DECIMAL(10,2)) USING parquet")
+    spark.sql(f"INSERT INTO {source} SELECT id, IF(id % 2 = 0, 'a', 'b'), id * 1.25 FROM range(0, 30, 1, 3)")
+    location = cc.get_table(f"main.{source}").location or ""
+    initial = len(_data_files(location))
+    query = (f"SELECT kind, count(*) AS n, sum(amount) AS total, avg(amount) AS mean, min(id) AS low, "
+             f"max(id) AS high, count_if(amount > 10) AS big FROM {source} WHERE id % 5 <> 0 "
+             "GROUP BY kind HAVING count(*) > 2")
+    name = f"main.{cdb}.by_kind"
+    cc.create_dynamic_table(name, query, "4 seconds")
+    dt = cc.get_dynamic_table(name)
+    assert dt.job_detail["refresh"] == "incremental", dt.job_detail
+    assert "merges that into the per-group state" in str(dt.job_detail["refreshWhy"])
+    table = f"{cdb}.by_kind"
+
+    def matches() -> bool:
+        # The table holds what the query gives over the whole source now, to the last decimal.
+        return spark_rows(spark, table) == sorted(tuple(r) for r in spark.sql(query).collect())
+
+    wait_until(matches, JOB_TIMEOUT, "the first trigger", every=1)
+    # New rows for both groups, and a group that crosses HAVING's threshold on the second append.
+    for batch, (first, kind) in enumerate(((100, "a"), (200, "c"), (300, "c")), start=1):
+        spark.sql(f"INSERT INTO {source} SELECT id, IF(id % 3 = 0, '{kind}', 'b'), id * 0.5 "
+                  f"FROM range({first}, {first + 6}, 1, 1)")
+        wait_until(lambda n=batch: len([r for r in cc.dynamic_table_history(name) if r.trigger == "merge"]) >= n
+                   and matches(), JOB_TIMEOUT, f"merge {batch}", every=1)
+    assert {r[0] for r in spark_rows(spark, table)} == {"a", "b", "c"}
+    merges = [r for r in cc.dynamic_table_history(name) if r.trigger == "merge"]
+    # Each merge read the one new file (Spark's inputFiles of its partial aggregate), not the source.
+    assert [(r.status, r.input_files) for r in merges] == [(RunStatus.SUCCEEDED, 1)] * 3, merges
+    last = cc.get_dynamic_table(name).job_detail["lastTrigger"]
+    assert last["mode"] == "merge" and last["source_files"] == initial + 3, last
+    # One state version is kept: each trigger's new one replaces the one before.
+    states = list(connect_dtd.root.joinpath("data").rglob("by_kind/checkpoint/state"))
+    assert len(states) == 1 and [p.name for p in states[0].iterdir()] == ["4"], states
+    cc.drop_dynamic_table(name)
+
+
 def test_a_connect_server_killed_mid_run_fails_the_run_and_is_restarted(
         connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
     name = f"main.{cdb}.slow"

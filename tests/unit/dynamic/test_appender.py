@@ -86,7 +86,8 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     def trigger(batch: int) -> None:
         appender.Incremental(spec, Reporter(), write_result).trigger(FakeSpark(), client, batch)
 
-    return SimpleNamespace(files=files, writes=writes, client=client, crash=crash, trigger=trigger)
+    return SimpleNamespace(files=files, writes=writes, client=client, crash=crash, trigger=trigger, spec=spec,
+                           read=read)
 
 
 def test_the_first_trigger_recomputes_then_only_new_files_are_appended(harness: Any) -> None:
@@ -133,6 +134,67 @@ def test_a_stage_aborted_after_a_crash_leaves_its_files_to_read_again(harness: A
     harness.client.known.clear()  # the janitor aborted it
     harness.trigger(2)
     assert harness.writes == [(StagePurpose.REPLACE, ["f1"]), (StagePurpose.APPEND, ["f2"])]
+
+
+@pytest.fixture
+def merging(harness: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The harness with an aggregating table: each trigger's merge is recorded as (the state
+    version it merged into, the version it wrote, the files it read) and writes that version."""
+    harness.spec["incremental"]["aggregate"] = {"partial": "...", "final": "...", "keys": [], "buffers": {},
+                                                "averages": []}
+    merges: list[tuple[int | None, int, list[str]]] = []
+
+    def merge(self: Any, spark: Any, aggregate: Any, before: int | None, version: int) -> tuple[Any, list[str]]:
+        (self.states / str(version)).mkdir(parents=True, exist_ok=True)
+        merges.append((before, version, list(harness.read)))
+        return FakeFrame(), list(harness.read)
+
+    monkeypatch.setattr(appender.Incremental, "_merge", merge)
+    harness.merges = merges
+    harness.states = Path(harness.spec["checkpoint"]) / "state"
+    return harness
+
+
+def test_an_aggregation_merges_new_files_into_its_last_state_and_keeps_only_the_new_one(merging: Any) -> None:
+    merging.files.update({"f1": [10, 1, []], "f2": [10, 1, []]})
+    merging.trigger(0)
+    merging.states.joinpath("notes").mkdir()  # not a state version: left alone
+    merging.files["f3"] = [5, 2, []]
+    merging.trigger(1)
+    merging.trigger(2)  # nothing new: nothing merged
+    merging.files["f4"] = [5, 3, []]
+    merging.trigger(3)
+    assert merging.merges == [(None, 1, ["f1", "f2"]), (1, 2, ["f3"]), (2, 3, ["f4"])]
+    # Every write replaces the table with the query's rows from the new state.
+    assert [w[0] for w in merging.writes] == [StagePurpose.REPLACE] * 3
+    assert sorted(p.name for p in merging.states.iterdir()) == ["3", "notes"]
+
+
+def test_a_merge_left_by_a_crash_keeps_its_state_once_committed_or_is_redone(merging: Any) -> None:
+    _crash_before_the_second_commit(merging)
+    merging.client.last_commit = "main.db.s1"
+    merging.trigger(2)  # its stage committed on recovery: state 2 is the table's
+    merging.files["f3"] = [5, 3, []]
+    merging.trigger(3)
+    assert merging.merges == [(None, 1, ["f1"]), (1, 2, ["f2"]), (2, 3, ["f3"])]
+
+
+def test_a_merge_aborted_after_a_crash_is_redone_from_the_state_before(merging: Any) -> None:
+    _crash_before_the_second_commit(merging)
+    merging.client.known.clear()
+    merging.trigger(2)
+    assert merging.merges == [(None, 1, ["f1"]), (1, 2, ["f2"]), (1, 2, ["f2"])]
+
+
+def test_a_state_gone_is_made_again_from_every_file(merging: Any) -> None:
+    import shutil
+
+    merging.files.update({"f1": [10, 1, []]})
+    merging.trigger(0)
+    shutil.rmtree(merging.states / "1")
+    merging.files["f2"] = [5, 2, []]
+    merging.trigger(1)
+    assert merging.merges == [(None, 1, ["f1"]), (None, 2, ["f1", "f2"])]
 
 
 class ListingSpark:

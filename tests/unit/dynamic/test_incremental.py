@@ -38,9 +38,7 @@ def test_selections_projections_and_union_all_are_incremental(query: str) -> Non
 
 
 @pytest.mark.parametrize(("query", "why"), [
-    ("SELECT kind, count(*) AS n FROM ev GROUP BY kind", "aggregates"),
-    ("SELECT count(*) AS n FROM ev", "aggregates"),
-    ("SELECT DISTINCT kind FROM ev", "DISTINCT"),
+    ("SELECT id FROM ev UNION ALL SELECT count(*) AS id FROM other.ev2", "aggregates inside a UNION"),
     ("SELECT * FROM ev UNION SELECT * FROM other.ev2", "UNION removes duplicates"),
     ("SELECT a.id FROM ev a JOIN other.ev2 b ON a.id = b.id", "join"),
     ("SELECT id FROM ev WHERE id IN (SELECT id FROM other.ev2)", "subquery"),
@@ -56,6 +54,39 @@ def test_what_needs_all_the_rows_is_recomputed_and_says_why(query: str, why: str
     assert not found.incremental and found.refresh == "recompute"
     assert why in found.why
     assert query_obstacle(qualified) == found.why
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT kind, count(*) AS n, avg(id) AS mean FROM ev GROUP BY kind HAVING count(*) > 1",
+    "SELECT count(*) AS n FROM ev e WHERE e.id > 3",
+    "SELECT DISTINCT kind FROM ev",
+])
+def test_aggregations_of_one_table_merge_into_their_state(query: str) -> None:
+    qualified, tables = _qualified(query)
+    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    assert found.incremental and found.aggregate is not None, found.why
+    assert "merges that into the per-group state" in found.why
+    spec = found.to_spec()
+    # The partial aggregate reads the source's view (of the new files), the final the state.
+    assert "`catalogd_source_0`" in spec["aggregate"]["partial"] and "`db`." not in spec["aggregate"]["partial"]
+    assert spec["aggregate"]["final"].count("`catalogd_state`") == 1
+
+
+@pytest.mark.parametrize(("query", "why"), [
+    ("SELECT kind, count(DISTINCT id) AS n FROM ev GROUP BY kind", "needs every value seen"),
+    ("SELECT a.kind, count(*) AS n FROM ev a JOIN other.ev2 b ON a.id = b.id GROUP BY a.kind", "a join"),
+    ("SELECT kind, count(*) AS n FROM ev WHERE rand() > 0.5 GROUP BY kind", "rand"),
+])
+def test_aggregations_that_cannot_be_merged_are_recomputed_and_say_why(query: str, why: str) -> None:
+    qualified, tables = _qualified(query)
+    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    assert not found.incremental and why in found.why, found.why
+
+
+def test_an_aggregation_over_a_text_source_is_recomputed() -> None:
+    qualified, _ = _qualified("SELECT kind, count(*) AS n FROM ev GROUP BY kind")
+    found = plan(qualified, _table("db.dt"), {"db.ev": _table("db.ev", format=TableFormat.TEXTFILE)})
+    assert not found.incremental and "stored as textfile" in found.why
 
 
 @pytest.mark.parametrize(("source", "why"), [
