@@ -63,7 +63,12 @@ SparkSession of its own on the same metastore, then measures:
    append run must have read one file. For comparison, a ``dt refresh`` of each
    table then makes its next trigger recompute the whole table from all the files
    (``recompute_trigger_s``, ``recompute_ratio``); the first trigger (a recompute
-   too, the session's warm-up included) is given as well.
+   too, the session's warm-up included) is given as well. Then the same again
+   (``merge``) for two tables that aggregate (``GROUP BY kind``: count, sum, avg, max;
+   7 groups), the first two dropped: each trigger merges the new file's partial
+   aggregate into the table's state and replaces the table from it (its run's trigger is
+   ``merge``). ``met`` needs both ways met. ``--only incremental`` runs section 6 alone,
+   on a daemon started on the connect engine (about 5 minutes).
 
 7. **Many tables on one machine** (``--many-full N``, default 50, ``--many-continuous M``,
    default 10, both 0 skip it; ``--many-minutes K``, default 10; ``--many-engine``,
@@ -105,7 +110,7 @@ SparkSession of its own on the same metastore, then measures:
                                                   [--incremental-rows 50000] [--many-full 50]
                                                   [--many-continuous 10] [--many-minutes 10]
                                                   [--many-engine connect] [--many-concurrency 2]
-                                                  [--only all|many|connect] [--output FILE]
+                                                  [--only all|many|connect|incremental] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
@@ -510,6 +515,7 @@ class IncrementalSources:
         self.files = {"small": files, "large": files * self.SCALE}
         self.locations: dict[str, Path] = {}
         self.pending: dict[str, list[Path]] = {}
+        self.appended: dict[str, int] = {}
         for label, count in self.files.items():
             table = f"{DATABASE}.stream_{label}"
             spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING, amount DOUBLE) USING parquet")
@@ -518,6 +524,7 @@ class IncrementalSources:
             location = client.get_table(f"{CATALOG}.{table}").location or ""
             self.locations[label] = Path(location.removeprefix("file:"))
             self.pending[label] = []
+            self.appended[label] = 0
             for i in range(appends):
                 out = scratch / f"append-{label}-{i}"
                 first = (count + i) * rows
@@ -526,16 +533,32 @@ class IncrementalSources:
 
     def append(self, label: str) -> None:
         new = self.pending[label].pop(0)
+        self.appended[label] += 1
         os.rename(new, self.locations[label] / f"appended-{new.parent.name}-{new.name}")
 
 
+#: Section 6's queries: an append (selection and projection) and a merge (aggregation).
+INCREMENTAL_QUERIES = {
+    "append": "SELECT id, kind, amount * 2 AS doubled FROM {source} WHERE id % 3 <> 0",
+    "merge": ("SELECT kind, count(*) AS n, sum(amount) AS total, avg(amount) AS mean, max(id) AS last_id "
+              "FROM {source} WHERE id % 3 <> 0 GROUP BY kind"),
+}
+
+
 def incremental_triggers(client: CatalogClient, sources: IncrementalSources, repeat: int) -> dict[str, Any]:
-    """Section 6: time the trigger that takes one new file in, with the source at 1x and 10x."""
-    names = {label: f"{CATALOG}.{DATABASE}.inc_{label}" for label in sources.files}
+    """Section 6: time the trigger that takes one new file in, with the source at 1x and 10x:
+    for a table that appends, then (the first ones dropped) for one that merges an aggregation."""
+    result = _incremental_way(client, sources, repeat, "append")
+    merge = _incremental_way(client, sources, repeat, "merge")
+    return {**result, "merge": merge, "met": result["met"] and merge["met"]}
+
+
+def _incremental_way(client: CatalogClient, sources: IncrementalSources, repeat: int, way: str) -> dict[str, Any]:
+    prefix = {"append": "inc", "merge": "agg"}[way]
+    names = {label: f"{CATALOG}.{DATABASE}.{prefix}_{label}" for label in sources.files}
     for label, name in names.items():
         dt = client.create_dynamic_table(
-            name, f"SELECT id, kind, amount * 2 AS doubled FROM {DATABASE}.stream_{label} WHERE id % 3 <> 0",
-            "10 seconds")
+            name, INCREMENTAL_QUERIES[way].format(source=f"{DATABASE}.stream_{label}"), "10 seconds")
         if dt.job_detail.get("refresh") != "incremental":
             raise RuntimeError(f"{name} does not refresh incrementally: {dt.job_detail.get('refreshWhy')}")
 
@@ -552,7 +575,7 @@ def incremental_triggers(client: CatalogClient, sources: IncrementalSources, rep
     for rep in range(repeat):
         for label in (list(names) if rep % 2 == 0 else list(reversed(list(names)))):
             sources.append(label)
-            runs(names[label], "append", rep + 1)
+            runs(names[label], way, rep + 1)
     # A warm recompute for comparison: a `dt refresh` writes the table outside its triggers, so
     # the next trigger recomputes the whole table from all the files.
     for name in names.values():
@@ -563,10 +586,10 @@ def incremental_triggers(client: CatalogClient, sources: IncrementalSources, rep
         runs(name, "recompute", 2)
     cases = {}
     for label, name in names.items():
-        appended = runs(name, "append", repeat)
+        appended = runs(name, way, repeat)
         recomputed = runs(name, "recompute", 2)[-1]
         cases[label] = {
-            "source_files": sources.files[label] + repeat,
+            "source_files": sources.files[label] + sources.appended[label],
             "trigger_s": med([r.ended - r.started for r in appended]),
             "trigger_runs_s": [round(r.ended - r.started, 3) for r in appended],
             "input_files_per_trigger": sorted({r.input_files for r in appended}),
@@ -580,7 +603,7 @@ def incremental_triggers(client: CatalogClient, sources: IncrementalSources, rep
     small, large = cases["small"]["trigger_s"], cases["large"]["trigger_s"]
     ratio = round(large / small, 3) if small and large else None
     one_file = all(c["input_files_per_trigger"] == [1] for c in cases.values())
-    return {"cases": cases, "ratio": ratio, "target": INCREMENTAL_TARGET,
+    return {"query": INCREMENTAL_QUERIES[way], "cases": cases, "ratio": ratio, "target": INCREMENTAL_TARGET,
             "recompute_ratio": round(cases["large"]["recompute_trigger_s"] / cases["small"]["recompute_trigger_s"], 3),
             "met": ratio is not None and ratio <= INCREMENTAL_TARGET and one_file}
 
@@ -918,6 +941,33 @@ def run_many(many: Many) -> dict[str, Any]:
             tear_down(daemon, None, (client,))
 
 
+def run_incremental(files: int, rows: int, repeat: int) -> dict[str, Any]:
+    """Section 6 alone, on a daemon of its own started on the connect engine."""
+    begun = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
+        daemon = DynamicDaemon(Path(tmp))
+        daemon.engine = "connect"
+        client: CatalogClient | None = None
+        spark: Any = None
+        try:
+            daemon.start()
+            client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
+            info = client.get_catalog(CATALOG)
+            client.create_database(f"{CATALOG}.{DATABASE}", comment="catalogd dynamic tables benchmark")
+            local_dir = Path(tmp) / "spark-local"
+            local_dir.mkdir()
+            spark = start_spark(spark_conf_for(info), local_dir)
+            repeat = max(repeat, INCREMENTAL_REPEAT)
+            increments = IncrementalSources(spark, client, Path(tmp), files, rows, 2 * repeat)
+            result = incremental_triggers(client, increments, repeat)
+            return {"benchmark": "dynamic_tables", "only": "incremental",
+                    "setup": {"metastore": info.metastore, "spark": spark.version, "spark_master": "local[2]",
+                              "files": files, "rows_per_file": rows},
+                    "machine": machine(), "incremental": result, "total_s": round(time.monotonic() - begun, 1)}
+        finally:
+            tear_down(daemon, spark, (client,))
+
+
 def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
         continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000,
         many: Many | None = None, connect_only: bool = False) -> dict[str, Any]:
@@ -1046,7 +1096,7 @@ def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int
             spark.sql(f"CREATE TABLE {DATABASE}.events (id BIGINT, kind STRING) USING parquet")
             spark.sql(f"INSERT INTO {DATABASE}.events SELECT id, 'a' FROM range(100)")
             increments = IncrementalSources(spark, client, Path(tmp), incremental_files, incremental_rows,
-                                            max(repeat, INCREMENTAL_REPEAT)) if incremental_files else None
+                                            2 * max(repeat, INCREMENTAL_REPEAT)) if incremental_files else None
             warm = connect_engine(daemon, days_list, repeat,
                                   {c["source"]["days"]: c["direct"]["atomic_insert_overwrite_s"] for c in cases},
                                   {c["source"]["days"]: c["refresh"]["e2e_s"] for c in cases})
@@ -1130,9 +1180,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="spark.engine of section 7 (connect)")
     parser.add_argument("--many-concurrency", type=int, default=2,
                         help="dynamic-tables.max-concurrent-refreshes of section 7 (2, the default)")
-    parser.add_argument("--only", choices=["all", "many", "connect"], default="all",
+    parser.add_argument("--only", choices=["all", "many", "connect", "incremental"], default="all",
                         help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes); "
-                             "connect: sections 2 and 4 alone, on a daemon started on the connect engine")
+                             "connect: sections 2 and 4 alone, on a daemon started on the connect engine; "
+                             "incremental: section 6 alone, on a daemon started on the connect engine")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
@@ -1147,6 +1198,11 @@ def main(argv: list[str] | None = None) -> int:
         if not many.wanted:
             parser.error("--only many needs --many-full or --many-continuous above 0")
         return report(lambda: run_many(many), args.output, (PySparkException,))
+    if args.only == "incremental":
+        if args.incremental_files < 1:
+            parser.error("--only incremental needs --incremental-files above 0")
+        return report(lambda: run_incremental(args.incremental_files, args.incremental_rows, args.repeat),
+                      args.output, (PySparkException,))
     return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
                               args.continuous, args.incremental_files, args.incremental_rows, many,
                               connect_only=args.only == "connect"), args.output, (PySparkException,))
