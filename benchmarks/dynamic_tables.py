@@ -181,6 +181,8 @@ class DynamicDaemon(Daemon):
     spark.engine, changed between two starts on the same data dir)."""
 
     engine = "submit"
+    #: spark.connect-warmup (``--connect-warmup``).
+    warmup = True
     #: dynamic-tables.max-concurrent-refreshes (the default, 2, unless section 7 asks for another).
     concurrency = 2
 
@@ -220,6 +222,7 @@ class DynamicDaemon(Daemon):
             "spark:\n"
             '  master: "local[2]"\n'
             f"  engine: {self.engine}\n"
+            f"  connect-warmup: {'true' if self.warmup else 'false'}\n"
             "  conf:\n" + spark_conf
         )
 
@@ -438,6 +441,8 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
     started = time.monotonic()
     warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")  # waits for the server
     first_s = time.monotonic() - started
+    # How the server's last start went: listening, warm-up rounds, ready for runs.
+    server_start = read_json(daemon.data_dir / "dynamic" / "connect" / "server-0" / "warmup.json")
     samples: dict[int, list[dict[str, Any]]] = {d: [] for d in days_list}
     for rep in range(repeat):
         for days in (days_list if rep % 2 == 0 else list(reversed(days_list))):
@@ -462,6 +467,7 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
         })
     worst = max((c["connect_vs_direct"] or 0.0) for c in cases)
     return {"daemon_restart_s": round(restart_s, 1), "first_refresh_with_server_start_s": round(first_s, 1),
+            "connect_warmup": daemon.warmup, "server_start": server_start,
             "warmup_e2e_s": warmup["e2e_s"], "cases": cases, "target_vs_direct": CONNECT_TARGET,
             "met": worst <= CONNECT_TARGET}
 
@@ -920,11 +926,12 @@ def run_many(many: Many) -> dict[str, Any]:
 
 def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
         continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000,
-        many: Many | None = None, connect_only: bool = False) -> dict[str, Any]:
+        many: Many | None = None, connect_only: bool = False, connect_warmup: bool = True) -> dict[str, Any]:
     """Sections 1-7 (``connect_only``: 2 and 4, on a daemon started on the connect engine)."""
     begun = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
         daemon = DynamicDaemon(Path(tmp))
+        daemon.warmup = connect_warmup
         if connect_only:
             daemon.engine = "connect"
         client: CatalogClient | None = None
@@ -1133,6 +1140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["all", "many", "connect"], default="all",
                         help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes); "
                              "connect: sections 2 and 4 alone, on a daemon started on the connect engine")
+    parser.add_argument("--connect-warmup", choices=["on", "off"], default="on",
+                        help="spark.connect-warmup of the connect engine's daemon (on, the default)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
@@ -1149,7 +1158,8 @@ def main(argv: list[str] | None = None) -> int:
         return report(lambda: run_many(many), args.output, (PySparkException,))
     return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
                               args.continuous, args.incremental_files, args.incremental_rows, many,
-                              connect_only=args.only == "connect"), args.output, (PySparkException,))
+                              connect_only=args.only == "connect", connect_warmup=args.connect_warmup == "on"),
+                  args.output, (PySparkException,))
 
 
 if __name__ == "__main__":
