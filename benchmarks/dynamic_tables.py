@@ -47,6 +47,15 @@ SparkSession of its own on the same metastore, then measures:
    reads), ``before_stage_s`` (waiting for the run's RUNNING record), ``stage_begin_s``,
    ``write_s``, ``count_s`` (rows counted: 0 when the write counted them itself),
    ``commit_s`` and ``release_s`` (the session's release, after the run's end).
+   ``server_start`` is how the server's last start went (its ``warmup.json``):
+   ``listening_s`` (process start until it listens), ``warmup_s`` and ``rounds_s`` (the
+   warm-up: before sessions are handed out, a session of its own runs a refresh's code
+   paths, a query with a partition filter, a dynamic-partition parquet overwrite with
+   observed row count and ``inputFiles()``, 5 rounds, in a scratch dir of the server's
+   work dir; ``spark.connect-warmup``), ``ready_s`` (process start until the first session
+   could be handed out) and ``error`` (a failed warm-up). ``--connect-warmup off`` starts
+   the connect daemon without it (sessions as soon as the server listens) for comparison;
+   the untimed refresh before the timed ones is run either way.
    ``--only connect`` runs sections 2 and 4 alone, on a daemon started on the connect
    engine (``submit_vs_connect`` is then absent; about 2-3 minutes).
 5. **Continuous tables in one server** (``--continuous N``, 0 skips it): the RSS of
@@ -105,7 +114,8 @@ SparkSession of its own on the same metastore, then measures:
                                                   [--incremental-rows 50000] [--many-full 50]
                                                   [--many-continuous 10] [--many-minutes 10]
                                                   [--many-engine connect] [--many-concurrency 2]
-                                                  [--only all|many|connect] [--output FILE]
+                                                  [--only all|many|connect] [--connect-warmup on|off]
+                                                  [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
