@@ -452,10 +452,13 @@ class ConnectServer:
                     self._sessions.discard(session)
                     alive = generation == self.generation and not self._closed
                 close_session(session, released=alive and not cut_off.is_set())
-            try:
-                remove_scratch(scratch, self.work_dir)
-            except OSError as e:
-                logger.warning("removing the warm-up's scratch directory %s: %s", scratch, e)
+            # After a death, the next start's warm-up removes it first (this thread, late, must
+            # not remove what that one is writing).
+            if self._start_current(generation) or self._closed:
+                try:
+                    remove_scratch(scratch, self.work_dir)
+                except OSError as e:
+                    logger.warning("removing the warm-up's scratch directory %s: %s", scratch, e)
         took = time.monotonic() - began
         if error is None:
             logger.info("the Spark Connect server (pid %d) warmed up in %.1fs (%d rounds: %s s)", proc.pid, took,
