@@ -47,6 +47,15 @@ SparkSession of its own on the same metastore, then measures:
    reads), ``before_stage_s`` (waiting for the run's RUNNING record), ``stage_begin_s``,
    ``write_s``, ``count_s`` (rows counted: 0 when the write counted them itself),
    ``commit_s`` and ``release_s`` (the session's release, after the run's end).
+   ``server_start`` is how the server's last start went (its ``warmup.json``):
+   ``listening_s`` (process start until it listens), ``warmup_s`` and ``rounds_s`` (the
+   warm-up: before sessions are handed out, a session of its own runs a refresh's code
+   paths, a query with a partition filter, a dynamic-partition parquet overwrite with
+   observed row count and ``inputFiles()``, 5 rounds, in a scratch dir of the server's
+   work dir; ``spark.connect-warmup``), ``ready_s`` (process start until the first session
+   could be handed out) and ``error`` (a failed warm-up). ``--connect-warmup off`` starts
+   the connect daemon without it (sessions as soon as the server listens) for comparison;
+   the untimed refresh before the timed ones is run either way.
    ``--only connect`` runs sections 2 and 4 alone, on a daemon started on the connect
    engine (``submit_vs_connect`` is then absent; about 2-3 minutes).
 5. **Continuous tables in one server** (``--continuous N``, 0 skips it): the RSS of
@@ -110,7 +119,8 @@ SparkSession of its own on the same metastore, then measures:
                                                   [--incremental-rows 50000] [--many-full 50]
                                                   [--many-continuous 10] [--many-minutes 10]
                                                   [--many-engine connect] [--many-concurrency 2]
-                                                  [--only all|many|connect|incremental] [--output FILE]
+                                                  [--only all|many|connect|incremental]
+                                                  [--connect-warmup on|off] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark, the
 refresh jobs and the daemon (with its metastore) are shut down at the end, also when
@@ -186,6 +196,8 @@ class DynamicDaemon(Daemon):
     spark.engine, changed between two starts on the same data dir)."""
 
     engine = "submit"
+    #: spark.connect-warmup (``--connect-warmup``).
+    warmup = True
     #: dynamic-tables.max-concurrent-refreshes (the default, 2, unless section 7 asks for another).
     concurrency = 2
 
@@ -225,6 +237,7 @@ class DynamicDaemon(Daemon):
             "spark:\n"
             '  master: "local[2]"\n'
             f"  engine: {self.engine}\n"
+            f"  connect-warmup: {'true' if self.warmup else 'false'}\n"
             "  conf:\n" + spark_conf
         )
 
@@ -443,6 +456,8 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
     started = time.monotonic()
     warmup = refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days_list[0]}")  # waits for the server
     first_s = time.monotonic() - started
+    # How the server's last start went: listening, warm-up rounds, ready for runs.
+    server_start = read_json(daemon.data_dir / "dynamic" / "connect" / "server-0" / "warmup.json")
     samples: dict[int, list[dict[str, Any]]] = {d: [] for d in days_list}
     for rep in range(repeat):
         for days in (days_list if rep % 2 == 0 else list(reversed(days_list))):
@@ -467,6 +482,7 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
         })
     worst = max((c["connect_vs_direct"] or 0.0) for c in cases)
     return {"daemon_restart_s": round(restart_s, 1), "first_refresh_with_server_start_s": round(first_s, 1),
+            "connect_warmup": daemon.warmup, "server_start": server_start,
             "warmup_e2e_s": warmup["e2e_s"], "cases": cases, "target_vs_direct": CONNECT_TARGET,
             "met": worst <= CONNECT_TARGET}
 
@@ -970,11 +986,12 @@ def run_incremental(files: int, rows: int, repeat: int) -> dict[str, Any]:
 
 def run(rows_per_day: int, days_list: list[int], repeat: int, schedule_runs: int,
         continuous: int = 10, incremental_files: int = 20, incremental_rows: int = 50_000,
-        many: Many | None = None, connect_only: bool = False) -> dict[str, Any]:
+        many: Many | None = None, connect_only: bool = False, connect_warmup: bool = True) -> dict[str, Any]:
     """Sections 1-7 (``connect_only``: 2 and 4, on a daemon started on the connect engine)."""
     begun = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-dt-") as tmp:
         daemon = DynamicDaemon(Path(tmp))
+        daemon.warmup = connect_warmup
         if connect_only:
             daemon.engine = "connect"
         client: CatalogClient | None = None
@@ -1184,6 +1201,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="many: section 7 alone, on a daemon of its own (about --many-minutes + 3 minutes); "
                              "connect: sections 2 and 4 alone, on a daemon started on the connect engine; "
                              "incremental: section 6 alone, on a daemon started on the connect engine")
+    parser.add_argument("--connect-warmup", choices=["on", "off"], default="on",
+                        help="spark.connect-warmup of the connect engine's daemon (on, the default)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.schedule_runs < 1 or args.rows_per_partition < 1:
@@ -1205,7 +1224,8 @@ def main(argv: list[str] | None = None) -> int:
                       args.output, (PySparkException,))
     return report(lambda: run(args.rows_per_partition, args.days, args.repeat, args.schedule_runs,
                               args.continuous, args.incremental_files, args.incremental_rows, many,
-                              connect_only=args.only == "connect"), args.output, (PySparkException,))
+                              connect_only=args.only == "connect", connect_warmup=args.connect_warmup == "on"),
+                  args.output, (PySparkException,))
 
 
 if __name__ == "__main__":

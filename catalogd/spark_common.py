@@ -375,7 +375,7 @@ def _job_group(spark: SparkSession | None, group: str, description: str) -> Iter
 #: Hive's setting that lets an insert write partitions from the data's values when "nonstrict".
 DYNAMIC_PARTITION_MODE = "hive.exec.dynamic.partition.mode"
 #: The observation a Connect write counts its rows in (``write_staged``).
-_ROWS_OBSERVATION = "catalogd_rows_written"
+ROWS_OBSERVATION = "catalogd_rows_written"
 
 
 @contextlib.contextmanager
@@ -426,7 +426,7 @@ def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count:
         from pyspark.sql.connect import functions as F
 
         # The rows pass through unchanged; the count comes back with the write's answer.
-        observed = df.observe(_ROWS_OBSERVATION, F.count(F.lit(1)).alias("rows"))
+        observed = df.observe(ROWS_OBSERVATION, F.count(F.lit(1)).alias("rows"))
         observed.write.insertInto(name, overwrite=True)
         return observed_rows(observed)
 
@@ -435,7 +435,7 @@ def observed_rows(df: Any) -> int | None:
     """The rows ``write_staged``'s observation counted in a Connect write (None: not reported)."""
     info = getattr(df, "executionInfo", None)
     for name, pairs in (info.flows if info is not None else []):
-        if name == _ROWS_OBSERVATION and pairs.get("rows") is not None:
+        if name == ROWS_OBSERVATION and pairs.get("rows") is not None:
             return int(pairs["rows"])
     return None
 

@@ -773,6 +773,13 @@ class SparkConfig(_Model):
     remote: str | None = None
     #: The port of catalogd's own Connect server (0: any free port, bound on 127.0.0.1).
     connect_port: Annotated[int, Field(ge=0, le=65535)] = Field(default=0, alias="connect-port")
+    #: Warm catalogd's own Connect server up when it starts, before it hands out sessions:
+    #: a few small refreshes' worth of work in a session of its own (a query with a partition
+    #: filter, a partition overwrite of parquet files into a scratch directory of the server's
+    #: work dir, removed after), so the first runs do not pay the JVM's class loading and JIT.
+    #: The first run after a start waits a few seconds more; a failed warm-up is logged and the
+    #: server used all the same. Not for ``remote`` servers, nor a non-local ``master``.
+    connect_warmup: bool = Field(default=True, alias="connect-warmup")
 
     @field_validator("remote")
     @classmethod

@@ -15,6 +15,12 @@ and it is started again after a backoff that doubles on each quick death (1 s to
 Spark settings that only apply when an application starts (the metastore URI, master,
 executor sizes) are the server's: runs whose settings differ get a server each, keyed by
 those settings (one per catalog metastore in practice).
+
+A server started here is warmed up before it hands out sessions (``spark.connect-warmup``):
+a just-started JVM runs a refresh about twice as slowly as one that has run a few (classes
+loaded, the parquet writer and the planner compiled by the JIT, the Hive client loaded), so
+one session of its own runs ``WARMUP_ROUNDS`` small refreshes' worth of work first, writing
+only into a scratch directory inside the server's own work dir (``warm_up``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from catalogd.dynamic import runner as spark_runner
 from catalogd.errors import CatalogError, InvalidArgumentError
 from catalogd.model import Column
-from catalogd.spark_common import DYNAMIC_PARTITION_MODE
+from catalogd.spark_common import DYNAMIC_PARTITION_MODE, ROWS_OBSERVATION, observed_rows
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as RemoteSession
@@ -62,6 +69,19 @@ SESSION_CONF = {DYNAMIC_PARTITION_MODE: "nonstrict"}
 #: A session created ahead and not taken within this long is let go (the server drops idle
 #: sessions after ``spark.connect.session.manager.defaultSessionTimeout``, 60 min by default).
 POOL_MAX_IDLE = 300.0
+#: Rounds of the warm-up's refresh-like work (query, partition overwrite, row count, file
+#: listing) in a server that just started; measured in benchmarks/dynamic_tables.py.
+WARMUP_ROUNDS = 5
+#: The longest a warm-up holds the first sessions back: past it, it is cut off (its session
+#: closed) and sessions are handed out as if it had failed.
+WARMUP_TIMEOUT = 60.0
+#: How long a run waits for a starting server: to listen, then to warm up.
+READY_TIMEOUT = START_TIMEOUT + WARMUP_TIMEOUT
+#: The warm-up's scratch directory, inside the server's work dir (removed before and after).
+WARMUP_DIR = "warmup"
+#: Rows of the warm-up's source (three days, a few hundred per day: classes and JIT, not data).
+_WARMUP_ROWS = 3000
+_WARMUP_DAY = "2024-03-02"
 
 
 def redact_url(url: str) -> str:
@@ -106,6 +126,57 @@ def close_session(session: RemoteSession, released: bool = True) -> None:
         logger.debug("closing a Spark Connect session: %s", e)
 
 
+def warm_up(session: RemoteSession, scratch: Path, rounds: int = WARMUP_ROUNDS) -> list[float]:
+    """Run a refresh's code paths ``rounds`` times in ``session``; the seconds of each round.
+
+    What a refresh does in the server (``job.write_result``), on a small parquet source written
+    into ``scratch`` first: a SQL query with an aggregation read through a temporary view, its
+    columns selected, a partition filter pushed down, a dynamic-partition overwrite of parquet
+    files (``scratch/out``) whose rows an observation counts, and ``inputFiles()``. The Hive
+    client is loaded with a read-only call (``SHOW DATABASES``): nothing is written to a metastore.
+
+    Raises:
+        CatalogError: a round wrote or read what it should not have (any Spark error is raised as is).
+    """
+    from pyspark.sql.connect import functions as F
+
+    set_confs(session, SESSION_CONF)
+    session.sql("SHOW DATABASES").collect()
+    source, out = scratch / "source", scratch / "out"
+    (session.range(_WARMUP_ROWS)
+     .selectExpr("id", "cast(id % 1000 / 10 AS decimal(10,2)) AS amount", "concat('c', id % 50) AS customer",
+                 "date_format(date_add(DATE'2024-03-01', cast(id % 3 AS int)), 'yyyy-MM-dd') AS ds")
+     .write.mode("overwrite").partitionBy("ds").parquet(source.as_uri()))
+    session.read.parquet(source.as_uri()).createOrReplaceTempView("catalogd_warmup_source")
+    seconds = []
+    for _ in range(rounds):
+        began = time.monotonic()
+        df = session.sql("SELECT ds, count(*) AS orders, sum(amount) AS total, count(DISTINCT customer) AS customers "
+                         "FROM catalogd_warmup_source GROUP BY ds")
+        lowered = {c.lower(): c for c in df.columns}
+        df = df.select(*[F.col(f"`{lowered[n]}`").alias(n) for n in ("orders", "total", "customers", "ds")])
+        df = df.where(F.col("ds") == F.lit(_WARMUP_DAY))
+        observed = df.observe(ROWS_OBSERVATION, F.count(F.lit(1)).alias("rows"))
+        (observed.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("ds")
+         .parquet(out.as_uri()))
+        rows = observed_rows(observed)
+        files = df.inputFiles()
+        if rows != 1 or not files:  # a file source's inputFiles() is all its files, not the day's
+            raise CatalogError(f"the warm-up wrote {rows} row(s) from {len(files)} file(s), expected 1 row")
+        seconds.append(round(time.monotonic() - began, 3))
+    return seconds
+
+
+def remove_scratch(scratch: Path, work_dir: Path) -> None:
+    """Remove the warm-up's scratch directory: only ``work_dir/WARMUP_DIR``, never a link."""
+    if scratch != work_dir / WARMUP_DIR:
+        raise InvalidArgumentError(f"{scratch} is not the warm-up directory of {work_dir}")
+    if scratch.is_symlink():
+        scratch.unlink()
+    elif scratch.exists():
+        shutil.rmtree(scratch)
+
+
 class ConnectServer:
     """One Spark Connect server: catalogd's own process (``remote`` None) or an existing one.
 
@@ -115,10 +186,12 @@ class ConnectServer:
         work_dir: its directory (settings file, log), created 0700.
         port: the port to bind (0: a free one).
         remote: an existing server's URL; catalogd then starts nothing.
+        warmup: warm a started server up before handing out sessions (``warms_up`` says
+            when it applies).
     """
 
     def __init__(self, master: str, conf: dict[str, str], work_dir: Path, port: int = 0,
-                 remote: str | None = None) -> None:
+                 remote: str | None = None, warmup: bool = False) -> None:
         self.master = master
         self.conf = conf
         self.work_dir = work_dir
@@ -141,10 +214,23 @@ class ConnectServer:
         self.generation = 0
         self.restarts = 0
         self.application_id: str | None = None
+        self.warmup = warmup
+        #: Warm-ups that failed or were cut off (each logged; the server is used all the same).
+        self.warmup_failures = 0
+        #: The last start's readiness: ``warmup.json`` in the work dir holds the same.
+        self.last_start: dict[str, Any] = {}
+
+    @property
+    def warms_up(self) -> bool:
+        """Whether a start is warmed up: catalogd's own server on a ``local`` master only. An
+        outside server (``remote``) is not catalogd's to load, nor its file system catalogd's
+        to write; on a cluster the executors would write the scratch files on their own hosts,
+        outside anything catalogd owns."""
+        return self.warmup and self.remote is None and self.master.strip().lower().startswith("local")
 
     # ------------------------------------------------------------ sessions
 
-    def session(self, timeout: float = START_TIMEOUT) -> tuple[RemoteSession, int]:
+    def session(self, timeout: float = READY_TIMEOUT) -> tuple[RemoteSession, int]:
         """A new session and the server generation it belongs to; waits for a starting server.
 
         The session is one no run has had: one created ahead of need when there is one (the
@@ -301,13 +387,93 @@ class ConnectServer:
             proc.wait()
             self._died(proc)
             return
+        url = f"sc://localhost:{bound}/;token={token}"
+        listening = time.monotonic() - self._started_at
+        logger.info("the Spark Connect server (pid %d) listens on 127.0.0.1:%d after %.1fs", proc.pid, bound,
+                    listening)
+        if not self.warms_up:
+            self._ready(proc, url, self.generation, {"listening_s": round(listening, 3), "warmup": False})
+            return
+        # Its own thread: the supervisor goes on watching (a death during the warm-up is noticed).
+        threading.Thread(target=self._warm_then_ready, args=(proc, url, self.generation, listening),
+                         name="dt-connect-warmup", daemon=True).start()
+
+    def _ready(self, proc: subprocess.Popen[bytes], url: str, generation: int, start: dict[str, Any]) -> None:
+        """Hand out sessions of the server that ``generation`` started (unless it died since)."""
         with self._cond:
-            self._url = f"sc://localhost:{bound}/;token={token}"
+            if generation != self.generation or self._closed or self._proc is not proc:
+                return
+            self._url = url
             self._error = None
+            self.last_start = {**start, "ready_s": round(time.monotonic() - self._started_at, 3)}
             self._cond.notify_all()
-        self.restarts = self.generation  # each death before this start made one restart
-        logger.info("the Spark Connect server (pid %d) listens on 127.0.0.1:%d", proc.pid, bound)
+        self.restarts = generation  # each death before this start made one restart
+        with contextlib.suppress(OSError):  # for operators and the benchmark
+            (self.work_dir / "warmup.json").write_text(json.dumps(self.last_start))
         self.refill()  # the first run's session is ready when it comes
+
+    def _warm_then_ready(self, proc: subprocess.Popen[bytes], url: str, generation: int, listening: float) -> None:
+        """Warm the server up in a session of its own (closed after), then hand out sessions,
+        whether the warm-up worked or not: it only makes the first runs faster."""
+        began = time.monotonic()
+        scratch = self.work_dir / WARMUP_DIR
+        session: RemoteSession | None = None
+        cut_off = threading.Event()
+        error: str | None = None
+        rounds: list[float] = []
+
+        def cut() -> None:  # a hung warm-up must not hold the runs back
+            cut_off.set()
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    session.interruptAll()
+                close_session(session, released=False)
+
+        timer = threading.Timer(WARMUP_TIMEOUT, cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            remove_scratch(scratch, self.work_dir)
+            session = new_session(url)
+            with self._cond:  # closed with the others if the server dies or the engine stops
+                if generation != self.generation or self._closed:
+                    raise CatalogError("the server stopped before its warm-up")
+                self._sessions.add(session)
+            if cut_off.is_set():
+                raise CatalogError("cut off")
+            rounds = warm_up(session, scratch)
+        except Exception as e:
+            error = (f"cut off after {WARMUP_TIMEOUT:.0f}s" if cut_off.is_set()
+                     else (str(e).strip().splitlines() or [type(e).__name__])[0][:500])
+        finally:
+            timer.cancel()
+            if session is not None:
+                with self._cond:
+                    self._sessions.discard(session)
+                    alive = generation == self.generation and not self._closed
+                close_session(session, released=alive and not cut_off.is_set())
+            # After a death, the next start's warm-up removes it first (this thread, late, must
+            # not remove what that one is writing).
+            if self._start_current(generation) or self._closed:
+                try:
+                    remove_scratch(scratch, self.work_dir)
+                except OSError as e:
+                    logger.warning("removing the warm-up's scratch directory %s: %s", scratch, e)
+        took = time.monotonic() - began
+        if error is None:
+            logger.info("the Spark Connect server (pid %d) warmed up in %.1fs (%d rounds: %s s)", proc.pid, took,
+                        len(rounds), ", ".join(f"{r:.2f}" for r in rounds))
+        elif self._start_current(generation):
+            self.warmup_failures += 1
+            logger.warning("the Spark Connect server's warm-up failed after %.1fs (it serves runs all the same): "
+                           "%s", took, error)
+        self._ready(proc, url, generation, {"listening_s": round(listening, 3), "warmup": True,
+                                            "warmup_s": round(took, 3), "rounds_s": rounds, "error": error})
+
+    def _start_current(self, generation: int) -> bool:
+        """Whether the start of ``generation`` is still the server's (listening or warming up)."""
+        with self._cond:
+            return generation == self.generation and not self._closed
 
     def _wait_listening(self, proc: subprocess.Popen[bytes], port: int) -> int | None:
         """The port the server bound (from its log line), once it accepts connections."""
@@ -356,10 +522,14 @@ class ConnectEngine:
         work_dir: where the servers' directories go (``<data-dir>/dynamic/connect``).
         port: ``spark.connect-port`` (for the first server; others take free ports).
         remote: ``spark.remote``: every run uses this server; catalogd starts none.
+        warmup: ``spark.connect-warmup``: warm each server catalogd starts up before its
+            first session (``ConnectServer.warms_up``).
     """
 
-    def __init__(self, master: str, work_dir: Path, port: int = 0, remote: str | None = None) -> None:
+    def __init__(self, master: str, work_dir: Path, port: int = 0, remote: str | None = None,
+                 warmup: bool = False) -> None:
         self.master = master
+        self.warmup = warmup
         self.work_dir = work_dir
         self.port = port
         self.remote = remote
@@ -383,7 +553,7 @@ class ConnectEngine:
                 else:
                     index = len(self._servers)
                     found = ConnectServer(self.master, conf, self.work_dir / f"server-{index}",
-                                          self.port if index == 0 else 0)
+                                          self.port if index == 0 else 0, warmup=self.warmup)
                 self._servers[key] = found
             self._ensure_thread()
         return found
@@ -437,7 +607,7 @@ class ConnectAnalyzer:
         """
         from catalogd.spark_common import hive_columns
 
-        session, generation = self.server.session(max(timeout, START_TIMEOUT))
+        session, generation = self.server.session(max(timeout, READY_TIMEOUT))
         try:
             schema = session.sql(query).schema
         except Exception as e:
@@ -498,7 +668,7 @@ class TriggerLoop:
         generation = -1
         client = None
         try:
-            session, generation = self.server.session(START_TIMEOUT)
+            session, generation = self.server.session(READY_TIMEOUT)
             self._session = session
             reporter.update(phase="streaming", application_id=self.server.application_id)
             client = CatalogClient(self.spec["daemon"], token=self.token or "",
@@ -576,4 +746,4 @@ class ConnectRunner:
 
 
 __all__ = ["ConnectAnalyzer", "ConnectEngine", "ConnectRunner", "ConnectServer", "TriggerLoop", "close_session",
-           "new_session", "redact_url", "set_confs"]
+           "new_session", "redact_url", "remove_scratch", "set_confs", "warm_up"]

@@ -22,7 +22,7 @@ from catalogd.config import Config
 from catalogd.dynamic import job as spark_job
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
-from catalogd.dynamic.connect import START_TIMEOUT, ConnectEngine, set_confs
+from catalogd.dynamic.connect import READY_TIMEOUT, ConnectEngine, set_confs
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
@@ -269,7 +269,7 @@ class RunExecutor:
         client: CatalogClient | None = None
         timings: dict[str, float] = {}
         try:
-            session, generation = server.session(min(timeout, START_TIMEOUT))
+            session, generation = server.session(min(timeout, READY_TIMEOUT))
             run.application_id = server.application_id
             watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
                                        name=f"dt-watch-{run.id}", daemon=True)

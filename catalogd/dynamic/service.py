@@ -109,7 +109,8 @@ class DynamicTables:
         self.engine: ConnectEngine | None = None
         if config.spark.engine == "connect":
             self.engine = ConnectEngine(config.spark.master, config.server.data_dir / "dynamic" / "connect",
-                                        config.spark.connect_port, config.spark.remote)
+                                        config.spark.connect_port, config.spark.remote,
+                                        warmup=config.spark.connect_warmup)
         self._analyzers = Analyzers(self.engine, config.server.data_dir / "dynamic" / "analyzer")
         self._executor = RunExecutor(manager, config, registry, runs, records, jobs, self._stopping,
                                      table_gone=self._table_gone, engine=self.engine)

@@ -21,6 +21,7 @@ import pytest
 from polling import holds_for, wait_until
 
 from catalogd.client import CatalogClient
+from catalogd.dynamic.connect import WARMUP_DIR, WARMUP_ROUNDS
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .helpers import Daemon, free_port, process_alive, spark_rows, start_daemon, write_config
@@ -146,6 +147,11 @@ def test_full_and_partition_refreshes_run_in_the_connect_server(
     assert run["sourcePartitions"] == ["ds=2024-03-02"]
     assert run["applicationId"]
     assert spark_rows(spark, f"{cdb}.daily") == [(20, 20 * 19 / 2 * 1.5, "2024-03-02")]
+    # The server warmed up (spark.connect-warmup, on by default) before it took the run; its
+    # scratch files are gone.
+    start = json.loads((connect_dtd.server_dir / "warmup.json").read_text())
+    assert start["warmup"] and start["error"] is None and len(start["rounds_s"]) == WARMUP_ROUNDS, start
+    assert not (connect_dtd.server_dir / WARMUP_DIR).exists()
 
     # A FULL refresh of the whole table, and a second one: each in a session of its own on the same server.
     everything = refresh(connect_dtd, daily)

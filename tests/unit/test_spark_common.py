@@ -54,7 +54,7 @@ class _Written:
 
 
 def test_observed_rows_come_from_the_writes_own_observation() -> None:
-    mine = spark_common._ROWS_OBSERVATION
+    mine = spark_common.ROWS_OBSERVATION
     assert spark_common.observed_rows(_Written(_Info([("other", {"rows": 1}), (mine, {"rows": 42})]))) == 42
     # Not reported (an older server): the caller counts instead.
     assert spark_common.observed_rows(_Written(None)) is None

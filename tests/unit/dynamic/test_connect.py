@@ -3,10 +3,13 @@ like a Spark Connect server (no JVM): start, token, death, restart with backoff.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from polling import wait_until
 
 from catalogd.config import parse_config
 from catalogd.dynamic import connect
-from catalogd.errors import ConfigError
+from catalogd.errors import CatalogError, ConfigError, InvalidArgumentError
 
 FAKE_SERVER = r'''
 import os, re, socket, sys, time
@@ -258,3 +261,134 @@ def test_session_settings_go_in_one_request() -> None:
     connect.set_confs(session, {"spark.sql.shuffle.partitions": "4", "spark.a": "b"})  # type: ignore[arg-type]
     connect.set_confs(session, {})  # type: ignore[arg-type]
     assert session.requests == [("set", {"spark.sql.shuffle.partitions": "4", "spark.a": "b"})]
+
+
+# ---------------------------------------------------------------- warm-up of a started server
+
+
+class _WarmSession(_PoolSession):
+    def __init__(self) -> None:
+        super().__init__()
+        self.interrupted = threading.Event()
+
+    def interruptAll(self) -> None:
+        self.interrupted.set()
+
+
+def _warming_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                    warm: Callable[[_WarmSession, Path], list[float]]) -> tuple[connect.ConnectEngine,
+                                                                                 list[_WarmSession]]:
+    """An engine (warm-up on) whose server is the stand-in above and whose warm-up is ``warm``."""
+    made: list[_WarmSession] = []
+
+    def new_session(url: str) -> _WarmSession:
+        made.append(_WarmSession())
+        return made[-1]
+
+    def close_session(session: _WarmSession, released: bool = True) -> None:
+        # Only ours: an earlier test's pool thread may still be closing a real session.
+        if isinstance(session, _WarmSession) and session.closed is None:
+            session.closed = released
+
+    monkeypatch.setattr(connect, "new_session", new_session)
+    monkeypatch.setattr(connect, "close_session", close_session)
+    monkeypatch.setattr(connect, "warm_up", lambda session, scratch: warm(session, scratch))
+    return connect.ConnectEngine("local[1]", tmp_path / "connect", warmup=True), made
+
+
+def test_a_started_server_hands_out_sessions_only_after_its_warm_up(
+        fake_spark_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    go = threading.Event()
+    seen: list[Path] = []
+
+    def warm(session: _WarmSession, scratch: Path) -> list[float]:
+        seen.append(scratch)
+        scratch.mkdir()
+        (scratch / "part-0.parquet").write_text("x")  # what the real one leaves: removed after
+        assert go.wait(30)
+        return [1.5, 0.5]
+
+    engine, made = _warming_engine(monkeypatch, tmp_path, warm)
+    server = engine.server({})
+    try:
+        wait_until(lambda: seen, 30, "the warm-up to begin", every=0.05)
+        assert server.pid is not None and not server.alive(0), "listening, but no session until it is warm"
+        with pytest.raises(CatalogError, match="not up"):
+            server.session(timeout=0.3)
+        go.set()
+        session, generation = server.session(timeout=30)
+        assert generation == 0 and session is not made[0], "runs never get the warm-up's session"
+        assert made[0].closed is True, "the warm-up's session is released"
+        server_dir = tmp_path / "connect" / "server-0"
+        assert seen == [server_dir / connect.WARMUP_DIR] and not seen[0].exists(), "its scratch is removed"
+        start = json.loads((server_dir / "warmup.json").read_text())
+        assert start["warmup"] and start["rounds_s"] == [1.5, 0.5] and start["error"] is None
+        assert start["ready_s"] >= start["listening_s"] and server.last_start == start
+        assert server.warmup_failures == 0
+    finally:
+        go.set()
+        engine.close(1.0)
+
+
+def test_a_failed_or_hung_warm_up_is_counted_and_the_server_serves_all_the_same(
+        fake_spark_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(session: _WarmSession, scratch: Path) -> list[float]:
+        scratch.mkdir()
+        raise RuntimeError("no parquet today\nstack trace")
+
+    engine, _ = _warming_engine(monkeypatch, tmp_path, fail)
+    server = engine.server({})
+    try:
+        server.session(timeout=30)
+        assert server.warmup_failures == 1 and server.last_start["error"] == "no parquet today"
+        assert not (tmp_path / "connect" / "server-0" / connect.WARMUP_DIR).exists()
+    finally:
+        engine.close(1.0)
+
+    # Hung: cut off at WARMUP_TIMEOUT (its session interrupted and closed), then ready.
+    monkeypatch.setattr(connect, "WARMUP_TIMEOUT", 0.5)
+
+    def hang(session: _WarmSession, scratch: Path) -> list[float]:
+        assert session.interrupted.wait(30)
+        raise RuntimeError("interrupted")
+
+    engine, made = _warming_engine(monkeypatch, tmp_path / "hung", hang)
+    server = engine.server({})
+    try:
+        server.session(timeout=30)
+        assert server.warmup_failures == 1 and "cut off after" in server.last_start["error"]
+        assert made[0].closed is False, "a cut-off session's channel is closed, not released"
+    finally:
+        engine.close(1.0)
+
+
+def test_the_warm_up_is_for_catalogds_own_server_on_a_local_master_only(tmp_path: Path) -> None:
+    def warms(master: str, remote: str | None = None, warmup: bool = True) -> bool:
+        return connect.ConnectServer(master, {}, tmp_path, remote=remote, warmup=warmup).warms_up
+
+    assert warms("local[2]") and warms("local") and warms(" LOCAL[*]")
+    assert not warms("local[2]", warmup=False)
+    assert not warms("local[2]", remote="sc://h:15002"), "an outside server is not catalogd's to load"
+    assert not warms("spark://127.0.0.1:7077") and not warms("yarn"), "executors would write on their own hosts"
+
+
+def test_the_warm_ups_scratch_removal_is_confined_to_its_directory(tmp_path: Path) -> None:
+    work = tmp_path / "server-0"
+    work.mkdir()
+    elsewhere = tmp_path / "precious"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("x")
+    with pytest.raises(InvalidArgumentError):
+        connect.remove_scratch(elsewhere, work)
+    (work / connect.WARMUP_DIR).symlink_to(elsewhere)
+    connect.remove_scratch(work / connect.WARMUP_DIR, work)  # the link goes, not what it points at
+    assert not (work / connect.WARMUP_DIR).exists() and (elsewhere / "keep").exists()
+    connect.remove_scratch(work / connect.WARMUP_DIR, work)  # nothing there: nothing to do
+
+
+def test_connect_warmup_setting() -> None:
+    base = "catalogs:\n  - {name: s, type: memory}\n"
+    assert parse_config(base).spark.connect_warmup is True
+    assert parse_config(base + "spark: {connect-warmup: false}\n").spark.connect_warmup is False
+    with pytest.raises(ConfigError):
+        parse_config(base + "spark: {connect-warmup: sometimes}\n")
