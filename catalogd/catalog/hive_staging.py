@@ -103,6 +103,10 @@ APPEND_PLAN = PARAM + "append-plan"
 #: The basic statistics an append makes wrong (HMS keeps them per table and partition).
 _STATS = ("numFiles", "numRows", "rawDataSize", "totalSize", "COLUMN_STATS_ACCURATE")
 DELETE_AFTER = PARAM + "delete-after"
+#: REPLACE: ``existing`` when the target existed as the stage began. Such a stage replaces that
+#: table; if it is dropped meanwhile, the drop wins (the commit aborts) rather than the commit
+#: creating the table again (a refresh finishing after its dynamic table was dropped).
+REPLACES = PARAM + "replaces"
 #: Why a stage was aborted (kept while its tombstone waits for late writes).
 REASON = PARAM + "reason"
 #: The HMAC that proves catalogd wrote the stage (see the module docstring).
@@ -591,6 +595,8 @@ class HiveStager:
             DEADLINE: str(now + int(lease * 1000)),
             LEASE: str(int(lease * 1000)),
         })
+        if purpose is StagePurpose.REPLACE and existing is not None:
+            properties[REPLACES] = "existing"
         table = Table(
             name=STAGE_TABLE_PREFIX + key, database=database, catalog=self.name, columns=columns,
             partition_keys=partition_keys, format=fmt, location=location, kind=TableKind.MANAGED,
@@ -787,7 +793,8 @@ class HiveStager:
             # No look first: the rename itself fails when the target exists.
             return self._commit_create(database, key, tbl, stage, None)
         existing = self._target_raw(database, target)
-        if stage.purpose is StagePurpose.REPLACE and existing is None and state is StoredState.OPEN:
+        if (stage.purpose is StagePurpose.REPLACE and existing is None and state is StoredState.OPEN
+                and params.get(REPLACES) != "existing"):
             return self._commit_create(database, key, tbl, stage, existing)
         if state is StoredState.OPEN:
             if existing is None:

@@ -94,6 +94,10 @@ class Loader:
         for name, catalog in catalogs.items():
             if name in self._loaded:
                 continue
+            if catalog.info().read_only:
+                # Its refreshes could not write: the daemon (or catalog) that writes the tables drives them.
+                self._loaded[name] = catalog
+                continue
             try:
                 found = catalog.tables_with_parameter(store.FRESHNESS)
             except UnsupportedError:

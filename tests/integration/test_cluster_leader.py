@@ -246,8 +246,14 @@ def test_a_refresh_asked_of_a_follower_runs_once_on_the_leader(cluster: Cluster)
     with CatalogClient(leader.address, timeout=60) as client:
         runs = client.dynamic_table_history(table)
     assert [r.trigger for r in runs] == ["api"], runs
-    logs = [m.log_path.read_text(errors="replace") for m in cluster.members]
-    assert sum(text.count(f"refresh {runs[0].id} of {table}") for text in logs) == 1
+
+    def logged() -> int:
+        line = f"refresh {runs[0].id} of {table}"
+        return sum(m.log_path.read_text(errors="replace").count(line) for m in cluster.members)
+
+    # The run's line is logged just after its record (which the history above read): wait for it.
+    wait_until(logged, 30.0, what="the run's log line", every=0.2)
+    assert logged() == 1
     with CatalogClient(follower.address, timeout=60) as client:
         client.drop_dynamic_table(table)
 

@@ -111,6 +111,24 @@ def test_target_created_while_the_stage_is_open(spark, client, main_db, purpose)
     assert stage_dirs(client, main_db) == []
 
 
+def test_a_replace_whose_target_was_dropped_meanwhile_aborts_and_creates_nothing(spark, client, main_db):
+    # A refresh that finishes after its (dynamic) table was dropped must not bring the table back.
+    target = f"{main_db}.t"
+    client.create_table(target, "id bigint")
+    stage = client.begin_stage(target, "id bigint", purpose="replace")
+    write(spark, stage, [(1,)], "id bigint")
+    client.drop_table(target)
+    with pytest.raises(TableNotFoundError, match="dropped meanwhile"):
+        client.commit_stage(stage.id)
+    assert not client.table_exists(target)
+    assert client.get_stage(stage.id).state is StageState.ABORTED
+    # A REPLACE begun with no table there creates it, as before.
+    fresh = client.begin_stage(target, "id bigint", purpose="replace")
+    write(spark, fresh, [(2,)], "id bigint")
+    assert client.commit_stage(fresh.id).state is StageState.COMMITTED
+    assert rows(spark, target) == [(2,)]
+
+
 def test_replace_swaps_data_and_definition(spark, client, main_db):
     target = f"{main_db}.t"
     client.create_table(target, "id bigint", properties={"old": "1"})
