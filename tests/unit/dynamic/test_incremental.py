@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from catalogd.dynamic import store
-from catalogd.dynamic.incremental import plan, query_obstacle
+from catalogd.dynamic.incremental import Plan, plan, query_obstacle
 from catalogd.model import Column, Table, TableFormat, TableKind
 from catalogd.views import expand_view
 
@@ -21,14 +21,20 @@ def _qualified(query: str) -> tuple[str, list[str]]:
     return expanded.qualified, expanded.tables
 
 
+def _plan(query: str) -> Plan:
+    """How a CONTINUOUS table ``db.dt`` with ``query`` over plain parquet sources refreshes."""
+    qualified, tables = _qualified(query)
+    return plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+
+
 @pytest.mark.parametrize("query", [
     "SELECT id, kind FROM ev WHERE id > 3",
     "SELECT id, upper(kind) AS k, cast(ds AS date) AS day FROM ev e WHERE e.kind IN ('a', 'b')",
     "SELECT * FROM ev UNION ALL SELECT * FROM other.ev2",
 ])
 def test_selections_projections_and_union_all_are_incremental(query: str) -> None:
-    qualified, tables = _qualified(query)
-    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    _, tables = _qualified(query)
+    found = _plan(query)
     assert found.incremental and found.refresh == "incremental", found.why
     # The trigger's query reads views of the new files, under the aliases the columns use.
     assert "`db`." not in found.query and "`catalogd_source_0` AS" in found.query
@@ -49,8 +55,8 @@ def test_selections_projections_and_union_all_are_incremental(query: str) -> Non
     ("WITH x AS (SELECT id FROM ev) SELECT id FROM x", "WITH"),
 ])
 def test_what_needs_all_the_rows_is_recomputed_and_says_why(query: str, why: str) -> None:
-    qualified, tables = _qualified(query)
-    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    qualified, _ = _qualified(query)
+    found = _plan(query)
     assert not found.incremental and found.refresh == "recompute"
     assert why in found.why
     assert query_obstacle(qualified) == found.why
@@ -62,8 +68,7 @@ def test_what_needs_all_the_rows_is_recomputed_and_says_why(query: str, why: str
     "SELECT DISTINCT kind FROM ev",
 ])
 def test_aggregations_of_one_table_merge_into_their_state(query: str) -> None:
-    qualified, tables = _qualified(query)
-    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    found = _plan(query)
     assert found.incremental and found.aggregate is not None, found.why
     assert "merges that into the per-group state" in found.why
     spec = found.to_spec()
@@ -78,8 +83,7 @@ def test_aggregations_of_one_table_merge_into_their_state(query: str) -> None:
     ("SELECT kind, count(*) AS n FROM ev WHERE rand() > 0.5 GROUP BY kind", "rand"),
 ])
 def test_aggregations_that_cannot_be_merged_are_recomputed_and_say_why(query: str, why: str) -> None:
-    qualified, tables = _qualified(query)
-    found = plan(qualified, _table("db.dt"), {t: _table(t) for t in tables})
+    found = _plan(query)
     assert not found.incremental and why in found.why, found.why
 
 
