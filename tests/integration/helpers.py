@@ -349,11 +349,16 @@ def sql(spark: Any, statement: str) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in spark.sql(statement).collect()]
 
 
+def sorted_rows(found: Any) -> list[tuple[Any, ...]]:
+    """Rows as tuples, sorted, NULLs first in a column (as Spark sorts them ascending)."""
+    return sorted((tuple(r) for r in found), key=lambda r: tuple((v is not None, v) for v in r))
+
+
 def spark_rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
     """The rows of the table Spark names ``table`` (``db.t``), sorted, read after a refresh of what
     Spark has cached about it."""
     spark.catalog.refreshTable(table)
-    return sorted(tuple(r) for r in spark.table(table).collect())
+    return sorted_rows(spark.table(table).collect())
 
 
 def rows(spark: Any, name: str) -> list[tuple[Any, ...]]:

@@ -24,7 +24,7 @@ from catalogd.client import CatalogClient
 from catalogd.dynamic.connect import WARMUP_DIR, WARMUP_ROUNDS
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
-from .helpers import Daemon, free_port, process_alive, spark_rows, start_daemon, write_config
+from .helpers import Daemon, free_port, process_alive, sorted_rows, spark_rows, start_daemon, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -241,7 +241,7 @@ def test_an_aggregating_continuous_table_merges_each_trigger_s_new_files_into_it
 
     def matches() -> bool:
         # The table holds what the query gives over the whole source now, to the last decimal.
-        return spark_rows(spark, table) == sorted(tuple(r) for r in spark.sql(query).collect())
+        return spark_rows(spark, table) == sorted_rows(spark.sql(query).collect())
 
     wait_until(matches, JOB_TIMEOUT, "the first trigger", every=1)
     # New rows for both groups, and a group that crosses HAVING's threshold on the second append.
@@ -260,6 +260,35 @@ def test_an_aggregating_continuous_table_merges_each_trigger_s_new_files_into_it
     states = list(connect_dtd.root.joinpath("data").rglob("by_kind/checkpoint/state"))
     assert len(states) == 1 and [p.name for p in states[0].iterdir()] == ["4"], states
     cc.drop_dynamic_table(name)
+
+
+def test_merged_aggregations_keep_null_groups_and_global_aggregates_over_a_partitioned_source(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str) -> None:
+    source = f"{cdb}.visits"
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, kind STRING, ds STRING) USING parquet PARTITIONED BY (ds)")
+    spark.sql(f"INSERT INTO {source} SELECT id, IF(id % 3 = 0, NULL, 'k' || (id % 2)), '2024-03-01' "
+              "FROM range(0, 12, 1, 2)")
+    queries = {
+        "by_kind": f"SELECT kind, count(*) AS n, sum(id) AS total, max(ds) AS last_day FROM {source} GROUP BY kind",
+        "overall": f"SELECT count(*) AS n, avg(id) AS mean, min(kind) AS first_kind FROM {source}",
+    }
+    for short, query in queries.items():
+        assert cc.create_dynamic_table(f"main.{cdb}.{short}", query, "4 seconds").job_detail["refresh"] \
+            == "incremental"
+
+    def matches(short: str) -> bool:
+        return spark_rows(spark, f"{cdb}.{short}") == sorted_rows(spark.sql(queries[short]).collect())
+
+    for short in queries:
+        wait_until(lambda s=short: matches(s), JOB_TIMEOUT, f"{short}'s first trigger", every=1)
+    # A new partition with a NULL group and a new group: merged into the state, NULL with NULL.
+    spark.sql(f"INSERT INTO {source} SELECT id, IF(id % 2 = 0, NULL, 'k9'), '2024-03-02' FROM range(20, 26, 1, 1)")
+    for short in queries:
+        wait_until(lambda s=short: any(r.trigger == "merge" for r in cc.dynamic_table_history(f"main.{cdb}.{s}"))
+                   and matches(s), JOB_TIMEOUT, f"{short}'s merge", every=1)
+    assert len([r for r in spark_rows(spark, f"{cdb}.by_kind") if r[0] is None]) == 1
+    for short in queries:
+        cc.drop_dynamic_table(f"main.{cdb}.{short}")
 
 
 def test_a_connect_server_killed_mid_run_fails_the_run_and_is_restarted(
