@@ -36,10 +36,15 @@ SparkSession of its own on the same metastore, then measures:
 
 4. **The warm engine** (``spark.engine: connect``): the daemon is restarted on the
    same data dir with the connect engine, and the same day of each source is
-   refreshed ``--repeat`` times through its Spark Connect server (after one untimed
-   refresh). ``connect_vs_direct`` is the refresh's median end-to-end time over the
-   warm in-session atomic overwrite of section 2 (goal: at most 1.5);
-   ``submit_vs_connect`` how many times cheaper it is than a spark-submit refresh.
+   refreshed through its Spark Connect server: one untimed refresh (it waits for the
+   server's start), then two blocks of ``--repeat`` timed refreshes per source, the
+   sources alternating. ``after_start`` is the first block, run right after the
+   server, the daemon and its metastore started (their JVMs still warming up); the
+   second block is the server as it runs all day, having served the first.
+   ``connect_vs_direct`` is the second block's median end-to-end time over the warm
+   in-session atomic overwrite of section 2 (goal: at most 1.5; ``met``);
+   ``after_start.connect_vs_direct`` the same for the first block (``met_after_start``).
+   ``submit_vs_connect`` is how many times cheaper it is than a spark-submit refresh.
    ``steps_s``: where a run's time went (medians, from each run's ``result.json``, in
    order): ``session_s`` (its Connect session and settings), ``client_s`` (its
    catalogd client), ``sql_s`` (the query sent and analysed), ``table_s`` (the target's
@@ -458,33 +463,51 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int,
     first_s = time.monotonic() - started
     # How the server's last start went: listening, warm-up rounds, ready for runs.
     server_start = read_json(daemon.data_dir / "dynamic" / "connect" / "server-0" / "warmup.json")
-    samples: dict[int, list[dict[str, Any]]] = {d: [] for d in days_list}
-    for rep in range(repeat):
-        for days in (days_list if rep % 2 == 0 else list(reversed(days_list))):
-            samples[days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
+    # Two blocks of ``repeat`` timed refreshes per source, the sources alternating: the first
+    # right after the server's start (its JVM, the daemon's and the metastore's still warming
+    # up), the second once the server has run those (what a long-lived server does all day).
+    blocks: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for block in ("after_start", "warm"):
+        blocks[block] = {d: [] for d in days_list}
+        for rep in range(repeat):
+            for days in (days_list if rep % 2 == 0 else list(reversed(days_list))):
+                blocks[block][days].append(refresh_one(daemon, f"{CATALOG}.{DATABASE}.daily_{days}"))
     cases = []
     for days in days_list:
-        e2e = med([r["e2e_s"] for r in samples[days]])
         atomic, submit = direct_atomic[days], submit_e2e[days]
+        warm, first = blocks["warm"][days], blocks["after_start"][days]
+        e2e, first_e2e = med([r["e2e_s"] for r in warm]), med([r["e2e_s"] for r in first])
         cases.append({
             "days": days,
             "e2e_s": e2e,
-            "client_wall_s": med([r["client_wall_s"] for r in samples[days]]),
-            "e2e_runs_s": [r["e2e_s"] for r in samples[days]],
-            "input_files": sorted({r["input_files"] for r in samples[days]}),
+            "client_wall_s": med([r["client_wall_s"] for r in warm]),
+            "e2e_runs_s": [r["e2e_s"] for r in warm],
+            "input_files": sorted({r["input_files"] for r in first + warm}),
             "warm_direct_atomic_s": atomic,
             "submit_e2e_s": submit,
             "connect_vs_direct": round(e2e / atomic, 3) if e2e and atomic else None,
             "submit_vs_connect": round(submit / e2e, 3) if e2e and submit else None,
             # Where the run's time went (its result.json: seconds per step, in order).
-            "steps_s": {step: med([r["timings"].get(step) for r in samples[days]])
-                        for step in dict.fromkeys(k for r in samples[days] for k in r["timings"])},
+            "steps_s": steps(warm),
+            "after_start": {
+                "e2e_s": first_e2e,
+                "e2e_runs_s": [r["e2e_s"] for r in first],
+                "connect_vs_direct": round(first_e2e / atomic, 3) if first_e2e and atomic else None,
+                "steps_s": steps(first),
+            },
         })
     worst = max((c["connect_vs_direct"] or 0.0) for c in cases)
+    worst_first = max((c["after_start"]["connect_vs_direct"] or 0.0) for c in cases)
     return {"daemon_restart_s": round(restart_s, 1), "first_refresh_with_server_start_s": round(first_s, 1),
             "connect_warmup": daemon.warmup, "server_start": server_start,
             "warmup_e2e_s": warmup["e2e_s"], "cases": cases, "target_vs_direct": CONNECT_TARGET,
-            "met": worst <= CONNECT_TARGET}
+            "met": worst <= CONNECT_TARGET, "met_after_start": worst_first <= CONNECT_TARGET}
+
+
+def steps(samples: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Median seconds per step of runs' ``result.json`` timings, in the runs' order of steps."""
+    return {step: med([r["timings"].get(step) for r in samples])
+            for step in dict.fromkeys(k for r in samples for k in r["timings"])}
 
 
 def continuous_rss(daemon: DynamicDaemon, client: CatalogClient, count: int) -> dict[str, Any]:
