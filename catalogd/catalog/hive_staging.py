@@ -107,6 +107,11 @@ DELETE_AFTER = PARAM + "delete-after"
 #: table; if it is dropped meanwhile, the drop wins (the commit aborts) rather than the commit
 #: creating the table again (a refresh finishing after its dynamic table was dropped).
 REPLACES = PARAM + "replaces"
+#: The target's ``createTime`` as the stage began (a stage over an existing table): a table
+#: dropped and created again meanwhile (another ``createTime``) is not the one the stage was
+#: begun for, and the commit aborts. HMS keeps seconds: a drop and re-create within the same
+#: second is not told apart.
+TARGET_CREATED = PARAM + "target-created"
 #: Why a stage was aborted (kept while its tombstone waits for late writes).
 REASON = PARAM + "reason"
 #: The HMAC that proves catalogd wrote the stage (see the module docstring).
@@ -595,8 +600,10 @@ class HiveStager:
             DEADLINE: str(now + int(lease * 1000)),
             LEASE: str(int(lease * 1000)),
         })
-        if purpose is StagePurpose.REPLACE and existing is not None:
-            properties[REPLACES] = "existing"
+        if existing is not None:
+            properties[TARGET_CREATED] = str(existing.createTime or 0)
+            if purpose is StagePurpose.REPLACE:
+                properties[REPLACES] = "existing"
         table = Table(
             name=STAGE_TABLE_PREFIX + key, database=database, catalog=self.name, columns=columns,
             partition_keys=partition_keys, format=fmt, location=location, kind=TableKind.MANAGED,
@@ -801,6 +808,12 @@ class HiveStager:
                 self._abort_locked(database, tbl, "the target table was dropped while the stage was open")
                 raise TableNotFoundError(f"table {self.name}.{database}.{target} was dropped meanwhile; "
                                          "the stage was aborted")
+            created = params.get(TARGET_CREATED)
+            if created is not None and created != str(existing.createTime or 0):
+                self._abort_locked(database, tbl, "the target table was dropped and created again while the "
+                                                  "stage was open")
+                raise ConflictError(f"table {self.name}.{database}.{target} was dropped and created again "
+                                    "meanwhile; the stage, begun for the table before, was aborted")
             tbl = self._mark_committing(database, tbl, existing, stage.purpose)
             fault_point("commit.marked")
         return self._finish_commit(database, key, tbl, stage)

@@ -127,15 +127,21 @@ def split(query: str, obstacle: Any) -> Split | str:
         why = _merge_obstacle(node, aggregates)
         if why is not None:
             return why
-    # The row-by-row part must be maintainable by appending, like a stateless query's.
-    shadow = exp.select(*[k.copy() for k in keys], *[a.copy() for n in aggregates for a in _arguments(n)])
+    # The row-by-row part must be maintainable by appending, like a stateless query's. Its
+    # constant first item keeps the check when there is nothing else to select (a bare
+    # ``count(*)``): the WHERE (a subquery, ``rand()``, ``current_date()``) is checked always.
+    for expression in [*keys, *(a for n in aggregates for a in _arguments(n))]:
+        if isinstance(_unalias(expression), exp.Null):
+            return ("the query groups by or aggregates a bare NULL, whose type (void) its state's parquet "
+                    "files cannot store")
+    shadow = exp.select(exp.Literal.number(1), *[k.copy() for k in keys],
+                        *[a.copy() for n in aggregates for a in _arguments(n)])
     shadow.set("from_", source.copy())
     if tree.args.get("where") is not None:
         shadow.set("where", tree.args["where"].copy())
-    if shadow.expressions:
-        row_why = obstacle(shadow.sql(dialect="spark"))
-        if row_why is not None:
-            return str(row_why)
+    row_why = obstacle(shadow.sql(dialect="spark"))
+    if row_why is not None:
+        return str(row_why)
     for node in [*items, tree.args.get("having")]:
         why = _expression_obstacle(node) if node is not None else None
         if why is not None:
@@ -219,14 +225,29 @@ def _expression_obstacle(node: Any) -> str | None:
     return None
 
 
-def _normal(node: Any) -> str:
-    """A node's SQL with column qualifiers dropped and names lower-cased (one source: a
-    column is the same whether written ``e.kind``, ``kind`` or ``KIND``)."""
+def _qualifiers(source: Any) -> set[tuple[str, ...]]:
+    """The ways a column may name the one source table: its alias, its name, ``db.name``."""
+    names: set[tuple[str, ...]] = {(source.name.lower(),), (source.alias_or_name.lower(),)}
+    if source.db:
+        names.add((source.db.lower(), source.name.lower()))
+    return names
+
+
+def _normal(node: Any, qualifiers: set[tuple[str, ...]]) -> str:
+    """A node's SQL with the source table's qualifier dropped and names lower-cased (one
+    source: a column is the same whether written ``e.kind``, ``kind`` or ``KIND``). Only the
+    table's own qualifier goes: ``e.s.a`` and ``e.u.a`` (fields of two struct columns) stay apart."""
     from sqlglot import exp
 
     def plain(n: Any) -> Any:
         if isinstance(n, exp.Column):
-            return exp.column(n.name.lower(), quoted=True)
+            parts = [p.name.lower() for p in n.parts]
+            for qualifier in sorted(qualifiers, key=len, reverse=True):
+                if len(parts) > len(qualifier) and tuple(parts[:len(qualifier)]) == qualifier:
+                    parts = parts[len(qualifier):]
+                    break
+            return exp.column(*reversed(parts), quoted=True) if len(parts) <= 4 else exp.Dot.build(
+                [exp.to_identifier(p, quoted=True) for p in parts])
         return n
 
     return str(node.transform(plain).sql(dialect="spark"))
@@ -235,7 +256,12 @@ def _normal(node: Any) -> str:
 def _build(tree: Any, keys: list[Any], aggregates: list[Any]) -> Split | str:
     from sqlglot import exp
 
-    key_names = {_normal(k): f"__k{i}" for i, k in enumerate(keys)}
+    qualifiers = _qualifiers(tree.args["from_"].this)
+
+    def canonical(node: Any) -> str:
+        return _normal(node, qualifiers)
+
+    key_names = {canonical(k): f"__k{i}" for i, k in enumerate(keys)}
     partial_items: list[Any] = [exp.alias_(k.copy(), f"__k{i}", quoted=True) for i, k in enumerate(keys)]
     buffers: dict[str, str] = {}
     averages: list[Average] = []
@@ -249,7 +275,7 @@ def _build(tree: Any, keys: list[Any], aggregates: list[Any]) -> Split | str:
 
     for node in aggregates:
         unit = node.parent if isinstance(node.parent, exp.Filter) else node
-        normal = _normal(unit)
+        normal = canonical(unit)
         if normal in replaced:
             continue
         merge = _MERGES[type(node).__name__]
@@ -274,7 +300,7 @@ def _build(tree: Any, keys: list[Any], aggregates: list[Any]) -> Split | str:
     def final(node: Any) -> Any:
         if isinstance(node, (exp.Identifier, exp.Literal)):  # an alias's name, a constant: kept
             return node
-        normal = _normal(node)
+        normal = canonical(node)
         if normal in key_names:
             return exp.column(key_names[normal], quoted=True)
         if normal in replaced:
@@ -289,7 +315,7 @@ def _build(tree: Any, keys: list[Any], aggregates: list[Any]) -> Split | str:
     def alias(node: Any) -> Any:
         # HAVING may name a select item by its alias (Spark resolves it so when it is neither a
         # grouping expression nor a source column under an aggregate).
-        if (isinstance(node, exp.Column) and not node.table and _normal(node) not in key_names
+        if (isinstance(node, exp.Column) and not node.table and canonical(node) not in key_names
                 and node.name.lower() in aliases):
             return aliases[node.name.lower()].copy()
         return node

@@ -29,6 +29,7 @@ aborted: the same files are then read again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -130,13 +131,17 @@ class Incremental:
         self.write = write
         self.plan: dict[str, Any] = spec["incremental"]
         self.reporter = reporter
-        checkpoint = Path(spec["checkpoint"])
+        checkpoint = Path(spec["checkpoint"]).absolute()
         checkpoint.mkdir(parents=True, exist_ok=True)
         self.path = checkpoint / "incremental.json"
         self.states = checkpoint / _STATE
         self.state: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
-        if self.state.get("query") != self.plan["query"]:
-            # Another query (the table was altered) starts over: its first trigger recomputes.
+        # The whole plan, not only the query: the same query split otherwise (another catalogd)
+        # or over a source whose columns changed would read a state of another layout.
+        self.plan_key = hashlib.sha256(json.dumps(self.plan, sort_keys=True).encode()).hexdigest()
+        if self.state.get("query") != self.plan["query"] or self.state.get("plan", self.plan_key) != self.plan_key \
+                or (self.plan.get("aggregate") and "plan" not in self.state):
+            # Another query or plan (the table was altered) starts over: its first trigger recomputes.
             self.state = {}
         self.counters = {"batches": 0, "refreshes": 0, "appends": 0, "merges": 0, "recomputes": 0}
         self.triggers: list[dict[str, Any]] = []
@@ -233,7 +238,7 @@ class Incremental:
         if before is None:
             merged = spark.sql(f"SELECT {columns} FROM ({aggregate['partial']})")
         else:
-            spark.read.schema(kept).parquet(str(self._version_dir(before))).createOrReplaceTempView(_BEFORE)
+            spark.read.schema(kept).parquet(self._version_dir(before).as_uri()).createOrReplaceTempView(_BEFORE)
             partial.createOrReplaceTempView(_PARTIAL)
             keys = [f"`{k}`" for k in aggregate["keys"]]
             # Casts keep a buffer's type: a sum of decimal(p, s) sums would widen at each trigger.
@@ -243,8 +248,10 @@ class Incremental:
             merged = spark.sql(f"SELECT {', '.join(merges)} FROM (SELECT {columns} FROM `{_BEFORE}` UNION ALL "
                                f"SELECT {columns} FROM `{_PARTIAL}`){grouped}")
         target = self._version_dir(version)
-        merged.write.mode("overwrite").parquet(str(target))
-        state = spark.read.schema(kept).parquet(str(target))
+        # As URIs: Spark resolves a path without a scheme against fs.defaultFS (HDFS on a
+        # cluster), while the state lives in the checkpoint on this machine's disk.
+        merged.write.mode("overwrite").parquet(target.as_uri())
+        state = spark.read.schema(kept).parquet(target.as_uri())
         for average in aggregate["averages"]:
             # As Spark's avg: NULL over no values, the sum over the count in the avg's own type.
             total, count = f"`{average['sum']}`", f"`{average['count']}`"
@@ -299,7 +306,8 @@ class Incremental:
         finally:
             for view in views:
                 spark.catalog.dropTempView(view)
-        self.state.update({"files": after, "query": self.plan["query"], "stage": result["stage_id"]})
+        self.state.update({"files": after, "query": self.plan["query"], "plan": self.plan_key,
+                           "stage": result["stage_id"]})
         if version is not None:
             self.state["version"] = version
         self.state.pop("pending", None)

@@ -401,15 +401,16 @@ class ConnectServer:
     def _ready(self, proc: subprocess.Popen[bytes], url: str, generation: int, start: dict[str, Any]) -> None:
         """Hand out sessions of the server that ``generation`` started (unless it died since)."""
         ready = {**start, "ready_s": round(time.monotonic() - self._started_at, 3)}
-        # Written (whole: a temporary file renamed) before the first session is handed out, so
-        # whoever got one reads this start's record.
-        with contextlib.suppress(OSError):  # for operators and the benchmark
-            record = self.work_dir / "warmup.json"
-            record.with_name("warmup.json.tmp").write_text(json.dumps(ready))
-            os.replace(record.with_name("warmup.json.tmp"), record)
         with self._cond:
             if generation != self.generation or self._closed or self._proc is not proc:
-                return
+                return  # a late warm-up of a server that died: its record is not the current one
+            # Written (whole: a temporary file of this start's renamed) before the first session
+            # is handed out, so whoever got one reads this start's record.
+            with contextlib.suppress(OSError):  # for operators and the benchmark
+                record = self.work_dir / "warmup.json"
+                tmp = record.with_name(f"warmup.json.{generation}.tmp")
+                tmp.write_text(json.dumps(ready))
+                os.replace(tmp, record)
             self.last_start = ready
             self.restarts = generation  # each death before this start made one restart
             self._url = url

@@ -127,6 +127,18 @@ def test_a_replace_whose_target_was_dropped_meanwhile_aborts_and_creates_nothing
     write(spark, fresh, [(2,)], "id bigint")
     assert client.commit_stage(fresh.id).state is StageState.COMMITTED
     assert rows(spark, target) == [(2,)]
+    # Dropped and created again meanwhile (another table of the same name): not the one the
+    # stage was begun for, so its rows do not replace the new table's.
+    again = client.begin_stage(target, "id bigint", purpose="replace")
+    write(spark, again, [(3,)], "id bigint")
+    client.drop_table(target)
+    time.sleep(1.1)  # HMS keeps a table's createTime in seconds
+    client.create_table(target, "id bigint, label string")
+    with pytest.raises(ConflictError, match="dropped and created again"):
+        client.commit_stage(again.id)
+    assert client.get_stage(again.id).state is StageState.ABORTED
+    assert [c.name for c in client.get_table(target).columns] == ["id", "label"]
+    assert rows(spark, target) == []
 
 
 def test_replace_swaps_data_and_definition(spark, client, main_db):

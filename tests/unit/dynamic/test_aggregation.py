@@ -97,3 +97,25 @@ def test_is_aggregation() -> None:
     assert aggregates("SELECT DISTINCT k FROM t")
     assert not aggregates("SELECT k, sum(v) OVER (PARTITION BY k) FROM t")
     assert not aggregates("SELECT k FROM t UNION ALL SELECT k FROM u") and not aggregates("SELECT k FROM t")
+
+
+@pytest.mark.parametrize(("query", "why"), [
+    # A bare count(*) leaves nothing else to select: the WHERE is checked all the same.
+    ("SELECT count(*) FROM src WHERE id IN (SELECT id FROM other)", "subquery"),
+    ("SELECT count(*) FROM src WHERE cast(ds AS date) >= current_date() - 7", "current_date()"),
+    ("SELECT count(*) AS n FROM src WHERE rand() < 0.1", "rand()"),
+    ("SELECT NULL AS k, count(*) FROM src GROUP BY 1", "a bare NULL"),
+    ("SELECT kind, min(NULL) FROM src GROUP BY kind", "a bare NULL"),
+])
+def test_a_where_is_checked_even_when_only_count_star_is_selected(query: str, why: str) -> None:
+    found = split(query, query_obstacle)
+    assert isinstance(found, str) and why in found, found
+
+
+def test_fields_of_two_struct_columns_with_one_name_stay_apart() -> None:
+    found = _split("SELECT t.s.a AS k, max(t.s.b) AS x, max(t.u.b) AS y FROM db.src t GROUP BY t.s.a")
+    assert found.buffers == {"__b0": "max", "__b1": "max"}
+    assert found.final == f"SELECT `__k0` AS `k`, `__b0` AS `x`, `__b1` AS `y` FROM `{STATE_VIEW}`"
+    # The table's own qualifier, however written, is the one dropped.
+    same = _split("SELECT db.src.kind, count(*) FROM db.src GROUP BY src.kind")
+    assert same.keys == ["__k0"] and same.final.startswith("SELECT `__k0` AS `kind`")

@@ -197,6 +197,22 @@ def test_a_state_gone_is_made_again_from_every_file(merging: Any) -> None:
     assert merging.merges == [(None, 1, ["f1"]), (None, 2, ["f1", "f2"])]
 
 
+def test_a_state_of_another_split_of_the_same_query_is_not_merged_into(merging: Any) -> None:
+    merging.files.update({"f1": [10, 1, []]})
+    merging.trigger(0)
+    merging.files["f2"] = [5, 2, []]
+    merging.trigger(1)
+    # The same query split otherwise (another catalogd, a source column's new type): the state's
+    # layout is not the partial's any more, so the next trigger starts over from every file.
+    merging.spec["incremental"]["aggregate"]["buffers"] = {"__b0": "sum"}
+    merging.files["f3"] = [5, 3, []]
+    merging.trigger(2)
+    merging.files["f4"] = [5, 4, []]
+    merging.trigger(3)
+    assert merging.merges == [(None, 1, ["f1"]), (1, 2, ["f2"]), (None, 1, ["f1", "f2", "f3"]), (1, 2, ["f4"])]
+    assert sorted(p.name for p in merging.states.iterdir()) == ["2"]
+
+
 class ListingSpark:
     """``spark.read.format("binaryFile")...collect()`` over files the test names."""
 
