@@ -25,6 +25,8 @@ import pytest
 import yaml
 from polling import wait_until
 
+from .ports import free_port
+
 #: ``staging.secret`` of the session daemon, and of the extra daemons that must treat its stages as
 #: their own (two daemons on one metastore share the key that signs stages).
 SESSION_STAGE_SECRET = "catalogd-integration-session-stage-secret"
@@ -39,12 +41,6 @@ T = TypeVar("T")
 
 class NotReady(Exception):
     """The daemon answered, but not yet ready (polled again)."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def clean_env() -> dict[str, str]:

@@ -15,7 +15,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,12 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-def free_port() -> int:
-    # Its own (not helpers'): benchmarks/catalog_ops.py --kerberos starts a KDC without the test helpers.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from .ports import free_port
 
 REALM = "CATALOGD.TEST"
 #: The realm's database is made in a second or two; a busy machine may take longer.
