@@ -114,6 +114,36 @@ def set_confs(session: RemoteSession, conf: dict[str, str]) -> None:
     set_all(configs=conf, silent=False)
 
 
+def session_gone(error: BaseException) -> bool:
+    """Whether ``error`` says the server no longer has the session (it closed it: an idle
+    timeout, ``spark.connect.session.manager.defaultSessionTimeout``)."""
+    text = str(error)
+    return "SESSION_NOT_FOUND" in text or "SESSION_CLOSED" in text
+
+
+def configured_session(server: ConnectServer, conf: dict[str, str],
+                       timeout: float = READY_TIMEOUT) -> tuple[RemoteSession, int]:
+    """A session of ``server`` for one run, ``conf`` set in it, and its server generation.
+
+    A session created ahead of need may have been closed by its server meanwhile (an
+    external server's idle timeout shorter than ``POOL_MAX_IDLE``): the run then takes a new
+    one instead of failing. Nothing was run in the first, so nothing is lost or done twice.
+    On failure the session is released (the caller gets none to release).
+    """
+    for fresh in (False, True):
+        session, generation = server.session(timeout, fresh=fresh)
+        try:
+            set_confs(session, conf)
+            return session, generation
+        except Exception as e:
+            server.release(session, generation)
+            if fresh or not session_gone(e):
+                raise
+            logger.info("a Spark Connect session created ahead was closed by its server (%s); the run takes a "
+                        "new one", str(e).splitlines()[0][:200])
+    raise AssertionError("unreachable: the second try returns or raises")
+
+
 def close_session(session: RemoteSession, released: bool = True) -> None:
     """End a run's session: released on the server (its views and state go), or, when the
     server is gone, only its channel closed (which fails the calls still waiting on it)."""
@@ -230,12 +260,12 @@ class ConnectServer:
 
     # ------------------------------------------------------------ sessions
 
-    def session(self, timeout: float = READY_TIMEOUT) -> tuple[RemoteSession, int]:
+    def session(self, timeout: float = READY_TIMEOUT, fresh: bool = False) -> tuple[RemoteSession, int]:
         """A new session and the server generation it belongs to; waits for a starting server.
 
         The session is one no run has had: one created ahead of need when there is one (the
-        server's handshake is then behind it), else a new one. Either way another is created
-        ahead for the next run.
+        server's handshake is then behind it) unless ``fresh``, else a new one. Either way
+        another is created ahead for the next run.
 
         Raises:
             CatalogError: the server did not come up within ``timeout``.
@@ -253,7 +283,7 @@ class ConnectServer:
             if self._closed:
                 raise CatalogError("the Spark Connect engine is stopping")
             url, generation = self._url, self.generation
-            ready = self._take_idle(generation, stale)
+            ready = None if fresh else self._take_idle(generation, stale)
         for old in stale:  # idle too long: the server may have dropped it
             close_session(old)
         if ready is not None:
@@ -613,16 +643,20 @@ class ConnectAnalyzer:
         """
         from catalogd.spark_common import hive_columns
 
-        session, generation = self.server.session(max(timeout, READY_TIMEOUT))
-        try:
-            schema = session.sql(query).schema
-        except Exception as e:
-            if not self.server.alive(generation):
-                raise CatalogError(f"the Spark Connect server died while it analysed the query: {e}") from e
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise InvalidArgumentError(f"Spark cannot analyse the query: {first[:2000]}") from e
-        finally:
-            self.server.release(session, generation)
+        for fresh in (False, True):
+            session, generation = self.server.session(max(timeout, READY_TIMEOUT), fresh=fresh)
+            try:
+                schema = session.sql(query).schema
+                break
+            except Exception as e:
+                if not self.server.alive(generation):
+                    raise CatalogError(f"the Spark Connect server died while it analysed the query: {e}") from e
+                if not fresh and session_gone(e):
+                    continue  # created ahead and closed by its server since: a new one
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise InvalidArgumentError(f"Spark cannot analyse the query: {first[:2000]}") from e
+            finally:
+                self.server.release(session, generation)
         return hive_columns(schema)
 
     def close(self) -> None:
@@ -674,7 +708,8 @@ class TriggerLoop:
         generation = -1
         client = None
         try:
-            session, generation = self.server.session(READY_TIMEOUT)
+            # Its settings again: a request that also finds a session its server closed meanwhile.
+            session, generation = configured_session(self.server, SESSION_CONF)
             self._session = session
             reporter.update(phase="streaming", application_id=self.server.application_id)
             client = CatalogClient(self.spec["daemon"], token=self.token or "",
@@ -752,4 +787,5 @@ class ConnectRunner:
 
 
 __all__ = ["ConnectAnalyzer", "ConnectEngine", "ConnectRunner", "ConnectServer", "TriggerLoop", "close_session",
-           "new_session", "redact_url", "remove_scratch", "set_confs", "warm_up"]
+           "configured_session", "new_session", "redact_url", "remove_scratch", "session_gone", "set_confs",
+           "warm_up"]

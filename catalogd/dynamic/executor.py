@@ -22,7 +22,7 @@ from catalogd.config import Config
 from catalogd.dynamic import job as spark_job
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic import store
-from catalogd.dynamic.connect import READY_TIMEOUT, ConnectEngine, set_confs
+from catalogd.dynamic.connect import READY_TIMEOUT, ConnectEngine, configured_session
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
@@ -269,13 +269,13 @@ class RunExecutor:
         client: CatalogClient | None = None
         timings: dict[str, float] = {}
         try:
-            session, generation = server.session(min(timeout, READY_TIMEOUT))
+            # This session's settings only, in one request.
+            session, generation = configured_session(server, {**conf, **self.jobs.catalog_session_conf(entry)},
+                                                     min(timeout, READY_TIMEOUT))
             run.application_id = server.application_id
             watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
                                        name=f"dt-watch-{run.id}", daemon=True)
             watcher.start()
-            # This session's only, in one request.
-            set_confs(session, {**conf, **self.jobs.catalog_session_conf(entry)})
             laps.lap("session_s")
             client = CatalogClient(spec["daemon"], token=token or "",
                                    tls_context=spark_job._tls_context(spec.get("tls")))

@@ -103,6 +103,11 @@ def test_engine_settings() -> None:
 class _FakeSession:
     def __init__(self) -> None:
         self.interrupted = False
+        self.settings: dict[str, str] = {}
+        self.conf = self
+
+    def _set_all(self, configs: dict[str, str], silent: bool) -> None:
+        self.settings.update(configs)
 
     def interruptAll(self) -> None:
         self.interrupted = True
@@ -118,7 +123,7 @@ class _FakeServer:
         self.sessions: list[_FakeSession] = []
         self.released = 0
 
-    def session(self, timeout: float) -> tuple[_FakeSession, int]:
+    def session(self, timeout: float, fresh: bool = False) -> tuple[_FakeSession, int]:
         self.sessions.append(_FakeSession())
         return self.sessions[-1], 0
 
@@ -179,6 +184,7 @@ def test_trigger_loops_fire_stop_one_at_a_time_and_report_a_failure(tmp_path: Pa
     loops["b"].stop(1.0)
     assert json.loads((tmp_path / "b" / "status.json").read_text())["phase"] == "done"
     assert server.released == 3
+    assert all(s.settings == connect.SESSION_CONF for s in server.sessions), "each loop's session is checked"
 
 
 class _PoolConf:
@@ -261,6 +267,45 @@ def test_session_settings_go_in_one_request() -> None:
     connect.set_confs(session, {"spark.sql.shuffle.partitions": "4", "spark.a": "b"})  # type: ignore[arg-type]
     connect.set_confs(session, {})  # type: ignore[arg-type]
     assert session.requests == [("set", {"spark.sql.shuffle.partitions": "4", "spark.a": "b"})]
+
+
+class _ClosedByServer(Exception):
+    """What pyspark raises for a request on a session its server closed (an idle timeout)."""
+
+    def __init__(self) -> None:
+        super().__init__("[INVALID_HANDLE.SESSION_CLOSED] The handle 1234 is invalid. Session was closed.")
+
+
+def test_a_session_created_ahead_that_its_server_closed_is_replaced_for_the_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server, made = _pooled_server(monkeypatch)
+    server.session(timeout=1.0)
+    ahead = wait_until(lambda: server._idle[0][0] if server._idle else None, 10, "a session created ahead",
+                       every=0.01)
+
+    def closed(configs: dict[str, str], silent: bool) -> None:
+        raise _ClosedByServer()
+
+    ahead.conf._set_all = closed  # type: ignore[method-assign]
+    session, _ = connect.configured_session(server, {"spark.a": "b"}, timeout=1.0)  # type: ignore[arg-type]
+    assert session is not ahead and session in made and ahead.closed is True
+    assert ("set", {"spark.a": "b"}) in session.requests  # type: ignore[attr-defined]
+
+
+def test_any_other_failure_to_set_a_runs_settings_fails_it_and_releases_the_session(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server, made = _pooled_server(monkeypatch)
+    refusals: list[dict[str, str]] = []
+
+    def refused(self: _PoolConf, configs: dict[str, str], silent: bool) -> None:
+        refusals.append(configs)
+        raise RuntimeError("[CANNOT_MODIFY_CONFIG] Cannot modify the value of a static config")
+
+    monkeypatch.setattr(_PoolConf, "_set_all", refused)
+    with pytest.raises(RuntimeError, match="CANNOT_MODIFY_CONFIG"):
+        connect.configured_session(server, {"spark.a": "b"}, timeout=1.0)  # type: ignore[arg-type]
+    assert made[0].closed is True
+    assert refusals.count({"spark.a": "b"}) == 1, "no second try but for a session its server closed"
 
 
 # ---------------------------------------------------------------- warm-up of a started server
