@@ -128,15 +128,22 @@ def configured_session(server: ConnectServer, conf: dict[str, str],
     A session created ahead of need may have been closed by its server meanwhile (an
     external server's idle timeout shorter than ``POOL_MAX_IDLE``): the run then takes a new
     one instead of failing. Nothing was run in the first, so nothing is lost or done twice.
-    On failure the session is released (the caller gets none to release).
+    ``SESSION_CONF`` goes in the same request, so there is always one to find that out. On
+    failure the session is released (the caller gets none to release).
+
+    Raises:
+        CatalogError: the server died meanwhile.
     """
     for fresh in (False, True):
         session, generation = server.session(timeout, fresh=fresh)
         try:
-            set_confs(session, conf)
+            set_confs(session, {**SESSION_CONF, **conf})
             return session, generation
         except Exception as e:
             server.release(session, generation)
+            if not server.alive(generation):
+                raise CatalogError(f"the Spark Connect server died while a session was set up (it is restarted; "
+                                   f"the next run retries): {str(e).splitlines()[0][:500] if str(e) else e!r}") from e
             if fresh or not session_gone(e):
                 raise
             logger.info("a Spark Connect session created ahead was closed by its server (%s); the run takes a "
@@ -709,7 +716,7 @@ class TriggerLoop:
         client = None
         try:
             # Its settings again: a request that also finds a session its server closed meanwhile.
-            session, generation = configured_session(self.server, SESSION_CONF)
+            session, generation = configured_session(self.server, {})
             self._session = session
             reporter.update(phase="streaming", application_id=self.server.application_id)
             client = CatalogClient(self.spec["daemon"], token=self.token or "",
