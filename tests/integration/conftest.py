@@ -54,6 +54,17 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here carries the ``integration`` mark: ``make integration`` (``-m integration``)
+    selects by it, so a module without ``pytestmark`` would silently never run there."""
+    here = Path(__file__).parent
+    unmarked = sorted({item.path.name for item in items
+                       if item.path.is_relative_to(here) and item.get_closest_marker("integration") is None})
+    if unmarked:
+        raise pytest.UsageError(f"integration tests without the integration mark (pytestmark): {unmarked}")
+
+
 @pytest.fixture(scope="session")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     """The session's catalogd daemon (a real ``catalogd serve`` process)."""

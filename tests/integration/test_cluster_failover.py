@@ -8,9 +8,13 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from catalogd.client import CatalogClient
 
 from .helpers import CATALOGD, Daemon, clean_env, embedded_catalog, free_port, log_text
+
+pytestmark = pytest.mark.integration
 
 KEY = "cluster-test-stage-secret-0123456789"
 OTHER_KEY = "another-deployment-secret-0123456789"
