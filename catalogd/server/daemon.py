@@ -192,6 +192,8 @@ class Daemon:
                                      cluster.lease.total_seconds(), on_change=self._lead)
         self.janitor = Janitor(self.manager, config.staging.janitor_interval.total_seconds(),
                                fence=self.leadership.is_leader)
+        janitor = self.janitor
+        self.metrics.watch_janitor(lambda: janitor.passes)
         self.forwarding = LeaderForwarding(self.leadership, config, self._address) if member is not None else None
         self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority,
                                      leading=self.leadership.is_leader, leader=self.forwarding)

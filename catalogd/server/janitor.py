@@ -25,6 +25,9 @@ class Janitor:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Passes that ran to their end (not fenced off, not failed): ``catalogd_janitor_passes_total``,
+        #: so a test or an operator can wait for "a pass since then" instead of guessing its timing.
+        self.passes = 0
 
     def run_once(self, startup: bool = False) -> int:
         try:
@@ -34,6 +37,7 @@ class Janitor:
         except Exception:
             logger.exception("janitor pass failed")
             return 0
+        self.passes += 1  # one thread runs passes (the loop, or start-up before it): no lock needed
         if acted:
             logger.info("janitor: acted on %d stage(s)", acted)
         return acted

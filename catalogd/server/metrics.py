@@ -58,6 +58,10 @@ class Metrics:
         """Export whether this member leads, the term, the lease's age and the takeovers (read at every scrape)."""
         self.registry.register(_LeaderCollector(status, forwarded))
 
+    def watch_janitor(self, passes: Callable[[], int]) -> None:
+        """Export the staging janitor's completed passes (read at every scrape)."""
+        self.registry.register(_JanitorCollector(passes))
+
     def watch_auth(self, stats: AuthStats) -> None:
         """Export failed authentications and the back-off they caused (read at every scrape)."""
         self.registry.register(_AuthCollector(stats))
@@ -68,6 +72,15 @@ class Metrics:
         self.registry.register(_HmsCollector(calls, connections))
         if views is not None:
             self.registry.register(_ViewCollector(views))
+
+
+class _JanitorCollector(Collector):
+    def __init__(self, passes: Callable[[], int]) -> None:
+        self.passes = passes
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("catalogd_janitor_passes", "Staging janitor passes run to their end (a "
+                                  "cluster member that does not lead runs none)", value=self.passes())
 
 
 class _AuthCollector(Collector):

@@ -130,12 +130,25 @@ def _post(daemon: Daemon, body: bytes, signature: str | None) -> int:
         return int(e.code)
 
 
+def _change_behind_the_caches(pair: Pair, db: str, table: str, comment: str) -> None:
+    """Set a table's comment in the shared metastore database itself: no member hears of it."""
+    changed = pair.server.sql(
+        'UPDATE "TABLE_PARAMS" SET "PARAM_VALUE" = \'' + comment + '\' WHERE "PARAM_KEY" = \'comment\' '
+        'AND "TBL_ID" = (SELECT t."TBL_ID" FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+        'WHERE d."NAME" = \'' + db + '\' AND t."TBL_NAME" = \'' + table + '\') RETURNING "TBL_ID"',
+        database=pair.database)
+    assert changed, f"no comment of {db}.{table} in the metastore database"
+
+
 def test_forged_or_malformed_invalidations_change_nothing(pair: Pair, unique_name: Any) -> None:
     db = unique_name("cohforge")
+    name = f"main.{db}.t"
     with CatalogClient(pair.b.address) as b:
         b.create_database(f"main.{db}")
-        b.create_table(f"main.{db}.t", "id bigint")
-        b.get_table(f"main.{db}.t")
+        b.create_table(name, "id bigint", comment="cached")
+        assert _comment(b, name) == "cached"  # in B's cache now
+    # Only an invalidation can make B answer the new comment before its cache's TTL (60 s).
+    _change_behind_the_caches(pair, db, "t", "behind the cache")
     body = json.dumps({"v": 1, "from": "x", "sent": time.time(), "scopes": [["main", db, "t"]]}).encode()
     assert _post(pair.b, body, None) == 401
     assert _post(pair.b, body, sign(invalidation_key(b"another deployment's key"), body)) == 401
@@ -144,7 +157,10 @@ def test_forged_or_malformed_invalidations_change_nothing(pair: Pair, unique_nam
     assert _post(pair.b, old, sign(key, old)) == 400  # a replay from an hour ago
     bad = json.dumps({"v": 1, "from": "x", "sent": time.time(), "scopes": [["main", db]]}).encode()
     assert _post(pair.b, bad, sign(key, bad)) == 400
-    assert _post(pair.b, body, sign(key, body)) == 204  # the deployment's own: accepted
+    with CatalogClient(pair.b.address) as b:
+        assert _comment(b, name) == "cached", "a refused invalidation emptied B's cache"
+        assert _post(pair.b, body, sign(key, body)) == 204  # the deployment's own: accepted, and it acts
+        wait_until(lambda: _comment(b, name) == "behind the cache", SEEN_WITHIN, what="the signed invalidation")
     status, text = _metrics(pair.b)
     assert status == 200
     assert 'catalogd_cache_invalidations_total{outcome="rejected"}' in text

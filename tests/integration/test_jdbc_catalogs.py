@@ -14,8 +14,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -258,21 +259,26 @@ def test_four_concurrent_ctas_on_one_target_make_one_table_of_one_writer(jspark:
     from catalogd.spark import atomic_ctas
 
     target = f"pg.{schema}.race"
-    outcomes: dict[int, object] = {}
+    # All four begin together (their stages overlap), however slowly a busy machine starts threads.
+    start = threading.Barrier(4, timeout=120)
 
-    def write(writer: int) -> None:
+    def write(writer: int) -> object:
         with CatalogClient(pg.daemon.address, timeout=120.0) as c:
+            start.wait()
             try:
-                outcomes[writer] = atomic_ctas(jspark, target, jspark.range(200).selectExpr(
+                return atomic_ctas(jspark, target, jspark.range(200).selectExpr(
                     "id", f"{writer} AS writer"), client=c).state  # type: ignore[union-attr]
             except CatalogError as e:
-                outcomes[writer] = e
+                return e  # any other exception fails the test, raised by result() below
 
-    threads = [threading.Thread(target=write, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
+    pool = ThreadPoolExecutor(4, thread_name_prefix="ctas")
+    try:
+        futures = {writer: pool.submit(write, writer) for writer in range(4)}
+        _, running = wait(futures.values(), timeout=300)
+        assert not running, f"{len(running)} of 4 writers still running after 300 s"
+        outcomes = {writer: future.result() for writer, future in futures.items()}
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     winners = [w for w, o in outcomes.items() if o is StageState.COMMITTED]
     assert len(winners) == 1, outcomes
     assert all(isinstance(o, TableAlreadyExistsError) for w, o in outcomes.items() if w != winners[0]), outcomes
@@ -317,6 +323,14 @@ def test_a_killed_writer_leaves_nothing_once_its_lease_lapses(pg: Pg, pgc: Catal
         pgc.commit_stage(stage_id)
 
 
+def _janitor_passes(daemon: Daemon) -> float:
+    """``catalogd_janitor_passes_total`` of ``daemon``'s /metrics."""
+    with urllib.request.urlopen(f"{daemon.http}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    return next(float(line.split()[-1]) for line in text.splitlines()
+                if line.startswith("catalogd_janitor_passes_total "))
+
+
 def test_a_forged_stage_is_left_alone(pg: Pg, pgc: CatalogClient, schema: str) -> None:
     key = "0123456789abcdef"
     pg.query(f'CREATE TABLE "{schema}"."{PREFIX}{key}" (id bigint)')
@@ -325,7 +339,9 @@ def test_a_forged_stage_is_left_alone(pg: Pg, pgc: CatalogClient, schema: str) -
              f"\"catalogd.stage.lease-deadline\": 1}}'")
     with pytest.raises(PermissionDeniedError, match="not created by this catalogd"):
         pgc.commit_stage(f"pg.{schema}.{key}")
-    time.sleep(2.5)  # two janitor passes: neither may drop it
+    # Two janitor passes (the first may have begun before the stage was made): neither may drop it.
+    after = _janitor_passes(pg.daemon) + 2
+    wait_until(lambda: _janitor_passes(pg.daemon) >= after, 60, what="two janitor passes", every=0.25)
     assert pg.stages(schema) == [f"{PREFIX}{key}"] and pg.tables(schema) == [f"{PREFIX}{key}"]
 
 

@@ -182,33 +182,49 @@ def test_eight_concurrent_ctas_on_one_target(spark, client, main_db):
 
 def test_replace_while_a_reader_counts(spark, client, main_db):
     target = f"{main_db}.flip"
-    cspark.atomic_ctas(spark, target, "SELECT id FROM range(1000)", client=client)
-    seen: set[int] = set()
+    #: The table's size after each replace (distinct: a count tells which table a reader saw, and a
+    #: mixture of two is none of them).
+    sizes = [1000]
+    cspark.atomic_ctas(spark, target, f"SELECT id FROM range({sizes[0]})", client=client)
+    seen: list[tuple[int, int]] = []  # (replaces done when the count began, the count)
     errors: list[str] = []
     stop = threading.Event()
 
     def reader() -> None:
         session = spark.newSession()  # its own relation cache, like another user's session
         while not stop.is_set():
+            done = len(sizes) - 1
             try:
                 session.catalog.refreshTable(short(target))
-                seen.add(session.table(short(target)).count())
+                seen.append((done, session.table(short(target)).count()))
             except Exception as e:
                 errors.append(str(e)[:200])
+
+    def counted_since(done: int) -> bool:
+        if errors:
+            raise AssertionError(errors[:3])
+        return any(began >= done for began, _ in seen)
 
     thread = threading.Thread(target=reader)
     thread.start()
     try:
         # The reader is at work before the first replace, however slowly a busy machine starts it.
-        wait_until(lambda: seen or errors, 120, what="the reader's first count")
-        for i in range(4):
-            size = 2000 if i % 2 == 0 else 1000
-            cspark.atomic_ctas(spark, target, f"SELECT id FROM range({size})", mode="replace", client=client)
+        wait_until(lambda: counted_since(0), 120, what="the reader's first count")
+        for i in range(1, 5):
+            cspark.atomic_ctas(spark, target, f"SELECT id FROM range({1000 * (i + 1)})", mode="replace",
+                               client=client)
+            sizes.append(1000 * (i + 1))
+            # The reader counts again after each replace (the next one waits for it).
+            wait_until(lambda: counted_since(len(sizes) - 1), 120, what=f"a count after replace {i}")
     finally:
         stop.set()
         thread.join()
-    assert seen and seen <= {1000, 2000}, seen
     assert errors == [], errors[:3]
+    # A count begun after k replaces saw the k-th table, or the next one if that replace ended meanwhile.
+    wrong = [(began, count) for began, count in seen if count not in sizes[began:began + 2]]
+    assert not wrong, (wrong, sizes)
+    # And the reader saw every replace.
+    assert {count for _, count in seen} == set(sizes), (seen, sizes)
 
 
 def test_atomic_writes_off_falls_back_to_spark(spark, client, main_db, daemon_factory, daemon):

@@ -639,18 +639,22 @@ def test_files_written_after_the_lease_lapsed_are_deleted_too(spark, client, mai
 
 def test_a_lost_stage_cancels_the_spark_job_writing_it(spark, client, main_db, remote):
     """atomic_ctas runs its job in a job group that the heartbeat cancels when the stage is lost."""
+    import re
+
     from catalogd import spark as cspark
 
     extra = remote(name="cancel")
     target = f"{main_db}.t"
     with CatalogClient(extra.address, timeout=60) as own:
         stop = threading.Event()
+        aborted: list[str] = []
 
         def abort_soon() -> None:
             found = wait_until(lambda: stop.is_set() or stages_for(own, main_db, "t"), DEADLINE,
                                what="the job's stage to abort")
             if isinstance(found, list):
                 own.abort_stage(found[0].id)  # somebody else aborts it (an operator, `stage abort`)
+                aborted.append(found[0].id)
 
         aborter = threading.Thread(target=abort_soon)
         aborter.start()
@@ -661,11 +665,22 @@ def test_a_lost_stage_cancels_the_spark_job_writing_it(spark, client, main_db, r
                                               "OR id >= 0", client=own)
 
         try:
-            # Cancelled within a couple of heartbeats (the lease is 3s: one every second), not after 1e8 rows.
-            with pytest.raises(Exception):  # noqa: B017 - the cancelled job, or the lost stage
+            # Cancelled within a couple of heartbeats (the lease is 3s: one every second), not after
+            # 1e8 rows (answer_within fails the test then, with no exception pytest.raises takes).
+            with pytest.raises(Exception) as raised:  # a Spark error (Py4J): its text is checked below
                 answer_within(DEADLINE, endless_ctas)
         finally:
             stop.set()
             aborter.join()
+        assert aborted, "the job failed before its stage was found"
+        # The job failed because its own job group, the lost stage's, was cancelled.
+        group = f"catalogd-stage-{aborted[0]}"
+        assert re.search(f"cancelled part of cancelled job group {re.escape(group)}", str(raised.value)), \
+            str(raised.value)[:2000]
+        tracker = spark.sparkContext.statusTracker()
+        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+        assert jobs and all(job is not None and job.status != "RUNNING" for job in jobs), jobs
+        stage = own.list_stages("main")
+        assert [s.state for s in stage if s.id == aborted[0]] in ([], [StageState.ABORTED]), stage
     assert not client.table_exists(target)
     wait_until(settled(lambda: entries(db_dir(client, main_db))), DEADLINE, what="no files left", every=0.25)
