@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
+from polling import wait_until
 
 from catalogd.model import Column, StageState
 
@@ -87,12 +88,20 @@ def test_spark_never_lists_a_stage_while_atomic_ctas_writes(spark, client, spark
     from catalogd.spark import staged_table
 
     seen: list[set[str]] = []
+    failed: list[BaseException] = []
     stop = threading.Event()
 
     def watch() -> None:
-        with hms_connection(("127.0.0.1", _port(spark))) as c:
-            while not stop.is_set():
-                seen.append(set(c.get_all_tables(spark_db)) | set(c.get_tables(spark_db, "*")))
+        try:
+            with hms_connection(("127.0.0.1", _port(spark))) as c:
+                while not stop.is_set():
+                    seen.append(set(c.get_all_tables(spark_db)) | set(c.get_tables(spark_db, "*")))
+        except BaseException as e:  # shown below: a watcher that died saw nothing
+            failed.append(e)
+
+    def listed_since(count: int) -> bool:
+        assert not failed, failed
+        return len(seen) > count + 1  # the listing under way at ``count`` may have begun before
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -100,6 +109,9 @@ def test_spark_never_lists_a_stage_while_atomic_ctas_writes(spark, client, spark
         with staged_table(f"main.{spark_db}.t", "id int", client=client, spark=spark) as staged:
             assert staged.name is not None
             spark.sql(f"INSERT INTO {staged.name} VALUES (1)")
+            # The watcher lists while the stage exists (with its rows), however slow the machine.
+            mark = len(seen)
+            wait_until(lambda: listed_since(mark), 60, what="the watcher to list the database with the stage")
             # Reachable by its exact name, absent from every listing.
             assert sql(spark, f"SELECT * FROM {staged.name}") == [(1,)]
             listed = {r[1] for r in sql(spark, f"SHOW TABLES IN {spark_db}")}
@@ -111,7 +123,7 @@ def test_spark_never_lists_a_stage_while_atomic_ctas_writes(spark, client, spark
     finally:
         stop.set()
         watcher.join()
-    assert seen, "the watcher listed nothing"
+    assert not failed, failed
     assert not [s for s in seen if any(t.startswith("__catalogd_stage") for t in s)]
     assert sql(spark, f"SELECT * FROM {spark_db}.t") == [(1,)]
 

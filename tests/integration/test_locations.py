@@ -233,6 +233,7 @@ def test_racing_create_and_drop_leave_every_table_its_directory(client, main_db,
         t.start()
     for t in threads:
         t.join(300)
+    assert not [t for t in threads if t.is_alive()], "workers still racing after 300 s"
     assert not errors, errors
     survivors = client.list_tables(main_db)
     missing = [n for n in survivors if not local_path(client.get_table(f"{main_db}.{n}").location).is_dir()]

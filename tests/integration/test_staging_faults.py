@@ -638,10 +638,11 @@ def test_files_written_after_the_lease_lapsed_are_deleted_too(spark, client, mai
 
 
 def test_a_lost_stage_cancels_the_spark_job_writing_it(spark, client, main_db, remote):
-    """atomic_ctas runs its job in a job group that the heartbeat cancels when the stage is lost."""
+    """A job writing a stage runs in a job group that the heartbeat cancels when the stage is lost
+    (``staged_table`` given the session, as ``atomic_ctas`` runs its write)."""
     import re
 
-    from catalogd import spark as cspark
+    from catalogd.spark_common import staged_table
 
     extra = remote(name="cancel")
     target = f"{main_db}.t"
@@ -650,29 +651,46 @@ def test_a_lost_stage_cancels_the_spark_job_writing_it(spark, client, main_db, r
         aborted: list[str] = []
 
         def abort_soon() -> None:
-            found = wait_until(lambda: stop.is_set() or stages_for(own, main_db, "t"), DEADLINE,
-                               what="the job's stage to abort")
-            if isinstance(found, list):
-                own.abort_stage(found[0].id)  # somebody else aborts it (an operator, `stage abort`)
-                aborted.append(found[0].id)
+            try:
+                with CatalogClient(extra.address, timeout=60) as operator:  # own's heartbeats never wait for it
+                    found = wait_until(lambda: stop.is_set() or stages_for(operator, main_db, "t"), DEADLINE,
+                                       what="the job's stage to abort")
+                    if not isinstance(found, list):
+                        return
+                    # Once the job writing it runs (aborted sooner, the write would fail to find its table).
+                    tracker = spark.sparkContext.statusTracker()
+                    group = f"catalogd-stage-{found[0].id}"
+                    wait_until(lambda: stop.is_set() or bool(
+                        set(tracker.getJobIdsForGroup(group)) & set(tracker.getActiveJobsIds())), DEADLINE,
+                        what="the job writing the stage to run", every=0.1)
+                    if not stop.is_set():
+                        operator.abort_stage(found[0].id)  # somebody else aborts it (`stage abort`)
+                        aborted.append(found[0].id)
+            except BaseException as e:  # shown by the assertion below
+                aborted.append(f"the aborter failed: {e!r}")
 
         aborter = threading.Thread(target=abort_soon)
         aborter.start()
 
         def endless_ctas() -> None:
-            cspark.atomic_ctas(spark, target, "SELECT id FROM range(0, 100000000, 1, 2) WHERE "
-                                              "reflect('java.lang.Thread', 'sleep', cast(1 as bigint)) IS NULL "
-                                              "OR id >= 0", client=own)
+            # atomic_ctas itself would refuse: the session is on the session daemon's endpoint, not
+            # on this daemon's metastore. The session writes the stage by name, as the tests above do.
+            # A lease of 6 s (a heartbeat every 2 s): a busy machine's analysis of the write does not outlast it.
+            with staged_table(target, "id bigint", client=own, spark=spark, lease=6) as staged:
+                spark.sql("SELECT id FROM range(0, 100000000, 1, 2) WHERE reflect('java.lang.Thread', 'sleep', "
+                          "cast(1 as bigint)) IS NULL OR id >= 0").write.insertInto(staged.stage.spark_table,
+                                                                                    overwrite=True)
 
         try:
-            # Cancelled within a couple of heartbeats (the lease is 3s: one every second), not after
+            # Cancelled within a couple of heartbeats, not after
             # 1e8 rows (answer_within fails the test then, with no exception pytest.raises takes).
             with pytest.raises(Exception) as raised:  # a Spark error (Py4J): its text is checked below
                 answer_within(DEADLINE, endless_ctas)
         finally:
             stop.set()
             aborter.join()
-        assert aborted, "the job failed before its stage was found"
+        assert len(aborted) == 1 and not aborted[0].startswith("the aborter failed"), \
+            (aborted, str(raised.value)[:2000])
         # The job failed because its own job group, the lost stage's, was cancelled.
         group = f"catalogd-stage-{aborted[0]}"
         assert re.search(f"cancelled part of cancelled job group {re.escape(group)}", str(raised.value)), \
