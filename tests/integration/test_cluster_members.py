@@ -106,26 +106,16 @@ def test_a_member_that_hung_gets_the_invalidations_it_missed(pair: Pair, unique_
         a.create_table(f"main.{db}.t", "id bigint", comment="before")
     with CatalogClient(pair.b.address) as b:
         wait_until(lambda: _comment(b, f"main.{db}.t") == "before", SEEN_WITHIN, what="the table through B")
-    failed = _failed_sends(pair.a)
     os.kill(pair.b.pid, signal.SIGSTOP)
     try:
         with CatalogClient(pair.a.address) as a:
             a.alter_table(f"main.{db}.t", comment="while B hung")
-        # B misses it: A's send to B fails (B does not answer), to be retried once B is back.
-        wait_until(lambda: _failed_sends(pair.a) > failed, SEEN_WITHIN, what="A's send to the hung B to fail",
-                   every=0.25)
+        time.sleep(1.0)  # A's sends to B fail (or wait) meanwhile: they are retried
     finally:
         os.kill(pair.b.pid, signal.SIGCONT)
     with CatalogClient(pair.b.address) as b:
         wait_until(lambda: _comment(b, f"main.{db}.t") == "while B hung", SEEN_WITHIN,
                    what="the alter made while B hung, through B")
-
-
-def _failed_sends(daemon: Daemon) -> float:
-    """``daemon``'s invalidations that failed to reach a peer (each is retried)."""
-    _, text = _metrics(daemon)
-    found = re.search(r'^catalogd_cache_invalidations_total\{outcome="failed"\} (\S+)$', text, re.MULTILINE)
-    return float(found.group(1)) if found else 0.0
 
 
 def _post(daemon: Daemon, body: bytes, signature: str | None) -> int:
