@@ -30,6 +30,7 @@ from catalogd.errors import (
     ConflictError,
     DatabaseNotEmptyError,
     PermissionDeniedError,
+    ServerUnavailableError,
     StageNotFoundError,
     TableAlreadyExistsError,
     UnsupportedError,
@@ -397,7 +398,7 @@ def test_a_daemon_killed_mid_commit_undoes_it_and_the_retry_publishes(pg: Pg, po
             pg.query(f'INSERT INTO "{schema}".t VALUES (1, 0)')
             stage = c.begin_stage(target, "n bigint, v int", purpose=StagePurpose.REPLACE, lease=300)
             pg.query(f"INSERT INTO {stage.spark_table} SELECT g, 7 FROM generate_series(1, 50) g")
-            with pytest.raises(CatalogError):
+            with pytest.raises(ServerUnavailableError):
                 c.commit_stage(stage.id)  # the daemon kills itself between the renames and COMMIT
         first.proc.wait(30)
         assert first.proc.returncode == -signal.SIGKILL

@@ -58,6 +58,8 @@ def test_reload_adds_changes_removes_catalogs_without_failing_requests(client, d
         for t in threads:
             t.start()
         try:
+            # The loops are at work before the first reload (each call counts once it answered).
+            wait_until(lambda: calls["n"] > 0 or failures, 60, what="the client loops' first calls")
             # 1. add a catalog, make main read-only (a flag: the open catalog stays), via SIGHUP
             def add(config):
                 config["catalogs"][0]["read-only"] = True
