@@ -13,8 +13,9 @@ dispatches between them:
 * here: routing by database, reads of databases, tables and partitions answered from the
   metadata cache through the catalog's caching client (one key scheme with the catalog's
   own reads; every write invalidates what it touched), listings across catalogs, memory
-  catalogs (``MemoryMetastore``) and the lock API (``lock_rules`` on what a lock names, then
-  the default catalog's metastore, or ``LockManager`` when there is no metastore database);
+  catalogs (``MemoryMetastore``) and the lock API (``lock_rules`` on what a lock names,
+  ``lock_owners`` on who may touch a lock, then the default catalog's metastore, or
+  ``LockManager`` when there is no metastore database);
 * ``drops``: drops catalogd makes itself (its deletion rules, a dynamic table's job
   stopped first, the stages of a dropped database aborted).
 """
