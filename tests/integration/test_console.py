@@ -126,7 +126,9 @@ def test_a_sign_in_posted_from_another_site_gets_no_session(consoled: Daemon) ->
             answer = browser.post("/ui/login", data=form, headers=headers)
             assert answer.status_code == 403 and "sent from another site" in answer.text, headers
             assert "set-cookie" not in answer.headers and not browser.cookies, headers
-        # The console's own form (the browser names the console's origin) signs in.
+        # The console's own form (the browser names the console's origin) signs in; its page lets
+        # a browser name it (Chromium posts a no-referrer page's form with Origin: null).
+        assert browser.get("/ui/login").headers["referrer-policy"] == "same-origin"
         own = browser.post("/ui/login", data=form, headers={"Origin": consoled.http, "Sec-Fetch-Site": "same-origin"})
         assert own.status_code == 303 and own.headers["set-cookie"].startswith("catalogd_console=")
 

@@ -248,6 +248,9 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
                                                      principal=None, session=None)
         response = HTMLResponse(html)
         _secure(response)
+        # Its form's post must name the console as its origin (``origin``): no-referrer would
+        # make a browser without Sec-Fetch-Site send ``Origin: null``.
+        response.headers["Referrer-Policy"] = "same-origin"
         return response
 
     @router.post("/login", response_class=HTMLResponse)

@@ -5,10 +5,13 @@ session yet), so a page on another site could post its own attacker's token to `
 and the victim's browser would be signed in as the attacker (login CSRF). A browser says where
 a request comes from: ``Sec-Fetch-Site`` (``same-origin``, or ``none`` for one the user typed),
 ``Origin`` on every cross-origin POST (``null`` from a sandbox or a ``data:`` page) and, for
-older browsers, ``Referer``. A POST is refused when any of them names another origin than the
-one the request was sent to (its ``Host``; the scheme is not compared, so a TLS-terminating
-proxy in front changes nothing). A request with none of them comes from no browser (curl, the
-tests), which no other site can make a victim send.
+older browsers, ``Referer``. ``Sec-Fetch-Site`` decides when the browser sends it; otherwise a POST is
+refused when ``Origin`` (else ``Referer``) names another origin than the one the request was
+sent to (its ``Host``; the scheme is not compared, so a TLS-terminating proxy in front changes
+nothing). The sign-in page's referrer policy is ``same-origin``, so that a browser without
+``Sec-Fetch-Site`` names the console as the origin of its own form (``no-referrer``, the other
+pages' policy, makes it send ``Origin: null``, which is refused). A request with none of them
+comes from no browser (curl, the tests), which no other site can make a victim send.
 """
 
 from __future__ import annotations
@@ -24,7 +27,12 @@ _DEFAULT_PORTS = {"http": "80", "https": "443"}
 def foreign_origin(headers: Mapping[str, str]) -> str | None:
     """Why a POST with ``headers`` comes from another site than the console; None when it does not."""
     site = headers.get("sec-fetch-site")
-    if site is not None and site.strip().lower() not in ("same-origin", "none"):
+    if site is not None:
+        # Set by the browser itself (no page can forge it) and not hidden by a referrer policy:
+        # it decides when sent. (The console's pages send no referrer, so a browser posting its
+        # own form may send ``Origin: null``.)
+        if site.strip().lower() in ("same-origin", "none"):
+            return None
         return f"Sec-Fetch-Site is {site.strip()!r}"
     host = _split(headers.get("host") or "")
     for name in ("origin", "referer"):
