@@ -580,7 +580,8 @@ def run_kerberos(iterations: int, warmup: int) -> dict[str, Any]:
         # This process's Kerberos library reads them at its first use.
         os.environ.update(kdc.env(root / "bench.ccache"))
         krb = (f"  kerberos: {{principal: catalogd/localhost@{kdc.realm}, keytab: {json.dumps(str(keytab))}}}\n")
-        plain = MemoryDaemon(root / "plain", tls=False, auth=True)
+        # The plain side's user is only what set_ugi claims: trusted for the reads measured here.
+        plain = MemoryDaemon(root / "plain", tls=False, auth=True, extra="  trust-asserted-users: reader\n")
         kerberized = MemoryDaemon(root / "krb", tls=False, auth=True, extra=krb)
         transports: list[Any] = []
         try:

@@ -52,6 +52,9 @@ class Principal:
     name: str
     #: a refresh job's principal is limited to one table's stages: (catalog, database, table)
     job_scope: tuple[str, str, str] | None = None
+    #: The highest role it acts with whatever its grants say: an HMS connection whose user is
+    #: only asserted by set_ugi gets ``auth.trust-asserted-users`` (None: its grants alone).
+    max_role: Role | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -141,11 +144,12 @@ class Authority:
             return job.principal
         raise PermissionDeniedError("the token is not valid")
 
-    def principal_named(self, name: str) -> Principal | None:
-        """The configured principal called ``name`` (HMS endpoint: its set_ugi user), or None."""
+    def principal_named(self, name: str, max_role: Role | None = None) -> Principal | None:
+        """The configured principal called ``name`` (HMS endpoint: its proven or set_ugi user), or
+        None; ``max_role`` caps what it may do (a user only asserted)."""
         if not self.enabled:
             return ANONYMOUS
-        return Principal(name) if name in self._names else None
+        return Principal(name, max_role=max_role) if name in self._names else None
 
     # ------------------------------------------------------------ what
 
@@ -160,7 +164,10 @@ class Authority:
         if catalog is not None and catalog != ALL_CATALOGS:
             roles.append(grants.get((principal.name, catalog)))
         held = [role for role in roles if role is not None]
-        return max(held) if held else None
+        if not held:
+            return None
+        best = max(held)
+        return min(best, principal.max_role) if principal.max_role is not None else best
 
     def allows(self, principal: Principal, catalog: str | None, needed: Role) -> bool:
         """Whether ``principal`` holds ``needed`` (or more) on ``catalog``; always when auth is off."""

@@ -159,9 +159,16 @@ class ServerConfig(_Model):
     )
     #: The most components (locked objects) one lock request through the endpoint may name.
     hms_max_lock_components: PositiveInt = Field(default=10_000, alias="hms-max-lock-components")
-    #: The most lock components (held or waiting) one client host may have (only where catalogd
-    #: holds the locks in memory: a memory default catalog).
-    hms_max_locks_per_client: PositiveInt = Field(default=50_000, alias="hms-max-locks-per-client")
+    #: The most lock components (held or waiting) the locks taken on one HMS connection may have
+    #: (until they are unlocked or expire, also after the connection closed). Only where catalogd
+    #: holds the locks in memory (a memory default catalog), as are the two bounds below.
+    hms_max_locks_per_connection: PositiveInt = Field(default=50_000, alias="hms-max-locks-per-connection")
+    #: With auth on: the most lock components (held or waiting) one principal may have over all
+    #: its connections, so that one principal cannot take the whole ``hms-max-locks``.
+    hms_max_locks_per_principal: PositiveInt = Field(default=100_000, alias="hms-max-locks-per-principal")
+    #: The most lock components (held or waiting) of every client together: the memory the lock
+    #: keeper may take (about 1 KiB a component).
+    hms_max_locks: PositiveInt = Field(default=1_000_000, alias="hms-max-locks")
     #: Bytes all HMS endpoint connections may hold together for calls partly received or running;
     #: also the largest call (at most 256 MiB, the endpoint's bound on one message).
     hms_max_buffered_bytes: PositiveInt = Field(default=256 * 1024 * 1024, alias="hms-max-buffered-bytes")
@@ -236,6 +243,16 @@ class ServerConfig(_Model):
                                  "give a directory, or a path where one can be made")
             break
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_per_client_locks(cls, data: Any) -> Any:
+        # The bound of issue 21 counted a client host's locks: one client on a host locked out every
+        # other one there (issue 31). Refused with the way out, not ignored.
+        if isinstance(data, dict) and ("hms-max-locks-per-client" in data or "hms_max_locks_per_client" in data):
+            raise ValueError("hms-max-locks-per-client is no longer read (it bounded a whole client host): "
+                             "use hms-max-locks-per-connection and hms-max-locks-per-principal (and hms-max-locks)")
+        return data
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> ServerConfig:
@@ -1136,6 +1153,13 @@ class AuthConfig(_Model):
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     #: Kerberos on the HMS endpoint (absent: the endpoint takes set_ugi's user, or a client certificate's).
     kerberos: KerberosConfig | None = None
+    #: With auth on: the highest role an HMS connection gets whose user is only asserted by
+    #: ``set_ugi`` (no Kerberos ticket, client certificate or delegation token proved it). none
+    #: (the default): such a connection may make no call; reader, writer or admin: it acts as the
+    #: principal it names, with that principal's grants capped at this role. Anyone who can reach
+    #: the HMS port can name any principal: trust only a network where that is acceptable.
+    trust_asserted_users: Annotated[Literal["none", "reader", "writer", "admin"], BeforeValidator(lower)] = Field(
+        default="none", alias="trust-asserted-users")
     #: With server.tls.client-ca: how a client certificate's subject becomes a principal on the
     #: HMS endpoint, ``PATTERN -> REPLACEMENT`` rules over the subject as ``CN=name,O=org``.
     certificate_rules: list[str] = Field(default_factory=lambda: [r"CN=([^,]+).* -> \1"],

@@ -74,7 +74,8 @@ class HmsEndpoint:
         # Each start's ids are new ones (the data dir is this daemon's: its lock is held by now).
         return LockManager(timeout=server.hms_lock_timeout.total_seconds(), epoch=lambda: next_epoch(server.data_dir),
                            max_components=server.hms_max_lock_components,
-                           max_per_client=server.hms_max_locks_per_client)
+                           max_per_connection=server.hms_max_locks_per_connection,
+                           max_per_principal=server.hms_max_locks_per_principal, max_total=server.hms_max_locks)
 
     def _store(self, name: str) -> MemoryStore:
         from catalogd.catalog.memory import MemoryCatalog

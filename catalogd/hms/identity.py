@@ -1,8 +1,10 @@
 """Who an HMS connection is, proven before its first call: a Kerberos ticket (SASL GSSAPI) or a client certificate.
 
-Without either configured the endpoint believes ``set_ugi`` (as the Hive Metastore does without
-SASL). With ``server.tls.client-ca`` a connection must present a certificate the CA signed (the
-TLS handshake refuses it otherwise) and its subject, mapped by ``auth.certificate-rules``, is the
+Without either configured, a connection's user is only what ``set_ugi`` asserts: with auth on it
+is refused unless ``auth.trust-asserted-users`` trusts such users, up to the role it names
+(``catalogd.hms.policy``); with auth off everyone may do everything anyway. With
+``server.tls.client-ca`` a connection must present a certificate the CA signed (the TLS
+handshake refuses it otherwise) and its subject, mapped by ``auth.certificate-rules``, is the
 connection's principal. With ``auth.kerberos`` a connection must complete a SASL GSSAPI exchange;
 the Kerberos principal, mapped by ``auth.kerberos.principal-rules``, is the connection's
 principal (it takes precedence over a certificate's). Either way set_ugi cannot change it.

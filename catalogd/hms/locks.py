@@ -8,8 +8,12 @@ Built so that no client can confuse or stall it:
 * locks are indexed by the object they lock (database -> table -> partition), so a lock call
   looks only at the locks on its own objects (and those containing or contained in them), and
   expiry pops the locks in heartbeat order instead of scanning them all;
-* a request's components and one client's components (held or waiting) are bounded, checked
-  before the mutex is taken, so no request holds the mutex for long.
+* a request's components are bounded, checked before the mutex is taken, so no request holds
+  the mutex for long; the components held or waiting are bounded per connection, per principal
+  (auth on) and in all, so that no client takes the others' room (issue 31: a bound per client
+  host let one client lock out every other one on its host);
+* a lock remembers its holder (the principal that took it, with auth on): ``holder`` tells the
+  endpoint whose it is before anyone else's ``unlock``, ``heartbeat`` or ``check_lock`` reaches it.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from catalogd.errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ID_BITS", "LockManager", "next_epoch"]
+__all__ = ["ID_BITS", "Holder", "LockManager", "next_epoch"]
 
 _SHARED_READ = hms.LockType.SHARED_READ
 _SHARED_WRITE = hms.LockType.SHARED_WRITE
@@ -52,9 +56,12 @@ ID_BITS = 39
 _EPOCH_LIMIT = 1 << (63 - ID_BITS)
 #: Under the data dir: the last epoch a daemon started with.
 EPOCH_FILE = "hms-lock-epoch"
-#: Defaults of ``server.hms-max-lock-components`` and ``server.hms-max-locks-per-client``.
+#: Defaults of ``server.hms-max-lock-components``, ``-max-locks-per-connection``,
+#: ``-max-locks-per-principal`` and ``-max-locks``.
 DEFAULT_MAX_COMPONENTS = 10_000
-DEFAULT_MAX_PER_CLIENT = 50_000
+DEFAULT_MAX_PER_CONNECTION = 50_000
+DEFAULT_MAX_PER_PRINCIPAL = 100_000
+DEFAULT_MAX_TOTAL = 1_000_000
 
 
 def next_epoch(data_dir: Path) -> int:
@@ -141,6 +148,18 @@ class _Node:
             stack.extend(node.children.values())
 
 
+@dataclass(frozen=True)
+class Holder:
+    """Whose a lock is: the principal that took it (None: taken with auth off) and the databases it names."""
+
+    owner: str | None
+    databases: frozenset[str]
+
+
+#: Shown a lock's holder; raises to refuse the call.
+Allow = Callable[[Holder], None]
+
+
 @dataclass
 class _Lock:
     """One lock request: all its components are held, or none."""
@@ -150,8 +169,10 @@ class _Lock:
     user: str | None
     hostname: str | None
     agent_info: str | None
-    #: Who the bound on one client's components counts it against.
-    client: str = ""
+    #: The connection the per-connection bound counts it against.
+    connection: str = ""
+    #: The principal that took it (auth on): its holder, and whom the per-principal bound counts.
+    owner: str | None = None
     state: int = hms.LockState.WAITING
     #: ``clock()`` of the last heartbeat (expiry).
     beat: float = 0.0
@@ -181,21 +202,26 @@ class LockManager:
         epoch: gives the epoch of the ids (``next_epoch``), called at start and again should one
             epoch's ids run out; None: 0, 1, 2, ... (ids start at 1: tests, one process only).
         max_components: the most components one request may have.
-        max_per_client: the most components (held or waiting) one client may have.
+        max_per_connection: the most components (held or waiting) of the locks one connection took.
+        max_per_principal: the most components (held or waiting) of one principal's locks.
+        max_total: the most components (held or waiting) of all locks.
         id_bits: the low bits of an id that count within an epoch (tests make it small).
     """
 
     def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic, *,
                  wall: Callable[[], float] = time.time, epoch: Callable[[], int] | None = None,
-                 max_components: int = DEFAULT_MAX_COMPONENTS, max_per_client: int = DEFAULT_MAX_PER_CLIENT,
+                 max_components: int = DEFAULT_MAX_COMPONENTS, max_per_connection: int = DEFAULT_MAX_PER_CONNECTION,
+                 max_per_principal: int = DEFAULT_MAX_PER_PRINCIPAL, max_total: int = DEFAULT_MAX_TOTAL,
                  id_bits: int = ID_BITS) -> None:
         if timeout <= 0:
             raise InvalidArgumentError(f"lock timeout must be positive, not {timeout}")
-        if max_components <= 0 or max_per_client <= 0:
+        if min(max_components, max_per_connection, max_per_principal, max_total) <= 0:
             raise InvalidArgumentError("lock bounds must be positive")
         self.timeout = timeout
         self.max_components = max_components
-        self.max_per_client = max_per_client
+        self.max_per_connection = max_per_connection
+        self.max_per_principal = max_per_principal
+        self.max_total = max_total
         self._clock = clock
         self._wall = wall
         self._id_bits = id_bits
@@ -207,17 +233,21 @@ class LockManager:
         # Lock ids, least recently heartbeated first: expiry pops from the front.
         self._by_beat: OrderedDict[int, None] = OrderedDict()
         self._root = _Node(None, "")
-        self._per_client: dict[str, int] = {}
+        self._per_connection: dict[str, int] = {}
+        self._per_principal: dict[str, int] = {}
+        self._total = 0
         self._next_seq = 1
         self._next_internal = 1
 
     # ------------------------------------------------------------ the HMS calls
 
-    def lock(self, request: hms.LockRequest, client: str | None = None) -> hms.LockResponse:
+    def lock(self, request: hms.LockRequest, connection: str | None = None,
+             principal: str | None = None) -> hms.LockResponse:
         """Enqueue a request and try to grant it at once (ACQUIRED or WAITING).
 
-        ``client`` is who the per-client bound counts the request against (the endpoint passes
-        the connection's host).
+        ``connection`` is the connection the per-connection bound counts the request against
+        (the endpoint names each connection once); ``principal`` (auth on) is the lock's holder,
+        which the per-principal bound counts it against (None: no holder, no such bound).
         """
         txnid = request.txnid or 0
         if txnid > 0:
@@ -231,21 +261,16 @@ class LockManager:
         specs = [_parse_component(c) for c in (request.component or [])]
         if not specs:
             raise hms.MetaException(message="LockRequest has no components")
-        who = client or ""
+        conn = connection or ""
         with self._mutex:
             self._expire_locked()
-            holding = self._per_client.get(who, 0)
-            if holding + len(specs) > self.max_per_client:
-                raise hms.MetaException(
-                    message=f"catalogd: client {who or '?'} has {holding} lock components held or waiting; "
-                            f"{len(specs)} more would pass the limit of {self.max_per_client} "
-                            "(server.hms-max-locks-per-client): unlock some first")
+            self._check_bounds(conn, principal, len(specs))
             components = []
             for kind, db, table, partition in specs:
                 components.append(_Component(self._next_internal, kind, db, table, partition))
                 self._next_internal += 1
             entry = _Lock(self._new_lockid(), components, request.user, request.hostname, request.agentInfo,
-                          client=who)
+                          connection=conn, owner=principal)
             self._beat(entry, first=True)
             # Tried before it is indexed: its own components are then no candidates to skip.
             self._try_acquire(entry)
@@ -254,20 +279,26 @@ class LockManager:
                          _state_name(entry.state))
             return hms.LockResponse(lockid=entry.lockid, state=entry.state)
 
-    def check_lock(self, request: hms.CheckLockRequest) -> hms.LockResponse:
-        """Heartbeat a lock and grant it if it is waiting and nothing ahead conflicts any more."""
+    def check_lock(self, request: hms.CheckLockRequest, allow: Allow | None = None) -> hms.LockResponse:
+        """Heartbeat a lock and grant it if it is waiting and nothing ahead conflicts any more.
+
+        ``allow`` (here and in ``unlock`` and ``heartbeat``) is shown the lock's holder under the
+        mutex, before anything changes, and raises to refuse the call (the endpoint's rule that
+        only a lock's holder or an admin touches it).
+        """
         lockid = request.lockid
         with self._mutex:
             self._expire_locked()
             entry = self._locks.get(lockid) if lockid is not None else None
             if entry is None:
                 raise hms.NoSuchLockException(message=f"No such lock {_lock_id(lockid or 0)}{self._hint(lockid)}")
+            _allowed(entry, allow)
             self._beat(entry)
             if entry.state == hms.LockState.WAITING:
                 self._try_acquire(entry)
             return hms.LockResponse(lockid=entry.lockid, state=entry.state)
 
-    def unlock(self, request: hms.UnlockRequest) -> None:
+    def unlock(self, request: hms.UnlockRequest, allow: Allow | None = None) -> None:
         """Release a lock, held or waiting."""
         lockid = request.lockid
         with self._mutex:
@@ -275,10 +306,11 @@ class LockManager:
             entry = self._locks.get(lockid) if lockid is not None else None
             if entry is None:
                 raise hms.NoSuchLockException(message=f"No such lock {_lock_id(lockid or 0)}{self._hint(lockid)}")
+            _allowed(entry, allow)
             self._remove(entry)
             logger.debug("HMS lock %s released", lockid)
 
-    def heartbeat(self, request: hms.HeartbeatRequest) -> None:
+    def heartbeat(self, request: hms.HeartbeatRequest, allow: Allow | None = None) -> None:
         """Keep a lock alive; lock id 0 (or none) is no lock, as in HMS."""
         lockid = request.lockid or 0
         txnid = request.txnid or 0
@@ -288,6 +320,7 @@ class LockManager:
                 entry = self._locks.get(lockid)
                 if entry is None:
                     raise hms.NoSuchLockException(message=f"No such lock: {_lock_id(lockid)}{self._hint(lockid)}")
+                _allowed(entry, allow)
                 self._beat(entry)
         if txnid > 0:
             raise hms.NoSuchTxnException(message=f"No such transaction {_txn_id(txnid)}")
@@ -331,12 +364,47 @@ class LockManager:
         with self._mutex:
             return self._expire_locked()
 
-    def held_by(self, client: str) -> int:
-        """Components (held or waiting) counted against ``client``."""
+    def held_by(self, connection: str) -> int:
+        """Components (held or waiting) counted against ``connection``."""
         with self._mutex:
-            return self._per_client.get(client, 0)
+            return self._per_connection.get(connection, 0)
+
+    def held_by_principal(self, principal: str) -> int:
+        """Components (held or waiting) of ``principal``'s locks."""
+        with self._mutex:
+            return self._per_principal.get(principal, 0)
+
+    def holder(self, lockid: int | None) -> Holder | None:
+        """Whose lock ``lockid`` is (None: no such lock, or an expired one)."""
+        with self._mutex:
+            self._expire_locked()
+            entry = self._locks.get(lockid) if lockid is not None else None
+            if entry is None:
+                return None
+            return Holder(entry.owner, frozenset(c.db for c in entry.components))
 
     # ------------------------------------------------------------ internals (mutex held)
+
+    def _check_bounds(self, connection: str, principal: str | None, count: int) -> None:
+        """Refuse ``count`` more components past one of the bounds (most specific first, so the
+        message names the caller's own bound when that is the one reached)."""
+        held = self._per_connection.get(connection, 0)
+        if held + count > self.max_per_connection:
+            raise hms.MetaException(
+                message=f"catalogd: this connection's locks have {held} components held or waiting; {count} more "
+                        f"would pass the limit of {self.max_per_connection} (server.hms-max-locks-per-connection): "
+                        "unlock some first")
+        if principal is not None:
+            held = self._per_principal.get(principal, 0)
+            if held + count > self.max_per_principal:
+                raise hms.MetaException(
+                    message=f"catalogd: {principal}'s locks have {held} components held or waiting; {count} more "
+                            f"would pass the limit of {self.max_per_principal} (server.hms-max-locks-per-principal): "
+                            "unlock some first")
+        if self._total + count > self.max_total:
+            raise hms.MetaException(
+                message=f"catalogd: the endpoint holds {self._total} lock components; {count} more would pass the "
+                        f"limit of {self.max_total} (server.hms-max-locks): try again once locks are released")
 
     def _new_lockid(self) -> int:
         if self._next_seq >= 1 << self._id_bits:
@@ -356,7 +424,11 @@ class LockManager:
     def _add(self, entry: _Lock) -> None:
         self._locks[entry.lockid] = entry
         self._by_beat[entry.lockid] = None
-        self._per_client[entry.client] = self._per_client.get(entry.client, 0) + len(entry.components)
+        count = len(entry.components)
+        self._total += count
+        self._per_connection[entry.connection] = self._per_connection.get(entry.connection, 0) + count
+        if entry.owner is not None:
+            self._per_principal[entry.owner] = self._per_principal.get(entry.owner, 0) + count
         nodes: dict[int, _Node] = {}
         for c in entry.components:
             node = self._root
@@ -372,11 +444,11 @@ class LockManager:
     def _remove(self, entry: _Lock) -> None:
         del self._locks[entry.lockid]
         self._by_beat.pop(entry.lockid, None)
-        left = self._per_client.get(entry.client, 0) - len(entry.components)
-        if left > 0:
-            self._per_client[entry.client] = left
-        else:
-            self._per_client.pop(entry.client, None)
+        count = len(entry.components)
+        self._total -= count
+        _release(self._per_connection, entry.connection, count)
+        if entry.owner is not None:
+            _release(self._per_principal, entry.owner, count)
         for node in entry.nodes:
             node.held.pop(entry.lockid, None)
             # Prune objects no lock names any more (the index stays as large as the locks).
@@ -457,6 +529,20 @@ class LockManager:
                                 best = (lockid, c.internal_id)
                             break
         return best
+
+
+def _allowed(entry: _Lock, allow: Allow | None) -> None:
+    if allow is not None:
+        allow(Holder(entry.owner, frozenset(c.db for c in entry.components)))
+
+
+def _release(counts: dict[str, int], key: str, count: int) -> None:
+    """Take ``count`` off ``key``'s count (a key at 0 is dropped: the map stays as large as the holders)."""
+    left = counts.get(key, 0) - count
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
 
 
 def _parse_component(c: hms.LockComponent) -> tuple[int, str, str | None, str | None]:

@@ -3,9 +3,11 @@
 Access control apart from mapping (as Waggle Dance keeps ``server/security`` apart from
 ``mapping``): this module decides and records, the router dispatches, ``rewriting`` maps.
 
-* auth: with auth enabled, the connection's ``set_ugi`` user must be a principal holding
-  the call's role (``catalogd.auth.operations.hms_role``) on the call's catalog (global
-  calls: the default catalog; listings across catalogs: any catalog);
+* auth: with auth enabled, the connection's user (proven by Kerberos, a certificate or a
+  delegation token, or only asserted by ``set_ugi``) must be a principal holding the call's
+  role (``catalogd.auth.operations.hms_role``) on the call's catalog (global calls: the default
+  catalog; listings across catalogs: any catalog). An asserted user is refused unless
+  ``auth.trust-asserted-users`` names a role, and then acts with its grants capped at it;
 * audit: every write and every denial goes to the audit log;
 * read-only catalogs refuse writes (a reader's global writes, such as locks, excepted);
 * reserved parameters: no write may set or remove ``catalogd.*`` parameters (a dynamic
@@ -29,7 +31,7 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
-from catalogd.auth.model import ANONYMOUS, Role
+from catalogd.auth.model import ANONYMOUS, Principal, Role
 from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, is_stage_table
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
@@ -39,7 +41,7 @@ from catalogd.metastore.messages import EXCEPTION, decode, parse_message
 
 if TYPE_CHECKING:
     from catalogd.auth.audit import AuditLog
-    from catalogd.auth.model import Authority, Principal
+    from catalogd.auth.model import Authority
     from catalogd.hms.server import ClientConnection
     from catalogd.manager import CatalogManager
 
@@ -60,6 +62,9 @@ _ALTER_TABLE = frozenset({"alter_table", "alter_table_with_environment_context",
 
 #: What the audit log calls a connection that never called set_ugi.
 _NO_UGI = "a connection without set_ugi"
+#: How a connection proves who it is (the way out of a refusal of an asserted user).
+PROVE = ("authenticate with Kerberos (auth.kerberos), a client certificate (server.tls.client-ca) or a "
+         "delegation token, or set auth.trust-asserted-users to the highest role a set_ugi user may have")
 
 #: The table as the metastore has it now (None: none), for the rules that depend on it.
 CurrentTable = Callable[[str, str], Any]
@@ -110,7 +115,16 @@ class Policy:
             call.principal = ANONYMOUS
             return
         user = conn.identity[0] if conn.identity else None
-        principal = authority.principal_named(user) if user else None
+        asserted = bool(user) and conn.proven is None
+        trust = self.manager.config.auth.trust_asserted_users
+        if asserted and trust == "none":
+            if self.audit is not None and call.object is None:
+                call.object = obj() if obj is not None else catalog
+            raise self.denied(conn, method, call, f"catalogd: permission denied: user {user!r} is only asserted by "
+                                                  f"set_ugi, which auth.trust-asserted-users (none) does not trust: "
+                                                  f"{PROVE}")
+        cap = Role.parse(trust) if asserted else None
+        principal = authority.principal_named(user, cap) if user else None
         call.principal = principal
         if principal is not None:
             if catalog is None:
@@ -121,6 +135,9 @@ class Policy:
         who = f"user {user!r}" if user else _NO_UGI
         if user and principal is None:
             who += " (not a configured principal)"
+        elif principal is not None and cap is not None and \
+                authority.role_of(Principal(principal.name), catalog) != authority.role_of(principal, catalog):
+            who += f" (only asserted by set_ugi: auth.trust-asserted-users caps it at {cap.label})"
         where = f"catalog {catalog}" if catalog is not None else "any catalog"
         if self.audit is not None and call.object is None:
             call.object = obj() if obj is not None else catalog

@@ -13,8 +13,9 @@ dispatches between them:
 * here: routing by database, reads of databases, tables and partitions answered from the
   metadata cache through the catalog's caching client (one key scheme with the catalog's
   own reads; every write invalidates what it touched), listings across catalogs, memory
-  catalogs (``MemoryMetastore``) and the lock API (``lock_rules`` on what a lock names, then
-  the default catalog's metastore, or ``LockManager`` when there is no metastore database);
+  catalogs (``MemoryMetastore``) and the lock API (``lock_rules`` on what a lock names,
+  ``lock_owners`` on who may touch a lock, then the default catalog's metastore, or
+  ``LockManager`` when there is no metastore database);
 * ``drops``: drops catalogd makes itself (its deletion rules, a dynamic table's job
   stopped first, the stages of a dropped database aborted).
 """
@@ -22,6 +23,7 @@ dispatches between them:
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import threading
 from collections.abc import Callable
@@ -42,8 +44,10 @@ from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.federation import Federation, Place, matches_pattern
+from catalogd.hms.lock_owners import GUARDED, Guard, LockOwners, guard_for, owner_of
 from catalogd.hms.lock_reads import LockedReads
 from catalogd.hms.lock_rules import check_components, locked_scopes, lower_names, visible_locks
+from catalogd.hms.locks import Holder
 from catalogd.hms.policy import READER_GLOBAL_WRITES, CallRecord, Policy
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.hms.rewriting import LISTINGS, Rewriting, hide_stages, spark_default_location
@@ -92,13 +96,13 @@ _CACHED_READS = frozenset({
 
 
 class LockService(Protocol):
-    def lock(self, request: Any, client: str | None = None) -> Any: ...
+    def lock(self, request: Any, connection: str | None = None, principal: str | None = None) -> Any: ...
 
-    def check_lock(self, request: Any) -> Any: ...
+    def check_lock(self, request: Any, allow: Guard | None = None) -> Any: ...
 
-    def unlock(self, request: Any) -> None: ...
+    def unlock(self, request: Any, allow: Guard | None = None) -> None: ...
 
-    def heartbeat(self, request: Any) -> None: ...
+    def heartbeat(self, request: Any, allow: Guard | None = None) -> None: ...
 
     def show_locks(self, request: Any) -> Any: ...
 
@@ -145,6 +149,10 @@ class Router:
         self.locks = locks
         #: Objects locked through this endpoint lately: read from the metastore, not the cache.
         self.locked_reads = LockedReads(lambda: self.manager.config.server.hms_lock_timeout.total_seconds())
+        #: The holders of the locks a metastore keeps (auth on: only they, or an admin, touch them).
+        self.lock_owners = LockOwners()
+        #: Names each connection once for the per-connection lock bound (a peer's port is reused).
+        self._connections = itertools.count(1)
         #: Issues delegation tokens (set by the endpoint with auth.kerberos); None: relayed.
         self.delegation: EndpointAuth | None = None
         self._memory_store = memory_store
@@ -570,20 +578,37 @@ class Router:
         kind = methods.kind(method)
         federation = self.federation
         args = decode(_ARGS[method](), message.body)
+        guard: Guard | None = None
         if method == "lock":
             # Judged per component, each by its own catalog: a reader of any catalog gets this far.
             self.policy.authorize(conn, method, kind, None, call)
             check_components(args.rqst, federation, self.policy, conn, call,
                              self.manager.config.server.hms_max_lock_components)
+            owner = owner_of(self.policy, call)
+            if owner is not None:
+                # The keeper records the holder: the user a client sends is only its claim.
+                args.rqst.user = owner
         else:
             self.policy.authorize(conn, method, kind, federation.default, call)
+            # heartbeat's request is called ``ids``; the others' ``rqst``.
+            lockid = (args.ids if method == "heartbeat" else args.rqst).lockid if method in GUARDED else None
+            if lockid:
+                guard = guard_for(self.policy, federation, conn, call, method, lockid)
         if self.locks is not None:
-            return self._lock_call(conn, message, args, call)
+            return self._lock_call(conn, message, args, call, guard)
         target = self._target(federation.default)
-        if target is None or method == "heartbeat":
+        if target is None:
+            return self._global(conn, message)
+        if guard is not None:
+            assert lockid
+            absent = self._guard_relayed(target, conn, method, message.seqid, lockid, guard)
+            if absent is not None:
+                return absent
+        if method == "heartbeat":
             return self._global(conn, message)
         if method == "unlock":
             self.locked_reads.released(args.rqst.lockid or 0)
+            self.lock_owners.forget(args.rqst.lockid or 0)
             return self._global(conn, message)
         if method == "check_lock":
             reply = self._relay(target, conn, message.raw, retry=False)
@@ -603,6 +628,9 @@ class Router:
                 answer = decode(_RESULTS[method](), reply.body).success
                 if answer is not None and answer.state == hms.LockState.WAITING:
                     self.locked_reads.asked(scopes, answer.lockid, waiting=True)
+                if answer is not None and answer.lockid and owner_of(self.policy, call) is not None:
+                    self.lock_owners.remember(answer.lockid, Holder(
+                        args.rqst.user, frozenset((c.dbname or "").lower() for c in args.rqst.component or [])))
             return reply.raw
         reply = self._relay(target, conn, encode(method, CALL, message.seqid, args), retry=True)
         if reply.type != REPLY:
@@ -611,7 +639,28 @@ class Router:
         visible_locks(result, federation, self.policy, call.principal)
         return self._reply(method, message.seqid, result)
 
-    def _lock_call(self, conn: ClientConnection, message: Message, args: Any, call: CallRecord) -> bytes:
+    def _guard_relayed(self, target: RelayTarget, conn: ClientConnection, method: str, seqid: int,
+                       lockid: int, guard: Guard) -> bytes | None:
+        """Check, before it is relayed, that the caller may make ``method`` of the metastore's lock
+        ``lockid`` (raises ``Refused``); the answer for a lock the metastore does not have (given
+        here, not relayed: a lock taken after the metastore was read must not be reached
+        unchecked), or None to relay the call."""
+        def read() -> list[Any]:
+            result = self._upstream(target, conn, "show_locks",
+                                    ThriftHiveMetastore.show_locks_args(rqst=hms.ShowLocksRequest()))
+            return list(result.success.locks or []) if result.success is not None else []
+
+        holder = self.lock_owners.holder(lockid, read)
+        if holder is not None:
+            guard(holder)
+            return None
+        if method == "unlock":  # HMS 2.3's unlock of a lock that is gone is a no-op
+            return self._reply(method, seqid, ThriftHiveMetastore.unlock_result())
+        sep = ":" if method == "heartbeat" else ""
+        raise Refused(hms.NoSuchLockException(message=f"No such lock{sep} lockid:{lockid}"))
+
+    def _lock_call(self, conn: ClientConnection, message: Message, args: Any, call: CallRecord,
+                   guard: Guard | None) -> bytes:
         """A lock call answered by catalogd's in-memory lock manager."""
         assert self.locks is not None
         method = message.name
@@ -619,11 +668,16 @@ class Router:
         request = args.ids if method == "heartbeat" else args.rqst
         try:
             if method == "lock":
-                # One client's locks are bounded by its host: locks outlive connections (Hive
-                # heartbeats from another one), and a set_ugi user is only asserted.
-                value = self.locks.lock(request, client=conn.peer.rsplit(":", 1)[0])
+                # Bounded per connection (named once: a peer's port is reused) and per principal,
+                # never per host: one client must not take the room of the others on its host.
+                name = conn.state.get("lock-connection")
+                if name is None:
+                    name = conn.state["lock-connection"] = f"{conn.peer}#{next(self._connections)}"
+                value = self.locks.lock(request, connection=str(name), principal=owner_of(self.policy, call))
+            elif method == "show_locks":
+                value = self.locks.show_locks(request)
             else:
-                value = getattr(self.locks, method)(request)
+                value = getattr(self.locks, method)(request, allow=guard)
         except (hms.NoSuchLockException, hms.NoSuchTxnException, hms.TxnAbortedException,
                 hms.TxnOpenException, hms.MetaException) as e:
             raise Refused(e) from None

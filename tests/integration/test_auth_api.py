@@ -299,3 +299,40 @@ def test_the_audit_log_has_the_denials_and_the_writes(authd: Daemon, etl: Catalo
     assert denied["client"].startswith("127.0.0.1:")
     assert {k: wrote[k] for k in ("principal", "surface", "outcome", "detail")} == {
         "principal": "etl", "surface": "thrift", "outcome": "ok", "detail": None}
+
+
+# ---------------------------------------------------------------- the HMS endpoint: identity proven by default
+
+def test_an_hms_client_that_only_claims_admin_with_set_ugi_is_refused(authd: Daemon, ops: CatalogClient,
+                                                                      unique_name: Callable[[str], str]) -> None:
+    """Issue 31 row 10: with auth on and neither Kerberos nor client certificates, set_ugi("ops")
+    made a client admin (it created and dropped databases). A user only asserted is refused now
+    unless auth.trust-asserted-users trusts it (this daemon keeps the default, none)."""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    from .helpers import hms_connection
+
+    victim = unique_name("victim")
+    ops.create_database(f"main.{victim}", comment="made for the purpose")
+    try:
+        with hms_connection(authd.hms_address, "ops") as claimed:
+            for call in (lambda: claimed.drop_database(victim, True, True),
+                         lambda: claimed.create_database(ttypes.Database(name=f"{victim}_new", parameters={})),
+                         lambda: claimed.get_all_databases()):
+                with pytest.raises(ttypes.MetaException,
+                                   match=r"user 'ops' is only asserted by set_ugi, which auth\.trust-asserted-users "
+                                         r"\(none\) does not trust: authenticate with Kerberos"):
+                    call()
+        databases = ops.list_databases("main")
+        assert victim in databases and f"{victim}_new" not in databases
+        assert ops.get_database(f"main.{victim}").comment == "made for the purpose"
+
+        def denial() -> dict[str, Any] | None:
+            found = [e for e in _audit(authd) if e["surface"] == "hms" and e["operation"] == "drop_database"
+                     and e["outcome"] == "denied" and "only asserted" in (e.get("detail") or "")]
+            return found[-1] if found else None
+
+        # Audited under the claimed name, as what it is: a denial.
+        assert wait_until(denial, 30.0, "the denial's audit line")["principal"] == "ops"
+    finally:
+        ops.drop_database(f"main.{victim}", if_exists=True, cascade=True)

@@ -115,6 +115,24 @@ def _cli(consoled: Daemon, *args: str) -> CliResult:
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 
+def test_a_sign_in_posted_from_another_site_gets_no_session(consoled: Daemon) -> None:
+    """Issue 31 row 11 (login CSRF): a page on another site posts its own principal's valid token
+    to /ui/login from the victim's browser; the browser was signed in as that principal."""
+    form = {"token": TOKENS["ana"], "next": "/ui/catalogs"}
+    with httpx.Client(base_url=consoled.http, timeout=60.0) as browser:
+        for headers in ({"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"},
+                        {"Origin": "http://evil.example"}, {"Origin": "null"},
+                        {"Referer": "http://evil.example/page.html"}, {"Sec-Fetch-Site": "same-site"}):
+            answer = browser.post("/ui/login", data=form, headers=headers)
+            assert answer.status_code == 403 and "sent from another site" in answer.text, headers
+            assert "set-cookie" not in answer.headers and not browser.cookies, headers
+        # The console's own form (the browser names the console's origin) signs in; its page lets
+        # a browser name it (Chromium posts a no-referrer page's form with Origin: null).
+        assert browser.get("/ui/login").headers["referrer-policy"] == "same-origin"
+        own = browser.post("/ui/login", data=form, headers={"Origin": consoled.http, "Sec-Fetch-Site": "same-origin"})
+        assert own.status_code == 303 and own.headers["set-cookie"].startswith("catalogd_console=")
+
+
 def test_sessions_roles_csrf_and_escaping(consoled: Daemon, ops: CatalogClient, objects: dict[str, str]) -> None:
     dt_page = f"/ui/dynamic/{_path(objects['dt'])}"
     suspend = f"{dt_page}/suspend"

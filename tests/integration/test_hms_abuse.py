@@ -32,7 +32,7 @@ MiB = 1024 * 1024
 BUFFERED = 16 * MiB
 VIEW_TEXT = 64 * 1024
 COMPONENTS = 1000
-PER_CLIENT = 3000
+PER_CONNECTION = 3000
 #: A generous deadline for a call that should answer at once (the machine is shared and slow).
 DEADLINE = 30.0
 EX = ttypes.LockType.EXCLUSIVE
@@ -61,7 +61,7 @@ def abused(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Abused]:
     data_dir = tmp / "data"
     port, http_port = free_port(), free_port()
     bounds = {"hms-max-buffered-bytes": BUFFERED, "hms-max-view-text": VIEW_TEXT,
-              "hms-max-lock-components": COMPONENTS, "hms-max-locks-per-client": PER_CLIENT}
+              "hms-max-lock-components": COMPONENTS, "hms-max-locks-per-connection": PER_CONNECTION}
     config = write_config(tmp / "abused.yaml", port=port, http_port=http_port, data_dir=data_dir,
                           catalogs=[{"name": "scratch", "type": "memory", "default": True}],
                           extra={"server": {"hms-port": free_port(), **bounds}})
@@ -238,14 +238,22 @@ def test_lock_abuse_is_refused_fast_and_does_not_stall_others(abused: Abused) ->
         assert alice.show_locks(ttypes.ShowLocksRequest(dbname="db")).locks == []
 
 
-def test_one_client_cannot_hold_more_than_its_bound(abused: Abused) -> None:
-    with hms(abused.daemon, "mallory") as mallory:
+def test_one_connection_cannot_hold_more_than_its_bound_nor_lock_out_its_host(abused: Abused) -> None:
+    """Issue 31 row 6: the bound was per client host, so one client that took it all refused
+    every other client on its host; it is per connection (and per principal with auth on)."""
+    with hms(abused.daemon, "mallory") as mallory, hms(abused.daemon, "alice") as alice:
         ids = []
-        for n in range(PER_CLIENT // COMPONENTS):
+        for n in range(PER_CONNECTION // COMPONENTS):
             taken = mallory.lock(lock_request(SR, "hoard", f"t{n}", "mallory", partitions=COMPONENTS))
             ids.append(taken.lockid)
-        with pytest.raises(TApplicationException, match=r"server\.hms-max-locks-per-client"):
+        with pytest.raises(TApplicationException, match=r"server\.hms-max-locks-per-connection"):
             mallory.lock(lock_request(SR, "hoard", "one-more", "mallory"))
+        # Another client on the same host (127.0.0.1) still locks, as much as its own bound.
+        mine = [alice.lock(lock_request(SR, "own", f"t{n}", "alice", partitions=COMPONENTS))
+                for n in range(PER_CONNECTION // COMPONENTS)]
+        assert [m.state for m in mine] == [ttypes.LockState.ACQUIRED] * len(mine)
+        for m in mine:
+            alice.unlock(ttypes.UnlockRequest(lockid=m.lockid))
         mallory.unlock(ttypes.UnlockRequest(lockid=ids.pop()))
         ids.append(mallory.lock(lock_request(SR, "hoard", "one-more", "mallory")).lockid)
         for lockid in ids:

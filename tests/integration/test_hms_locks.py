@@ -4,18 +4,26 @@ The session daemon's default catalog is an embedded HMS 2.3 on Derby: its transa
 (``TxnHandler``, on the transaction tables catalogd created) keeps these locks, with HMS's own
 rules. A memory default catalog has no metastore: catalogd keeps its locks in memory
 (``test_a_lock_without_heartbeat_is_released``).
+
+With auth on, a lock belongs to the principal that took it (issue 31 row 4): ``guarded`` is a
+daemon of each kind with auth on (no JVM of its own: the hive one's default catalog is the
+session daemon's metastore, which keeps its locks), shared by the module's tests of that rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 from polling import holds_for, wait_until
 
-from .helpers import free_port, hms_connection
+from catalogd.client import CatalogClient
+
+from .helpers import Daemon, free_port, hms_connection, start_daemon, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -165,3 +173,114 @@ def test_a_lock_without_heartbeat_is_released(daemon_factory, tmp_path):
         # A heartbeated lock stays for longer than the timeout.
         holds_for(beat_both, 3, what="a heartbeated lock stays")
         assert {e.lockid for e in alice.show_locks(ttypes.ShowLocksRequest()).locks} == {kept.lockid, waiter.lockid}
+
+
+# ---------------------------------------------------------------- locks belong to their holders (auth on)
+
+#: reader and writer name themselves with set_ugi, trusted up to writer (auth.trust-asserted-users):
+#: what this rule is about is the lock, not how the caller proved its name.
+GUARDED_AUTH = {"enabled": True, "trust-asserted-users": "writer",
+                "principals": [{"name": name} for name in ("reader", "writer", "writer2")],
+                "grants": [{"principal": "reader", "catalog": "*", "role": "reader"},
+                           {"principal": "writer", "catalog": "*", "role": "writer"},
+                           {"principal": "writer2", "catalog": "*", "role": "writer"}]}
+
+
+@dataclass
+class Guarded:
+    """An auth-on daemon whose default catalog is ``kind`` (memory: catalogd keeps the locks; hive:
+    the metastore does)."""
+
+    kind: str
+    daemon: Daemon
+    tmp: Path
+    starts: int = 1
+
+    def restart(self) -> None:
+        code = self.daemon.stop()
+        assert code == 0, f"the daemon exited with {code}; log:\n{self.daemon.log()}"
+        self.starts += 1
+        self.daemon = start_daemon(self.daemon.config_path, self.daemon.data_dir,
+                                   self.tmp / f"guarded-{self.starts}.log")
+
+
+@pytest.fixture(scope="module", params=["memory", "hive"])
+def guarded(request: pytest.FixtureRequest, daemon: Daemon,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guarded]:
+    kind = request.param
+    if kind == "hive":
+        with CatalogClient(daemon.address) as c:
+            metastore = c.get_catalog("main").metastore
+        default: dict[str, Any] = {"name": "main", "type": "hive", "default": True,
+                                   "connection": {"hive.metastore.uris": metastore}}
+    else:
+        default = {"name": "main", "type": "memory", "default": True}
+    tmp = tmp_path_factory.mktemp(f"guarded-{kind}")
+    config = write_config(tmp / "guarded.yaml", port=free_port(), http_port=free_port(), data_dir=tmp / "data",
+                          catalogs=[default], extra={"auth": GUARDED_AUTH})
+    holder = Guarded(kind, start_daemon(config, tmp / "data", tmp / "guarded-1.log"), tmp)
+    yield holder
+    code = holder.daemon.stop()
+    assert code == 0, f"the daemon exited with {code}; log:\n{holder.daemon.log()}"
+
+
+def _refused_calls(client: Any, lockid: int) -> dict[str, Callable[[], object]]:
+    return {"unlock": lambda: client.unlock(ttypes.UnlockRequest(lockid=lockid)),
+            "heartbeat": lambda: client.heartbeat(ttypes.HeartbeatRequest(lockid=lockid)),
+            "check_lock": lambda: client.check_lock(ttypes.CheckLockRequest(lockid=lockid))}
+
+
+def test_a_reader_cannot_unlock_heartbeat_or_check_a_writer_s_lock(
+        guarded: Guarded, unique_name: Callable[[str], str]) -> None:
+    """Issue 31 row 4: a reader listed a writer's EXCLUSIVE lock and unlocked it; the writer's
+    check_lock then found no lock (an Iceberg-style commit lost its mutual exclusion)."""
+    db = unique_name("victimlocks")
+    address = guarded.daemon.hms_address
+    with hms_connection(address, "writer") as writer, hms_connection(address, "reader") as reader, \
+            hms_connection(address, "writer2") as other:
+        # The request claims another user: the lock is recorded under the principal that took it.
+        taken = writer.lock(lock_request(EX, db, "t", "someone-else"))
+        assert taken.state == ACQUIRED
+        shown = reader.show_locks(ttypes.ShowLocksRequest(dbname=db)).locks
+        assert [(e.lockid, e.type) for e in shown] == [(taken.lockid, EX)]
+        for intruder, name in ((reader, "reader"), (other, "writer2")):
+            for method, call in _refused_calls(intruder, taken.lockid).items():
+                with pytest.raises(ttypes.NoSuchLockException,
+                                   match=rf"permission denied: lockid:{taken.lockid} is held by 'writer'; only its "
+                                         rf"holder or an admin of catalog main may .* it, not '{name}'"):
+                    call()
+                assert check(writer, taken.lockid) == ACQUIRED, f"{name}'s {method} reached the lock"
+        assert [e.user for e in reader.show_locks(ttypes.ShowLocksRequest(dbname=db)).locks] == ["writer"]
+        # The holder's own calls pass, and a waiting lock of another writer stays waiting.
+        writer.heartbeat(ttypes.HeartbeatRequest(lockid=taken.lockid))
+        waiting = other.lock(lock_request(EX, db, "t", "writer2"))
+        assert waiting.state == WAITING
+        assert check(other, waiting.lockid) == WAITING
+        writer.unlock(ttypes.UnlockRequest(lockid=taken.lockid))
+        assert check(other, waiting.lockid) == ACQUIRED
+        other.unlock(ttypes.UnlockRequest(lockid=waiting.lockid))
+        assert reader.show_locks(ttypes.ShowLocksRequest(dbname=db)).locks == []
+
+
+def test_a_metastore_lock_s_holder_is_known_after_a_restart(
+        guarded: Guarded, unique_name: Callable[[str], str]) -> None:
+    """The metastore keeps its locks across catalogd's restart: their holder is read back from it
+    (HIVE_LOCKS.HL_USER), so the rule still holds. (catalogd's own memory locks die with it.)"""
+    if guarded.kind != "hive":
+        pytest.skip("catalogd's in-memory locks do not outlive a restart (test_hms_abuse)")
+    db = unique_name("restartlocks")
+    with hms_connection(guarded.daemon.hms_address, "writer") as writer:
+        taken = writer.lock(lock_request(EX, db, "t", "writer"))
+        assert taken.state == ACQUIRED
+    guarded.restart()
+    address = guarded.daemon.hms_address
+    with hms_connection(address, "writer") as writer, hms_connection(address, "reader") as reader:
+        for call in _refused_calls(reader, taken.lockid).values():
+            with pytest.raises(ttypes.NoSuchLockException, match="is held by 'writer'"):
+                call()
+        assert check(writer, taken.lockid) == ACQUIRED
+        writer.unlock(ttypes.UnlockRequest(lockid=taken.lockid))
+        # A lock the metastore does not have is answered as HMS would, without reaching it.
+        with pytest.raises(ttypes.NoSuchLockException, match="No such lock"):
+            reader.check_lock(ttypes.CheckLockRequest(lockid=taken.lockid))
+        reader.unlock(ttypes.UnlockRequest(lockid=taken.lockid))  # a no-op, as in HMS 2.3

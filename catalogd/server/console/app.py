@@ -5,8 +5,9 @@ inline SVG plots (``plot``) and one small script (confirm dialogs, filtering a l
 that the pages work without. Nothing is fetched from anywhere but the daemon.
 
 Sessions (``sessions``): with auth on, ``/ui/login`` takes a token and answers with an HTTP-only,
-SameSite=Strict cookie (Secure under TLS) naming a server-side session; with auth off a session
-is opened on the first visit. Every page checks the role the same data needs on the Thrift API
+SameSite=Strict cookie (Secure under TLS) naming a server-side session, unless the browser says the
+form was posted from another site (``origin``: login CSRF); with auth off a session is opened on
+the first visit. Every page checks the role the same data needs on the Thrift API
 (``THRIFT_ROLES``: reader for reads, writer for a refresh, admin for suspend and resume, admin
 daemon-wide for the audit log); every action is a POST that must carry the session's CSRF token.
 Actions and denials are audited (surface ``http``) like the REST API's.
@@ -40,6 +41,7 @@ from catalogd.names import NamespacePath, ObjectPath, quote
 from catalogd.server import overview
 from catalogd.server.access import Access
 from catalogd.server.console import plot
+from catalogd.server.console.origin import foreign_origin
 from catalogd.server.console.sessions import COOKIE, Session, Sessions
 from catalogd.spark_common import spark_conf_for
 
@@ -246,10 +248,26 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
                                                      principal=None, session=None)
         response = HTMLResponse(html)
         _secure(response)
+        # Its form's post must name the console as its origin (``origin``): no-referrer would
+        # make a browser without Sec-Fetch-Site send ``Origin: null``.
+        response.headers["Referrer-Policy"] = "same-origin"
         return response
 
     @router.post("/login", response_class=HTMLResponse)
     async def login(request: Request) -> Response:
+        # Login CSRF: another site's page must not sign the browser in (as the site's own
+        # principal). Checked before the form is read: a refused post gets no session and no cookie.
+        foreign = foreign_origin(request.headers)
+        if foreign is not None:
+            if access is not None:
+                access.record(principal=None, surface="http", client=client_of(request), operation="POST /ui/login",
+                              object=None, outcome="denied", detail=f"sign-in from another site refused: {foreign}")
+            html = env.get_template("login.html").render(
+                next=f"{PREFIX}/dynamic", error="This sign-in was sent from another site: refused. Sign in here.",
+                auth_on=True, principal=None, session=None)
+            refused = HTMLResponse(html, status_code=403)
+            _secure(refused)
+            return refused
         form = await _form(request)
         token = str(form.get("token") or "").strip()
         target = _safe_next(str(form.get("next") or ""))

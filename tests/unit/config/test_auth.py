@@ -141,3 +141,20 @@ def test_auth_off_on_a_non_loopback_host_needs_allow_insecure() -> None:
     check_insecure(parse_config(exposed + f"auth: {{enabled: true, principals: [{{name: a, token: {TOKEN}}}]}}\n"
                                 + ONE_MEMORY))
     check_insecure(parse_config(ONE_MEMORY))  # 127.0.0.1, the default
+
+
+def test_asserted_users_are_not_trusted_unless_a_role_is_named() -> None:
+    assert parse_config(ONE_MEMORY).auth.trust_asserted_users == "none"
+    for role in ("none", "reader", "writer", "admin"):
+        assert parse_config(_auth(f"  trust-asserted-users: {role.upper()}\n")).auth.trust_asserted_users == role
+    with pytest.raises(ConfigError, match="trust-asserted-users"):
+        parse_config(_auth("  trust-asserted-users: everyone\n"))
+
+
+def test_the_per_host_lock_bound_is_refused_with_the_way_out() -> None:
+    with pytest.raises(ConfigError, match="hms-max-locks-per-connection and hms-max-locks-per-principal"):
+        parse_config("server:\n  hms-max-locks-per-client: 10\n" + ONE_MEMORY)
+    server = parse_config("server:\n  hms-max-locks-per-connection: 10\n  hms-max-locks-per-principal: 20\n"
+                          "  hms-max-locks: 30\n" + ONE_MEMORY).server
+    assert (server.hms_max_locks_per_connection, server.hms_max_locks_per_principal, server.hms_max_locks) == \
+        (10, 20, 30)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
-from catalogd.hms.locks import EPOCH_FILE, ID_BITS, LockManager, next_epoch
+from catalogd.hms.locks import EPOCH_FILE, ID_BITS, Holder, LockManager, next_epoch
 
 SR = hms.LockType.SHARED_READ
 EX = hms.LockType.EXCLUSIVE
@@ -148,20 +148,72 @@ def test_a_request_over_the_component_bound_is_refused_before_the_mutex() -> Non
     assert locks.lock(request(*[comp(SR, "db", "t", f"p={i}") for i in range(100)])).state == ACQUIRED
 
 
-def test_one_clients_components_are_bounded() -> None:
+def test_one_connections_components_are_bounded_and_not_its_hosts() -> None:
+    """Issue 31 row 6: the bound was per client host, so one client locked out every other one
+    on its host; it is per connection now (and per principal, below)."""
     now = [0.0]
-    locks = LockManager(10, lambda: now[0], max_per_client=5)
-    first = locks.lock(request(comp(SR, "db", "a"), comp(SR, "db", "b"), comp(SR, "db", "c")), client="10.0.0.1")
-    locks.lock(request(comp(SR, "db", "d"), comp(SR, "db", "e")), client="10.0.0.1")
-    with pytest.raises(hms.MetaException, match=r"server\.hms-max-locks-per-client"):
-        locks.lock(request(comp(SR, "db", "f")), client="10.0.0.1")
-    assert locks.held_by("10.0.0.1") == 5
-    # Another client is not affected; unlocking (or expiry) gives the room back.
-    assert locks.lock(request(comp(SR, "db", "f")), client="10.0.0.2").state == ACQUIRED
+    locks = LockManager(10, lambda: now[0], max_per_connection=5)
+    first = locks.lock(request(comp(SR, "db", "a"), comp(SR, "db", "b"), comp(SR, "db", "c")),
+                       connection="10.0.0.1:5000#1")
+    locks.lock(request(comp(SR, "db", "d"), comp(SR, "db", "e")), connection="10.0.0.1:5000#1")
+    with pytest.raises(hms.MetaException, match=r"server\.hms-max-locks-per-connection"):
+        locks.lock(request(comp(SR, "db", "f")), connection="10.0.0.1:5000#1")
+    assert locks.held_by("10.0.0.1:5000#1") == 5
+    # Another connection, from the same host, is not affected.
+    for n in range(5):
+        assert locks.lock(request(comp(SR, "db", f"f{n}")), connection="10.0.0.1:5001#2").state == ACQUIRED
+    # Unlocking (or expiry) gives the room back.
     locks.unlock(hms.UnlockRequest(lockid=first.lockid))
-    assert locks.lock(request(comp(SR, "db", "f")), client="10.0.0.1").state == ACQUIRED
+    assert locks.lock(request(comp(SR, "db", "f")), connection="10.0.0.1:5000#1").state == ACQUIRED
     now[0] = 11
-    assert locks.lock(request(*[comp(SR, "db", f"g{i}") for i in range(5)]), client="10.0.0.1").state == ACQUIRED
+    assert locks.lock(request(*[comp(SR, "db", f"g{i}") for i in range(5)]),
+                      connection="10.0.0.1:5000#1").state == ACQUIRED
+
+
+def test_one_principals_components_are_bounded_over_its_connections() -> None:
+    locks = LockManager(10, max_per_connection=5, max_per_principal=8)
+    for n in range(4):
+        locks.lock(request(comp(SR, "db", f"m{n}"), comp(SR, "db", f"n{n}")), connection=f"c{n}", principal="mallory")
+    assert locks.held_by_principal("mallory") == 8
+    with pytest.raises(hms.MetaException, match=r"mallory's locks have 8 .*server\.hms-max-locks-per-principal"):
+        locks.lock(request(comp(SR, "db", "more")), connection="c9", principal="mallory")
+    # Another principal, on its own connection, still locks.
+    assert locks.lock(request(comp(SR, "db", "t")), connection="c10", principal="alice").state == ACQUIRED
+    # With auth off there is no principal: only the connection and the global bounds count.
+    assert locks.lock(request(comp(SR, "db", "u")), connection="c11").state == ACQUIRED
+
+
+def test_all_components_together_are_bounded() -> None:
+    locks = LockManager(10, max_per_connection=5, max_per_principal=5, max_total=6)
+    held = locks.lock(request(*[comp(SR, "db", f"t{i}") for i in range(4)]), connection="c1", principal="a")
+    locks.lock(request(comp(SR, "db", "u"), comp(SR, "db", "v")), connection="c2", principal="b")
+    with pytest.raises(hms.MetaException, match=r"server\.hms-max-locks\)"):
+        locks.lock(request(comp(SR, "db", "w")), connection="c3", principal="c")
+    locks.unlock(hms.UnlockRequest(lockid=held.lockid))
+    assert locks.lock(request(comp(SR, "db", "w")), connection="c3", principal="c").state == ACQUIRED
+
+
+def test_a_lock_knows_its_holder_and_its_calls_ask_first() -> None:
+    locks = LockManager(10)
+    taken = locks.lock(request(comp(EX, "db", "t"), comp(SR, "other", "u")), connection="c1", principal="writer")
+    assert locks.holder(taken.lockid) == Holder("writer", frozenset({"db", "other"}))
+    assert locks.holder(taken.lockid + 1) is None
+
+    def refuse(holder: Holder) -> None:
+        raise PermissionError(holder.owner)
+
+    for call in (lambda: locks.unlock(hms.UnlockRequest(lockid=taken.lockid), allow=refuse),
+                 lambda: locks.check_lock(hms.CheckLockRequest(lockid=taken.lockid), allow=refuse),
+                 lambda: locks.heartbeat(hms.HeartbeatRequest(lockid=taken.lockid), allow=refuse)):
+        with pytest.raises(PermissionError, match="writer"):
+            call()
+    # Refused before anything changed: the lock is still held, with no extra heartbeat.
+    [element] = [e for e in locks.show_locks(hms.ShowLocksRequest()).locks if e.dbname == "db"]
+    assert (element.state, element.heartbeatCount) == (ACQUIRED, 0)
+    seen: list[Holder] = []
+    locks.unlock(hms.UnlockRequest(lockid=taken.lockid), allow=seen.append)
+    assert seen == [Holder("writer", frozenset({"db", "other"}))]
+    assert locks.show_locks(hms.ShowLocksRequest()).locks == []
 
 
 def test_many_components_on_one_object_cost_one_look() -> None:

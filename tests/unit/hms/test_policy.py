@@ -77,8 +77,10 @@ class Ugi:
 
     peer = "127.0.0.1:2"
 
-    def __init__(self, user: str) -> None:
+    def __init__(self, user: str, proven: str | None = None) -> None:
         self.identity = (user, (user,))
+        #: None: only asserted by set_ugi (the fixtures here trust that up to admin).
+        self.proven = proven
 
 
 class Recorded:
@@ -111,7 +113,9 @@ def _owner(tbl: Any) -> str | None:
 def guarded(tmp_path: Path) -> tuple[Policy, Recorded]:
     from catalogd.auth.model import Authority, Role
 
-    config = parse_config(f"server: {{data-dir: {tmp_path}}}\ncatalogs:\n"
+    # The set_ugi users here stand for proven ones: trusted up to admin (their own rules are
+    # tested in test_asserted_users.py).
+    config = parse_config(f"server: {{data-dir: {tmp_path}}}\nauth: {{trust-asserted-users: admin}}\ncatalogs:\n"
                           "  - {name: main, type: memory, default: true}\n  - {name: other, type: memory}\n")
     grants = {("etl", "main"): Role.WRITER, ("etl2", "main"): Role.WRITER, ("ops", "main"): Role.ADMIN,
               ("boss", "other"): Role.ADMIN, ("boss", "main"): Role.WRITER}
