@@ -91,20 +91,23 @@ def open_blocks_frame(request_id: int = 7, block: str = "broadcast_0_piece0") ->
     return struct.pack(">qbqi", 8 + 1 + 12 + len(body), RPC_REQUEST, request_id, len(body)) + body
 
 
-def unauthenticated_block_request(host: str, port: int, timeout: float = 30.0) -> tuple[int | None, str]:
+def unauthenticated_block_request(host: str, port: int, timeout: float = 10.0) -> tuple[int | None, str]:
     """Send ``open_blocks_frame`` with no authentication; the answer's message type and text (an
-    ``RpcFailure``'s error; None and "" when the server closed the connection without an answer)."""
+    ``RpcFailure``'s error; None and "" when no whole frame came back within ``timeout``, as from a
+    port that speaks another protocol)."""
     with socket.create_connection((host, port), timeout=timeout) as s:
         s.sendall(open_blocks_frame())
         data = b""
         while len(data) < 8 or len(data) < struct.unpack(">q", data[:8])[0]:
             try:
                 chunk = s.recv(65536)
-            except ConnectionResetError:
+            except OSError:  # reset, or nothing more within the timeout
                 break
             if not chunk:
                 break
             data += chunk
+        if len(data) >= 8 and len(data) < struct.unpack(">q", data[:8])[0]:
+            return None, ""
     if len(data) < 9:
         return None, ""
     kind, message = data[8], data[9:]
@@ -112,3 +115,19 @@ def unauthenticated_block_request(host: str, port: int, timeout: float = 30.0) -
         (length,) = struct.unpack(">i", message[8:12])
         return kind, message[12:12 + length].decode(errors="replace")
     return kind, message.decode(errors="replace")
+
+
+def block_request_answers(sockets: list[tuple[str, int]]) -> dict[int, str]:
+    """Each port's answer to ``unauthenticated_block_request``: ``sasl`` (Spark asks for its
+    authentication first), ``served`` (Spark took the request: a block, or "not found"), or
+    ``none`` (no Spark frame came back: another protocol, or the connection was closed)."""
+    answers = {}
+    for host, port in sockets:
+        kind, text = unauthenticated_block_request(host, port)
+        if kind == RPC_FAILURE and "Expected SaslMessage" in text.splitlines()[0]:
+            answers[port] = "sasl"
+        elif kind in (RPC_RESPONSE, RPC_FAILURE):
+            answers[port] = "served"
+        else:
+            answers[port] = "none"
+    return answers

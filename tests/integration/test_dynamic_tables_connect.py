@@ -29,7 +29,7 @@ from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .helpers import Daemon, free_port, process_alive, sorted_rows, spark_rows, start_daemon, write_config
 from .postgres import PostgresServer
-from .spark_ports import RPC_FAILURE, listening_sockets, process_tree, unauthenticated_block_request
+from .spark_ports import block_request_answers, listening_sockets, process_tree
 
 pytestmark = pytest.mark.integration
 
@@ -206,15 +206,17 @@ def test_the_connect_server_s_ports_are_on_loopback_and_refuse_an_unauthenticate
 
     pid, sockets, grpc = wait_until(spark_ports, 240, "a Connect server with its ports open", every=1)
     assert all(host in ("127.0.0.1", "::1") for host, _ in sockets), (pid, sockets)
-    others = [(host, port) for host, port in sockets if port != grpc]
-    assert len(others) >= 2, sockets
-    for host, port in others:
-        kind, text = unauthenticated_block_request(host, port)
-        assert kind in (RPC_FAILURE, None), (port, kind, text[:300])
-        assert kind is None or "Expected SaslMessage" in text.splitlines()[0], (port, text[:300])
+    answers = block_request_answers([(host, port) for host, port in sockets if port != grpc])
+    assert "served" not in answers.values() and list(answers.values()).count("sasl") >= 2, answers
     # What the server was started with: Spark makes the secret itself (a local master), so none is written.
     settings = (connect_dtd.server_dir / "spark.properties").read_text().splitlines()
     assert "spark.authenticate true" in settings and not [s for s in settings if "secret" in s], settings
+    # The gRPC port's token is in the server's environment only (readable by its own user alone),
+    # in none of the daemon's files.
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    token = next(v.split(b"=", 1)[1] for v in environ if v.startswith(b"SPARK_CONNECT_AUTHENTICATE_TOKEN="))
+    assert len(token) >= 24 and Path(f"/proc/{pid}/environ").stat().st_mode & 0o077 == 0
+    assert [str(p) for p in connect_dtd.root.rglob("*") if _holds(p, token)] == [], "the token is in these files"
 
 
 def test_a_jdbc_dynamic_table_refreshes_in_the_connect_server_and_its_password_is_in_no_file(
