@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -458,38 +457,14 @@ def count_staged(spark: SparkSession, staged: StagedTable) -> int:
 #: Spark settings and environment variables a job gives a jdbc catalog's credentials in
 #: (``<name>``: the catalog's name; upper case in the variables). Spark redacts settings whose
 #: names contain "password" from its UI and logs; a Spark Connect server also hands them back
-#: redacted (absent) to its clients, so a Connect session is given its password with
-#: ``give_jdbc_password`` instead.
+#: redacted (absent) to its clients, so a Connect session's job cannot read its password there.
+#: The daemon's own Connect runs give none: the server's PostgreSQL password file has it
+#: (``catalogd.dynamic.pgpass``).
 JDBC_USER_CONF = "spark.catalogd.jdbc.{name}.user"
 JDBC_PASSWORD_CONF = "spark.catalogd.jdbc.{name}.password"
 JDBC_USER_ENV = "CATALOGD_JDBC_USER_{NAME}"
 JDBC_PASSWORD_ENV = "CATALOGD_JDBC_PASSWORD_{NAME}"
 _PG_DRIVER = "org.postgresql.Driver"
-
-
-#: Passwords of jdbc catalogs given to Spark Connect sessions by the process that drives them (the
-#: daemon's connect engine runs a refresh in its own process): kept on this side of the session,
-#: never set in it, so the password only leaves with the JDBC reads and writes that need it
-#: (whose plans Spark shows with it redacted).
-_GIVEN: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
-_GIVEN_LOCK = threading.Lock()
-
-
-def give_jdbc_password(spark: Any, catalog: str, password: str) -> None:
-    """Give ``spark`` (a session this process drives) the password of the jdbc catalog ``catalog``."""
-    with _GIVEN_LOCK:
-        _GIVEN.setdefault(spark, {})[catalog] = password
-
-
-def forget_jdbc_passwords(spark: Any) -> None:
-    """Drop what ``give_jdbc_password`` gave ``spark`` (its run ended)."""
-    with _GIVEN_LOCK:
-        _GIVEN.pop(spark, None)
-
-
-def _given_password(spark: Any, catalog: str) -> str | None:
-    with _GIVEN_LOCK:
-        return _GIVEN.get(spark, {}).get(catalog)
 
 
 def jdbc_driver_jars(infos: list[CatalogInfo]) -> list[str]:
@@ -499,8 +474,7 @@ def jdbc_driver_jars(infos: list[CatalogInfo]) -> list[str]:
 
 def jdbc_properties(spark: SparkSession, info: CatalogInfo) -> dict[str, str]:
     """Connection properties for Spark's JDBC source on ``info``'s database: the driver, the user and
-    the password the job was given (``give_jdbc_password``, else Spark setting, else environment
-    variable; see ``JDBC_*``)."""
+    the password the job was given (Spark setting, else environment variable; see ``JDBC_*``)."""
     import os
 
     def given(conf: str, env: str) -> str | None:
@@ -513,7 +487,7 @@ def jdbc_properties(spark: SparkSession, info: CatalogInfo) -> dict[str, str]:
     user = given(JDBC_USER_CONF, JDBC_USER_ENV) or info.jdbc_user
     if user:
         props["user"] = user
-    password = _given_password(spark, info.name) or given(JDBC_PASSWORD_CONF, JDBC_PASSWORD_ENV)
+    password = given(JDBC_PASSWORD_CONF, JDBC_PASSWORD_ENV)
     if password:
         props["password"] = password
     return props

@@ -32,7 +32,6 @@ from catalogd.dynamic.runs import CUT_OFF, STOPPED, RunIndex, RunKey, run_key
 from catalogd.errors import CatalogError, InvalidArgumentError, TableNotFoundError
 from catalogd.manager import CatalogManager
 from catalogd.model import RefreshJob, RefreshRun, RunStatus
-from catalogd.spark_common import forget_jdbc_passwords, give_jdbc_password
 
 logger = logging.getLogger(__name__)
 
@@ -271,11 +270,12 @@ class RunExecutor:
         timings: dict[str, float] = {}
         try:
             # This session's settings only, in one request.
-            session, generation = configured_session(server, conf, min(timeout, READY_TIMEOUT))
-            # A jdbc catalog's password stays in this process, beside the session (spark_common).
+            # A jdbc catalog's password goes to the server's password file, not into the run's plan.
             password = self.jobs.catalog_password(entry)
             if password is not None:
-                give_jdbc_password(session, entry.catalog, password)
+                info = self.manager.catalog(entry.catalog).info()
+                server.give_jdbc_password(info.metastore or "", info.jdbc_user, password)
+            session, generation = configured_session(server, conf, min(timeout, READY_TIMEOUT))
             run.application_id = server.application_id
             watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
                                        name=f"dt-watch-{run.id}", daemon=True)
@@ -312,7 +312,6 @@ class RunExecutor:
             if client is not None:
                 client.close()
             if session is not None:
-                forget_jdbc_passwords(session)
                 server.release(session, generation)
             laps.lap("release_s")
             with contextlib.suppress(Exception):  # its failure failed the run already, or it is moot now

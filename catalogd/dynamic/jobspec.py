@@ -85,8 +85,8 @@ class JobFactory:
 
     def catalog_password(self, entry: Entry) -> str | None:
         """The password of ``entry``'s jdbc catalog (None: it has none, or is no jdbc catalog). A run in
-        the daemon's Connect engine gets it with ``spark_common.give_jdbc_password``: a session
-        setting would reach the server, which hands settings named like a password back redacted."""
+        the daemon's Connect engine has it written to its server's password file (``pgpass``): a
+        session setting comes back redacted, and a JDBC option would be in the run's logged plan."""
         return self.manager.catalog(entry.catalog).job_password()
 
     def spark_conf(self, catalog: Catalog, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import stat
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -224,7 +225,8 @@ def test_a_jdbc_dynamic_table_refreshes_in_the_connect_server_and_its_password_i
     """Issue 31, row 12: every refresh of a jdbc dynamic table on the connect engine FAILED with "no
     password was provided" (the password went in as a session setting, which the server hands
     back to its client redacted). Now it refreshes, and the password is in none of the daemon's
-    files (its log, the runs' and servers' settings and logs)."""
+    files (its log, the runs' and servers' settings and logs, where a JDBC option would be as part
+    of the logged plan) but the server's own PostgreSQL password file (0600, in its 0700 directory)."""
     pg = connect_dtd.postgres
     name = f"pg.{cdb}.totals"
     cc.create_database(f"pg.{cdb}")
@@ -242,7 +244,10 @@ def test_a_jdbc_dynamic_table_refreshes_in_the_connect_server_and_its_password_i
         cc.drop_dynamic_table(name, if_exists=True)
         cc.drop_database(f"pg.{cdb}", if_exists=True, cascade=True)
     secret = pg.password.encode()
-    assert [str(p) for p in connect_dtd.root.rglob("*") if _holds(p, secret)] == [], "the password is in these files"
+    holding = [p for p in connect_dtd.root.rglob("*") if _holds(p, secret)]
+    assert [p.name for p in holding] == ["pgpass"], [str(p) for p in holding]
+    assert stat.S_IMODE(holding[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(holding[0].parent.stat().st_mode) == 0o700
 
 
 def _holds(path: Path, secret: bytes) -> bool:

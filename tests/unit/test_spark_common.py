@@ -60,19 +60,3 @@ def test_observed_rows_come_from_the_writes_own_observation() -> None:
     assert spark_common.observed_rows(_Written(None)) is None
     assert spark_common.observed_rows(_Written(_Info([]))) is None
 
-
-
-def test_a_password_given_beside_a_session_wins_and_leaves_with_forget(monkeypatch: Any) -> None:
-    """Issue 31, row 12: a Connect server hands a setting named like a password back redacted
-    (absent), so the daemon's Connect runs get theirs beside the session, not in it."""
-    from catalogd.model import CatalogInfo
-
-    monkeypatch.delenv("CATALOGD_JDBC_PASSWORD_PG", raising=False)
-    info = CatalogInfo(name="pg", type="jdbc", metastore="jdbc:postgresql://db:5432/x", jdbc_user="etl")
-    session, other = _Spark({}), _Spark({})
-    spark_common.give_jdbc_password(session, "pg", "s3cret")
-    assert spark_common.jdbc_properties(session, info)["password"] == "s3cret"  # type: ignore[arg-type]
-    assert session.conf.values == {}, "nothing set in the session"
-    assert "password" not in spark_common.jdbc_properties(other, info)  # type: ignore[arg-type]
-    spark_common.forget_jdbc_passwords(session)
-    assert "password" not in spark_common.jdbc_properties(session, info)  # type: ignore[arg-type]
