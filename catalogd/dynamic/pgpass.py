@@ -57,23 +57,29 @@ class PasswordFile:
         self.path = path
         self._lock = threading.Lock()
         self._lines: dict[tuple[str, str | None], list[str]] = {}
+        #: Whether the file is there (``create``d for a server's start, not ``remove``d since).
+        self._written = False
 
     def create(self) -> None:
-        """Write the file with what it has (empty at first): before the server starts."""
+        """Write the file with what it was given so far: before each start of the server (its
+        directory is made then; a password given before waits for it)."""
         with self._lock:
             self._write()
+            self._written = True
 
     def give(self, url: str, user: str | None, password: str) -> None:
         """Have the file hold this catalog's password (a changed one replaces the old)."""
         new = lines(url, user, password)
         with self._lock:
-            if self._lines.get((url, user)) == new and self.path.exists():
+            if self._lines.get((url, user)) == new:
                 return
             self._lines[(url, user)] = new
-            self._write()
+            if self._written:
+                self._write()
 
     def remove(self) -> None:
         with self._lock:
+            self._written = False
             self.path.unlink(missing_ok=True)
 
     def _write(self) -> None:

@@ -17,14 +17,17 @@ def test_one_line_per_host_any_database_escaped() -> None:
 
 
 def test_the_file_is_the_owner_s_only_and_holds_each_catalog_once(tmp_path: Path) -> None:
-    path = tmp_path / "pgpass"
+    path = tmp_path / "server" / "pgpass"
     passwords = PasswordFile(path)
+    passwords.give("jdbc:postgresql://first/x", "etl", "1")  # before the server's start: kept for it
+    assert not path.parent.exists()
+    path.parent.mkdir(mode=0o700)
     passwords.create()
-    assert path.read_text() == "" and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert path.read_text() == "first:5432:*:etl:1\n" and stat.S_IMODE(os.stat(path).st_mode) == 0o600
     passwords.give("jdbc:postgresql://db/x", "etl", "old")
     passwords.give("jdbc:postgresql://other:5433/y", "etl", "o")
     passwords.give("jdbc:postgresql://db/x", "etl", "new")  # a reload changed it
-    assert path.read_text().splitlines() == ["db:5432:*:etl:new", "other:5433:*:etl:o"]
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and not list(tmp_path.glob("*.tmp"))
+    assert path.read_text().splitlines() == ["first:5432:*:etl:1", "db:5432:*:etl:new", "other:5433:*:etl:o"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and not list(path.parent.glob("*.tmp"))
     passwords.remove()
     assert not path.exists()
