@@ -456,7 +456,10 @@ def count_staged(spark: SparkSession, staged: StagedTable) -> int:
 
 #: Spark settings and environment variables a job gives a jdbc catalog's credentials in
 #: (``<name>``: the catalog's name; upper case in the variables). Spark redacts settings whose
-#: names contain "password" from its UI and logs.
+#: names contain "password" from its UI and logs; a Spark Connect server also hands them back
+#: redacted (absent) to its clients, so a Connect session's job cannot read its password there.
+#: The daemon's own Connect runs give none: the server's PostgreSQL password file has it
+#: (``catalogd.dynamic.pgpass``).
 JDBC_USER_CONF = "spark.catalogd.jdbc.{name}.user"
 JDBC_PASSWORD_CONF = "spark.catalogd.jdbc.{name}.password"
 JDBC_USER_ENV = "CATALOGD_JDBC_USER_{NAME}"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from catalogd.dynamic.connect import ConnectAnalyzer, ConnectEngine
+from catalogd.dynamic.lockdown import locked_conf, locked_env
 from catalogd.dynamic.runner import with_tmp_dir
 from catalogd.errors import InternalError, InvalidArgumentError
 from catalogd.model import Column
@@ -31,6 +32,8 @@ from catalogd.model import Column
 logger = logging.getLogger(__name__)
 
 _START_TIMEOUT = 180.0
+#: The helper's own Spark master: it only analyses, in its own JVM.
+HELPER_MASTER = "local[1]"
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
@@ -63,7 +66,8 @@ class Analyzer:
         self._closed = False
 
     def _start(self) -> subprocess.Popen[str]:
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+               **locked_env(HELPER_MASTER)}
         logger.info("starting the Spark analyzer helper%s", f" of catalog {self.name}" if self.name else "")
         proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True)
@@ -251,8 +255,9 @@ def _serve(conf: dict[str, str], out: IO[str]) -> None:
 
     from catalogd.spark_common import hive_columns
 
-    builder = SparkSession.builder.master("local[1]").appName("catalogd analyzer").enableHiveSupport()
-    for key, value in {"spark.ui.enabled": "false", **conf}.items():
+    builder = SparkSession.builder.master(HELPER_MASTER).appName("catalogd analyzer").enableHiveSupport()
+    # Its ports on loopback, behind Spark's authentication, as every Spark process of catalogd's.
+    for key, value in locked_conf(HELPER_MASTER, {"spark.ui.enabled": "false", **conf}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

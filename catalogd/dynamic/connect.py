@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from catalogd.dynamic import runner as spark_runner
-from catalogd.errors import CatalogError, InvalidArgumentError
+from catalogd.dynamic.pgpass import PGPASSFILE_ENV, PasswordFile
+from catalogd.errors import CatalogError, InvalidArgumentError, UnsupportedError
 from catalogd.model import Column
 from catalogd.spark_common import DYNAMIC_PARTITION_MODE, ROWS_OBSERVATION, observed_rows
 
@@ -256,6 +257,20 @@ class ConnectServer:
         self.warmup_failures = 0
         #: The last start's readiness: ``warmup.json`` in the work dir holds the same.
         self.last_start: dict[str, Any] = {}
+        #: The jdbc catalogs' passwords its runs were given (``give_jdbc_password``).
+        self.passwords = PasswordFile(work_dir / "pgpass")
+
+    def give_jdbc_password(self, url: str, user: str | None, password: str) -> None:
+        """Let this server's JDBC connections to ``url`` as ``user`` log in with ``password``
+        (``pgpass``: never in a run's plan, a session setting or a log).
+
+        Raises:
+            UnsupportedError: an outside server (``spark.remote``): catalogd sends it no password.
+        """
+        if self.remote is not None:
+            raise UnsupportedError("a jdbc catalog's dynamic tables refresh only in catalogd's own Spark Connect "
+                                   "server: the catalog's password is not sent to an outside one (spark.remote)")
+        self.passwords.give(url, user, password)
 
     @property
     def warms_up(self) -> bool:
@@ -404,9 +419,12 @@ class ConnectServer:
         spec_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         (spec_dir / "job.log").unlink(missing_ok=True)  # the bound port is read from this start's log
         try:
+            spark_runner.own_dir(spec_dir)  # the password file goes there
+            self.passwords.create()
             # The server's token travels in its environment, never in a file or on its command line.
             proc = spark_runner.launch_class(self.master, conf, SERVER_CLASS, "catalogd Spark Connect server",
-                                             spec_dir, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
+                                             spec_dir, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token,
+                                                            PGPASSFILE_ENV: str(self.passwords.path)})
         except (OSError, CatalogError) as e:
             self._error = f"cannot start the Spark Connect server: {e}"
             logger.error("%s", self._error)
@@ -548,6 +566,9 @@ class ConnectServer:
             close_session(session, released=False)
         if self._proc is not None:
             spark_runner.stop(self._proc, grace)
+        if self.remote is None:
+            with contextlib.suppress(OSError):
+                self.passwords.remove()
 
 
 def _free_port() -> int:

@@ -269,9 +269,13 @@ class RunExecutor:
         client: CatalogClient | None = None
         timings: dict[str, float] = {}
         try:
+            # A jdbc catalog's password goes to the server's password file, not into the run's plan.
+            password = self.jobs.catalog_password(entry)
+            if password is not None:
+                info = self.manager.catalog(entry.catalog).info()
+                server.give_jdbc_password(info.metastore or "", info.jdbc_user, password)
             # This session's settings only, in one request.
-            session, generation = configured_session(server, {**conf, **self.jobs.catalog_session_conf(entry)},
-                                                     min(timeout, READY_TIMEOUT))
+            session, generation = configured_session(server, conf, min(timeout, READY_TIMEOUT))
             run.application_id = server.application_id
             watcher = threading.Thread(target=self._watch_session, args=(entry, session, started, timeout, why, done),
                                        name=f"dt-watch-{run.id}", daemon=True)

@@ -15,7 +15,7 @@ from catalogd.dynamic.registry import Entry
 from catalogd.errors import CatalogError
 from catalogd.manager import CatalogManager
 from catalogd.model import Table
-from catalogd.spark_common import JDBC_PASSWORD_CONF, JDBC_PASSWORD_ENV, jdbc_driver_jars, spark_conf_for
+from catalogd.spark_common import JDBC_PASSWORD_ENV, jdbc_driver_jars, spark_conf_for
 
 if TYPE_CHECKING:
     from catalogd.auth.model import Authority
@@ -78,15 +78,16 @@ class JobFactory:
 
     def catalog_env(self, entry: Entry) -> dict[str, str]:
         """What a job of ``entry`` gets in its environment to write its catalog: the password of a
-        jdbc catalog, for Spark's JDBC source (``spark_common.jdbc_properties`` reads it there)."""
-        password = self.manager.catalog(entry.catalog).job_password()
+        jdbc catalog, for Spark's JDBC source (``spark_common.jdbc_properties`` reads it there).
+        Only the job's own user can read a process's environment (``/proc/PID/environ`` is 0400)."""
+        password = self.catalog_password(entry)
         return {JDBC_PASSWORD_ENV.format(NAME=entry.catalog.upper()): password} if password is not None else {}
 
-    def catalog_session_conf(self, entry: Entry) -> dict[str, str]:
-        """``catalog_env`` as settings of one Spark Connect session (a run in the daemon's engine:
-        its environment is the daemon's); Spark redacts settings named like a password."""
-        password = self.manager.catalog(entry.catalog).job_password()
-        return {JDBC_PASSWORD_CONF.format(name=entry.catalog): password} if password is not None else {}
+    def catalog_password(self, entry: Entry) -> str | None:
+        """The password of ``entry``'s jdbc catalog (None: it has none, or is no jdbc catalog). A run in
+        the daemon's Connect engine has it written to its server's password file (``pgpass``): a
+        session setting comes back redacted, and a JDBC option would be in the run's logged plan."""
+        return self.manager.catalog(entry.catalog).job_password()
 
     def spark_conf(self, catalog: Catalog, extra: dict[str, str] | None = None) -> dict[str, str]:
         # The catalog's metastore settings win over spark.conf; a request's configuration over both.

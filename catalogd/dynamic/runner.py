@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from catalogd.dynamic.lockdown import locked_conf, locked_env
 from catalogd.errors import InternalError
 
 logger = logging.getLogger(__name__)
@@ -139,7 +140,8 @@ def _submit(master: str, conf: dict[str, str], work_dir: Path, app_args: list[st
     tmp = work_dir / "tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(mode=0o700)
-    conf = with_tmp_dir(conf, tmp)
+    # On a local master its ports listen on loopback and ask for Spark's authentication (lockdown.py).
+    conf = with_tmp_dir(locked_conf(master, conf), tmp)
     # Settings go in a file only we can read, not on the command line, where any
     # user's `ps` would show a secret key.
     props = work_dir / "spark.properties"
@@ -150,7 +152,8 @@ def _submit(master: str, conf: dict[str, str], work_dir: Path, app_args: list[st
     args = [str(submit), "--master", master, "--properties-file", str(props), "--load-spark-defaults", *app_args]
     # A token the daemon's own environment holds is not the job's: it gets its own, or none.
     inherited = {k: v for k, v in os.environ.items() if k != "CATALOGD_TOKEN"}
-    env = {**inherited, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})}
+    env = {**inherited, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           **locked_env(master), **(env or {})}
     # pip's spark-submit looks for pyspark with whatever `python` is first on PATH.
     env.setdefault("SPARK_HOME", str(_spark_home(submit)))
     log = open(work_dir / "job.log", "ab")  # noqa: SIM115 - the child keeps it

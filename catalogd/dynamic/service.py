@@ -33,6 +33,7 @@ from catalogd.dynamic.driver import Driver
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.loader import Loader
+from catalogd.dynamic.lockdown import unguarded
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry
 from catalogd.dynamic.runs import RunIndex
@@ -148,6 +149,9 @@ class DynamicTables:
             logger.info("dynamic tables are disabled on this daemon (dynamic-tables.enabled: false)")
             return
         self.sync()
+        why = unguarded(self.config.spark.master, self.config.spark.conf)
+        if why:
+            logger.warning("the refresh engine: %s", why)
         self._warm_engine()
         for target, label in ((self._scheduler.run, "dt-scheduler"), (self._supervisor.run, "dt-supervisor"),
                               (self._loader.run, "dt-sync")):

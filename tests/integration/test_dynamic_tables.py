@@ -50,6 +50,7 @@ from .helpers import (
     start_daemon,
     write_config,
 )
+from .spark_ports import block_request_answers, listening_sockets, process_tree
 
 pytestmark = pytest.mark.integration
 
@@ -312,6 +313,12 @@ def test_continuous_table_follows_appends_suspend_resume_and_a_killed_job(
     assert dt.job_detail["trigger"] == "5 seconds"
     assert dt.job_detail["applicationId"] and dt.job_detail["pid"]
     assert Path(dt.job_detail["checkpoint"]).is_dir()
+    # Issue 31, row 3: the job's processes listen on loopback only, and its Spark ports (driver RPC,
+    # block manager) ask a client for Spark's authentication before they serve anything.
+    sockets = listening_sockets(process_tree(dt.job_detail["pid"]))
+    assert sockets and all(host in ("127.0.0.1", "::1") for host, _ in sockets), sockets
+    answers = block_request_answers(sockets)
+    assert "served" not in answers.values() and list(answers.values()).count("sasl") >= 2, answers
     assert dt.within_target is True
 
     # Appends show, and the table is (again) within its freshness (10 s) once they have.

@@ -3,20 +3,24 @@ of a Spark Connect server the daemon starts and supervises (real JVMs, a real me
 
 One daemon with its Connect server serves the whole test session (``connect_dtd``); its
 ``main`` catalog is a remote catalog on the session daemon's metastore, so the session
-SparkSession writes the sources and reads the results.
+SparkSession writes the sources and reads the results. Its ``pg`` catalog is a jdbc catalog on a
+database of the session's PostgreSQL server (its password given to the daemon in its environment).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import stat
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from polling import holds_for, wait_until
 
@@ -25,6 +29,8 @@ from catalogd.dynamic.connect import WARMUP_DIR, WARMUP_ROUNDS
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
 from .helpers import Daemon, free_port, process_alive, sorted_rows, spark_rows, start_daemon, write_config
+from .postgres import PostgresServer
+from .spark_ports import block_request_answers, listening_sockets, process_tree
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +41,12 @@ SPARK = {"master": "local[1]", "engine": "connect",
 
 
 class ConnectDaemon:
-    def __init__(self, root: Path, daemon: Daemon, http_port: int) -> None:
+    def __init__(self, root: Path, daemon: Daemon, http_port: int, postgres: PostgresServer, pg_database: str) -> None:
         self.root = root
         self.daemon = daemon
         self.http = f"http://127.0.0.1:{http_port}"
+        self.postgres = postgres
+        self.pg_database = pg_database
 
     @property
     def server_dir(self) -> Path:
@@ -56,19 +64,23 @@ class ConnectDaemon:
 
 
 @pytest.fixture(scope="session")
-def connect_dtd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectDaemon]:
+def connect_dtd(daemon: Daemon, postgres: PostgresServer,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectDaemon]:
     """A daemon on the connect engine: its Connect server starts with it (one per test session)."""
     with CatalogClient(daemon.address) as c:
         metastore = c.get_catalog("main").metastore or ""
     root = tmp_path_factory.mktemp("connect-dtd")
     port, http_port = free_port(), free_port()
+    pg_database = postgres.create_database("connectdt")
     config = write_config(
         root / "catalogd.yaml", port=port, http_port=http_port, data_dir=root / "data",
         catalogs=[{"name": "main", "type": "hive", "default": True,
-                   "connection": {"hive.metastore.uris": metastore}}],
+                   "connection": {"hive.metastore.uris": metastore}},
+                  {"name": "pg", "type": "jdbc", "base-url": f"jdbc:postgresql://{postgres.host}:{postgres.port}",
+                   "default-database": pg_database, "username": postgres.role, "password": "${PG_TEST_PASSWORD}"}],
         extra={"spark": SPARK, "staging": {"replaced-data-retention": "30s"}})
-    started = start_daemon(config, root / "data", root / "daemon.log")
-    holder = ConnectDaemon(root, started, http_port)
+    started = start_daemon(config, root / "data", root / "daemon.log", env={"PG_TEST_PASSWORD": postgres.password})
+    holder = ConnectDaemon(root, started, http_port, postgres, pg_database)
     yield holder
     assert started.stop(timeout=90) == 0, holder.log()[-3000:]
     # The daemon stopped its server with it.
@@ -163,6 +175,86 @@ def test_full_and_partition_refreshes_run_in_the_connect_server(
     assert sorted(spark_rows(spark, f"{cdb}.daily")) == [(10, 67.5, "2024-03-01"), (20, 285.0, "2024-03-02")]
     assert connect_dtd.server_pid() == server  # no new application per run
     assert [s for s in cc.list_stages("main") if s.target_name == daily and s.state.value == "OPEN"] == []
+
+
+_STARTED = re.compile(r"Spark Connect server started at: \S*?:(\d+)")
+
+
+def _connect_servers(cd: ConnectDaemon) -> list[tuple[int, int]]:
+    """(pid, gRPC port) of each Connect server of the daemon that listens now."""
+    found = []
+    for pid_file in sorted((cd.root / "data" / "dynamic" / "connect").glob("server-*/server.pid")):
+        pid = int(pid_file.read_text())
+        ports = _STARTED.findall((pid_file.parent / "job.log").read_text(errors="replace"))
+        if process_alive(pid) and ports:
+            found.append((pid, int(ports[-1])))
+    return found
+
+
+def test_the_connect_server_s_ports_are_on_loopback_and_refuse_an_unauthenticated_block_fetch(
+        connect_dtd: ConnectDaemon) -> None:
+    """Issue 31, row 3: the server's driver RPC and block manager listened on the machine's address
+    without spark.authenticate, and a client with no credential fetched broadcast blocks from them.
+    Now every socket its process tree listens on is a loopback one, and each Spark port (all but the
+    gRPC one, which asks for the server's token) answers a block request with no credential by
+    asking for Spark's SASL authentication, never with a block or a "not found"."""
+    def spark_ports() -> tuple[int, list[tuple[str, int]], int] | None:
+        for pid, grpc in _connect_servers(connect_dtd):
+            sockets = listening_sockets(process_tree(pid))
+            if len(sockets) >= 3:  # gRPC, driver RPC, block manager: the server is up
+                return pid, sockets, grpc
+        return None
+
+    pid, sockets, grpc = wait_until(spark_ports, 240, "a Connect server with its ports open", every=1)
+    assert all(host in ("127.0.0.1", "::1") for host, _ in sockets), (pid, sockets)
+    answers = block_request_answers([(host, port) for host, port in sockets if port != grpc])
+    assert "served" not in answers.values() and list(answers.values()).count("sasl") >= 2, answers
+    # What the server was started with: Spark makes the secret itself (a local master), so none is written.
+    settings = (connect_dtd.server_dir / "spark.properties").read_text().splitlines()
+    assert "spark.authenticate true" in settings and not [s for s in settings if "secret" in s], settings
+    # The gRPC port's token is in the server's environment only (readable by its own user alone),
+    # in none of the daemon's files.
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    token = next(v.split(b"=", 1)[1] for v in environ if v.startswith(b"SPARK_CONNECT_AUTHENTICATE_TOKEN="))
+    assert len(token) >= 24 and Path(f"/proc/{pid}/environ").stat().st_mode & 0o077 == 0
+    assert [str(p) for p in connect_dtd.root.rglob("*") if _holds(p, token)] == [], "the token is in these files"
+
+
+def test_a_jdbc_dynamic_table_refreshes_in_the_connect_server_and_its_password_is_in_no_file(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
+    """Issue 31, row 12: every refresh of a jdbc dynamic table on the connect engine FAILED with "no
+    password was provided" (the password went in as a session setting, which the server hands
+    back to its client redacted). Now it refreshes, and the password is in none of the daemon's
+    files (its log, the runs' and servers' settings and logs, where a JDBC option would be as part
+    of the logged plan) but the server's own PostgreSQL password file (0600, in its 0700 directory)."""
+    pg = connect_dtd.postgres
+    name = f"pg.{cdb}.totals"
+    cc.create_database(f"pg.{cdb}")
+    try:
+        cc.create_dynamic_table(name, f"SELECT ds, count(*) AS n, sum(amount) AS total FROM main.{orders} "
+                                      "GROUP BY ds", "1 day", "FULL", options={"initialize": "on_schedule"})
+        done = wait_job(connect_dtd, refresh(connect_dtd, name)["jobId"])
+        assert done["status"] == "SUCCEEDED", done
+        assert done["runs"][0]["rows"] == 2
+        with psycopg.connect(host=pg.host, port=pg.port, dbname=connect_dtd.pg_database, user=pg.role,
+                             password=pg.password, autocommit=True) as conn:
+            rows = conn.execute(f'SELECT ds, n, total FROM "{cdb}".totals ORDER BY ds').fetchall()
+        assert rows == [("2024-03-01", 10, 67.5), ("2024-03-02", 20, 285.0)]
+    finally:
+        cc.drop_dynamic_table(name, if_exists=True)
+        cc.drop_database(f"pg.{cdb}", if_exists=True, cascade=True)
+    secret = pg.password.encode()
+    holding = [p for p in connect_dtd.root.rglob("*") if _holds(p, secret)]
+    assert [p.name for p in holding] == ["pgpass"], [str(p) for p in holding]
+    assert stat.S_IMODE(holding[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(holding[0].parent.stat().st_mode) == 0o700
+
+
+def _holds(path: Path, secret: bytes) -> bool:
+    try:
+        return path.is_file() and secret in path.read_bytes()
+    except OSError:  # a temporary file of a running JVM, gone meanwhile
+        return False
 
 
 def _data_files(location: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -36,8 +37,8 @@ SPARK = {"master": "local[1]", "conf": {"spark.sql.shuffle.partitions": "1", "sp
 class PgDt:
     """The module's daemon and its PostgreSQL database."""
 
-    def __init__(self, server: PostgresServer, database: str, daemon: Daemon) -> None:
-        self.server, self.database, self.daemon = server, database, daemon
+    def __init__(self, server: PostgresServer, database: str, daemon: Daemon, root: Path) -> None:
+        self.server, self.database, self.daemon, self.root = server, database, daemon, root
 
     def query(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with psycopg.connect(host=self.server.host, port=self.server.port, dbname=self.database,
@@ -71,7 +72,7 @@ def pgdt(daemon: Daemon, postgres: PostgresServer, tmp_path_factory: pytest.Temp
         extra={"spark": SPARK,
                "staging": {"lease": "20s", "janitor-interval": "1s"}})
     started = start_daemon(config, root / "data", root / "catalogd.log", env={"PG_TEST_PASSWORD": postgres.password})
-    yield PgDt(postgres, database, started)
+    yield PgDt(postgres, database, started, root)
     assert started.stop() == 0, started.log()[-3000:]
 
 
@@ -148,3 +149,14 @@ def test_a_full_dynamic_table_in_postgresql_over_a_hive_table(pgdt: PgDt, dc: Ca
 
     dc.drop_dynamic_table(name)
     assert pgdt.query("SELECT count(*) FROM pg_tables WHERE schemaname = 'serving'") == [(0,)]
+    # Issue 31, item 3: the jobs had the password in their environment only; it is in none of the
+    # daemon's files (its log, the runs' settings files and Spark logs).
+    secret = pgdt.server.password.encode()
+    assert [str(p) for p in pgdt.root.rglob("*") if _holds(p, secret)] == []
+
+
+def _holds(path: Path, secret: bytes) -> bool:
+    try:
+        return path.is_file() and secret in path.read_bytes()
+    except OSError:  # a temporary file of a running JVM, gone meanwhile
+        return False

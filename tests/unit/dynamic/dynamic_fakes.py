@@ -130,8 +130,8 @@ class FakeJobs:
     def catalog_env(self, entry: Entry) -> dict[str, str]:
         return {}
 
-    def catalog_session_conf(self, entry: Entry) -> dict[str, str]:
-        return {}
+    def catalog_password(self, entry: Entry) -> str | None:
+        return None
 
     def table_dir(self, entry: Entry) -> Path:
         return self.root / entry.catalog / entry.database / entry.name

@@ -17,7 +17,7 @@ from polling import wait_until
 
 from catalogd.config import parse_config
 from catalogd.dynamic import connect
-from catalogd.errors import CatalogError, ConfigError, InvalidArgumentError
+from catalogd.errors import CatalogError, ConfigError, InvalidArgumentError, UnsupportedError
 
 FAKE_SERVER = r'''
 import os, re, socket, sys, time
@@ -72,6 +72,29 @@ def test_the_server_starts_with_a_secret_token_dies_and_is_restarted(fake_spark_
     finally:
         engine.close(1.0)
     assert server.pid is None
+
+
+def test_a_jdbc_password_goes_to_the_server_s_own_password_file(fake_spark_home: Path, tmp_path: Path) -> None:
+    """Issue 31, row 12: not a session setting (handed back redacted) nor a JDBC option (logged
+    with the run's plan): a 0600 file the server's environment names, gone with the server."""
+    engine = connect.ConnectEngine("local[1]", tmp_path / "connect")
+    server = engine.server({})
+    try:
+        pid = wait_until(lambda: server.pid if server.alive(0) else None, 30, "the server to listen", every=0.1)
+        path = tmp_path / "connect" / "server-0" / "pgpass"
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert f"PGPASSFILE={path}".encode() in environ
+        assert path.read_text() == "" and stat.S_IMODE(path.stat().st_mode) == 0o600
+        server.give_jdbc_password("jdbc:postgresql://db:5433/x", "etl", "s3cret")
+        assert path.read_text() == "db:5433:*:etl:s3cret\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert "s3cret" not in (path.parent / "spark.properties").read_text()
+    finally:
+        engine.close(1.0)
+    assert not path.exists()
+    outside = connect.ConnectServer("local[1]", {}, tmp_path / "remote", remote="sc://elsewhere:15002")
+    with pytest.raises(UnsupportedError, match="outside"):
+        outside.give_jdbc_password("jdbc:postgresql://db/x", "etl", "s3cret")
+    assert not (tmp_path / "remote").exists()
 
 
 def test_a_session_on_a_closed_engine_is_refused(tmp_path: Path) -> None:

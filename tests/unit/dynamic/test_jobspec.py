@@ -52,10 +52,10 @@ def test_a_jdbc_table_s_jobs_read_the_source_metastore_with_the_target_s_driver(
     assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://src:9083"
     assert conf["spark.jars"] == "/opt/extra.jar,/usr/share/java/postgresql.jar"
     assert conf["spark.executor.memory"] == "2g"
-    # The password goes to the job's environment or its Connect session, never into its settings file.
+    # The password goes to the job's environment or beside its Connect session, never into its settings.
     assert "s3cret" not in conf.values()
     assert jobs.catalog_env(jdbc_entry()) == {"CATALOGD_JDBC_PASSWORD_PG": "s3cret"}
-    assert jobs.catalog_session_conf(jdbc_entry()) == {"spark.catalogd.jdbc.pg.password": "s3cret"}
+    assert jobs.catalog_password(jdbc_entry()) == "s3cret"
 
 
 def test_a_hive_table_s_jobs_are_as_before(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_a_hive_table_s_jobs_are_as_before(tmp_path: Path) -> None:
     hive = Entry("src", "db", "t", parse_freshness("1 day"), RefreshMode.FULL, RefreshState.RUNNING)
     conf = jobs.run_conf(hive)
     assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://src:9083" and "spark.jars" not in conf
-    assert jobs.catalog_env(hive) == {} and jobs.catalog_session_conf(hive) == {}
+    assert jobs.catalog_env(hive) == {} and jobs.catalog_password(hive) is None
 
 
 def test_only_a_jdbc_catalog_s_tables_refresh_full_only() -> None:

@@ -36,9 +36,52 @@ def test_settings_go_to_a_private_file_not_the_command_line(fake_spark_home: Pat
     assert stat.S_IMODE(os.stat(props.parent).st_mode) == 0o700, "the file that holds secrets is in a private dir"
     tmp_option = f"spark.driver.extraJavaOptions -Djava.io.tmpdir={tmp_path / 'run' / 'tmp'}"
     assert props.read_text().splitlines() == ["spark.hadoop.fs.s3a.secret.key s3cr3t", "spark.app.weird a\\\\b\\nc",
-                                              tmp_option]
+                                              "spark.authenticate true", "spark.driver.bindAddress 127.0.0.1",
+                                              "spark.driver.host 127.0.0.1", tmp_option]
     assert args[:2] == ["--master", "local[1]"]
     assert args[-2:] == [str(runner.JOB_SCRIPT), str(tmp_path / "run" / "spec.json")]
+
+
+@pytest.fixture
+def env_recording_spark_home(fake_spark_home: Path) -> Path:
+    """``fake_spark_home`` whose spark-submit also records the Spark variables of its environment."""
+    script = fake_spark_home / "bin" / "spark-submit"
+    script.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/args.txt"\n'
+                      'env | grep "^SPARK_LOCAL_IP=" > "$(dirname "$0")/env.txt"\nexit 0\n')
+    return fake_spark_home
+
+
+def _props(run: Path) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in (run / "spark.properties").read_text().splitlines())
+
+
+@pytest.mark.parametrize("master", ["local", "local[1]", "local[*]", "local[2, 3]"])
+def test_a_local_master_s_job_listens_on_loopback_and_authenticates(env_recording_spark_home: Path, tmp_path: Path,
+                                                                    master: str) -> None:
+    """Issue 31, row 3: its driver and block manager bind to 127.0.0.1 and ask for Spark's
+    authentication (Spark makes the secret itself), whatever spark.conf said; its UI binds to
+    SPARK_LOCAL_IP."""
+    conf = {"spark.authenticate": "false", "spark.driver.bindAddress": "0.0.0.0", "spark.ui.enabled": "true"}
+    proc = runner.launch(master, conf, {"mode": "batch"}, tmp_path / "run")
+    assert proc.wait(10) == 0
+    props = _props(tmp_path / "run")
+    assert {k: props[k] for k in ("spark.authenticate", "spark.driver.bindAddress", "spark.driver.host")} == {
+        "spark.authenticate": "true", "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+    assert not any("secret" in key for key in props), "Spark makes a local master's secret; none is written"
+    assert (env_recording_spark_home / "bin" / "env.txt").read_text().splitlines() == ["SPARK_LOCAL_IP=127.0.0.1"]
+
+
+@pytest.mark.parametrize("master", ["spark://head:7077", "local-cluster[2,1,1024]", "yarn", "k8s://https://k:6443"])
+def test_another_master_s_job_keeps_the_cluster_s_settings(env_recording_spark_home: Path, tmp_path: Path,
+                                                           master: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Executors elsewhere must reach the driver: catalogd adds nothing (docs/security.md)."""
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    conf = {"spark.authenticate": "true", "spark.driver.host": "head-1"}
+    proc = runner.launch(master, conf, {"mode": "batch"}, tmp_path / "run")
+    assert proc.wait(10) == 0
+    props = _props(tmp_path / "run")
+    assert props["spark.driver.host"] == "head-1" and "spark.driver.bindAddress" not in props
+    assert (env_recording_spark_home / "bin" / "env.txt").read_text() == ""
 
 
 def test_a_job_s_temporary_files_go_to_its_directory_not_to_tmp(fake_spark_home: Path, tmp_path: Path) -> None:
