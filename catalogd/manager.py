@@ -365,14 +365,16 @@ class CatalogManager:
         with self._helpful(catalog, db):
             catalog.rename_database(db, new_name, ignore_if_not_exists)
 
-    def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False,
+                      drop_foreign: bool = False) -> None:
+        """``drop_foreign``: objects catalogd did not create go too (the caller checked it is an admin's word)."""
         catalog, db = self._namespace(path)
         self.check_writable(catalog)
         with self._helpful(catalog, db):
             if cascade:
                 for hook in self.table_hooks:
                     hook("drop-database", catalog.name, db, "")
-            catalog.drop_database(db, ignore_if_not_exists, cascade)
+            catalog.drop_database(db, ignore_if_not_exists, cascade, drop_foreign=drop_foreign)
 
     # ------------------------------------------------------------ tables
 
@@ -420,13 +422,15 @@ class CatalogManager:
                 hook("rename", catalog.name, db, name)
             catalog.rename_table(db, name, new_name, ignore_if_not_exists)
 
-    def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+    def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False,
+                   drop_foreign: bool = False) -> None:
+        """``drop_foreign``: a table catalogd did not create goes too (the caller checked it is an admin's word)."""
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
         with self._helpful(catalog, db, name, "table"):
             for hook in self.table_hooks:
                 hook("drop", catalog.name, db, name)
-            catalog.drop_table(db, name, ignore_if_not_exists, purge)
+            catalog.drop_table(db, name, ignore_if_not_exists, purge, drop_foreign=drop_foreign)
 
     # ------------------------------------------------------------ functions
 
