@@ -11,6 +11,7 @@ import time
 from zoneinfo import ZoneInfo
 
 from catalogd.catalog.base import BaseCatalog
+from catalogd.catalog.reserved import check_client_metadata
 from catalogd.config import Config
 from catalogd.dynamic import jobspec, runner, store
 from catalogd.dynamic.analyzer import Analyzers
@@ -160,6 +161,7 @@ class TableOperations:
         reserved = sorted(k for k in spec.options if k.lower().startswith("catalogd."))
         if reserved:
             raise InvalidArgumentError(f"{full}: options starting with 'catalogd.' are reserved: {reserved}")
+        check_client_metadata(f"dynamic table {full}", (), [spec.comment])
         if catalog.table_exists(database, name):
             if ignore_if_exists:
                 try:
