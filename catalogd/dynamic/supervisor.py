@@ -17,6 +17,7 @@ from catalogd.config import Config
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic.jobspec import JobFactory, trigger_seconds
 from catalogd.dynamic.records import Records
+from catalogd.dynamic.redaction import shown_error
 from catalogd.dynamic.registry import Entry, Registry, Stream
 from catalogd.dynamic.runner import JobRunner, Process
 from catalogd.dynamic.runs import RunIndex
@@ -188,8 +189,10 @@ class Supervisor:
     def _ended(self, entry: Entry, stream: Stream, now: float) -> None:
         assert stream.proc is not None and stream.work_dir is not None
         result = self.runner.read_json(stream.work_dir / "result.json")
-        error = result.get("error") or (f"the streaming job exited with code {stream.proc.returncode}: "
-                                        f"{self.runner.log_tail(stream.work_dir)}")
+        # Shown without the data it quotes (``redaction``; the job's log keeps it).
+        error = shown_error(result.get("error")) or (
+            f"the streaming job exited with code {stream.proc.returncode}: "
+            f"{shown_error(self.runner.log_tail(stream.work_dir), first_line=False)}")
         delay = self.policy.delay(stream.failures)
         stream.failures += 1
         stream.restart_at = now + delay

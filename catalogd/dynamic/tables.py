@@ -20,18 +20,20 @@ from catalogd.dynamic.evolution import added_columns
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.freshness import Freshness, cron_expression, default_freshness, derive_mode, parse_freshness
 from catalogd.dynamic.jobconf import check_request_settings
-from catalogd.dynamic.jobspec import JobFactory
+from catalogd.dynamic.jobspec import UNSIGNED, JobFactory
 from catalogd.dynamic.loader import Loader
 from catalogd.dynamic.partitions import parse_formatters, parse_schedule_time
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry
 from catalogd.dynamic.runs import RunIndex
 from catalogd.dynamic.supervisor import Detached
+from catalogd.dynamic.validation import check_query
 from catalogd.errors import (
     CatalogError,
     ConflictError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedError,
@@ -188,6 +190,8 @@ class TableOperations:
                                    "replaces the whole table")
         source = self.source_catalog(catalog, spec.query) or catalog
         source_db = database if source is catalog else self.manager.catalog_info(source.name).default_database
+        # The rules every run checks again (no path-based or file-reading source...), before Spark sees it.
+        check_query(spec.query, f"dynamic table {full}", frozenset({source.name}))
         expanded = self.manager.expand_query(source, source_db, spec.query, kind="dynamic table")
         analyzer = self.analyzers.get(source.name, lambda: self.jobs.spark_conf(source))
         columns = analyzer.analyze(expanded.qualified)
@@ -215,11 +219,13 @@ class TableOperations:
         )
         created = time.time()
         source_name = source.name if source is not catalog else None
+        definition = store.definition_params(dt, expanded.tables, created, source_name)
+        # As a run checks it (the stored expansion, its views too), then signed: only this is ever run.
+        self.jobs.check_definition(catalog.name, database, name, definition, signed=False)
+        definition.update(self.jobs.signer.signed(full, definition))
         table = Table(name=name, database=database, catalog=catalog.name, columns=dt.columns,
                       partition_keys=dt.partition_keys, format=None if source_name else TableFormat.PARQUET,
-                      kind=TableKind.MANAGED, comment=spec.comment,
-                      properties={**spec.options,
-                                  **store.definition_params(dt, expanded.tables, created, source_name)})
+                      kind=TableKind.MANAGED, comment=spec.comment, properties={**spec.options, **definition})
         catalog.create_table(table)
         entry = Entry(catalog.name, database, name, freshness, mode, RefreshState.INITIALIZING, formatters,
                       source_name)
@@ -401,6 +407,7 @@ class TableOperations:
         self._check_enabled()
         catalog, database, name, entry = self._driven_entry(path)
         full = entry.full_name
+        check_query(query, f"dynamic table {full}", frozenset({catalog.name}))
         expanded = self.manager.expand_query(catalog, database, query, kind="dynamic table")
         if f"{database}.{name}" in expanded.tables:
             raise InvalidArgumentError(f"{full}: the new query reads the table itself")
@@ -419,13 +426,18 @@ class TableOperations:
         try:
             self.driver.supervisor.finish([detached], "its query changed (ALTER ... AS)")
             with entry.lock:
-                table, _ = self._params(catalog, database, name)
+                table, params = self._params(catalog, database, name)
                 added = added_columns(full, table.columns, table.partition_keys, columns)
                 self._check_no_batch_run(full)
+                changed = {**store.chunks(store.QUERY, expanded.original),
+                           **store.chunks(store.EXPANDED, expanded.qualified), store.SOURCES: ",".join(expanded.tables)}
+                params = {k: v for k, v in params.items()
+                          if not k.startswith((store.QUERY + ".", store.EXPANDED + "."))}
+                params.update(changed)
+                # Checked as a run checks it, then signed anew (the old signature covers the old query).
+                self.jobs.check_definition(catalog.name, database, name, params, signed=False)
                 catalog.update_table_parameters(
-                    database, name,
-                    {**store.chunks(store.QUERY, expanded.original), **store.chunks(store.EXPANDED, expanded.qualified),
-                     store.SOURCES: ",".join(expanded.tables)},
+                    database, name, {**changed, **self.jobs.signer.signed(full, params)},
                     (store.QUERY + ".", store.EXPANDED + "."), add_columns=added)
             if continuous:
                 shutil.rmtree(self.jobs.checkpoint(entry), ignore_errors=True)
@@ -461,6 +473,10 @@ class TableOperations:
         set_params = {store.FRESHNESS: str(freshness)}
         if change.refresh_mode is not None:
             set_params[store.DECLARED_MODE] = change.refresh_mode.value
+        # The new definition is catalogd's: signed anew (only a definition catalogd signed is run).
+        if not self.jobs.signer.verify(full, params):
+            raise PermissionDeniedError(UNSIGNED.format(table=full))
+        set_params.update(self.jobs.signer.signed(full, {**params, **set_params}))
         self.records.update(entry, set_params)
         old_mode, old_freshness = entry.mode, entry.freshness
         entry.freshness, entry.mode = freshness, mode
@@ -542,8 +558,12 @@ class TableOperations:
             path = parse_object(text)
             catalog, database, name = self.resolve(path)
             self.manager.check_writable(catalog)
-            self._params(catalog, database, name)
-            entry = self.registry.get(f"{catalog.name}.{database}.{name}")
+            _, params = self._params(catalog, database, name)
+            full = f"{catalog.name}.{database}.{name}"
+            entry = self.registry.get(full)
+            if entry is None and not self.jobs.signer.verify(full, params):
+                # Why it is not driven (the loader refused it): said to whoever asks for a run.
+                raise PermissionDeniedError(UNSIGNED.format(table=full))
             if entry is None:
                 raise UnsupportedError(f"{catalog.name}.{database}.{name} is not driven by this daemon "
                                        "(dynamic-tables.enabled is false?)")
