@@ -21,7 +21,7 @@ from catalogd.dynamic.redaction import shown_error
 from catalogd.dynamic.registry import Entry, Registry, Stream
 from catalogd.dynamic.runner import JobRunner, Process
 from catalogd.dynamic.runs import RunIndex
-from catalogd.errors import CatalogError, TableNotFoundError
+from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, TableNotFoundError
 from catalogd.manager import CatalogManager
 from catalogd.model import RefreshMode, RefreshRun, RefreshState, RunStatus
 
@@ -212,7 +212,14 @@ class Supervisor:
         stream.failures += 1
         work_dir = self.jobs.table_dir(entry) / "job"
         shutil.rmtree(work_dir, ignore_errors=True)
-        spec = self.jobs.spec(entry, work_dir, "continuous")
+        try:
+            spec = self.jobs.spec(entry, work_dir, "continuous")
+        except (PermissionDeniedError, InvalidArgumentError) as e:
+            # A definition that may not run (unsigned, or it breaks a rule): said in its history, as
+            # a batch run's refusal is; tried again after the back-off (a missing source may return).
+            self.records.record(entry, RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger="continuous",
+                                                  status=RunStatus.FAILED, submitted=now, ended=now, error=e.message))
+            raise
         run = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger="continuous",
                          status=RunStatus.RUNNING, submitted=now, started=now, phase="starting")
         # A streaming job runs until it is stopped: its token lives as long, and is revoked when it ends.
