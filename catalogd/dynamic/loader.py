@@ -65,6 +65,9 @@ class Loader:
         self._loaded: dict[str, object] = {}
         self._retry: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
+        #: Definitions refused at a load, by full name: their refusal as a run (``refusal``).
+        self._refused: dict[str, RefreshRun] = {}
+        self._refused_lock = threading.Lock()
 
     def run(self) -> None:
         """The sync thread: tries again every minute what failed."""
@@ -177,7 +180,7 @@ class Loader:
         """Drive a table found in HMS (unless an entry drives it already); on a failure none is left.
 
         Raises:
-            PermissionDeniedError: catalogd did not sign its definition (recorded in its history).
+            PermissionDeniedError: catalogd did not sign its definition (shown in its history).
             InvalidArgumentError: an unsigned definition from before signing that breaks a rule.
         """
         catalog = self.manager.catalog(catalog_name)
@@ -217,7 +220,7 @@ class Loader:
 
         Raises:
             PermissionDeniedError: a forged or changed definition, or an unsigned one after the
-                first load: recorded in the table's history as a refused run, never run.
+                first load: shown in the table's history as a refused run (``refusal``), never run.
             InvalidArgumentError: an unsigned one that breaks a rule of ``validation``.
         """
         jobs = self.records.jobs
@@ -225,7 +228,8 @@ class Loader:
         if jobs.signer.verify(full, params):
             return params
         refusal: CatalogError = PermissionDeniedError(UNSIGNED.format(table=full))
-        if store.SIGNATURE not in params and self._adopting(catalog):
+        writable = not self.manager.catalog(catalog).info().read_only
+        if store.SIGNATURE not in params and writable and self._adopting(catalog):
             try:
                 jobs.check_definition(catalog, database, name, params, signed=False)
             except CatalogError as e:
@@ -236,25 +240,35 @@ class Loader:
                 logger.warning("dynamic table %s: its definition was written before catalogd signed definitions; "
                                "it keeps every rule, so it is signed now", full)
                 return {**params, **signed}
-        self._record_refusal(catalog, database, name, params, refusal, now)
+        self._record_refusal(catalog, database, name, refusal, now)
         raise refusal
 
-    def _record_refusal(self, catalog: str, database: str, name: str, params: dict[str, str], refusal: CatalogError,
-                        now: float) -> None:
-        """A refused definition's refusal as a FAILED run at the head of its history (once, not at every load)."""
-        runs = store.history(params)
+    def _record_refusal(self, catalog: str, database: str, name: str, refusal: CatalogError, now: float) -> None:
+        """Keep a refused definition's refusal, shown as a FAILED run (trigger ``refused``) at the
+        head of its history (``refusal``), and log it.
+
+        It is kept in this daemon's memory, made again at each load, not written into the table:
+        a daemon does not write into a definition it does not trust (a read-only catalog's, or
+        one another daemon signed with another key, which the documentation says not to do).
+        """
+        full = f"{catalog}.{database}.{name}"
         error = f"{refusal.kind}: {refusal.message}"
-        if runs and runs[0].trigger == "refused" and runs[0].error == error:
-            return
-        run = RefreshRun(id=secrets.token_hex(8), table=f"{catalog}.{database}.{name}", trigger="refused",
-                         status=RunStatus.FAILED, submitted=now, ended=now, error=error)
-        limit = self.config.dynamic_tables.history_size
-        try:
-            self.manager.catalog(catalog).update_table_parameters(
-                database, name, store.history_params([run, *runs][:limit]), (store.HISTORY + ".",))
-        except CatalogError as e:
-            logger.warning("dynamic table %s: its refusal could not be recorded in its history: %s",
-                           run.table, e)
+        logger.error("dynamic table %s is not driven: %s", full, error)
+        with self._refused_lock:
+            known = self._refused.get(full)
+            if known is None or known.error != error:
+                self._refused[full] = RefreshRun(id=secrets.token_hex(8), table=full, trigger="refused",
+                                                 status=RunStatus.FAILED, submitted=now, ended=now, error=error)
+
+    def refusal(self, full_name: str) -> RefreshRun | None:
+        """Why this daemon refused to drive ``full_name`` at its last load (None: it did not)."""
+        with self._refused_lock:
+            return self._refused.get(full_name)
+
+    def forget_refusal(self, full_name: str) -> None:
+        """The table was dropped or made anew: its old definition's refusal no longer holds."""
+        with self._refused_lock:
+            self._refused.pop(full_name, None)
 
     def _restore_entry(self, entry: Entry, dt: DynamicTable, params: dict[str, str], now: float) -> None:
         freshness = entry.freshness

@@ -229,6 +229,7 @@ class TableOperations:
         catalog.create_table(table)
         entry = Entry(catalog.name, database, name, freshness, mode, RefreshState.INITIALIZING, formatters,
                       source_name)
+        self.loader.forget_refusal(full)  # a refused table of this name was dropped meanwhile
         self.registry.put(entry)
         try:
             self.driver.activate(entry, initial=initialize == "on_create")
@@ -263,7 +264,7 @@ class TableOperations:
             with contextlib.suppress(InvalidArgumentError):
                 dt.schedule = cron_expression(freshness)
         live = self.runs.live(dt.full_name)
-        runs = [live.get(r.id, r) for r in store.history(params)]
+        runs = self._refused(dt.full_name) + [live.get(r.id, r) for r in store.history(params)]
         dt.last_refresh = runs[0] if runs else None
         if entry is not None:
             # The live view (next fire, the streaming job's pid) over what HMS last got.
@@ -328,9 +329,15 @@ class TableOperations:
         """The recorded runs, newest first (running ones with their live phase)."""
         catalog, database, name = self.resolve(path)
         _, params = self._params(catalog, database, name, cached=True)
-        live = self.runs.live(f"{catalog.name}.{database}.{name}")
-        runs = [live.get(r.id, r) for r in store.history(params)]
+        full = f"{catalog.name}.{database}.{name}"
+        live = self.runs.live(full)
+        runs = self._refused(full) + [live.get(r.id, r) for r in store.history(params)]
         return runs[:limit] if limit > 0 else runs
+
+    def _refused(self, full: str) -> list[RefreshRun]:
+        """This daemon's refusal to drive the table at its last load, as the newest run (or none)."""
+        refusal = self.loader.refusal(full) if self.registry.get(full) is None else None
+        return [refusal] if refusal is not None else []
 
     def lags(self) -> list[tuple[str, float | None, bool | None]]:
         """(table, lag seconds, within target) for /metrics, from memory (no HMS call)."""
@@ -517,6 +524,7 @@ class TableOperations:
                 self.loader.restore(catalog.name, database, name, self._params(catalog, database, name)[1],
                                     time.time())
             raise
+        self.loader.forget_refusal(full)
         logger.info("dynamic table %s dropped", full)
 
     def table_hook(self, op: str, catalog: str, database: str, name: str) -> None:
@@ -561,8 +569,11 @@ class TableOperations:
             _, params = self._params(catalog, database, name)
             full = f"{catalog.name}.{database}.{name}"
             entry = self.registry.get(full)
-            if entry is None and not self.jobs.signer.verify(full, params):
+            refusal = self.loader.refusal(full) if entry is None else None
+            if refusal is not None:
                 # Why it is not driven (the loader refused it): said to whoever asks for a run.
+                raise PermissionDeniedError(f"{full} was refused when it was loaded and is never run: {refusal.error}")
+            if entry is None and not self.jobs.signer.verify(full, params):
                 raise PermissionDeniedError(UNSIGNED.format(table=full))
             if entry is None:
                 raise UnsupportedError(f"{catalog.name}.{database}.{name} is not driven by this daemon "

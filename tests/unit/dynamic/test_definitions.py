@@ -146,6 +146,9 @@ class Catalog:
     def fresh(self) -> Catalog:
         return self
 
+    def info(self) -> Any:
+        return SimpleNamespace(read_only=False)
+
     def get_table(self, database: str, name: str) -> Table:
         if (database, name) == ("db", "t"):
             return Table(name="t", database="db", catalog="main", properties=dict(self.params))
@@ -202,12 +205,14 @@ def test_a_forged_definition_is_refused_at_a_load_and_its_history_says_why(tmp_p
     forged = definition("SELECT CAST(value AS INT) AS a FROM text.`file:///tmp/secret.txt`", "1 second")
     catalog = Catalog({**forged, store.SIGNATURE: "v1:" + "0" * 64})
     loader, _ = loader_for(tmp_path, catalog)
-    for _ in range(2):  # recorded once, not at every load
+    for _ in range(2):  # kept once, not once per load
         with pytest.raises(PermissionDeniedError, match="not signed by catalogd"):
             loader.restore("main", "db", "t", dict(catalog.params), 0.0)
-    runs = store.history(catalog.params)
-    assert [(r.status, r.trigger) for r in runs] == [(RunStatus.FAILED, "refused")]
-    assert "never run" in (runs[0].error or "")
+    refusal = loader.refusal(FULL)
+    assert refusal is not None and (refusal.status, refusal.trigger) == (RunStatus.FAILED, "refused")
+    assert "never run" in (refusal.error or "")
+    # Nothing is written into a definition the daemon does not trust.
+    assert catalog.writes == [] and store.history(catalog.params) == []
 
 
 def test_an_unsigned_definition_from_before_signing_is_adopted_once_if_it_keeps_the_rules(tmp_path: Path) -> None:
@@ -221,7 +226,8 @@ def test_an_unsigned_definition_from_before_signing_is_adopted_once_if_it_keeps_
     bad_loader, _ = loader_for(tmp_path / "other", bad)
     with pytest.raises(InvalidArgumentError, match="a path or a file"):
         bad_loader._signed("main", "db", "t", dict(bad.params), 0.0)
-    assert "a path or a file" in (store.history(bad.params)[0].error or "")
+    assert "a path or a file" in (bad_loader.refusal(FULL).error or "")  # type: ignore[union-attr]
+    assert bad.writes == []
     # ... and once the catalog was loaded, an unsigned definition is never adopted again.
     loader._adopted("main")
     later = Catalog(definition())
