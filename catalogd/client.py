@@ -377,9 +377,12 @@ class CatalogClient:
         path = wire.namespace_to_thrift(parse_namespace(name))
         self._call(lambda c: c.renameDatabase(path, new_name, if_exists), idempotent=False)
 
-    def drop_database(self, name: str, if_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(self, name: str, if_exists: bool = False, cascade: bool = False,
+                      drop_foreign: bool = False) -> None:
+        """``drop_foreign``: objects catalogd did not create go too (an admin's word; a jdbc catalog
+        refuses otherwise)."""
         path = wire.namespace_to_thrift(parse_namespace(name))
-        self._call(lambda c: c.dropDatabase(path, if_exists, cascade), idempotent=False)
+        self._call(lambda c: c.dropDatabase(path, if_exists, cascade, drop_foreign), idempotent=False)
 
     # ------------------------------------------------------------ tables
 
@@ -460,9 +463,10 @@ class CatalogClient:
         thrift_path = wire.object_to_thrift(path)
         self._call(lambda c: c.renameTable(thrift_path, target.name, if_exists), idempotent=False)
 
-    def drop_table(self, name: str, if_exists: bool = False, purge: bool = False) -> None:
+    def drop_table(self, name: str, if_exists: bool = False, purge: bool = False, drop_foreign: bool = False) -> None:
+        """``drop_foreign``: a table catalogd did not create goes too (an admin's word)."""
         path = wire.object_to_thrift(parse_object(name))
-        self._call(lambda c: c.dropTable(path, if_exists, purge), idempotent=False)
+        self._call(lambda c: c.dropTable(path, if_exists, purge, drop_foreign), idempotent=False)
 
 
 

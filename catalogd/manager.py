@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from catalogd import not_found
 from catalogd.catalog import load_catalog
-from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, BaseCatalog, Catalog
+from catalogd.catalog.base import BaseCatalog, Catalog
+from catalogd.catalog.reserved import check_client_metadata
 from catalogd.config import CatalogConfig, Config, TlsConfig, hms_prefix_of
 from catalogd.errors import (
     CatalogNotFoundError,
@@ -351,11 +352,14 @@ class CatalogManager:
     def create_database(self, database: Database, ignore_if_exists: bool = False) -> None:
         catalog = self.catalog(database.catalog or None)
         self.check_writable(catalog)
+        check_client_metadata(f"database {catalog.name}.{database.name}", database.properties, [database.comment])
         catalog.create_database(database, ignore_if_exists)
 
     def alter_database(self, path: NamespacePath, update: DatabaseUpdate) -> None:
         catalog, db = self._namespace(path)
         self.check_writable(catalog)
+        check_client_metadata(f"database {catalog.name}.{db}", [*update.set_properties, *update.unset_properties],
+                              [update.comment])
         with self._helpful(catalog, db):
             catalog.alter_database(db, update)
 
@@ -365,14 +369,16 @@ class CatalogManager:
         with self._helpful(catalog, db):
             catalog.rename_database(db, new_name, ignore_if_not_exists)
 
-    def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(self, path: NamespacePath, ignore_if_not_exists: bool = False, cascade: bool = False,
+                      drop_foreign: bool = False) -> None:
+        """``drop_foreign``: objects catalogd did not create go too (the caller checked it is an admin's word)."""
         catalog, db = self._namespace(path)
         self.check_writable(catalog)
         with self._helpful(catalog, db):
             if cascade:
                 for hook in self.table_hooks:
                     hook("drop-database", catalog.name, db, "")
-            catalog.drop_database(db, ignore_if_not_exists, cascade)
+            catalog.drop_database(db, ignore_if_not_exists, cascade, drop_foreign=drop_foreign)
 
     # ------------------------------------------------------------ tables
 
@@ -395,20 +401,17 @@ class CatalogManager:
         self.check_writable(catalog)
         table.catalog = catalog.name
         table.database = table.database or self._conf(catalog.name).default_namespace
-        reserved = sorted(k for k in table.properties if k.lower().startswith(RESERVED_PROPERTY_PREFIX))
-        if reserved:
-            # Refused as an alter refuses them: a forged definition or stage mark would be believed.
-            raise InvalidArgumentError(
-                f"table {catalog.name}.{table.database}.{table.name}: properties {reserved} are catalogd's own "
-                f"(names starting with {RESERVED_PROPERTY_PREFIX!r}: a dynamic table's definition and state, a "
-                "stage's or a commit's marks); nothing was created"
-            )
+        # A forged definition or stage mark would be believed (a jdbc catalog keeps them in the comment).
+        check_client_metadata(f"table {catalog.name}.{table.database}.{table.name}", table.properties,
+                              [table.comment])
         with self._helpful(catalog, table.database):
             return catalog.create_table(table, ignore_if_exists)
 
     def alter_table(self, path: ObjectPath, update: TableUpdate) -> Table:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
+        check_client_metadata(f"table {catalog.name}.{db}.{name}", [*update.set_properties, *update.unset_properties],
+                              [update.comment])
         with self._helpful(catalog, db, name, "table"):
             return catalog.alter_table(db, name, update)
 
@@ -420,13 +423,15 @@ class CatalogManager:
                 hook("rename", catalog.name, db, name)
             catalog.rename_table(db, name, new_name, ignore_if_not_exists)
 
-    def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+    def drop_table(self, path: ObjectPath, ignore_if_not_exists: bool = False, purge: bool = False,
+                   drop_foreign: bool = False) -> None:
+        """``drop_foreign``: a table catalogd did not create goes too (the caller checked it is an admin's word)."""
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
         with self._helpful(catalog, db, name, "table"):
             for hook in self.table_hooks:
                 hook("drop", catalog.name, db, name)
-            catalog.drop_table(db, name, ignore_if_not_exists, purge)
+            catalog.drop_table(db, name, ignore_if_not_exists, purge, drop_foreign=drop_foreign)
 
     # ------------------------------------------------------------ functions
 
@@ -503,6 +508,7 @@ class CatalogManager:
         view.catalog = catalog.name
         view.database = view.database or self._conf(catalog.name).default_namespace
         view.kind = TableKind.VIEW
+        check_client_metadata(f"view {catalog.name}.{view.database}.{view.name}", view.properties, [view.comment])
         if ignore_if_exists:
             try:
                 return catalog.get_view(view.database, view.name)
@@ -519,6 +525,8 @@ class CatalogManager:
     def alter_view(self, path: ObjectPath, update: ViewUpdate) -> Table:
         catalog, db, name = self.resolve_object(path)
         self.check_writable(catalog)
+        check_client_metadata(f"view {catalog.name}.{db}.{name}", [*update.set_properties, *update.unset_properties],
+                              [update.comment])
         with self._helpful(catalog, db, name, "view"):
             catalog.get_view(db, name)
             if update.query is not None:
@@ -579,6 +587,9 @@ class CatalogManager:
         self.check_writable(catalog)
         request.catalog = catalog.name
         request.database = request.database or self._conf(catalog.name).default_namespace
+        # The properties and comment the target gets at commit (the stagers refuse reserved keys too).
+        check_client_metadata(f"stage of {catalog.name}.{request.database}.{request.target}", request.properties,
+                              [request.comment])
         return catalog.begin_stage(request)
 
     def get_stage(self, stage_id: str) -> Stage:

@@ -467,7 +467,9 @@ service CatalogService {
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: Conflict conflict,
           7: InternalError internal),
-  void dropDatabase(1: NamespacePath path, 2: bool ignoreIfNotExists, 3: bool cascade)
+  // dropForeign: objects catalogd did not create go too (a jdbc catalog refuses them
+  // otherwise); only an admin may say so.
+  void dropDatabase(1: NamespacePath path, 2: bool ignoreIfNotExists, 3: bool cascade, 4: bool dropForeign)
   throws (1: NotFound notFound, 2: NotEmpty notEmpty, 3: InvalidArgument invalid,
           4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
           6: Unsupported unsupported, 7: InternalError internal),
@@ -495,7 +497,8 @@ service CatalogService {
   throws (1: NotFound notFound, 2: AlreadyExists exists, 3: InvalidArgument invalid,
           4: MetastoreUnavailable unavailable, 5: PermissionDenied denied,
           6: Unsupported unsupported, 7: InternalError internal),
-  void dropTable(1: ObjectPath path, 2: bool ignoreIfNotExists, 3: bool purge)
+  // dropForeign: as dropDatabase's (a table catalogd did not create; admin only).
+  void dropTable(1: ObjectPath path, 2: bool ignoreIfNotExists, 3: bool purge, 4: bool dropForeign)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
 

@@ -177,11 +177,15 @@ class Catalog(abc.ABC):
         """
 
     @abc.abstractmethod
-    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False,
+                      drop_foreign: bool = False) -> None:
         """Drop a database.
 
         Args:
             cascade: drop its tables too; without it a non-empty database is refused.
+            drop_foreign: an admin's explicit word that objects catalogd did not create go too
+                (a jdbc catalog refuses to drop them otherwise; a hive catalog deletes only the
+                files it may whatever is said).
 
         Raises:
             DatabaseNotFoundError: it does not exist and ignore_if_not_exists is False.
@@ -245,11 +249,14 @@ class Catalog(abc.ABC):
         """
 
     @abc.abstractmethod
-    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False,
+                   drop_foreign: bool = False) -> None:
         """Drop a table; a managed table's files go with it.
 
         Args:
             purge: delete the files at once instead of moving them to a trash dir.
+            drop_foreign: an admin's explicit word that a table catalogd did not create goes too
+                (see ``drop_database``).
 
         Raises:
             TableNotFoundError: it does not exist and ignore_if_not_exists is False.

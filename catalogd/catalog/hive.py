@@ -383,7 +383,8 @@ class HiveCatalog(BaseCatalog):
             "then rename or re-create its tables)"
         )
 
-    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False,
+                      drop_foreign: bool = False) -> None:
         """Drop a database; with ``cascade`` its tables go one by one first, each by the rules
         of ``drop_table`` (never by HMS's own cascade, which deletes every managed table's
         directory wherever it is), then its functions, then the database itself."""
@@ -576,7 +577,7 @@ class HiveCatalog(BaseCatalog):
                     c.alter_table(database, new_name, moved)
 
     def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False,
-                   read: TablesRead | None = None) -> None:
+                   drop_foreign: bool = False, read: TablesRead | None = None) -> None:
         """Drop a table; its files are deleted only where catalogd may (``HiveSession.drop_table``;
         ``read``: the table as a cascade read it with its batch)."""
         with self.session.target_lock(database, name):

@@ -36,6 +36,7 @@ from catalogd.errors import (
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
     InvalidArgumentError,
+    PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedError,
@@ -64,9 +65,25 @@ _ADDRESSABLE = re.compile(r"[a-z0-9_]+")
 #: Relation kinds (pg_class.relkind) listed as tables and as views.
 TABLE_KINDS = ("r", "p", "f")
 VIEW_KINDS = ("v", "m")
+#: The property that marks a table or view catalogd created (drops delete only those: ``made_by_catalogd``).
+MADE = "catalogd.made"
+#: The property a stage's commit leaves on its target (as ``jdbc_staging.LAST_COMMIT``).
+LAST_COMMIT = "catalogd.last-commit"
 #: Advisory-lock namespace (pg_advisory_xact_lock's first key) of a target table: commits onto it
 #: and changes of its catalogd properties take it (``lock_target``), so neither loses the other's.
 TARGET_LOCK = 0x0CA7D002
+
+
+def made_by_catalogd(properties: dict[str, str]) -> bool:
+    """Whether a table or view whose catalogd properties are these was made by catalogd: created
+    by it (``MADE``) or committed by one of its stages (``LAST_COMMIT``). Clients cannot set
+    either (``catalogd.*`` properties are refused on every door)."""
+    return MADE in properties or LAST_COMMIT in properties
+
+
+def _listed(names: list[str], limit: int = 20) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def missing(ignore: bool, error: CatalogError) -> None:
@@ -197,21 +214,58 @@ class JdbcCatalog(BaseCatalog):
             conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(
                 sql.Identifier(name), sql.Literal(updated_comment(row[0], update))))
 
-    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False,
+                      drop_foreign: bool = False) -> None:
+        """Drop a schema. Without ``cascade`` only an empty one (but for the stages of writes in
+        flight); with it, its objects go too, but only those catalogd made (``made_by_catalogd``):
+        any other object in it (a table, view, sequence, function, type... made outside
+        catalogd) refuses the drop, with their list, unless ``drop_foreign`` (an admin's word)."""
         what = self._what(name)
         with self.connections.connection(what) as conn, conn.transaction():
-            if self._schema_row(conn, name) is None:
+            row = self._schema_row(conn, name)
+            if row is None:
                 missing(ignore_if_not_exists, DatabaseNotFoundError(f"database {self.name}.{name} does not exist"))
                 return
             if name == self.default_schema:
                 raise InvalidArgumentError(f"database {self.name}.{name}: the default database cannot be dropped")
+            # Every object of the schema, whatever its kind (PostgreSQL's DROP SCHEMA ... CASCADE
+            # drops them all): tables and views by name, the rest as PostgreSQL describes them.
+            objects = self._schema_objects(conn, int(row[0]))
             if not cascade:
-                objects = [n for n in self._relations(conn, name, TABLE_KINDS + VIEW_KINDS) if not is_stage_table(n)]
-                if objects:
-                    raise DatabaseNotEmptyError(f"database {self.name}.{name} is not empty ({len(objects)} tables "
-                                                "and views); drop it with cascade")
+                contents = [describe for describe, _ours, stage in objects if not stage]
+                if contents:
+                    raise DatabaseNotEmptyError(f"database {self.name}.{name} is not empty ({len(contents)} objects: "
+                                                f"{_listed(contents)}); drop it with cascade")
+            foreign = [describe for describe, ours, _stage in objects if not ours]
+            if foreign and not drop_foreign:
+                raise PermissionDeniedError(
+                    f"database {self.name}.{name} holds {len(foreign)} objects catalogd did not create "
+                    f"({_listed(foreign)}): a cascade drops only what catalogd made; nothing was dropped. An admin "
+                    "who means to drop them says so explicitly (--drop-foreign)")
             # CASCADE also when empty of user objects: the stages of writes in flight go with it.
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+    def _schema_objects(self, conn: Any, oid: int) -> list[tuple[str, bool, bool]]:
+        """(description, made by catalogd, a stage) of each object of the schema ``oid``.
+
+        Every object in a schema depends on it in ``pg_depend`` (a normal dependency); what
+        belongs to one of those (a table's indexes, row type, owned sequences) depends on its
+        owner instead and goes with it.
+        """
+        rows = conn.execute(
+            "SELECT pg_describe_object(d.classid, d.objid, 0), c.relname, c.relkind, "
+            "obj_description(c.oid, 'pg_class') FROM pg_depend d "
+            "LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid "
+            "WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = %s AND d.deptype = 'n' "
+            "ORDER BY 1", (oid,)).fetchall()
+        found = []
+        for describe, relname, relkind, comment in rows:
+            stage = relname is not None and is_stage_table(relname)
+            ours = stage or (relname is not None and relkind in TABLE_KINDS + VIEW_KINDS
+                             and _ADDRESSABLE.fullmatch(relname) is not None
+                             and made_by_catalogd(decode_comment(comment)[1]))
+            found.append((str(describe), ours, stage))
+        return found
 
     def rename_database(self, name: str, new_name: str, ignore_if_not_exists: bool = False) -> None:
         check_name(new_name, "database")
@@ -272,6 +326,7 @@ class JdbcCatalog(BaseCatalog):
             return None
         oid, kind, text, owner, tuples = found
         comment, properties = decode_comment(text)
+        properties.pop(MADE, None)  # catalogd's own mark, not the user's property
         table = Table(name=name, database=database, catalog=self.name, columns=self.columns_of(conn, oid),
                       format=None, kind=TableKind.VIEW if kind in VIEW_KINDS else TableKind.MANAGED,
                       comment=comment, properties=properties, owner=owner,
@@ -335,7 +390,8 @@ class JdbcCatalog(BaseCatalog):
                     else:
                         raise TableAlreadyExistsError(f"{what} already exists")
                 else:
-                    for statement in self.table_ddl(database, name, table.columns, table.comment, table.properties):
+                    for statement in self.table_ddl(database, name, table.columns, table.comment,
+                                                    {**table.properties, MADE: "true"}):
                         conn.execute(statement)
             created = self.read_table(conn, database, name)
         assert created is not None
@@ -399,13 +455,20 @@ class JdbcCatalog(BaseCatalog):
                 sql.SQL("MATERIALIZED VIEW" if found[1] == "m" else "VIEW" if found[1] == "v" else "TABLE"),
                 self.q(database, name), sql.Identifier(new_name)))
 
-    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False,
+                   drop_foreign: bool = False) -> None:
+        """Drop a table (or view); a table catalogd did not create (its data is not catalogd's) is
+        refused unless ``drop_foreign`` (an admin's word). A view holds no data: dropped."""
         what = self._what(database, name)
         with self.connections.connection(what) as conn, conn.transaction():
             found = None if is_stage_table(name) else self.relation(conn, database, name)
             if found is None:
                 missing(ignore_if_not_exists, TableNotFoundError(f"{what} does not exist"))
                 return
+            if found[1] != "v" and not drop_foreign and not made_by_catalogd(decode_comment(found[2])[1]):
+                raise PermissionDeniedError(
+                    f"{what} was not created by catalogd: catalogd drops only the tables it made; nothing was "
+                    "dropped. An admin who means to drop it says so explicitly (--drop-foreign)")
             kind = {"v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE"}.get(found[1], "TABLE")
             conn.execute(sql.SQL("DROP {} {}").format(sql.SQL(kind), self.q(database, name)))
 
@@ -481,10 +544,9 @@ class JdbcCatalog(BaseCatalog):
                     conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(database)))
                     conn.execute(sql.SQL("CREATE VIEW {} AS {}").format(
                         self.q(database, name), sql.SQL(self._view_sql(view.view_text or ""))))
-                    text = encode_comment(view.comment, view.properties)
-                    if text is not None:
-                        conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(self.q(database, name),
-                                                                                sql.Literal(text)))
+                    text = encode_comment(view.comment, {**view.properties, MADE: "true"})
+                    conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(self.q(database, name),
+                                                                            sql.Literal(text)))
             created = self.read_table(conn, database, name)
         assert created is not None
         return created

@@ -171,7 +171,8 @@ class MemoryCatalog(BaseCatalog):
             db.parameters = params
             self.store.put_database(db)
 
-    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False,
+                      drop_foreign: bool = False) -> None:
         with self.store.lock:
             if self.store.database(name) is None:
                 if ignore_if_not_exists:
@@ -275,7 +276,8 @@ class MemoryCatalog(BaseCatalog):
             tbl.tableName = new_name
             self.store.rename_table(database, name, tbl)
 
-    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False) -> None:
+    def drop_table(self, database: str, name: str, ignore_if_not_exists: bool = False, purge: bool = False,
+                   drop_foreign: bool = False) -> None:
         with self.store.lock:
             try:
                 self._table(database, name)

@@ -76,8 +76,11 @@ def db_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> Done:
 @click.argument("name", metavar="CATALOG.DB")
 @click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
 @click.option("--cascade", is_flag=True, help="Drop its tables too.")
+@click.option("--drop-foreign", is_flag=True,
+              help="Admin only: with --cascade, drop also the objects catalogd did not create (a jdbc catalog "
+                   "refuses otherwise).")
 @pass_ctx
-def db_drop(ctx: Context, name: str, if_exists: bool, cascade: bool) -> Done:
+def db_drop(ctx: Context, name: str, if_exists: bool, cascade: bool, drop_foreign: bool) -> Done:
     """Drop a database (refused when it has tables, unless --cascade)."""
-    ctx.client.drop_database(name, if_exists=if_exists, cascade=cascade)
+    ctx.client.drop_database(name, if_exists=if_exists, cascade=cascade, drop_foreign=drop_foreign)
     return Done("dropped", "database", name)

@@ -88,10 +88,12 @@ def table_rename(ctx: Context, name: str, new_name: str, if_exists: bool) -> Don
 @click.argument("name", metavar="CATALOG.DB.T")
 @click.option("--if-exists", is_flag=True, help="Succeed if it does not exist.")
 @click.option("--purge", is_flag=True, help="Delete the files at once (no trash).")
+@click.option("--drop-foreign", is_flag=True,
+              help="Admin only: drop it even though catalogd did not create it (a jdbc catalog refuses otherwise).")
 @pass_ctx
-def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool) -> Done:
+def table_drop(ctx: Context, name: str, if_exists: bool, purge: bool, drop_foreign: bool) -> Done:
     """Drop a table; a managed table's files go with it."""
-    ctx.client.drop_table(name, if_exists=if_exists, purge=purge)
+    ctx.client.drop_table(name, if_exists=if_exists, purge=purge, drop_foreign=drop_foreign)
     return Done("dropped", "table", name)
 
 

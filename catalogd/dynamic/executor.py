@@ -26,6 +26,7 @@ from catalogd.dynamic.connect import READY_TIMEOUT, ConnectEngine, configured_se
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
+from catalogd.dynamic.redaction import shown_error
 from catalogd.dynamic.registry import Entry, Registry
 from catalogd.dynamic.runner import KILL_WAIT, JobRunner, Process
 from catalogd.dynamic.runs import CUT_OFF, STOPPED, RunIndex, RunKey, run_key
@@ -236,8 +237,10 @@ class RunExecutor:
             run.source_partitions = result.get("source_partitions") or []
         else:
             run.status = RunStatus.FAILED
-            run.error = result.get("error") or (
-                f"the job exited with code {proc.returncode} and no result: {self.runner.log_tail(work_dir)}")
+            # What the job says is shown without the data it quotes (``redaction``; the log keeps it).
+            run.error = shown_error(result.get("error")) or (
+                f"the job exited with code {proc.returncode} and no result: "
+                f"{shown_error(self.runner.log_tail(work_dir), first_line=False)}")
             if self._stopping.is_set():
                 run.error = f"{STOPPED}; {run.error}"
             if timed_out:
@@ -301,9 +304,9 @@ class RunExecutor:
             run.status = RunStatus.FAILED
             if generation >= 0 and not server.alive(generation):
                 run.error = (f"the Spark Connect server died during the run (it is restarted; the next run "
-                             f"retries): {spark_job._describe(e)}")
+                             f"retries): {shown_error(spark_job._describe(e))}")
             else:
-                run.error = e.message if isinstance(e, CatalogError) else spark_job._describe(e)
+                run.error = e.message if isinstance(e, CatalogError) else shown_error(spark_job._describe(e))
             if why:
                 run.error = f"{why[0]}; {run.error}"
         finally:

@@ -3,6 +3,7 @@ settings, and where its files live under the daemon's data dir."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,9 @@ from catalogd.config import Config
 from catalogd.dynamic import incremental, store
 from catalogd.dynamic.freshness import Freshness
 from catalogd.dynamic.registry import Entry
-from catalogd.errors import CatalogError
+from catalogd.dynamic.signing import DefinitionSigner
+from catalogd.dynamic.validation import check_definition
+from catalogd.errors import CatalogError, PermissionDeniedError
 from catalogd.manager import CatalogManager
 from catalogd.model import Table
 from catalogd.spark_common import JDBC_PASSWORD_ENV, jdbc_driver_jars, spark_conf_for
@@ -22,6 +25,11 @@ if TYPE_CHECKING:
 
 #: The environment variable a job's ``CatalogClient`` reads its token from.
 TOKEN_ENV = "CATALOGD_TOKEN"
+#: Why a definition is not run: catalogd did not sign it ({table}: its full name).
+UNSIGNED = ("the definition of dynamic table {table} was not signed by catalogd (written behind catalogd's back, "
+            "or changed since): refused, never run; an admin drops and re-creates it")
+#: Spark settings of every refresh job and analysis: Spark never reads ``format.`path``` as a file.
+LOCKED_SPARK_CONF = {"spark.sql.runSQLOnFiles": "false"}
 
 
 def trigger_seconds(freshness: Freshness) -> int:
@@ -56,6 +64,31 @@ class JobFactory:
         self.address = address
         self.work_dir = work_dir
         self.authority = authority
+
+    @functools.cached_property
+    def signer(self) -> DefinitionSigner:
+        """Signs definitions with a key derived from the stage key (the same on every daemon of a metastore)."""
+        from catalogd.catalog import stage_key
+
+        return DefinitionSigner(stage_key(self.config))
+
+    def check_definition(self, catalog: str, database: str, name: str, params: dict[str, str],
+                         signed: bool = True) -> None:
+        """Whether a stored definition may run: catalogd signed it (unless ``signed`` is False:
+        one being adopted or created) and it keeps every rule of ``validation`` against the
+        catalog its query reads, as that catalog is now.
+
+        Raises:
+            PermissionDeniedError: catalogd did not sign it.
+            InvalidArgumentError: a rule it breaks (a path-based source, a missing table...).
+        """
+        full = f"{catalog}.{database}.{name}"
+        if signed and not self.signer.verify(full, params):
+            raise PermissionDeniedError(UNSIGNED.format(table=full))
+        source_name = params.get(store.SOURCE_CATALOG) or catalog
+        source = self.manager.catalog(source_name).fresh()
+        default = database if source_name == catalog else self.manager.catalog_info(source.name).default_database
+        check_definition(f"dynamic table {full}", params, default, source.get_table, frozenset({source.name}))
 
     def mint_token(self, entry: Entry, ttl: float) -> str | None:
         """A token for one run of ``entry``'s job, good only for its table's stages (None: auth off).
@@ -92,7 +125,7 @@ class JobFactory:
     def spark_conf(self, catalog: Catalog, extra: dict[str, str] | None = None) -> dict[str, str]:
         # The catalog's metastore settings win over spark.conf; a request's configuration over both.
         return {"spark.ui.enabled": "false", **self.config.spark.conf, **spark_conf_for(catalog.info()),
-                **(extra or {})}
+                **(extra or {}), **LOCKED_SPARK_CONF}
 
     def run_conf(self, entry: Entry, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The Spark settings of ``entry``'s jobs: on the metastore of the catalog its query reads;
@@ -103,7 +136,7 @@ class JobFactory:
             jars = jdbc_driver_jars([self.manager.catalog(entry.catalog).info()])
             if jars:
                 conf["spark.jars"] = ",".join([j for j in conf.get("spark.jars", "").split(",") if j] + jars)
-        return {**conf, **(extra or {})}
+        return {**conf, **(extra or {}), **LOCKED_SPARK_CONF}
 
     def table_dir(self, entry: Entry) -> Path:
         """The table's own directory: the streaming job's work dir and checkpoint."""
@@ -135,6 +168,8 @@ class JobFactory:
         catalog = self.manager.catalog(entry.catalog).fresh()  # the query a refresh runs and commits
         target = catalog.get_table(entry.database, entry.name)
         params = target.properties
+        # The definition this run executes, checked as it is now (signed by catalogd, valid).
+        self.check_definition(entry.catalog, entry.database, entry.name, params)
         spec: dict[str, Any] = {
             "mode": mode, "daemon": self.address(), "table": entry.full_name,
             "query": store.unchunk(params, store.EXPANDED), "partition": partition or None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from catalogd.dynamic import jobspec, store
 from catalogd.dynamic.analyzer import Analyzers
 from catalogd.dynamic.driver import Driver, initialize_option
 from catalogd.dynamic.freshness import derive_mode, parse_freshness, previous_fire_time
+from catalogd.dynamic.jobspec import UNSIGNED
 from catalogd.dynamic.partitions import parse_formatters
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry
@@ -24,13 +26,17 @@ from catalogd.errors import (
     InvalidArgumentError,
     MetastoreUnavailableError,
     NotFoundError,
+    PermissionDeniedError,
     UnsupportedError,
 )
 from catalogd.manager import CatalogManager
-from catalogd.model import DynamicTable, RefreshMode, RefreshState, RunStatus
+from catalogd.model import DynamicTable, RefreshMode, RefreshRun, RefreshState, RunStatus
 
 logger = logging.getLogger(__name__)
 
+#: Under the dynamic tables' directory: one empty file per catalog whose tables this daemon
+#: loaded since definitions are signed (``Loader._adopting``).
+ADOPTED_DIR = "definitions-signed"
 #: How often catalogs or tables that failed to load are tried again, seconds.
 SYNC_EVERY = 60.0
 
@@ -59,6 +65,9 @@ class Loader:
         self._loaded: dict[str, object] = {}
         self._retry: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
+        #: Definitions refused at a load, by full name: their refusal as a run (``refusal``).
+        self._refused: dict[str, RefreshRun] = {}
+        self._refused_lock = threading.Lock()
 
     def run(self) -> None:
         """The sync thread: tries again every minute what failed."""
@@ -112,6 +121,7 @@ class Loader:
             catalog.watch_parameter(store.FRESHNESS, self._later(name))
             for database, table, params in found:
                 self._try_restore(name, database, table, params, now)
+            self._adopted(name)
         for name, database, table in sorted(self._retry):
             self._retry.discard((name, database, table))
             if name not in self._loaded or self.registry.get(f"{name}.{database}.{table}") is not None:
@@ -167,8 +177,14 @@ class Loader:
                         name, len(released))
 
     def restore(self, catalog_name: str, database: str, name: str, params: dict[str, str], now: float) -> None:
-        """Drive a table found in HMS (unless an entry drives it already); on a failure none is left."""
+        """Drive a table found in HMS (unless an entry drives it already); on a failure none is left.
+
+        Raises:
+            PermissionDeniedError: catalogd did not sign its definition (shown in its history).
+            InvalidArgumentError: an unsigned definition from before signing that breaks a rule.
+        """
         catalog = self.manager.catalog(catalog_name)
+        params = self._signed(catalog_name, database, name, params, now)
         dt = store.decode(catalog_name, database, name, params)
         freshness = parse_freshness(dt.freshness)
         keys = [k.name for k in catalog.fresh().get_table(database, name).partition_keys]
@@ -183,6 +199,76 @@ class Loader:
             self.registry.remove(entry.full_name, only=entry)
             self.driver.let_go(entry, "its restore failed")
             raise
+
+    def _adopting(self, catalog: str) -> bool:
+        """Whether this daemon has yet to load ``catalog``'s dynamic tables since definitions are signed."""
+        return not (self.records.jobs.work_dir / ADOPTED_DIR / catalog).exists()
+
+    def _adopted(self, catalog: str) -> None:
+        """``catalog``'s tables were loaded once with signing: from now on an unsigned definition is refused."""
+        try:
+            marks = self.records.jobs.work_dir / ADOPTED_DIR
+            marks.mkdir(parents=True, exist_ok=True)
+            (marks / catalog).touch()
+        except OSError as e:
+            logger.warning("cannot note that catalog %s's definitions were adopted (again at the next start): %s",
+                           catalog, e)
+
+    def _signed(self, catalog: str, database: str, name: str, params: dict[str, str], now: float) -> dict[str, str]:
+        """The parameters of a definition catalogd signed; an unsigned one from before signing
+        (no signature, first load of its catalog) is checked and signed now ("adopted").
+
+        Raises:
+            PermissionDeniedError: a forged or changed definition, or an unsigned one after the
+                first load: shown in the table's history as a refused run (``refusal``), never run.
+            InvalidArgumentError: an unsigned one that breaks a rule of ``validation``.
+        """
+        jobs = self.records.jobs
+        full = f"{catalog}.{database}.{name}"
+        if jobs.signer.verify(full, params):
+            return params
+        refusal: CatalogError = PermissionDeniedError(UNSIGNED.format(table=full))
+        writable = not self.manager.catalog(catalog).info().read_only
+        if store.SIGNATURE not in params and writable and self._adopting(catalog):
+            try:
+                jobs.check_definition(catalog, database, name, params, signed=False)
+            except CatalogError as e:
+                refusal = e
+            else:
+                signed = jobs.signer.signed(full, params)
+                self.manager.catalog(catalog).update_table_parameters(database, name, signed)
+                logger.warning("dynamic table %s: its definition was written before catalogd signed definitions; "
+                               "it keeps every rule, so it is signed now", full)
+                return {**params, **signed}
+        self._record_refusal(catalog, database, name, refusal, now)
+        raise refusal
+
+    def _record_refusal(self, catalog: str, database: str, name: str, refusal: CatalogError, now: float) -> None:
+        """Keep a refused definition's refusal, shown as a FAILED run (trigger ``refused``) at the
+        head of its history (``refusal``), and log it.
+
+        It is kept in this daemon's memory, made again at each load, not written into the table:
+        a daemon does not write into a definition it does not trust (a read-only catalog's, or
+        one another daemon signed with another key, which the documentation says not to do).
+        """
+        full = f"{catalog}.{database}.{name}"
+        error = f"{refusal.kind}: {refusal.message}"
+        logger.error("dynamic table %s is not driven: %s", full, error)
+        with self._refused_lock:
+            known = self._refused.get(full)
+            if known is None or known.error != error:
+                self._refused[full] = RefreshRun(id=secrets.token_hex(8), table=full, trigger="refused",
+                                                 status=RunStatus.FAILED, submitted=now, ended=now, error=error)
+
+    def refusal(self, full_name: str) -> RefreshRun | None:
+        """Why this daemon refused to drive ``full_name`` at its last load (None: it did not)."""
+        with self._refused_lock:
+            return self._refused.get(full_name)
+
+    def forget_refusal(self, full_name: str) -> None:
+        """The table was dropped or made anew: its old definition's refusal no longer holds."""
+        with self._refused_lock:
+            self._refused.pop(full_name, None)
 
     def _restore_entry(self, entry: Entry, dt: DynamicTable, params: dict[str, str], now: float) -> None:
         freshness = entry.freshness

@@ -33,6 +33,8 @@ SOURCES = PREFIX + "sources"
 #: The hive catalog the query reads, when it is not the table's own (a table in a jdbc catalog).
 SOURCE_CATALOG = PREFIX + "source-catalog"
 HISTORY = PREFIX + "history"
+#: catalogd's signature over the definition (``catalogd.dynamic.signing``): none, or a wrong one, is never run.
+SIGNATURE = PREFIX + "signature"
 CHUNKED = (QUERY, EXPANDED, HISTORY)
 _CHUNK = 3000
 

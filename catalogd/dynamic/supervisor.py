@@ -17,10 +17,11 @@ from catalogd.config import Config
 from catalogd.dynamic import runner as spark_runner
 from catalogd.dynamic.jobspec import JobFactory, trigger_seconds
 from catalogd.dynamic.records import Records
+from catalogd.dynamic.redaction import shown_error
 from catalogd.dynamic.registry import Entry, Registry, Stream
 from catalogd.dynamic.runner import JobRunner, Process
 from catalogd.dynamic.runs import RunIndex
-from catalogd.errors import CatalogError, TableNotFoundError
+from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, TableNotFoundError
 from catalogd.manager import CatalogManager
 from catalogd.model import RefreshMode, RefreshRun, RefreshState, RunStatus
 
@@ -188,8 +189,10 @@ class Supervisor:
     def _ended(self, entry: Entry, stream: Stream, now: float) -> None:
         assert stream.proc is not None and stream.work_dir is not None
         result = self.runner.read_json(stream.work_dir / "result.json")
-        error = result.get("error") or (f"the streaming job exited with code {stream.proc.returncode}: "
-                                        f"{self.runner.log_tail(stream.work_dir)}")
+        # Shown without the data it quotes (``redaction``; the job's log keeps it).
+        error = shown_error(result.get("error")) or (
+            f"the streaming job exited with code {stream.proc.returncode}: "
+            f"{shown_error(self.runner.log_tail(stream.work_dir), first_line=False)}")
         delay = self.policy.delay(stream.failures)
         stream.failures += 1
         stream.restart_at = now + delay
@@ -209,7 +212,14 @@ class Supervisor:
         stream.failures += 1
         work_dir = self.jobs.table_dir(entry) / "job"
         shutil.rmtree(work_dir, ignore_errors=True)
-        spec = self.jobs.spec(entry, work_dir, "continuous")
+        try:
+            spec = self.jobs.spec(entry, work_dir, "continuous")
+        except (PermissionDeniedError, InvalidArgumentError) as e:
+            # A definition that may not run (unsigned, or it breaks a rule): said in its history, as
+            # a batch run's refusal is; tried again after the back-off (a missing source may return).
+            self.records.record(entry, RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger="continuous",
+                                                  status=RunStatus.FAILED, submitted=now, ended=now, error=e.message))
+            raise
         run = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger="continuous",
                          status=RunStatus.RUNNING, submitted=now, started=now, phase="starting")
         # A streaming job runs until it is stopped: its token lives as long, and is revoked when it ends.

@@ -11,6 +11,7 @@ import time
 from zoneinfo import ZoneInfo
 
 from catalogd.catalog.base import BaseCatalog
+from catalogd.catalog.reserved import check_client_metadata
 from catalogd.config import Config
 from catalogd.dynamic import jobspec, runner, store
 from catalogd.dynamic.analyzer import Analyzers
@@ -19,18 +20,20 @@ from catalogd.dynamic.evolution import added_columns
 from catalogd.dynamic.executor import RunExecutor
 from catalogd.dynamic.freshness import Freshness, cron_expression, default_freshness, derive_mode, parse_freshness
 from catalogd.dynamic.jobconf import check_request_settings
-from catalogd.dynamic.jobspec import JobFactory
+from catalogd.dynamic.jobspec import UNSIGNED, JobFactory
 from catalogd.dynamic.loader import Loader
 from catalogd.dynamic.partitions import parse_formatters, parse_schedule_time
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry
 from catalogd.dynamic.runs import RunIndex
 from catalogd.dynamic.supervisor import Detached
+from catalogd.dynamic.validation import check_query
 from catalogd.errors import (
     CatalogError,
     ConflictError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedError,
@@ -160,6 +163,7 @@ class TableOperations:
         reserved = sorted(k for k in spec.options if k.lower().startswith("catalogd."))
         if reserved:
             raise InvalidArgumentError(f"{full}: options starting with 'catalogd.' are reserved: {reserved}")
+        check_client_metadata(f"dynamic table {full}", (), [spec.comment])
         if catalog.table_exists(database, name):
             if ignore_if_exists:
                 try:
@@ -186,6 +190,8 @@ class TableOperations:
                                    "replaces the whole table")
         source = self.source_catalog(catalog, spec.query) or catalog
         source_db = database if source is catalog else self.manager.catalog_info(source.name).default_database
+        # The rules every run checks again (no path-based or file-reading source...), before Spark sees it.
+        check_query(spec.query, f"dynamic table {full}", frozenset({source.name}))
         expanded = self.manager.expand_query(source, source_db, spec.query, kind="dynamic table")
         analyzer = self.analyzers.get(source.name, lambda: self.jobs.spark_conf(source))
         columns = analyzer.analyze(expanded.qualified)
@@ -213,14 +219,17 @@ class TableOperations:
         )
         created = time.time()
         source_name = source.name if source is not catalog else None
+        definition = store.definition_params(dt, expanded.tables, created, source_name)
+        # As a run checks it (the stored expansion, its views too), then signed: only this is ever run.
+        self.jobs.check_definition(catalog.name, database, name, definition, signed=False)
+        definition.update(self.jobs.signer.signed(full, definition))
         table = Table(name=name, database=database, catalog=catalog.name, columns=dt.columns,
                       partition_keys=dt.partition_keys, format=None if source_name else TableFormat.PARQUET,
-                      kind=TableKind.MANAGED, comment=spec.comment,
-                      properties={**spec.options,
-                                  **store.definition_params(dt, expanded.tables, created, source_name)})
+                      kind=TableKind.MANAGED, comment=spec.comment, properties={**spec.options, **definition})
         catalog.create_table(table)
         entry = Entry(catalog.name, database, name, freshness, mode, RefreshState.INITIALIZING, formatters,
                       source_name)
+        self.loader.forget_refusal(full)  # a refused table of this name was dropped meanwhile
         self.registry.put(entry)
         try:
             self.driver.activate(entry, initial=initialize == "on_create")
@@ -255,7 +264,7 @@ class TableOperations:
             with contextlib.suppress(InvalidArgumentError):
                 dt.schedule = cron_expression(freshness)
         live = self.runs.live(dt.full_name)
-        runs = [live.get(r.id, r) for r in store.history(params)]
+        runs = self._refused(dt.full_name) + [live.get(r.id, r) for r in store.history(params)]
         dt.last_refresh = runs[0] if runs else None
         if entry is not None:
             # The live view (next fire, the streaming job's pid) over what HMS last got.
@@ -320,9 +329,15 @@ class TableOperations:
         """The recorded runs, newest first (running ones with their live phase)."""
         catalog, database, name = self.resolve(path)
         _, params = self._params(catalog, database, name, cached=True)
-        live = self.runs.live(f"{catalog.name}.{database}.{name}")
-        runs = [live.get(r.id, r) for r in store.history(params)]
+        full = f"{catalog.name}.{database}.{name}"
+        live = self.runs.live(full)
+        runs = self._refused(full) + [live.get(r.id, r) for r in store.history(params)]
         return runs[:limit] if limit > 0 else runs
+
+    def _refused(self, full: str) -> list[RefreshRun]:
+        """This daemon's refusal to drive the table at its last load, as the newest run (or none)."""
+        refusal = self.loader.refusal(full) if self.registry.get(full) is None else None
+        return [refusal] if refusal is not None else []
 
     def lags(self) -> list[tuple[str, float | None, bool | None]]:
         """(table, lag seconds, within target) for /metrics, from memory (no HMS call)."""
@@ -399,6 +414,7 @@ class TableOperations:
         self._check_enabled()
         catalog, database, name, entry = self._driven_entry(path)
         full = entry.full_name
+        check_query(query, f"dynamic table {full}", frozenset({catalog.name}))
         expanded = self.manager.expand_query(catalog, database, query, kind="dynamic table")
         if f"{database}.{name}" in expanded.tables:
             raise InvalidArgumentError(f"{full}: the new query reads the table itself")
@@ -417,13 +433,18 @@ class TableOperations:
         try:
             self.driver.supervisor.finish([detached], "its query changed (ALTER ... AS)")
             with entry.lock:
-                table, _ = self._params(catalog, database, name)
+                table, params = self._params(catalog, database, name)
                 added = added_columns(full, table.columns, table.partition_keys, columns)
                 self._check_no_batch_run(full)
+                changed = {**store.chunks(store.QUERY, expanded.original),
+                           **store.chunks(store.EXPANDED, expanded.qualified), store.SOURCES: ",".join(expanded.tables)}
+                params = {k: v for k, v in params.items()
+                          if not k.startswith((store.QUERY + ".", store.EXPANDED + "."))}
+                params.update(changed)
+                # Checked as a run checks it, then signed anew (the old signature covers the old query).
+                self.jobs.check_definition(catalog.name, database, name, params, signed=False)
                 catalog.update_table_parameters(
-                    database, name,
-                    {**store.chunks(store.QUERY, expanded.original), **store.chunks(store.EXPANDED, expanded.qualified),
-                     store.SOURCES: ",".join(expanded.tables)},
+                    database, name, {**changed, **self.jobs.signer.signed(full, params)},
                     (store.QUERY + ".", store.EXPANDED + "."), add_columns=added)
             if continuous:
                 shutil.rmtree(self.jobs.checkpoint(entry), ignore_errors=True)
@@ -459,6 +480,10 @@ class TableOperations:
         set_params = {store.FRESHNESS: str(freshness)}
         if change.refresh_mode is not None:
             set_params[store.DECLARED_MODE] = change.refresh_mode.value
+        # The new definition is catalogd's: signed anew (only a definition catalogd signed is run).
+        if not self.jobs.signer.verify(full, params):
+            raise PermissionDeniedError(UNSIGNED.format(table=full))
+        set_params.update(self.jobs.signer.signed(full, {**params, **set_params}))
         self.records.update(entry, set_params)
         old_mode, old_freshness = entry.mode, entry.freshness
         entry.freshness, entry.mode = freshness, mode
@@ -499,6 +524,7 @@ class TableOperations:
                 self.loader.restore(catalog.name, database, name, self._params(catalog, database, name)[1],
                                     time.time())
             raise
+        self.loader.forget_refusal(full)
         logger.info("dynamic table %s dropped", full)
 
     def table_hook(self, op: str, catalog: str, database: str, name: str) -> None:
@@ -540,8 +566,15 @@ class TableOperations:
             path = parse_object(text)
             catalog, database, name = self.resolve(path)
             self.manager.check_writable(catalog)
-            self._params(catalog, database, name)
-            entry = self.registry.get(f"{catalog.name}.{database}.{name}")
+            _, params = self._params(catalog, database, name)
+            full = f"{catalog.name}.{database}.{name}"
+            entry = self.registry.get(full)
+            refusal = self.loader.refusal(full) if entry is None else None
+            if refusal is not None:
+                # Why it is not driven (the loader refused it): said to whoever asks for a run.
+                raise PermissionDeniedError(f"{full} was refused when it was loaded and is never run: {refusal.error}")
+            if entry is None and not self.jobs.signer.verify(full, params):
+                raise PermissionDeniedError(UNSIGNED.format(table=full))
             if entry is None:
                 raise UnsupportedError(f"{catalog.name}.{database}.{name} is not driven by this daemon "
                                        "(dynamic-tables.enabled is false?)")

@@ -39,6 +39,8 @@ _CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("catalogd_ca
 #: RPCs whose one string argument is a catalog name (empty: the default catalog).
 _CATALOG_ARG = frozenset({"getCatalog", "listDatabases", "listStages", "listDynamicTables"})
 #: RPCs whose one string argument is a stage id (``catalog.database.key``).
+#: RPCs with a dropForeign argument (its position): it needs an admin.
+_DROP_FOREIGN_ARG = {"dropDatabase": 3, "dropTable": 3}
 _STAGE_ARG = frozenset({"heartbeatStage", "commitStage", "abortStage", "getStage"})
 
 
@@ -180,6 +182,9 @@ class CatalogHandler:
                 _, database, table = self.manager.resolve_object(ObjectPath(catalog, path.database, path.name))
                 job_write = access.in_job_scope(principal, catalog, database, table)
         access.require(principal, catalog, needed, name, job_write=job_write)
+        if name in _DROP_FOREIGN_ARG and len(args) > _DROP_FOREIGN_ARG[name] and args[_DROP_FOREIGN_ARG[name]]:
+            # Objects catalogd did not create: only an admin's explicit word drops them.
+            access.require(principal, catalog, Role.ADMIN, f"{name} with dropForeign (objects catalogd did not create)")
         return principal, target
 
     def _authorize_stage(self, access: Access, principal: Principal, name: str, needed: Role, stage_id: str) -> str:
@@ -343,8 +348,10 @@ class CatalogHandler:
         self.manager.rename_database(_namespace(path), _name(newName, "new database name"), bool(ignoreIfNotExists))
 
     @_rpc
-    def dropDatabase(self, path: t.NamespacePath, ignoreIfNotExists: bool, cascade: bool) -> None:
-        self.manager.drop_database(_namespace(path), bool(ignoreIfNotExists), bool(cascade))
+    def dropDatabase(self, path: t.NamespacePath, ignoreIfNotExists: bool, cascade: bool,
+                     dropForeign: bool = False) -> None:
+        self.manager.drop_database(_namespace(path), bool(ignoreIfNotExists), bool(cascade),
+                                   drop_foreign=bool(dropForeign))
 
     # -- tables
 
@@ -377,8 +384,8 @@ class CatalogHandler:
         self.manager.rename_table(_object(path), _name(newName, "new table name"), bool(ignoreIfNotExists))
 
     @_rpc
-    def dropTable(self, path: t.ObjectPath, ignoreIfNotExists: bool, purge: bool) -> None:
-        self.manager.drop_table(_object(path), bool(ignoreIfNotExists), bool(purge))
+    def dropTable(self, path: t.ObjectPath, ignoreIfNotExists: bool, purge: bool, dropForeign: bool = False) -> None:
+        self.manager.drop_table(_object(path), bool(ignoreIfNotExists), bool(purge), drop_foreign=bool(dropForeign))
 
     # -- functions
 

@@ -446,3 +446,44 @@ def test_a_wrong_password_stops_the_start_and_is_never_shown(pg: Pg, tmp_path: P
     log = daemon.log(200)
     assert code != 0 and "password authentication failed" in log, log
     assert wrong not in log
+
+
+# ---------------------------------------------------------------- what catalogd did not make (issue 31, row 7)
+
+
+def test_drops_delete_only_what_catalogd_made_unless_an_admin_says_so(pg: Pg, pgc: CatalogClient, schema: str) -> None:
+    # The victim: a schema and tables made with psql, not through catalogd; one is named so that
+    # no catalogd name reaches it ("Precious": not listed), one plainly (listed, nameable).
+    pg.query('CREATE SCHEMA victim7; CREATE TABLE victim7."Precious" (v int); '
+             'INSERT INTO victim7."Precious" VALUES (1), (2), (3); CREATE SEQUENCE victim7.counter')
+    try:
+        assert pgc.list_tables("pg.victim7") == []
+        done = cli(pg, "db", "drop", "pg.victim7")
+        assert done.returncode == 1 and "not empty" in done.stderr and "Precious" in done.stderr, done.stderr
+        assert "counter" in done.stderr, done.stderr  # a sequence alone would have gone with DROP SCHEMA CASCADE
+        done = cli(pg, "db", "drop", "pg.victim7", "--cascade")
+        assert done.returncode == 1 and done.stderr.startswith("error: permission-denied: "), done.stderr
+        assert "Precious" in done.stderr and "counter" in done.stderr and "did not create" in done.stderr
+        assert pg.query('SELECT count(*) FROM victim7."Precious"') == [(3,)]
+        # A table of its own schema that catalogd did not create: not dropped by name either.
+        pg.query(f'CREATE TABLE "{schema}".kept (v int); INSERT INTO "{schema}".kept VALUES (1)')
+        done = cli(pg, "table", "drop", f"pg.{schema}.kept")
+        assert done.returncode == 1 and done.stderr.startswith("error: permission-denied: "), done.stderr
+        assert pg.query(f'SELECT count(*) FROM "{schema}".kept') == [(1,)]
+        with pytest.raises(PermissionDeniedError, match="did not create"):
+            pgc.drop_database(f"pg.{schema}", cascade=True)
+        # What catalogd made goes as before: created, committed by a stage, a view.
+        pgc.create_table(f"pg.{schema}.made", "a int")
+        pgc.commit_stage(_staged(pg, pgc, f"pg.{schema}.staged", 1, 3))
+        pgc.create_view(f"pg.{schema}.seen", "SELECT a FROM made")
+        pgc.drop_view(f"pg.{schema}.seen")
+        pgc.drop_table(f"pg.{schema}.made")
+        # The admin's explicit word (auth off here: every caller is an admin; test_auth checks the role).
+        done = cli(pg, "table", "drop", f"pg.{schema}.kept", "--drop-foreign")
+        assert done.returncode == 0, done.stderr
+        pgc.drop_database(f"pg.{schema}", cascade=True)  # catalogd's own only: no word needed
+        done = cli(pg, "db", "drop", "pg.victim7", "--cascade", "--drop-foreign")
+        assert done.returncode == 0, done.stderr
+        assert pg.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'victim7'") == [(0,)]
+    finally:
+        pg.query("DROP SCHEMA IF EXISTS victim7 CASCADE")

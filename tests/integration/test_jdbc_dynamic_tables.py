@@ -10,16 +10,22 @@ catalog's password in their environment (the test gives none to Spark).
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from polling import wait_until
+from psycopg import sql
 
+from catalogd.catalog.jdbc_comments import PROPERTIES_MARKER, encode_comment
 from catalogd.client import CatalogClient
+from catalogd.dynamic import store
 from catalogd.errors import InvalidArgumentError, UnsupportedError
-from catalogd.model import RefreshMode, RunStatus
+from catalogd.model import DynamicTable, RefreshMode, RefreshState, RunStatus
 
 from .conftest import CliResult
 from .helpers import CATALOGD, Daemon, clean_env, free_port, start_daemon, write_config
@@ -160,3 +166,92 @@ def _holds(path: Path, secret: bytes) -> bool:
         return path.is_file() and secret in path.read_bytes()
     except OSError:  # a temporary file of a running JVM, gone meanwhile
         return False
+
+
+# ---------------------------------------------------------------- forged definitions (issue 31, row 1)
+
+
+def test_a_forged_definition_is_never_run_and_no_door_writes_one(daemon: Daemon, postgres: PostgresServer,
+                                                                 tmp_path: Path) -> None:
+    # The victim: a file outside every warehouse that only its owner reads.
+    secret = "hunter2-" + uuid.uuid4().hex
+    victim = tmp_path / "secret.txt"
+    victim.write_text(secret + "\n")
+    victim.chmod(0o600)
+    reads_it = f"SELECT CAST(value AS INT) AS v FROM text.`file://{victim}`"
+
+    def forged(query: str, signature: str | None = None) -> str:
+        dt = DynamicTable(catalog="pg", database="s", name="x", query=query, freshness="1 SECOND",
+                          expanded_query=query, declared_mode=RefreshMode.FULL, refresh_mode=RefreshMode.FULL,
+                          state=RefreshState.INITIALIZING)
+        params = store.definition_params(dt, [], time.time(), "src")
+        if signature is not None:
+            params["catalogd.dt.signature"] = signature  # store.SIGNATURE (spelt out: also on older code)
+        return encode_comment("orders", params) or ""
+
+    # Behind catalogd's back (what PostgreSQL access, or a comment through an older catalogd,
+    # writes): two tables carry forged definitions before the daemon's (next) start, one that
+    # reads the file every second, one with a valid query and a made-up signature.
+    database = postgres.create_database("dtforge")
+    with psycopg.connect(host=postgres.host, port=postgres.port, dbname=database, user=postgres.role,
+                         password=postgres.password, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA s; CREATE TABLE s.x (v int); CREATE TABLE s.y (v int)")
+        conn.execute(sql.SQL("COMMENT ON TABLE s.x IS {}").format(sql.Literal(forged(reads_it))))
+        conn.execute(sql.SQL("COMMENT ON TABLE s.y IS {}").format(
+            sql.Literal(forged("SELECT 1 AS v", "v1:" + "0" * 64))))
+    with CatalogClient(daemon.address) as c:
+        metastore = c.get_catalog("main").metastore or ""
+    config = write_config(
+        tmp_path / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=tmp_path / "data",
+        catalogs=[{"name": "src", "type": "hive", "default": True, "read-only": True,
+                   "connection": {"hive.metastore.uris": metastore}},
+                  {"name": "pg", "type": "jdbc", "base-url": f"jdbc:postgresql://{postgres.host}:{postgres.port}",
+                   "default-database": database, "username": postgres.role, "password": "${PG_TEST_PASSWORD}"}],
+        extra={"spark": SPARK, "dynamic-tables": {"warm-analyzer": False}})
+    started = start_daemon(config, tmp_path / "data", tmp_path / "catalogd.log",
+                           env={"PG_TEST_PASSWORD": postgres.password})
+    shown: list[str] = []
+    try:
+        pg = PgDt(postgres, database, started, tmp_path)
+        with CatalogClient(started.address, timeout=180.0) as c:
+            # Loaded at start, refused: the refusal is in each table's history, and no run came.
+            refused = {name: wait_until(lambda name=name: c.dynamic_table_history(name) or None, timeout=60)
+                       for name in ("pg.s.x", "pg.s.y")}
+            time.sleep(3.0)  # a forged 1 s schedule would have fired thrice by now (a bound on what is absent)
+            for name, runs in refused.items():
+                again = c.dynamic_table_history(name)
+                shown.extend(r.error or "" for r in again)
+                assert [(r.trigger, r.status) for r in again] == [("refused", RunStatus.FAILED)], again
+                assert [(r.trigger, r.status) for r in runs] == [("refused", RunStatus.FAILED)]
+            assert "a path or a file" in (refused["pg.s.x"][0].error or "")
+            assert "not signed by catalogd" in (refused["pg.s.y"][0].error or "")
+            for name in ("pg.s.x", "pg.s.y"):
+                done = pg.cli("dt", "refresh", name, "--wait")
+                shown.append(done.stderr + done.stdout)
+                assert done.code == 1 and "permission-denied" in done.stderr and "never run" in done.stderr, done
+            assert not list((tmp_path / "data").rglob("result.json"))  # no job was ever started
+
+            # The doors a writer has: a comment holding the marker, catalogd's properties, on
+            # create and alter: each refused, nothing changed.
+            comment = "orders" + PROPERTIES_MARKER + json.dumps({store.FRESHNESS: "1 SECOND",
+                                                                  **store.chunks(store.EXPANDED, reads_it)})
+            for args in (("table", "create", "pg.s.z", "--schema", "v int", "--comment", comment),
+                         ("table", "create", "pg.s.z", "--schema", "v int", "--property",
+                          f"{store.FRESHNESS}=1 SECOND"),
+                         ("db", "create", "pg.t", "--comment", comment)):
+                done = pg.cli(*args)
+                assert done.code == 1 and done.stderr.startswith("error: invalid-argument: "), done
+            with pytest.raises(InvalidArgumentError, match="may not contain"):
+                c.alter_table("pg.s.x", comment=comment)
+            with pytest.raises(InvalidArgumentError, match="catalogd's own"):
+                c.alter_table("pg.s.x", set_properties={store.FRESHNESS.upper(): "1 SECOND"})
+            assert pg.query("SELECT count(*) FROM pg_tables WHERE schemaname = 's'") == [(2,)]
+            assert pg.query("SELECT count(*) FROM pg_namespace WHERE nspname = 't'") == [(0,)]
+            # CREATE DYNAMIC TABLE itself: a path-based source is refused before Spark sees it.
+            with pytest.raises(InvalidArgumentError, match="a path or a file"):
+                c.create_dynamic_table("pg.s.w", f"SELECT CAST(value AS INT) AS v FROM src.text.`file://{victim}`",
+                                       "1 day")
+    finally:
+        assert started.stop() == 0, started.log()[-3000:]
+    log = (tmp_path / "catalogd.log").read_text(errors="replace")
+    assert secret not in log and all(secret not in text for text in shown)

@@ -83,12 +83,13 @@ class Iface(object):
         """
         pass
 
-    def dropDatabase(self, path, ignoreIfNotExists, cascade):
+    def dropDatabase(self, path, ignoreIfNotExists, cascade, dropForeign):
         """
         Parameters:
          - path
          - ignoreIfNotExists
          - cascade
+         - dropForeign
 
         """
         pass
@@ -145,12 +146,13 @@ class Iface(object):
         """
         pass
 
-    def dropTable(self, path, ignoreIfNotExists, purge):
+    def dropTable(self, path, ignoreIfNotExists, purge, dropForeign):
         """
         Parameters:
          - path
          - ignoreIfNotExists
          - purge
+         - dropForeign
 
         """
         pass
@@ -802,23 +804,25 @@ class Client(Iface):
             raise result.internal
         return
 
-    def dropDatabase(self, path, ignoreIfNotExists, cascade):
+    def dropDatabase(self, path, ignoreIfNotExists, cascade, dropForeign):
         """
         Parameters:
          - path
          - ignoreIfNotExists
          - cascade
+         - dropForeign
 
         """
-        self.send_dropDatabase(path, ignoreIfNotExists, cascade)
+        self.send_dropDatabase(path, ignoreIfNotExists, cascade, dropForeign)
         self.recv_dropDatabase()
 
-    def send_dropDatabase(self, path, ignoreIfNotExists, cascade):
+    def send_dropDatabase(self, path, ignoreIfNotExists, cascade, dropForeign):
         self._oprot.writeMessageBegin('dropDatabase', TMessageType.CALL, self._seqid)
         args = dropDatabase_args()
         args.path = path
         args.ignoreIfNotExists = ignoreIfNotExists
         args.cascade = cascade
+        args.dropForeign = dropForeign
         args.write(self._oprot)
         self._oprot.writeMessageEnd()
         self._oprot.trans.flush()
@@ -1120,23 +1124,25 @@ class Client(Iface):
             raise result.internal
         return
 
-    def dropTable(self, path, ignoreIfNotExists, purge):
+    def dropTable(self, path, ignoreIfNotExists, purge, dropForeign):
         """
         Parameters:
          - path
          - ignoreIfNotExists
          - purge
+         - dropForeign
 
         """
-        self.send_dropTable(path, ignoreIfNotExists, purge)
+        self.send_dropTable(path, ignoreIfNotExists, purge, dropForeign)
         self.recv_dropTable()
 
-    def send_dropTable(self, path, ignoreIfNotExists, purge):
+    def send_dropTable(self, path, ignoreIfNotExists, purge, dropForeign):
         self._oprot.writeMessageBegin('dropTable', TMessageType.CALL, self._seqid)
         args = dropTable_args()
         args.path = path
         args.ignoreIfNotExists = ignoreIfNotExists
         args.purge = purge
+        args.dropForeign = dropForeign
         args.write(self._oprot)
         self._oprot.writeMessageEnd()
         self._oprot.trans.flush()
@@ -3104,7 +3110,7 @@ class Processor(Iface, TProcessor):
         iprot.readMessageEnd()
         result = dropDatabase_result()
         try:
-            self._handler.dropDatabase(args.path, args.ignoreIfNotExists, args.cascade)
+            self._handler.dropDatabase(args.path, args.ignoreIfNotExists, args.cascade, args.dropForeign)
             msg_type = TMessageType.REPLY
         except TTransport.TTransportException:
             raise
@@ -3394,7 +3400,7 @@ class Processor(Iface, TProcessor):
         iprot.readMessageEnd()
         result = dropTable_result()
         try:
-            self._handler.dropTable(args.path, args.ignoreIfNotExists, args.purge)
+            self._handler.dropTable(args.path, args.ignoreIfNotExists, args.purge, args.dropForeign)
             msg_type = TMessageType.REPLY
         except TTransport.TTransportException:
             raise
@@ -6389,14 +6395,16 @@ class dropDatabase_args(object):
      - path
      - ignoreIfNotExists
      - cascade
+     - dropForeign
 
     """
 
 
-    def __init__(self, path=None, ignoreIfNotExists=None, cascade=None,):
+    def __init__(self, path=None, ignoreIfNotExists=None, cascade=None, dropForeign=None,):
         self.path = path
         self.ignoreIfNotExists = ignoreIfNotExists
         self.cascade = cascade
+        self.dropForeign = dropForeign
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -6423,6 +6431,11 @@ class dropDatabase_args(object):
                     self.cascade = iprot.readBool()
                 else:
                     iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.dropForeign = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -6444,6 +6457,10 @@ class dropDatabase_args(object):
         if self.cascade is not None:
             oprot.writeFieldBegin('cascade', TType.BOOL, 3)
             oprot.writeBool(self.cascade)
+            oprot.writeFieldEnd()
+        if self.dropForeign is not None:
+            oprot.writeFieldBegin('dropForeign', TType.BOOL, 4)
+            oprot.writeBool(self.dropForeign)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -6467,6 +6484,7 @@ dropDatabase_args.thrift_spec = (
     (1, TType.STRUCT, 'path', [NamespacePath, None], None, ),  # 1
     (2, TType.BOOL, 'ignoreIfNotExists', None, None, ),  # 2
     (3, TType.BOOL, 'cascade', None, None, ),  # 3
+    (4, TType.BOOL, 'dropForeign', None, None, ),  # 4
 )
 
 
@@ -7835,14 +7853,16 @@ class dropTable_args(object):
      - path
      - ignoreIfNotExists
      - purge
+     - dropForeign
 
     """
 
 
-    def __init__(self, path=None, ignoreIfNotExists=None, purge=None,):
+    def __init__(self, path=None, ignoreIfNotExists=None, purge=None, dropForeign=None,):
         self.path = path
         self.ignoreIfNotExists = ignoreIfNotExists
         self.purge = purge
+        self.dropForeign = dropForeign
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -7869,6 +7889,11 @@ class dropTable_args(object):
                     self.purge = iprot.readBool()
                 else:
                     iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.dropForeign = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -7890,6 +7915,10 @@ class dropTable_args(object):
         if self.purge is not None:
             oprot.writeFieldBegin('purge', TType.BOOL, 3)
             oprot.writeBool(self.purge)
+            oprot.writeFieldEnd()
+        if self.dropForeign is not None:
+            oprot.writeFieldBegin('dropForeign', TType.BOOL, 4)
+            oprot.writeBool(self.dropForeign)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -7913,6 +7942,7 @@ dropTable_args.thrift_spec = (
     (1, TType.STRUCT, 'path', [ObjectPath, None], None, ),  # 1
     (2, TType.BOOL, 'ignoreIfNotExists', None, None, ),  # 2
     (3, TType.BOOL, 'purge', None, None, ),  # 3
+    (4, TType.BOOL, 'dropForeign', None, None, ),  # 4
 )
 
 

@@ -207,3 +207,19 @@ def test_a_let_go_entry_is_not_supervised(tmp_path: Path) -> None:
     rig.supervisor.tick()
     rig.supervisor.supervise(table)
     assert rig.procs() == []
+
+
+def test_a_definition_that_may_not_run_starts_no_job_and_its_history_says_why(tmp_path: Path) -> None:
+    from catalogd.errors import PermissionDeniedError
+
+    table = entry()
+    rig = Rig(tmp_path, table)
+
+    def refused(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise PermissionDeniedError("the definition of dynamic table main.db.t was not signed by catalogd")
+
+    rig.supervisor.jobs.spec = refused  # type: ignore[method-assign]
+    rig.supervisor.tick()
+    assert rig.procs() == []
+    run = rig.records.recorded[-1]
+    assert (run.trigger, run.status) == ("continuous", RunStatus.FAILED) and "not signed" in (run.error or "")

@@ -13,12 +13,14 @@ from dynamic_fakes import entry
 
 from catalogd.dynamic import store
 from catalogd.dynamic.registry import Registry
+from catalogd.dynamic.signing import DefinitionSigner
 from catalogd.dynamic.tables import TableOperations
 from catalogd.errors import ConflictError, InvalidArgumentError
 from catalogd.model import Column, RefreshMode, RefreshRun, RefreshState, RunStatus, Table
 from catalogd.names import ObjectPath
 
 FULL_NAME = "main.db.t"
+SIGNER = DefinitionSigner(b"k" * 32)
 
 
 class Catalog:
@@ -115,7 +117,8 @@ def operations(tmp_path: Path, mode: RefreshMode, state: RefreshState = RefreshS
         registry=registry,
         runs=SimpleNamespace(live=lambda full: {r.id: r for r in runs or []}),  # type: ignore[arg-type]
         records=None,  # type: ignore[arg-type]
-        jobs=SimpleNamespace(checkpoint=lambda e: checkpoint, spark_conf=lambda c: {}),  # type: ignore[arg-type]
+        jobs=SimpleNamespace(checkpoint=lambda e: checkpoint, spark_conf=lambda c: {},  # type: ignore[arg-type]
+                             check_definition=lambda *args, **kwargs: events.append("checked"), signer=SIGNER),
         executor=None,  # type: ignore[arg-type]
         driver=Driver(events),  # type: ignore[arg-type]
         loader=None,  # type: ignore[arg-type]
@@ -130,8 +133,10 @@ def test_full_table_gets_the_query_and_columns_in_one_write(tmp_path: Path) -> N
     _, added = ops.set_query(ObjectPath("main", "db", "t"), "SELECT id, amount, amount * 2 AS doubled FROM src")
     assert added == [Column("doubled", "double")]
     # FULL: no job to stop or start; the next run reads the new query from the metastore.
-    assert events == ["finish []", "write"]
+    assert events == ["finish []", "checked", "write"]
     (params, removed, columns), = catalog.writes
+    # Signed anew: the stored definition with the new query is catalogd's.
+    assert SIGNER.verify(FULL_NAME, {**catalog.table.properties, **params})
     assert store.unchunk(params, store.QUERY) == "SELECT id, amount, amount * 2 AS doubled FROM src"
     assert store.unchunk(params, store.EXPANDED) == "/* qualified */ SELECT id, amount, amount * 2 AS doubled FROM src"
     assert params[store.SOURCES] == "db.src"
@@ -145,7 +150,7 @@ def test_continuous_table_stops_its_job_first_and_starts_a_new_one_without_the_c
     ops.set_query(ObjectPath("main", "db", "t"), "SELECT id, amount, amount * 2 AS doubled FROM src")
     # The old job is stopped before the schema changes (it would commit the old one), and the
     # new one starts from scratch: its checkpoint belonged to the old query.
-    assert events == ["detach", "finish ['the old job']", "write", "activate"]
+    assert events == ["detach", "finish ['the old job']", "checked", "write", "activate"]
     assert not checkpoint.exists()
     assert ops.registry.get(FULL_NAME).stream is None  # type: ignore[union-attr]
 
@@ -162,6 +167,13 @@ def test_a_refused_query_changes_nothing(tmp_path: Path, mode: RefreshMode) -> N
     with pytest.raises(InvalidArgumentError, match="column id would change type from bigint to string"):
         ops.set_query(ObjectPath("main", "db", "t"), "SELECT CAST(id AS STRING) AS id FROM src")
     assert events == [] and catalog.writes == [] and checkpoint.exists()
+
+
+def test_a_query_reading_a_file_is_refused_before_anything(tmp_path: Path) -> None:
+    ops, catalog, events, _ = operations(tmp_path, RefreshMode.FULL)
+    with pytest.raises(InvalidArgumentError, match="a path or a file"):
+        ops.set_query(ObjectPath("main", "db", "t"), "SELECT value FROM text.`file:///tmp/secret.txt`")
+    assert events == [] and catalog.writes == []
 
 
 def test_a_query_that_reads_the_table_itself_is_refused(tmp_path: Path) -> None:

@@ -155,6 +155,20 @@ def test_a_writer_writes_its_catalog_only_and_cannot_reload(rig: Rig) -> None:
     rig.call(admin, "createDatabase", db("theirs", "other"), False)
 
 
+def test_dropping_what_catalogd_did_not_create_needs_an_admin(rig: Rig) -> None:
+    writer, admin = rig.connect(TOKENS["etl"]), rig.connect(TOKENS["ops"])
+    for name in ("a", "b"):
+        rig.call(writer, "createDatabase", db(name), False)
+    path = t.NamespacePath(catalog="main", database="a")
+    assert denied(lambda: rig.call(writer, "dropDatabase", path, False, True, True)) == \
+        "etl needs role admin on catalog main for dropDatabase with dropForeign (objects catalogd did not create)"
+    table = t.ObjectPath(catalog="main", database="a", name="t")
+    assert "for dropTable with dropForeign" in denied(lambda: rig.call(writer, "dropTable", table, True, False, True))
+    rig.call(writer, "dropDatabase", path, False, True, False)
+    rig.call(admin, "dropDatabase", t.NamespacePath(catalog="main", database="b"), False, True, True)
+    assert rig.call(admin, "listDatabases", "main") == ["default"]
+
+
 def test_list_catalogs_shows_only_what_the_principal_reads(rig: Rig) -> None:
     assert [c.name for c in rig.call(rig.connect(TOKENS["etl"]), "listCatalogs")] == ["main"]
     assert [c.name for c in rig.call(rig.connect(TOKENS["ana"]), "listCatalogs")] == ["main", "other"]
