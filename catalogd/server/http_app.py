@@ -45,6 +45,7 @@ from catalogd.auth.model import ANONYMOUS, Principal
 from catalogd.auth.operations import REST_ROLES
 from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, UnsupportedError
 from catalogd.names import parse_object
+from catalogd.ratelog import BoundedLog
 from catalogd.server import overview
 from catalogd.server.access import Access
 from catalogd.server.cache_peers import INVALIDATIONS, SIGNATURE_HEADER
@@ -222,6 +223,8 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
                openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False,
                default_response_class=PrettyJSON)
 
+    refused_peer = BoundedLog(logger, "refused-peer-message")
+
     async def caller(request: Request) -> Principal:
         """The request's principal (a FastAPI dependency); ``_Unauthenticated`` without a valid token."""
         if access is None or not access.enabled:
@@ -362,7 +365,8 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
         except ClientDisconnect:
             return Response(status_code=400)
         except PermissionDeniedError as e:
-            logger.warning("refused cache invalidations from %s: %s", _client(request), e.message)
+            # Anyone who reaches the port can send these: the first is logged, then a count a minute.
+            refused_peer.log("refused cache invalidations from %s: %s", _client(request), e.message)
             return _error(401, e.kind, e.message)
         except CatalogError as e:
             return error_response(e)

@@ -27,6 +27,8 @@ CacheStats = Callable[[], dict[str, Any]]
 PeerStats = Callable[[], dict[str, int]]
 #: What this member knows of the cluster's leadership (``Leadership.status``).
 LeaderInfo = Callable[[], LeaderStatus]
+#: Lines a client can cause, by kind: (events, not logged one by one) (``catalogd.ratelog.counts``).
+LogCounts = Callable[[], dict[str, tuple[int, int]]]
 
 
 class Metrics:
@@ -58,6 +60,10 @@ class Metrics:
         """Export whether this member leads, the term, the lease's age and the takeovers (read at every scrape)."""
         self.registry.register(_LeaderCollector(status, forwarded))
 
+    def watch_bounded_logs(self, counts: LogCounts) -> None:
+        """Export the refusals and failures logged at a bounded rate, and the lines left out (read at every scrape)."""
+        self.registry.register(_LogCollector(counts))
+
     def watch_auth(self, stats: AuthStats) -> None:
         """Export failed authentications and the back-off they caused (read at every scrape)."""
         self.registry.register(_AuthCollector(stats))
@@ -68,6 +74,25 @@ class Metrics:
         self.registry.register(_HmsCollector(calls, connections))
         if views is not None:
             self.registry.register(_ViewCollector(views))
+
+
+class _LogCollector(Collector):
+    def __init__(self, counts: LogCounts) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        counts = sorted(self.counts().items())
+        events = CounterMetricFamily("catalogd_logged_events", "Events a client can cause that the log tells at a "
+                                     "bounded rate (refused peer messages, failed TLS handshakes, ...), by kind",
+                                     labels=["kind"])
+        suppressed = CounterMetricFamily("catalogd_log_lines_suppressed", "Of those, the events not written as a "
+                                         "line of their own (counted in the next line of their kind)",
+                                         labels=["kind"])
+        for kind, (n, left_out) in counts:
+            events.add_metric([kind], n)
+            suppressed.add_metric([kind], left_out)
+        yield events
+        yield suppressed
 
 
 class _AuthCollector(Collector):
