@@ -720,6 +720,11 @@ class DynamicTablesConfig(_Model):
     time_zone: str = Field(default="UTC", alias="time-zone")
     #: Batch refresh jobs running at once; more wait (PENDING).
     max_concurrent_refreshes: PositiveInt = Field(default=2, alias="max-concurrent-refreshes")
+    #: Refreshes of one table requested (REST, Thrift, CLI, console) and waiting for a worker at
+    #: once; one more is refused (HTTP 429 with Retry-After, a conflict on Thrift) until one
+    #: starts. A request for a partition already waiting or running joins that run instead.
+    #: Tables take turns for the workers, so one table's queue never delays another's refresh.
+    max_queued_refreshes_per_table: PositiveInt = Field(default=100, alias="max-queued-refreshes-per-table")
     #: Runs kept in each table's history.
     history_size: PositiveInt = Field(default=50, alias="history-size")
     #: A batch refresh running longer is stopped and recorded FAILED.

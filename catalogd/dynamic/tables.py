@@ -540,9 +540,12 @@ class TableOperations:
             path = parse_object(text)
             catalog, database, name = self.resolve(path)
             self.manager.check_writable(catalog)
-            self._params(catalog, database, name)
+            # A table this daemon drives is known from memory: a request (joined or queued) makes
+            # no metastore call, so that a burst of them takes no metastore slot from reads. A
+            # table dropped outside catalogd meanwhile fails its run (and is let go then).
             entry = self.registry.get(f"{catalog.name}.{database}.{name}")
             if entry is None:
+                self._params(catalog, database, name)  # not a dynamic table, or none at all: says which
                 raise UnsupportedError(f"{catalog.name}.{database}.{name} is not driven by this daemon "
                                        "(dynamic-tables.enabled is false?)")
             entries.append(entry)
