@@ -25,7 +25,7 @@ def test_a_full_line_is_refused_with_when_to_retry_and_other_tables_are_not() ->
     for n in range(2):
         queue.check("a")
         queue.put("a", f"a{n}")
-    with pytest.raises(RefreshQueueFullError, match="main.db.a|a has 2 refreshes waiting") as refused:
+    with pytest.raises(RefreshQueueFullError, match="a has 2 refreshes waiting already") as refused:
         queue.check("a")
     assert isinstance(refused.value, ConflictError) and refused.value.retry_after == 42.0
     assert "retry in about 42s" in refused.value.message
