@@ -170,6 +170,10 @@ class RunExecutor:
         """Runs waiting for a worker, every table's."""
         return self._queue.waiting()
 
+    def queue_stats(self) -> dict[str, int]:
+        """For /metrics: runs waiting for a worker, and requests refused because their table's line was full."""
+        return {"waiting": self._queue.waiting(), "refused": self._queue.refused}
+
     def _next(self) -> None:
         """A pool task: run the run whose turn it is (none: its table was let go meanwhile)."""
         with self._lock:

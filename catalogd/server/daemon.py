@@ -196,6 +196,7 @@ class Daemon:
         self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority,
                                      leading=self.leadership.is_leader, leader=self.forwarding)
         self.metrics.watch_dynamic_tables(self.dynamic.lags)
+        self.metrics.watch_refresh_queue(self.dynamic.queue_stats)
         forwarding = self.forwarding
         self.metrics.watch_leader(self.leadership.status,
                                   (lambda: forwarding.forwarded) if forwarding is not None else None)

@@ -49,6 +49,10 @@ class Metrics:
         """Export each dynamic table's freshness lag (read at every scrape)."""
         self.registry.register(_LagCollector(lags))
 
+    def watch_refresh_queue(self, stats: Callable[[], dict[str, int]]) -> None:
+        """Export the refresh runs waiting for a worker and the requests a full queue refused (read at every scrape)."""
+        self.registry.register(_RefreshQueueCollector(stats))
+
     def watch_cache(self, stats: CacheStats) -> None:
         """Export the metadata cache's hits, misses, size and evictions (read at every scrape)."""
         self.registry.register(_CacheCollector(stats))
@@ -220,6 +224,19 @@ class _PeerCollector(Collector):
         yield CounterMetricFamily("catalogd_cache_invalidations_unconfirmed",
                                   "Writes acknowledged before a member that answers had taken their invalidation "
                                   "(cluster.invalidation-wait passed)", stats.get("unconfirmed", 0))
+
+
+class _RefreshQueueCollector(Collector):
+    def __init__(self, stats: Callable[[], dict[str, int]]) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats()
+        yield GaugeMetricFamily("catalogd_dynamic_refreshes_waiting", "Batch refresh runs waiting for a worker "
+                                "(dynamic-tables.max-concurrent-refreshes), every table's", value=stats["waiting"])
+        yield CounterMetricFamily("catalogd_dynamic_refreshes_refused", "Refresh requests refused because their "
+                                  "table had dynamic-tables.max-queued-refreshes-per-table runs waiting",
+                                  value=stats["refused"])
 
 
 class _LagCollector(Collector):

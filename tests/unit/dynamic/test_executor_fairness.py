@@ -78,6 +78,7 @@ def test_a_table_s_requested_runs_are_bounded_and_a_joining_request_is_never_ref
     with pytest.raises(RefreshQueueFullError) as refused:
         rig.executor.submit([a], trigger="manual", partition={"day": "d4"})
     assert refused.value.retry_after == 7.5 and "max-queued-refreshes-per-table" in refused.value.message
+    assert rig.executor.queue_stats() == {"waiting": 3, "refused": 1}
     # A request for a partition already waiting (or running) joins it: same run, same jobId.
     again = rig.executor.submit([a], trigger="api", partition={"day": "d2"})
     assert again.id == jobs[1].id and again.runs[0].id == jobs[1].runs[0].id
