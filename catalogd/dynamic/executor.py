@@ -151,12 +151,14 @@ class RunExecutor:
                         self._cut_off(left.run, left.key, f"{CUT_OFF} before the run started")
                     break
                 self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                task.add_done_callback(self._tasks.discard)  # at once if it is done already
         if not queued and len(job.runs) == 1:
             origin = self.runs.job_of(job.runs[0].id)
             if origin is not None:
                 with contextlib.suppress(NotFoundError):
-                    return self.runs.get_job(origin)  # the joined run's own job: one jobId for all
+                    found = self.runs.get_job(origin)
+                    if len(found.runs) == 1:  # the joined run's own job: one jobId for all
+                        return found
         self.runs.add_job(job)
         return self.runs.get_job(job.id)
 

@@ -117,3 +117,14 @@ def test_fifty_concurrent_requests_of_one_partition_are_one_run_and_one_job(tmp_
     assert len(rig.runs.live("main.db.a")) == 1  # one run
     rig.executor.stop_table("main.db.a")
     rig.executor.shutdown()
+
+
+def test_a_request_joining_one_run_of_a_two_table_job_gets_a_job_of_its_own(tmp_path: Path) -> None:
+    a, b = _table("a"), _table("b")
+    rig = Rig(tmp_path, a, b)
+    both = rig.executor.submit([a, b], trigger="api")
+    alone = rig.executor.submit([a], trigger="api")
+    assert alone.id != both.id and [r.id for r in alone.runs] == [both.runs[0].id]
+    rig.executor.stop_table("main.db.a")
+    rig.executor.stop_table("main.db.b")
+    rig.executor.shutdown()
