@@ -31,8 +31,8 @@ from catalogd.dynamic import store
 from catalogd.dynamic.connect import READY_TIMEOUT, ConnectEngine, configured_session
 from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
-from catalogd.dynamic.queue import FairQueue
 from catalogd.dynamic.records import Records
+from catalogd.dynamic.refresh_queue import FairQueue
 from catalogd.dynamic.registry import Entry, Registry
 from catalogd.dynamic.runner import KILL_WAIT, JobRunner, Process
 from catalogd.dynamic.runs import CUT_OFF, STOPPED, RunIndex, RunKey, run_key

@@ -7,6 +7,9 @@ table waits for at most one run of each table ahead of it, however many each has
 table's requested runs are bounded (``per_table``): one more is refused with a typed error that
 says when to try again, not queued without end. The runs the daemon fires itself (initial,
 schedule, catch-up: at most one per fire time) are never refused.
+
+Not ``queue.py``: a refresh job runs a script of this folder, which puts the folder first on its
+``sys.path``, where a module ``queue`` would hide the standard library's.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalogd.dynamic.queue import FairQueue
+from catalogd.dynamic.refresh_queue import FairQueue
 from catalogd.errors import ConflictError, RefreshQueueFullError
 
 
