@@ -121,7 +121,10 @@ class EndpointAuth:
                 self._failed(conn, None, f"SASL authentication failed: {e}", claim)
                 raise
             how = "kerberos" if session.mechanism == "GSSAPI" else "delegation token"
-            self._prove(conn, how, session.name, self.kerberos_names.map(session.name), claim)
+            # A proven name that maps to no one is that name's failure, not the address's: a
+            # misconfigured client must not hold back the others' SASL connections from its host.
+            self._prove(conn, how, session.name, self.kerberos_names.map(session.name),
+                        claim if claim is not None else claim_of_name(how, session.name))
         if throttle is not None:
             throttle.succeeded(conn.peer, claim)
         return session
