@@ -1019,9 +1019,10 @@ class AuditConfig(_Model):
 
 
 class ThrottleConfig(_Model):
-    """Failed authentications on every port (tokens, SASL) slow the next ones from the same address or principal."""
+    """Failed authentications on every port (tokens, SASL, certificates) slow the next tries of the same credential
+    from the same address; other credentials, from there or anywhere, are checked as usual."""
 
-    #: Failures of one client address (or principal) that cost nothing; each further one locks it out.
+    #: Failures of one credential from one client address that cost nothing; each further one locks that pair out.
     free_attempts: NonNegativeInt = Field(default=5, alias="free-attempts")
     #: The first lockout; each further failure doubles it. 0s: no throttling.
     base_delay: Annotated[NonNegativeDuration, AtMost(_HOUR)] = Field(
@@ -1029,7 +1030,7 @@ class ThrottleConfig(_Model):
     #: The longest lockout.
     max_delay: Annotated[NonNegativeDuration, AtMost(_DAY)] = Field(
         default=datetime.timedelta(minutes=1), alias="max-delay")
-    #: An address (or principal) without a failure for this long starts over.
+    #: A credential and address without a failure for this long start over.
     forget_after: Annotated[Duration, AtMost(_DAY)] = Field(
         default=datetime.timedelta(minutes=10), alias="forget-after")
 
