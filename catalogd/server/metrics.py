@@ -109,9 +109,9 @@ class _AuthCollector(Collector):
                                   "certificates)", value=stats["failures"])
         yield CounterMetricFamily("catalogd_auth_throttled", "Authentication attempts refused unchecked during a "
                                   "back-off", value=stats["refused"])
-        yield CounterMetricFamily("catalogd_auth_lockouts", "Back-offs begun (an address or principal passed its "
-                                  "free failed attempts)", value=stats["lockouts"])
-        yield GaugeMetricFamily("catalogd_auth_locked", "Addresses and principals in a back-off now",
+        yield CounterMetricFamily("catalogd_auth_lockouts", "Back-offs begun (a credential from an address passed "
+                                  "its free failed attempts)", value=stats["lockouts"])
+        yield GaugeMetricFamily("catalogd_auth_locked", "Credentials (per address) in a back-off now",
                                 value=stats["locked"])
 
 
