@@ -123,6 +123,18 @@ class ConflictError(CatalogError):
     kind = "conflict"
 
 
+class RefreshQueueFullError(ConflictError):
+    """A table has as many refreshes waiting as it may: try again after ``retry_after`` seconds.
+
+    Crosses the Thrift API as a conflict (its message says when to retry: the IDL has no field
+    for it); HTTP answers it 429 with a ``Retry-After`` header.
+    """
+
+    def __init__(self, message: str, retry_after: float = 60.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class ConfigError(CatalogError):
     """The configuration file is malformed or inconsistent."""
 

@@ -1,31 +1,61 @@
-"""Failed authentications slow the next ones: a growing back-off per client address and per principal.
+"""Failed authentications slow the next ones: a growing back-off per source address and claimed credential.
 
-Every surface that checks a secret (a token on the Thrift API and HTTP, a SASL exchange on the
-HMS endpoint) asks ``wait`` before checking and reports ``failed`` or ``succeeded`` after. The
-first ``free`` failures of a key cost nothing (a mistyped token); each further one locks the key
-for ``base * 2**(n - free)`` seconds, at most ``max_delay``. While a key is locked its attempts
-are refused *without checking the secret*, so a guesser gets at most one checked guess per
-back-off period however fast it sends, and no server thread sleeps for it (a sleeping worker
-would let a guesser hold every worker). A key without a failure for ``forget`` seconds starts
-over; a success from an address clears that address. Keys are per address (the port is left
-out: a new connection is no new chance) and per principal, so other addresses are not slowed.
+Every surface that checks a secret (a token on the Thrift API, HTTP and the console, a SASL
+exchange or a client certificate on the HMS endpoint) asks ``wait`` before checking and reports
+``failed`` or ``succeeded`` after, each with the client's address and what the attempt claimed:
+``claim_of_token`` of the token presented, ``claim_of_name`` of a certificate subject or a user
+name, or None when nothing could be read (a SASL exchange that never named anyone). The first
+``free`` failures of a key cost nothing (a mistyped token); each further one locks the key for
+``base * 2**(n - free)`` seconds, at most ``max_delay``. While a key is locked its attempts are
+refused *without checking the secret*, so one credential tried again and again from one source
+gets at most one checked try per back-off period however fast it is sent, and no server thread
+sleeps for it (a sleeping worker would let a guesser hold every worker). A key without a failure
+for ``forget`` seconds starts over; a success clears its own key.
 
-The table is bounded (``max_keys``): past it, the keys whose last failure is oldest go first.
+A key is (address, claim), never the address alone: a flood of wrong tokens from 127.0.0.1 (a
+shared host, every job of this daemon runs there) must not refuse a different, correct token
+from the same address (a refresh job's, an admin's). A correct token's key has no failures, so it
+is checked, cheaply, whatever others fail. What this does not slow is a guesser who sends a new
+token each time: each guess is checked; against that stand the tokens' length (at least 16
+characters configured, 256 random bits minted) and the audit log, not a lock-out that a guesser
+could turn against everyone sharing its address. The port is left out of the address (a new
+connection is no new chance). A claim is a keyed hash (a key made at start, never stored): the
+table holds no token, and a copy of it could not be used to test guesses offline.
+
+The table is bounded (``max_keys``): past it, the keys whose last failure is oldest go first, so
+a flood of distinct wrong tokens costs at most ``max_keys`` small entries.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["THROTTLED", "Throttle", "address_of"]
+__all__ = ["THROTTLED", "Throttle", "address_of", "claim_of_name", "claim_of_token"]
 
 #: The audit detail of an attempt refused while its key is locked: one text, so that the audit
 #: log's coalescing makes one line of a burst.
 THROTTLED = "too many failed authentications: attempt refused unchecked during the back-off"
+
+
+#: The key of the claims' hashes: made at start, never written anywhere.
+_CLAIM_KEY = secrets.token_bytes(32)
+
+
+def claim_of_token(token: str) -> str:
+    """What a presented token claims, as a throttle key: a keyed hash of it (never the token)."""
+    return "token:" + hmac.new(_CLAIM_KEY, token.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def claim_of_name(kind: str, name: str) -> str:
+    """What a certificate subject or a user name claims (``kind``: certificate, kerberos, user)."""
+    return f"{kind}:{name}"
 
 
 def address_of(client: str) -> str:
@@ -34,7 +64,7 @@ def address_of(client: str) -> str:
     return host if sep and port.isdigit() else client
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     failures: int = 0
     until: float = 0.0
@@ -72,50 +102,49 @@ class Throttle:
     def enabled(self) -> bool:
         return self.base > 0 and self.max_delay > 0
 
-    def wait(self, address: str, principal: str | None = None) -> float:
-        """Seconds until ``address`` (and ``principal``) may try again; 0: now. A positive answer
+    def wait(self, address: str, claim: str | None = None) -> float:
+        """Seconds until ``claim`` from ``address`` may be tried again; 0: now. A positive answer
         counts as an attempt refused: the caller refuses it without checking its secret."""
         if not self.enabled:
             return 0.0
         now = self._clock()
         with self._lock:
-            left = max((self._left(key, now) for key in _keys(address, principal)), default=0.0)
+            left = self._left(_key(address, claim), now)
             if left > 0:
                 self.refused += 1
             return left
 
-    def failed(self, address: str, principal: str | None = None) -> float:
-        """Count a failed authentication; the back-off it starts (0: none yet)."""
+    def failed(self, address: str, claim: str | None = None) -> float:
+        """Count a failed authentication of ``claim`` from ``address``; the back-off it starts (0: none yet)."""
         if not self.enabled:
             return 0.0
         now = self._clock()
+        key = _key(address, claim)
         delay = 0.0
         with self._lock:
             self.failures += 1
-            for key in _keys(address, principal):
-                entry = self._entries.pop(key, None)
-                if entry is None or now - entry.last >= self.forget:
-                    entry = _Entry()
-                entry.failures += 1
-                entry.last = now
-                if entry.failures > self.free:
-                    step = min(entry.failures - self.free - 1, 62)
-                    entry.until = now + min(self.base * 2.0 ** step, self.max_delay)
-                    if step == 0:
-                        self.lockouts += 1
-                    delay = max(delay, entry.until - now)
-                self._entries[key] = entry  # the most recent failure last: the oldest go first
+            entry = self._entries.pop(key, None)
+            if entry is None or now - entry.last >= self.forget:
+                entry = _Entry()
+            entry.failures += 1
+            entry.last = now
+            if entry.failures > self.free:
+                step = min(entry.failures - self.free - 1, 62)
+                entry.until = now + min(self.base * 2.0 ** step, self.max_delay)
+                if step == 0:
+                    self.lockouts += 1
+                delay = entry.until - now
+            self._entries[key] = entry  # the most recent failure last: the oldest go first
             while len(self._entries) > self.max_keys:
                 self._entries.popitem(last=False)
         return delay
 
-    def succeeded(self, address: str, principal: str | None = None) -> None:
-        """A successful authentication clears its address and principal."""
+    def succeeded(self, address: str, claim: str | None = None) -> None:
+        """A successful authentication clears its own key (others' failures stay theirs)."""
         if not self.enabled:
             return
         with self._lock:
-            for key in _keys(address, principal):
-                self._entries.pop(key, None)
+            self._entries.pop(_key(address, claim), None)
 
     def stats(self) -> dict[str, int]:
         now = self._clock()
@@ -131,8 +160,5 @@ class Throttle:
         return max(entry.until - now, 0.0)
 
 
-def _keys(address: str, principal: str | None) -> list[tuple[str, str]]:
-    keys = [("address", address_of(address))]
-    if principal:
-        keys.append(("principal", principal))
-    return keys
+def _key(address: str, claim: str | None) -> tuple[str, str]:
+    return address_of(address), claim or ""

@@ -737,6 +737,11 @@ class DynamicTablesConfig(_Model):
     time_zone: str = Field(default="UTC", alias="time-zone")
     #: Batch refresh jobs running at once; more wait (PENDING).
     max_concurrent_refreshes: PositiveInt = Field(default=2, alias="max-concurrent-refreshes")
+    #: Refreshes of one table requested (REST, Thrift, CLI, console) and waiting for a worker at
+    #: once; one more is refused (HTTP 429 with Retry-After, a conflict on Thrift) until one
+    #: starts. A request for a partition already waiting or running joins that run instead.
+    #: Tables take turns for the workers, so one table's queue never delays another's refresh.
+    max_queued_refreshes_per_table: PositiveInt = Field(default=100, alias="max-queued-refreshes-per-table")
     #: Runs kept in each table's history.
     history_size: PositiveInt = Field(default=50, alias="history-size")
     #: A batch refresh running longer is stopped and recorded FAILED.
@@ -1031,9 +1036,10 @@ class AuditConfig(_Model):
 
 
 class ThrottleConfig(_Model):
-    """Failed authentications on every port (tokens, SASL) slow the next ones from the same address or principal."""
+    """Failed authentications on every port (tokens, SASL, certificates) slow the next tries of the same credential
+    from the same address; other credentials, from there or anywhere, are checked as usual."""
 
-    #: Failures of one client address (or principal) that cost nothing; each further one locks it out.
+    #: Failures of one credential from one client address that cost nothing; each further one locks that pair out.
     free_attempts: NonNegativeInt = Field(default=5, alias="free-attempts")
     #: The first lockout; each further failure doubles it. 0s: no throttling.
     base_delay: Annotated[NonNegativeDuration, AtMost(_HOUR)] = Field(
@@ -1041,7 +1047,7 @@ class ThrottleConfig(_Model):
     #: The longest lockout.
     max_delay: Annotated[NonNegativeDuration, AtMost(_DAY)] = Field(
         default=datetime.timedelta(minutes=1), alias="max-delay")
-    #: An address (or principal) without a failure for this long starts over.
+    #: A credential and address without a failure for this long start over.
     forget_after: Annotated[Duration, AtMost(_DAY)] = Field(
         default=datetime.timedelta(minutes=10), alias="forget-after")
 

@@ -1,6 +1,11 @@
 """Batch refresh runs: a bounded pool (``dynamic-tables.max-concurrent-refreshes``) runs
 each as a ``spark-submit`` job (engine ``submit``) or in a session of the Spark Connect
-server (engine ``connect``), watches it, and records how it ended."""
+server (engine ``connect``), watches it, and records how it ended.
+
+A request joins the run already waiting or going for the same table and partition; a new run
+waits in its table's line of a ``FairQueue`` (bounded per table, tables served in turn), and
+the request returns at once: it holds no server thread and makes no metastore call while
+its run waits."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +33,11 @@ from catalogd.dynamic.jobspec import JobFactory
 from catalogd.dynamic.partitions import partition_value
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.redaction import shown_error
+from catalogd.dynamic.refresh_queue import FairQueue
 from catalogd.dynamic.registry import Entry, Registry
 from catalogd.dynamic.runner import KILL_WAIT, JobRunner, Process
 from catalogd.dynamic.runs import CUT_OFF, STOPPED, RunIndex, RunKey, run_key
-from catalogd.errors import CatalogError, InvalidArgumentError, TableNotFoundError
+from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError, TableNotFoundError
 from catalogd.manager import CatalogManager
 from catalogd.model import RefreshJob, RefreshRun, RunStatus
 
@@ -40,6 +47,22 @@ logger = logging.getLogger(__name__)
 NOT_LEADING = "this member no longer leads the cluster"
 #: Work dirs (spec, status, log) of finished runs kept for a look after the fact.
 _KEEP_RUN_DIRS = 50
+#: The triggers of requested runs (REST, Thrift, CLI, console): bounded per table. The daemon's
+#: own (initial, schedule, catch-up) come at most once per fire time and are never refused.
+REQUESTED = ("manual", "api")
+#: Seconds a refused request is told to wait when its table never ran.
+_DEFAULT_RETRY = 60.0
+
+
+@dataclass
+class _Queued:
+    """A run waiting for a worker, with what it runs with."""
+
+    entry: Entry
+    run: RefreshRun
+    key: RunKey
+    conf: dict[str, str]
+    schedule_time: datetime.datetime | None
 
 
 class RunExecutor:
@@ -73,8 +96,13 @@ class RunExecutor:
         self._pool = ThreadPoolExecutor(max_workers=config.dynamic_tables.max_concurrent_refreshes,
                                         thread_name_prefix="dt-run")
         self._lock = threading.Lock()
-        #: Each run's future until it ends, and each running batch job's process.
-        self._futures: dict[str, Future[None]] = {}
+        #: The runs waiting for a worker: one line per table, served in turn.
+        self._queue: FairQueue[_Queued] = FairQueue(config.dynamic_tables.max_queued_refreshes_per_table,
+                                                    self._retry_after)
+        #: The pool's tasks not done (one per run queued; each takes the run whose turn it is).
+        self._tasks: set[Future[None]] = set()
+        #: Each run taken from the queue until it ends (set then), and each running batch job's process.
+        self._going: dict[str, threading.Event] = {}
         self._procs: dict[str, Process] = {}
         #: Whether this daemon may start runs now (in a cluster, only while it leads: the fence).
         self.leading: Callable[[], bool] = lambda: True
@@ -84,42 +112,95 @@ class RunExecutor:
     def submit(self, entries: list[Entry], trigger: str, schedule_time: datetime.datetime | None = None,
                partition: dict[str, str] | None = None, conf: dict[str, str] | None = None,
                fired: float | None = None) -> RefreshJob:
-        """One run per table (joining a run already going for the same partition); the job.
+        """One run per table (joining a run already waiting or going for the same partition); the job.
+
+        A request whose every table joined one run answers that run's job (same jobId). New
+        runs wait in their tables' lines; this returns without waiting for them.
 
         Raises:
             InvalidArgumentError: a partition the table does not have; nothing started.
+            RefreshQueueFullError: a requested run (``REQUESTED``) of a table whose line is full;
+                nothing started.
         """
         plans = [(entry, self._partition_for(entry, schedule_time, partition)) for entry in entries]
         submitter = self.engine.describe() if self.engine is not None else str(self.runner.spark_submit_path())
         job = RefreshJob(id=secrets.token_hex(8), status=RunStatus.PENDING,
                          cluster_info={"master": self.config.spark.master, "deployMode": "client",
                                        "submitter": submitter})
-        for entry, spec in plans:
-            key = run_key(entry.full_name, spec)
-            new = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger=trigger,
-                             status=RunStatus.PENDING, partition=spec, submitted=self.clock(), fired=fired,
-                             schedule_time=schedule_time.isoformat(sep=" ") if schedule_time else None)
-            run = self.runs.start(key, new)
-            job.runs.append(run)
-            if run is not new:
-                continue
-            with self._lock:
+        queued: list[_Queued] = []
+        with self._lock:
+            if trigger in REQUESTED:
+                # Every table's line first: a request is queued whole or not at all.
+                for entry, spec in plans:
+                    if self.runs.going(run_key(entry.full_name, spec)) is None:
+                        self._queue.check(entry.full_name)
+            for entry, spec in plans:
+                key = run_key(entry.full_name, spec)
+                new = RefreshRun(id=secrets.token_hex(8), table=entry.full_name, trigger=trigger,
+                                 status=RunStatus.PENDING, partition=spec, submitted=self.clock(), fired=fired,
+                                 schedule_time=schedule_time.isoformat(sep=" ") if schedule_time else None)
+                run = self.runs.start(key, new)
+                job.runs.append(run)
+                if run is new:
+                    queued.append(_Queued(entry, run, key, dict(conf or {}), schedule_time))
+            for item in queued:
+                self._queue.put(item.entry.full_name, item)
                 try:
-                    self._futures[run.id] = self._pool.submit(self._run, entry, run, key, dict(conf or {}),
-                                                              schedule_time)
-                    submitted = True
+                    task = self._pool.submit(self._next)
                 except RuntimeError:  # the pool is shut down: the daemon is stopping
-                    submitted = False
-            if not submitted:
-                self._cut_off(run, key, f"{CUT_OFF} before the run started")
+                    for left in self._queue.drain():
+                        self._cut_off(left.run, left.key, f"{CUT_OFF} before the run started")
+                    break
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)  # at once if it is done already
+        if not queued and len(job.runs) == 1:
+            origin = self.runs.job_of(job.runs[0].id)
+            if origin is not None:
+                with contextlib.suppress(NotFoundError):
+                    found = self.runs.get_job(origin)
+                    if len(found.runs) == 1:  # the joined run's own job: one jobId for all
+                        return found
         self.runs.add_job(job)
         return self.runs.get_job(job.id)
+
+    def _retry_after(self, table: str) -> float:
+        """When a refused request may find room: about one run of its table (the last one's time)."""
+        entry = self.registry.get(table)
+        last = entry.last_duration if entry is not None else 0.0
+        return min(max(last, 1.0), 3600.0) if last > 0 else _DEFAULT_RETRY
+
+    def waiting(self) -> int:
+        """Runs waiting for a worker, every table's."""
+        return self._queue.waiting()
+
+    def queue_stats(self) -> dict[str, int]:
+        """For /metrics: runs waiting for a worker, and requests refused because their table's line was full."""
+        return {"waiting": self._queue.waiting(), "refused": self._queue.refused}
+
+    def _next(self) -> None:
+        """A pool task: run the run whose turn it is (none: its table was let go meanwhile)."""
+        with self._lock:
+            item = self._queue.take()
+            if item is None:
+                return
+            done = self._going[item.run.id] = threading.Event()
+        try:
+            self._run(item.entry, item.run, item.key, item.conf, item.schedule_time)
+        finally:
+            with self._lock:
+                self._going.pop(item.run.id, None)
+            done.set()
 
     def _partition_for(self, entry: Entry, schedule_time: datetime.datetime | None,
                        partition: dict[str, str] | None) -> dict[str, str]:
         if partition:
-            catalog = self.manager.catalog(entry.catalog).fresh()  # the partition a refresh overwrites
-            keys = [k.name for k in catalog.get_table(entry.database, entry.name).partition_keys]
+            keys = entry.partition_keys
+            if keys is None:
+                # Asked of the metastore once per entry (they cannot change): a request joining a
+                # run, or queueing one, makes no metastore call that a burst could multiply.
+                catalog = self.manager.catalog(entry.catalog).fresh()  # the partition a refresh overwrites
+                keys = entry.partition_keys = [k.name for k in catalog.get_table(entry.database,
+                                                                                 entry.name).partition_keys]
             spec = {k.lower(): v for k, v in partition.items()}
             unknown = [k for k in spec if k not in keys]
             if unknown:
@@ -168,7 +249,6 @@ class RunExecutor:
         self.runs.release(key, run.id)
         with self._lock:
             self._procs.pop(run.id, None)
-            self._futures.pop(run.id, None)
         extra: dict[str, str] = {}
         if run.status is RunStatus.SUCCEEDED:
             # Data as of: the run's start; a formatter partition's run, its schedule time. A
@@ -364,27 +444,24 @@ class RunExecutor:
         """Stop the batch runs of a table let go: their jobs are stopped, runs not started
         never start; returns when they have ended (or the shutdown grace is over)."""
         with self._lock:
-            mine = {run_id for run_id in (*self._procs, *self._futures) if self.runs.table_of(run_id) == table}
-            procs = [self._procs[run_id] for run_id in mine if run_id in self._procs]
-            futures = {run_id: self._futures[run_id] for run_id in mine if run_id in self._futures}
-        for run_id, future in list(futures.items()):
-            run = self.runs.get(run_id)
-            if run is not None and future.cancel():  # still waiting for a slot: it never starts
-                del futures[run_id]
-                with self._lock:
-                    self._futures.pop(run_id, None)
-                self._cut_off(run, run_key(run.table, run.partition or {}),
-                              "the dynamic table was dropped before the run started")
+            queued = self._queue.remove(table)
+            going = {run_id: done for run_id, done in self._going.items() if self.runs.table_of(run_id) == table}
+            procs = [self._procs[run_id] for run_id in going if run_id in self._procs]
+        for item in queued:  # still waiting for a worker: it never starts
+            self._cut_off(item.run, item.key, "the dynamic table was dropped before the run started")
         self.runner.stop_all(procs, self._grace)
-        wait_futures(futures.values(), timeout=self._grace + KILL_WAIT)
+        deadline = time.monotonic() + self._grace + KILL_WAIT
+        for done in going.values():
+            done.wait(max(0.0, deadline - time.monotonic()))
 
     def shutdown(self) -> None:
         """After ``stopping`` is set: wait for the runs to stop their jobs and record how
-        they ended (at most the shutdown grace, and the time a SIGKILL takes)."""
+        they ended (at most the shutdown grace, and the time a SIGKILL takes). Runs still
+        waiting are taken by the pool's tasks and fail at once (the daemon stopped)."""
         with self._lock:
             self._pool.shutdown(wait=False)
-            futures = list(self._futures.values())
-        _, not_done = wait_futures(futures, timeout=self._grace + KILL_WAIT)
+            tasks = list(self._tasks)
+        _, not_done = wait_futures(tasks, timeout=self._grace + KILL_WAIT)
         if not_done:
             logger.warning("%d refresh run(s) did not end within the shutdown grace", len(not_done))
 

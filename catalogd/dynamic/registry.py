@@ -51,6 +51,8 @@ class Entry:
     formatters: dict[str, str] = field(default_factory=dict)
     #: The hive catalog the query reads when it is not ``catalog`` (a table in a jdbc catalog).
     source_catalog: str | None = None
+    #: The table's partition columns, once a refresh of one partition asked the metastore (None: not yet).
+    partition_keys: list[str] | None = None
     next_fire: datetime.datetime | None = None
     data_time: float | None = None
     last_duration: float = 0.0

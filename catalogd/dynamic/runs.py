@@ -40,6 +40,8 @@ class RunIndex:
         self._runs: OrderedDict[str, RefreshRun] = OrderedDict()
         self._jobs: OrderedDict[str, RefreshJob] = OrderedDict()
         self._active: dict[RunKey, str] = {}
+        #: The job that started each run (a request that only joins it answers that job).
+        self._origin: dict[str, str] = {}
 
     def add(self, run: RefreshRun) -> None:
         with self._lock:
@@ -56,6 +58,18 @@ class RunIndex:
             self._evict()
             return run
 
+    def going(self, key: RunKey) -> RefreshRun | None:
+        """The run waiting or going for ``key`` (a request for it would join it), if any."""
+        with self._lock:
+            run = self._runs.get(self._active.get(key) or "")
+            return run if run is not None and not run.status.finished else None
+
+    def job_of(self, run_id: str) -> str | None:
+        """The id of the job that started ``run_id`` (None: unknown, or forgotten)."""
+        with self._lock:
+            job_id = self._origin.get(run_id)
+            return job_id if job_id in self._jobs else None
+
     def release(self, key: RunKey, run_id: str) -> None:
         """``run_id`` is no longer the run going for ``key``."""
         with self._lock:
@@ -67,6 +81,7 @@ class RunIndex:
         finished = [run_id for run_id, r in self._runs.items() if r.status.finished]
         for run_id in finished[:max(0, len(self._runs) - MAX_JOBS)]:
             del self._runs[run_id]
+            self._origin.pop(run_id, None)
 
     def live(self, table: str) -> dict[str, RefreshRun]:
         """The runs of ``table`` this daemon knows, by id."""
@@ -89,6 +104,8 @@ class RunIndex:
     def add_job(self, job: RefreshJob) -> None:
         with self._lock:
             self._jobs[job.id] = job
+            for run in job.runs:
+                self._origin.setdefault(run.id, job.id)
             while len(self._jobs) > MAX_JOBS:
                 self._jobs.popitem(last=False)
 

@@ -248,6 +248,10 @@ class DynamicTables:
         """The recorded runs, newest first (running ones with their live phase)."""
         return self._tables.history(path, limit)
 
+    def queue_stats(self) -> dict[str, int]:
+        """Refresh runs waiting for a worker, and requests refused by a full queue (for /metrics)."""
+        return self._executor.queue_stats()
+
     def lags(self) -> list[tuple[str, float | None, bool | None]]:
         """(table, lag seconds, within target) for /metrics, from memory (no HMS call)."""
         return self._tables.lags()

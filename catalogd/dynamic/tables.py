@@ -566,18 +566,22 @@ class TableOperations:
             path = parse_object(text)
             catalog, database, name = self.resolve(path)
             self.manager.check_writable(catalog)
-            _, params = self._params(catalog, database, name)
             full = f"{catalog.name}.{database}.{name}"
+            # A table this daemon drives is known from memory: a request (joined or queued) makes
+            # no metastore call, so that a burst of them takes no metastore slot from reads. A
+            # table dropped outside catalogd meanwhile fails its run (and is let go then); each run
+            # checks the definition's signature and rules before it starts.
             entry = self.registry.get(full)
-            refusal = self.loader.refusal(full) if entry is None else None
-            if refusal is not None:
-                # Why it is not driven (the loader refused it): said to whoever asks for a run.
-                raise PermissionDeniedError(f"{full} was refused when it was loaded and is never run: {refusal.error}")
-            if entry is None and not self.jobs.signer.verify(full, params):
-                raise PermissionDeniedError(UNSIGNED.format(table=full))
             if entry is None:
-                raise UnsupportedError(f"{catalog.name}.{database}.{name} is not driven by this daemon "
-                                       "(dynamic-tables.enabled is false?)")
+                refusal = self.loader.refusal(full)
+                if refusal is not None:
+                    # Why it is not driven (the loader refused it): said to whoever asks for a run.
+                    raise PermissionDeniedError(f"{full} was refused when it was loaded and is never run: "
+                                                f"{refusal.error}")
+                _, params = self._params(catalog, database, name)  # not a dynamic table, or none at all: says which
+                if not self.jobs.signer.verify(full, params):
+                    raise PermissionDeniedError(UNSIGNED.format(table=full))
+                raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false?)")
             entries.append(entry)
         return self.executor.submit(entries, trigger=trigger, schedule_time=when, partition=partition, conf=conf)
 

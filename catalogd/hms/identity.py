@@ -11,9 +11,11 @@ principal (it takes precedence over a certificate's). Either way set_ugi cannot 
 With Kerberos, a connection may instead authenticate with SASL DIGEST-MD5 and a delegation token
 this endpoint (or a replica sharing its secret) issued: it is then the token's owner.
 
-Every failure is throttled per client address (``catalogd.auth.throttle``) and audited (the
-audit log coalesces a burst into one line); a connection from an address in its back-off is
-closed before its exchange is even read.
+Every failure is throttled per client address and what it claimed (``catalogd.auth.throttle``)
+and audited (the audit log coalesces a burst into one line): a certificate subject that failed
+too often from an address is closed before its exchange is read; so is, from an address whose
+SASL exchanges failed too often without naming anyone, a connection that has no certificate to
+name it. Wrong tokens on the other ports never close a connection here.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from catalogd.auth.delegation import DelegationTokens, TokenIdentifier
 from catalogd.auth.mapping import NameMapper, default_kerberos_rules
-from catalogd.auth.throttle import THROTTLED
+from catalogd.auth.throttle import THROTTLED, claim_of_name
 from catalogd.errors import PermissionDeniedError
 from catalogd.hms.sasl import DigestAcceptor, GssapiAcceptor, SaslError, SaslSession, negotiate
 from catalogd.keys import load_key
@@ -102,34 +104,41 @@ class EndpointAuth:
     def __call__(self, conn: ClientConnection, cert: dict[str, object] | None, read: Callable[[int], bytes],
                  write: Callable[[bytes], None]) -> SaslSession | None:
         throttle = self.throttle
-        if throttle is not None and throttle.wait(conn.peer) > 0:
+        subject = certificate_subject(cert) if self.certificates is not None and cert is not None else None
+        # What the connection claims before its exchange: its certificate's subject; without one,
+        # nothing (the key of SASL exchanges that failed without naming anyone).
+        claim = claim_of_name("certificate", subject) if subject is not None else None
+        if throttle is not None and throttle.wait(conn.peer, claim) > 0:
             self._denied(conn, None, "connect", f"{THROTTLED} (at most {throttle.max_delay:g}s)")
             raise SaslError(THROTTLED)
-        if self.certificates is not None and cert is not None:
-            subject = certificate_subject(cert)
-            self._prove(conn, "certificate", subject, self.certificates.map(subject))
+        if subject is not None:
+            assert self.certificates is not None
+            self._prove(conn, "certificate", subject, self.certificates.map(subject), claim)
         session: SaslSession | None = None
         if self.kerberos is not None:
             assert self.kerberos_names is not None
             try:
                 session = negotiate(read, write, self.kerberos, self.digest)
             except SaslError as e:
-                self._failed(conn, None, f"SASL authentication failed: {e}")
+                self._failed(conn, None, f"SASL authentication failed: {e}", claim)
                 raise
             how = "kerberos" if session.mechanism == "GSSAPI" else "delegation token"
-            self._prove(conn, how, session.name, self.kerberos_names.map(session.name))
+            # A proven name that maps to no one is that name's failure, not the address's: a
+            # misconfigured client must not hold back the others' SASL connections from its host.
+            self._prove(conn, how, session.name, self.kerberos_names.map(session.name),
+                        claim if claim is not None else claim_of_name(how, session.name))
         if throttle is not None:
-            throttle.succeeded(conn.peer)
+            throttle.succeeded(conn.peer, claim)
         return session
 
-    def _prove(self, conn: ClientConnection, how: str, name: str, mapped: str | None) -> None:
+    def _prove(self, conn: ClientConnection, how: str, name: str, mapped: str | None, claim: str | None) -> None:
         what = {"kerberos": "Kerberos principal", "certificate": "certificate subject",
                 "delegation token": "the delegation token of"}[how]
         if mapped is None:
-            self._failed(conn, None, f"{what} {name!r} maps to no principal (no rule matches it)")
+            self._failed(conn, None, f"{what} {name!r} maps to no principal (no rule matches it)", claim)
             raise SaslError(f"{what} {name!r} maps to no principal")
         if self.enabled and not self._known(mapped):
-            self._failed(conn, mapped, f"{what} {name!r} maps to {mapped!r}, not a configured principal")
+            self._failed(conn, mapped, f"{what} {name!r} maps to {mapped!r}, not a configured principal", claim)
             raise SaslError(f"{mapped!r} is not a configured principal")
         conn.identity = (mapped, ())
         conn.proven = how
@@ -191,9 +200,9 @@ class EndpointAuth:
 
         self.tokens.cancel(token, allowed)
 
-    def _failed(self, conn: ClientConnection, principal: str | None, detail: str) -> None:
+    def _failed(self, conn: ClientConnection, principal: str | None, detail: str, claim: str | None) -> None:
         if self.throttle is not None:
-            self.throttle.failed(conn.peer)
+            self.throttle.failed(conn.peer, claim)
         self._denied(conn, principal, "authenticate", detail)
 
     def _denied(self, conn: ClientConnection, principal: str | None, operation: str, detail: str) -> None:

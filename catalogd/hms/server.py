@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from catalogd.hms.sasl import SaslError, SaslSession
 from catalogd.metastore.messages import Message, MessageStream, ProtocolError, parse_message
 from catalogd.metastore.relay import Identity
+from catalogd.ratelog import BoundedLog
 
 logger = logging.getLogger(__name__)
 
@@ -213,18 +214,6 @@ class _Conn:
             self.sock.close()
 
 
-class _RateLimited:
-    def __init__(self, interval: float = 10.0) -> None:
-        self.interval = interval
-        self._next = 0.0
-
-    def warning(self, message: str, *args: object) -> None:
-        now = time.monotonic()
-        if now >= self._next:
-            self._next = now + self.interval
-            logger.warning(message, *args)
-
-
 class HmsServer:
     """Serves ``handler`` on ``host:port`` (0: a free port, see ``port`` after ``bind``)."""
 
@@ -245,15 +234,17 @@ class HmsServer:
         self.max_message = min(max_message, max_buffered_bytes)
         self.max_buffered_bytes = max_buffered_bytes
         self._buffered = 0
-        self._over_budget = _RateLimited()
+        self._over_budget = BoundedLog(logger, "hms-buffer-budget", interval=10.0)
         self._listener: socket.socket | None = None
         self._conns: set[_Conn] = set()
         self._threads: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._acceptor: threading.Thread | None = None
-        self._full = _RateLimited()
-        self._tls_failed = _RateLimited()
+        self._full = BoundedLog(logger, "hms-connection-cap", interval=10.0)
+        self._tls_failed = BoundedLog(logger, "hms-tls-handshake-failed", interval=10.0)
+        # Any client can send garbage: told at INFO, at a bounded rate.
+        self._bad_message = BoundedLog(logger, "hms-bad-message", level=logging.INFO, interval=10.0)
         self.accepted = 0
         self.refused = 0
 
@@ -506,7 +497,7 @@ class HmsServer:
             reason = f"closed to bound the memory held: {e}"
         except ProtocolError as e:
             reason = f"protocol error: {e}"
-            logger.info("HMS endpoint: %s sent a bad message (%s); closing it", conn.client.peer, e)
+            self._bad_message.log("HMS endpoint: %s sent a bad message (%s); closing it", conn.client.peer, e)
         except SaslError as e:
             reason = f"authentication failed: {e}"
         except ssl.SSLError as e:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from catalogd.auth.audit import AuditLog
 from catalogd.auth.model import ANONYMOUS, Authority, Principal, Role
 from catalogd.auth.operations import JOB_STAGE_RPCS
-from catalogd.auth.throttle import THROTTLED, Throttle
+from catalogd.auth.throttle import THROTTLED, Throttle, claim_of_token
 from catalogd.errors import PermissionDeniedError
 
 __all__ = ["JOB_WRITES", "NOT_AUTHENTICATED", "Access"]
@@ -41,7 +41,7 @@ class Access:
                  catalogs: Callable[[], Iterable[str]], throttle: Throttle | None = None) -> None:
         self.authority = authority
         self.audit = audit
-        #: Failed authentications slow the next ones from the same address (None: never).
+        #: Failed authentications slow the next tries of the same token from the same address (None: never).
         self.throttle = throttle
         self._default_catalog = default_catalog
         self._catalogs = catalogs
@@ -50,25 +50,29 @@ class Access:
     def enabled(self) -> bool:
         return self.authority is not None and self.authority.enabled
 
-    def authenticate(self, token: str | None, client: str = "local") -> Principal:
+    def authenticate(self, token: str | None, client: str = "local", throttled: bool = True) -> Principal:
         """The principal of ``token`` (``ANONYMOUS`` with auth off); PermissionDeniedError otherwise.
 
-        ``client`` (``host:port``): while its address is in a back-off for failed
-        authentications, the token is not even checked (see ``catalogd.auth.throttle``).
+        ``client`` (``host:port``): while this very token from its address is in a back-off for
+        failed authentications, it is not even checked (see ``catalogd.auth.throttle``); other
+        tokens' failures, from the same address or any other, never refuse it.
+        ``throttled``: False for a token proven before (a console session's, checked again at
+        each page): it is neither held back nor counted as a guess.
         """
         if self.authority is None or not self.authority.enabled:
             return ANONYMOUS
-        throttle = self.throttle
-        if throttle is not None and throttle.wait(client) > 0:
+        throttle = self.throttle if throttled and token else None  # no token is no guess
+        claim = claim_of_token(token) if throttle is not None and token else None
+        if throttle is not None and throttle.wait(client, claim) > 0:
             raise PermissionDeniedError(f"{THROTTLED} (at most {throttle.max_delay:g}s)")
         try:
             principal = self.authority.authenticate(token)
         except PermissionDeniedError:
-            if throttle is not None and token:  # no token is no guess
-                throttle.failed(client)
+            if throttle is not None:
+                throttle.failed(client, claim)
             raise
         if throttle is not None:
-            throttle.succeeded(client)
+            throttle.succeeded(client, claim)
         return principal
 
     def catalog(self, name: str | None) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from catalogd import __version__
+from catalogd import __version__, ratelog
 from catalogd.auth.audit import AuditLog, audit_path
 from catalogd.auth.model import Authority
 from catalogd.auth.throttle import Throttle
@@ -198,6 +198,7 @@ class Daemon:
         self.dynamic = DynamicTables(self.manager, config, self._address, authority=self.authority,
                                      leading=self.leadership.is_leader, leader=self.forwarding)
         self.metrics.watch_dynamic_tables(self.dynamic.lags)
+        self.metrics.watch_refresh_queue(self.dynamic.queue_stats)
         forwarding = self.forwarding
         self.metrics.watch_leader(self.leadership.status,
                                   (lambda: forwarding.forwarded) if forwarding is not None else None)
@@ -255,6 +256,7 @@ class Daemon:
                                    authority=self.authority, audit=self.audit, ssl_context=hms_tls,
                                    throttle=self.throttle)
             self.metrics.watch_auth(self.throttle.stats)
+            self.metrics.watch_bounded_logs(ratelog.counts)
             self.metrics.watch_hms_endpoint(self.hms.router.call_counts, self.hms.server.stats,
                                             self.hms.router.rewriting.views.stats)
             try:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -43,8 +44,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from catalogd import __version__, model
 from catalogd.auth.model import ANONYMOUS, Principal
 from catalogd.auth.operations import REST_ROLES
-from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, UnsupportedError
+from catalogd.errors import (
+    CatalogError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    RefreshQueueFullError,
+    UnsupportedError,
+)
 from catalogd.names import parse_object
+from catalogd.ratelog import BoundedLog
 from catalogd.server import overview
 from catalogd.server.access import Access
 from catalogd.server.cache_peers import INVALIDATIONS, SIGNATURE_HEADER
@@ -122,6 +130,9 @@ def _error(status: int, kind: str, message: str, headers: Mapping[str, str] | No
 
 def error_response(e: CatalogError) -> PrettyJSON:
     """A catalogd error as its REST answer."""
+    if isinstance(e, RefreshQueueFullError):
+        # A table's refresh queue is full: not a conflict of the request's own, a "come back later".
+        return _error(429, e.kind, e.message, {"Retry-After": str(max(1, math.ceil(e.retry_after)))})
     return _error(STATUS.get(e.kind, 500), e.kind, e.message)
 
 
@@ -139,6 +150,8 @@ _REFRESH_ERRORS: dict[int | str, dict[str, Any]] = {
     403: _doc("the table's catalog is read-only, or the principal is not a writer there"),
     404: _doc("no such catalog, database or dynamic table"),
     409: _doc("the request conflicts with the table's state"),
+    429: _doc("a table has dynamic-tables.max-queued-refreshes-per-table refreshes waiting already: retry "
+              "after the Retry-After header's seconds"),
     500: _INTERNAL,
     501: _doc("the table is not driven by this daemon, or dynamic tables are not served here"),
     503: _doc("the metastore is unavailable"),
@@ -222,6 +235,8 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
                openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False,
                default_response_class=PrettyJSON)
 
+    refused_peer = BoundedLog(logger, "refused-peer-message")
+
     async def caller(request: Request) -> Principal:
         """The request's principal (a FastAPI dependency); ``_Unauthenticated`` without a valid token."""
         if access is None or not access.enabled:
@@ -301,8 +316,10 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
 
     @app.post(REFRESH, operation_id="refreshDynamicTables", response_model=RefreshJob, tags=["dynamic tables"],
               summary="Refresh dynamic tables now", response_description="the job: its runs, started or joined",
-              description="Starts one refresh per table; a refresh already running for the same table and "
-                          "partition is joined, not repeated. Works while a table is suspended. With "
+              description="Starts one refresh per table; a refresh already waiting or running for the same "
+                          "table and partition is joined, not repeated (a request that only joins one run "
+                          "answers that run's jobId). The request returns once its runs are queued; tables "
+                          "take turns for the refresh workers. Works while a table is suspended. With "
                           "scheduleTime, a table with partition.fields.<col>.date-formatter refreshes only "
                           "the partition format(scheduleTime - freshness).",
               responses=_REFRESH_ERRORS,
@@ -362,7 +379,8 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
         except ClientDisconnect:
             return Response(status_code=400)
         except PermissionDeniedError as e:
-            logger.warning("refused cache invalidations from %s: %s", _client(request), e.message)
+            # Anyone who reaches the port can send these: the first is logged, then a count a minute.
+            refused_peer.log("refused cache invalidations from %s: %s", _client(request), e.message)
             return _error(401, e.kind, e.message)
         except CatalogError as e:
             return error_response(e)

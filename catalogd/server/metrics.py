@@ -27,6 +27,8 @@ CacheStats = Callable[[], dict[str, Any]]
 PeerStats = Callable[[], dict[str, int]]
 #: What this member knows of the cluster's leadership (``Leadership.status``).
 LeaderInfo = Callable[[], LeaderStatus]
+#: Lines a client can cause, by kind: (events, not logged one by one) (``catalogd.ratelog.counts``).
+LogCounts = Callable[[], dict[str, tuple[int, int]]]
 
 
 class Metrics:
@@ -47,6 +49,10 @@ class Metrics:
         """Export each dynamic table's freshness lag (read at every scrape)."""
         self.registry.register(_LagCollector(lags))
 
+    def watch_refresh_queue(self, stats: Callable[[], dict[str, int]]) -> None:
+        """Export the refresh runs waiting for a worker and the requests a full queue refused (read at every scrape)."""
+        self.registry.register(_RefreshQueueCollector(stats))
+
     def watch_cache(self, stats: CacheStats) -> None:
         """Export the metadata cache's hits, misses, size and evictions (read at every scrape)."""
         self.registry.register(_CacheCollector(stats))
@@ -54,6 +60,7 @@ class Metrics:
     def watch_cache_peers(self, stats: PeerStats) -> None:
         """Export the invalidations sent to and received from the other members (read at every scrape)."""
         self.registry.register(_PeerCollector(stats))
+
     def watch_leader(self, status: LeaderInfo, forwarded: Callable[[], int] | None = None) -> None:
         """Export whether this member leads, the term, the lease's age and the takeovers (read at every scrape)."""
         self.registry.register(_LeaderCollector(status, forwarded))
@@ -61,6 +68,10 @@ class Metrics:
     def watch_janitor(self, passes: Callable[[], int]) -> None:
         """Export the staging janitor's completed passes (read at every scrape)."""
         self.registry.register(_JanitorCollector(passes))
+
+    def watch_bounded_logs(self, counts: LogCounts) -> None:
+        """Export the refusals and failures logged at a bounded rate, and the lines left out (read at every scrape)."""
+        self.registry.register(_LogCollector(counts))
 
     def watch_auth(self, stats: AuthStats) -> None:
         """Export failed authentications and the back-off they caused (read at every scrape)."""
@@ -83,6 +94,25 @@ class _JanitorCollector(Collector):
                                   "cluster member that does not lead runs none)", value=self.passes())
 
 
+class _LogCollector(Collector):
+    def __init__(self, counts: LogCounts) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        counts = sorted(self.counts().items())
+        events = CounterMetricFamily("catalogd_logged_events", "Events a client can cause that the log tells at a "
+                                     "bounded rate (refused peer messages, failed TLS handshakes, ...), by kind",
+                                     labels=["kind"])
+        suppressed = CounterMetricFamily("catalogd_log_lines_suppressed", "Of those, the events not written as a "
+                                         "line of their own (counted in the next line of their kind)",
+                                         labels=["kind"])
+        for kind, (n, left_out) in counts:
+            events.add_metric([kind], n)
+            suppressed.add_metric([kind], left_out)
+        yield events
+        yield suppressed
+
+
 class _AuthCollector(Collector):
     def __init__(self, stats: AuthStats) -> None:
         self.stats = stats
@@ -93,9 +123,9 @@ class _AuthCollector(Collector):
                                   "certificates)", value=stats["failures"])
         yield CounterMetricFamily("catalogd_auth_throttled", "Authentication attempts refused unchecked during a "
                                   "back-off", value=stats["refused"])
-        yield CounterMetricFamily("catalogd_auth_lockouts", "Back-offs begun (an address or principal passed its "
-                                  "free failed attempts)", value=stats["lockouts"])
-        yield GaugeMetricFamily("catalogd_auth_locked", "Addresses and principals in a back-off now",
+        yield CounterMetricFamily("catalogd_auth_lockouts", "Back-offs begun (a credential from an address passed "
+                                  "its free failed attempts)", value=stats["lockouts"])
+        yield GaugeMetricFamily("catalogd_auth_locked", "Credentials (per address) in a back-off now",
                                 value=stats["locked"])
 
 
@@ -208,6 +238,19 @@ class _PeerCollector(Collector):
         yield CounterMetricFamily("catalogd_cache_invalidations_unconfirmed",
                                   "Writes acknowledged before a member that answers had taken their invalidation "
                                   "(cluster.invalidation-wait passed)", stats.get("unconfirmed", 0))
+
+
+class _RefreshQueueCollector(Collector):
+    def __init__(self, stats: Callable[[], dict[str, int]]) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats()
+        yield GaugeMetricFamily("catalogd_dynamic_refreshes_waiting", "Batch refresh runs waiting for a worker "
+                                "(dynamic-tables.max-concurrent-refreshes), every table's", value=stats["waiting"])
+        yield CounterMetricFamily("catalogd_dynamic_refreshes_refused", "Refresh requests refused because their "
+                                  "table had dynamic-tables.max-queued-refreshes-per-table runs waiting",
+                                  value=stats["refused"])
 
 
 class _LagCollector(Collector):

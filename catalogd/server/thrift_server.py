@@ -51,6 +51,7 @@ from typing import Any
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
 from thrift.transport import TTransport
 
+from catalogd.ratelog import BoundedLog
 from catalogd.server.session import Session, reset_session, use_session
 
 logger = logging.getLogger(__name__)
@@ -73,27 +74,6 @@ _SPARE_FDS = 256
 _HANDSHAKE, _READING, _RUNNING, _WRITING, _CLOSED = "handshake", "reading", "running", "writing", "closed"
 _WAKE = object()
 _LISTENER = object()
-
-
-class _RateLimited:
-    """One warning per ``interval`` seconds for one kind of event, with how many were not logged."""
-
-    def __init__(self, interval: float = 10.0) -> None:
-        self.interval = interval
-        self._next = 0.0
-        self._suppressed = 0
-
-    def warning(self, message: str, *args: object) -> None:
-        now = time.monotonic()
-        if now < self._next:
-            self._suppressed += 1
-            return
-        if self._suppressed:
-            message += " (and %d more like it since the last such line)"
-            args = (*args, self._suppressed)
-        self._suppressed = 0
-        self._next = now + self.interval
-        logger.warning(message, *args)
 
 
 class _Connection:
@@ -196,11 +176,11 @@ class ThriftServer:
         self._stopping = threading.Event()
         self._exit = threading.Event()
         self._listener_closed = threading.Event()
-        self._warn_oversize = _RateLimited()
-        self._warn_buffered = _RateLimited()
-        self._warn_full = _RateLimited()
-        self._warn_accept = _RateLimited()
-        self._warn_handshake = _RateLimited()
+        self._warn_oversize = BoundedLog(logger, "thrift-oversize-frame", interval=10.0)
+        self._warn_buffered = BoundedLog(logger, "thrift-buffer-budget", interval=10.0)
+        self._warn_full = BoundedLog(logger, "thrift-connection-cap", interval=10.0)
+        self._warn_accept = BoundedLog(logger, "thrift-accept-failed", interval=10.0)
+        self._warn_handshake = BoundedLog(logger, "thrift-tls-handshake-failed", interval=10.0)
 
     # ------------------------------------------------------------ lifecycle
 

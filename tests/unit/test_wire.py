@@ -55,11 +55,13 @@ def concrete_error_classes() -> list[type[errors.CatalogError]]:
 
 #: Errors that keep their class across the wire. ConfigError and UsageError are request
 #: problems of the CLI side; they travel as InvalidArgument. ServerUnavailableError is
-#: raised by the client itself and never sent.
+#: raised by the client itself and never sent. A full refresh queue is a conflict whose
+#: message says when to retry.
 SENT_AS = {
     errors.ConfigError: errors.InvalidArgumentError,
     errors.UsageError: errors.InvalidArgumentError,
     errors.ServerUnavailableError: errors.InternalError,
+    errors.RefreshQueueFullError: errors.ConflictError,
 }
 
 

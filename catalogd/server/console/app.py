@@ -151,7 +151,9 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
         if not auth_on:
             return ANONYMOUS
         assert access is not None
-        return access.authenticate(session.token)
+        # The token was proven at sign-in: checked again (a reload may have removed it), but
+        # never held back by others' failed sign-ins, nor counted as a guess.
+        return access.authenticate(session.token, throttled=False)
 
     def allows(principal: Principal, catalog: str | None, needed: Role) -> bool:
         if not auth_on:
@@ -275,7 +277,9 @@ def console_router(manager: CatalogManager | Any, dynamic: DynamicTables | Any |
             return RedirectResponse(target, status_code=303)
         assert access is not None
         try:
-            principal = access.authenticate(token or None)
+            # Keyed by the token tried and the address it came from: others' wrong tokens do not
+            # refuse this one (see catalogd.auth.throttle).
+            principal = access.authenticate(token or None, client_of(request))
         except PermissionDeniedError as e:
             access.record(principal=None, surface="http", client=client_of(request), operation="POST /ui/login",
                           object=None, outcome="denied", detail=e.message)

@@ -1,8 +1,8 @@
-"""The failed-authentication back-off: free attempts, a doubling lockout with a bound, per address and principal."""
+"""The failed-authentication back-off: free attempts, a doubling lockout with a bound, per address and claim."""
 
 from __future__ import annotations
 
-from catalogd.auth.throttle import Throttle, address_of
+from catalogd.auth.throttle import Throttle, address_of, claim_of_name, claim_of_token
 
 
 class Clock:
@@ -45,13 +45,38 @@ def test_a_success_clears_the_address_and_quiet_time_forgets_it() -> None:
     assert throttle.failed("a:1") == 0  # forgotten after 100 s without a failure
 
 
-def test_a_principal_is_locked_from_every_address() -> None:
+def test_a_claim_is_locked_per_address_and_other_claims_are_not() -> None:
     clock = Clock()
     throttle = Throttle(free=1, base=5.0, clock=clock)
-    throttle.failed("a:1", "alice")
-    throttle.failed("b:1", "alice")
-    assert throttle.wait("c:1", "alice") == 5.0
-    assert throttle.wait("c:1", "bob") == 0
+    wrong, right = claim_of_token("wrong-token-0123456789"), claim_of_token("right-token-0123456789")
+    throttle.failed("a:1", wrong)
+    assert throttle.failed("a:2", wrong) == 5.0
+    assert throttle.wait("a:3", wrong) == 5.0  # the same token from the same address: held back
+    assert throttle.wait("a:3", right) == 0  # another token from that address: checked
+    assert throttle.wait("b:1", wrong) == 0  # the same token from another address: checked
+    assert throttle.wait("a:3") == 0  # nothing claimed: its own key
+    alice = claim_of_name("certificate", "CN=alice")
+    throttle.failed("a:1", alice)
+    throttle.failed("a:1", alice)
+    assert throttle.wait("a:1", alice) > 0 and throttle.wait("a:1", claim_of_name("certificate", "CN=bob")) == 0
+
+
+def test_a_claim_is_a_keyed_hash_not_the_token() -> None:
+    claim = claim_of_token("secret-token-0123456789")
+    assert "secret-token" not in claim and claim == claim_of_token("secret-token-0123456789")
+    assert claim != claim_of_token("secret-token-0123456780")
+
+
+def test_a_flood_of_distinct_wrong_tokens_never_holds_back_a_correct_one_and_stays_bounded() -> None:
+    clock = Clock()
+    throttle = Throttle(free=0, base=30.0, max_keys=1000, clock=clock)
+    for n in range(5000):
+        throttle.failed("127.0.0.1:4000", claim_of_token(f"wrong-{n:020d}"))
+    assert len(throttle._entries) == 1000
+    assert throttle.wait("127.0.0.1:4001", claim_of_token("the-job-s-own-token-0123")) == 0
+    # Repeating one wrong token still backs off.
+    repeated = claim_of_token("wrong-00000000000000004999")
+    assert throttle.wait("127.0.0.1:4002", repeated) > 0
 
 
 def test_off_and_bounded() -> None:

@@ -152,13 +152,14 @@ class FakeManager:
         return SimpleNamespace(name=name)
 
 
-def config(max_concurrent: int = 2, grace: float = 1.0) -> Any:
+def config(max_concurrent: int = 2, grace: float = 1.0, max_queued: int = 100) -> Any:
     """The parts of a Config the service reads."""
     return SimpleNamespace(
         server=SimpleNamespace(shutdown_grace=datetime.timedelta(seconds=grace)),
         spark=SimpleNamespace(master="local[1]", conf={}),
         dynamic_tables=SimpleNamespace(refresh_timeout=datetime.timedelta(hours=2), time_zone="UTC",
-                                       max_concurrent_refreshes=max_concurrent, history_size=50),
+                                       max_concurrent_refreshes=max_concurrent, history_size=50,
+                                       max_queued_refreshes_per_table=max_queued),
     )
 
 
