@@ -24,7 +24,16 @@ from catalogd.client import CatalogClient
 from catalogd.dynamic.connect import WARMUP_DIR, WARMUP_ROUNDS
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
-from .helpers import Daemon, free_port, process_alive, sorted_rows, spark_rows, start_daemon, write_config
+from .helpers import (
+    Daemon,
+    free_port,
+    metastore_key_file,
+    process_alive,
+    sorted_rows,
+    spark_rows,
+    start_daemon,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +74,8 @@ def connect_dtd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Ite
     config = write_config(
         root / "catalogd.yaml", port=port, http_port=http_port, data_dir=root / "data",
         catalogs=[{"name": "main", "type": "hive", "default": True,
-                   "connection": {"hive.metastore.uris": metastore}}],
+                   "connection": {"hive.metastore.uris": metastore},
+                   "metastore-key-file": str(metastore_key_file(daemon.data_dir))}],
         extra={"spark": SPARK, "staging": {"replaced-data-retention": "30s"}})
     started = start_daemon(config, root / "data", root / "daemon.log")
     holder = ConnectDaemon(root, started, http_port)

@@ -60,7 +60,9 @@ def _catalog(secure_hms: dict[str, Any], sasl: bool = True) -> dict[str, Any]:
     if sasl:
         connection.update({"hive.metastore.sasl.enabled": "true",
                            "hive.metastore.kerberos.principal": secure_hms["service"]})
-    return {"name": "secure", "type": "hive", "default": True, "connection": connection}
+    # The embedded metastore serves only connections that send its key first (Kerberos or not).
+    return {"name": "secure", "type": "hive", "default": True, "connection": connection,
+            "metastore-key-file": str(secure_hms["hms"].key_path)}
 
 
 def _kerberos(kdc: Kdc, principal: str, keytab: Path) -> dict[str, Any]:

@@ -144,11 +144,11 @@ def test_the_pair_elects_one_leader_through_the_database(pair: Pair) -> None:
     outcomes: list[str] = []
     name = ""
 
-    def claim(port: int) -> None:
+    def claim(port: int, key_file: Path) -> None:
         view = lease_view(1, {"catalogd.leader.member": f"racer:{port}"})
         view.tableName = name
         try:
-            with hms_connection(("127.0.0.1", port)) as c:
+            with hms_connection(("127.0.0.1", port), key_file=key_file) as c:
                 c.create_table(view)
             outcomes.append("won")
         except Exception as e:
@@ -157,14 +157,16 @@ def test_the_pair_elects_one_leader_through_the_database(pair: Pair) -> None:
     for attempt in range(3):
         name = f"leader_race_{os.getpid()}_{attempt}"
         outcomes.clear()
-        racers = [threading.Thread(target=claim, args=(port,)) for port in pair.metastore_ports]
+        # Each daemon's metastore takes its own daemon's key (one database, two keys).
+        racers = [threading.Thread(target=claim, args=(port, metastore_key_file(d.data_dir)))
+                  for port, d in zip(pair.metastore_ports, (pair.a, pair.b), strict=True)]
         for racer in racers:
             racer.start()
         for racer in racers:
             racer.join(60)
         assert outcomes.count("won") == 1, outcomes
         assert pair.server.sql(f'SELECT count(*) FROM "TBLS" WHERE "TBL_NAME" = \'{name}\'', pair.database) == "1"
-        with hms_connection(("127.0.0.1", pair.metastore_ports[0])) as c:
+        with hms_connection(("127.0.0.1", pair.metastore_ports[0]), key_file=metastore_key_file(pair.a.data_dir)) as c:
             c.drop_table("default", name, False)
 
 
