@@ -237,11 +237,17 @@ class MetastoreClient:
         raise AssertionError("unreachable")
 
     def _plain_hint(self, error: Exception) -> str:
-        # A kerberized metastore closes a plain connection at its first call, which tells nothing more.
-        if self.kerberos is None and "read 0 bytes" in str(error):
-            return (" (the metastore closed the connection; if it is kerberized, set hive.metastore.sasl.enabled: "
-                    "true and hive.metastore.kerberos.principal)")
-        return ""
+        # A kerberized metastore closes a plain connection at its first call, and so does another
+        # catalogd's embedded metastore a connection without its key: that tells nothing more.
+        if "read 0 bytes" not in str(error) or (self.kerberos is not None and self.key is not None):
+            return ""
+        hints = []
+        if self.kerberos is None:
+            hints.append("if it is kerberized, set hive.metastore.sasl.enabled: true and "
+                         "hive.metastore.kerberos.principal")
+        if self.key is None:
+            hints.append("if it is another catalogd's embedded metastore, set metastore-key-file to its key file")
+        return f" (the metastore closed the connection; {'; '.join(hints)})"
 
     def probe(self, timeout: float) -> None:
         """One cheap call on a fresh connection that gives up after ``timeout`` seconds in all
