@@ -149,11 +149,12 @@ def test_without_a_good_keytab_catalogd_fails_clearly(kdc: Kdc, secure_hms: dict
             daemon.stop()
 
 
-def test_a_principal_of_the_realm_without_the_key_cannot_call_the_metastore(
+def test_a_principal_of_the_realm_with_a_wrong_key_cannot_call_the_metastore(
         kdc: Kdc, secure_hms: dict[str, Any], tmp_path: Path) -> None:
     """Kerberos proves who calls, not that it is catalogd: any user of the realm (every Spark user)
-    holds a ticket for the metastore's service. The key is checked before SASL, so a ticket alone
-    opens nothing (issue 31, row 2)."""
+    holds a ticket for the metastore's service. The key (or catalogd's own OS user, which this test
+    runs as: test_metastore_access runs another user) is checked before SASL, so a ticket with a
+    wrong key opens nothing (issue 31, row 2)."""
     user_keytab = tmp_path / "mallory.keytab"
     mallory = kdc.add_principal("mallory", user_keytab)
     env = {**clean_env(), **kdc.kinit(mallory, user_keytab, tmp_path / "mallory.ccache")}
@@ -166,7 +167,10 @@ def test_a_principal_of_the_realm_without_the_key_cannot_call_the_metastore(
         answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         return answer
 
-    refused = call()
+    wrong = tmp_path / "wrong.key"
+    wrong.write_text("0" * 64)
+    wrong.chmod(0o600)
+    refused = call(str(wrong))
     assert refused["open"] is not None and refused["results"] == [], refused
     # The same ticket with the key (which only catalogd's user can read) is served: the key made the difference.
     served = call(str(hms.key_path))

@@ -1,8 +1,9 @@
 """The embedded metastore answers only catalogd (issue 31, row 2).
 
 Its port is on 127.0.0.1, which every process of the machine may connect to. It serves a
-connection only after the key catalogd wrote to its private key file: another OS user, and a
-client of catalogd's own user that does not send the key, are refused before HMS reads a byte.
+connection that sends the key catalogd wrote to its private key file, or one from a process of
+catalogd's own OS user (the Spark processes catalogd starts use Hive's own client, which sends no
+key): another OS user, and any client that sends a wrong key, are refused before HMS reads a byte.
 The attacks run on the session daemon's embedded metastore against a victim database made
 for the purpose (with a table and a data file in its directory); no daemon of their own.
 """
@@ -143,12 +144,12 @@ def test_another_os_user_cannot_drop_a_database_through_the_embedded_metastore(
     _intact(client, name, data)
 
 
-def test_a_client_of_catalogds_own_user_without_the_key_is_refused(
+def test_a_wrong_key_is_refused_and_catalogds_own_user_is_served_without_one(
         client: CatalogClient, daemon: Daemon, victim: tuple[str, Path]) -> None:
-    """The key guards, not the uid: this test runs as catalogd's user."""
+    """This test runs as catalogd's user: a key it sends must be the key; no key is its uid's to open."""
     name, data = victim
     address = ("127.0.0.1", _metastore_port(client))
-    for preamble in (b"", MAGIC + b"0" * 64, MAGIC + b"not a key"):
+    for preamble in (MAGIC + b"0" * 64, MAGIC + b"not a key", b"c" + b"\x80" * 40):
         with socket.create_connection(address, timeout=30) as s:
             s.sendall(preamble + _drop_call(name))
             s.shutdown(socket.SHUT_WR)
@@ -167,8 +168,12 @@ def test_a_client_of_catalogds_own_user_without_the_key_is_refused(
     wait_until(lambda: "only catalogd may use this metastore" in hive_log.read_text(errors="replace"), 30,
                "the metastore to log a refused connection")
     assert key not in hive_log.read_text(errors="replace")
-    # With the key (catalogd's clients, and hms_connection here) the same user is served.
+    # With the key (catalogd's clients, and hms_connection here) the same user is served; and so
+    # without one, as a Spark job of catalogd's (Hive's own client) is: the first byte it sends
+    # is given back to the metastore.
     with hms_connection(address, key_file=metastore_key_file(daemon.data_dir)) as c:
+        assert c.get_database(name).name == name
+    with hms_connection(address) as c:
         assert c.get_database(name).name == name
 
 

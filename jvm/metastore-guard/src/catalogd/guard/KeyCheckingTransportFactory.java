@@ -4,12 +4,14 @@ import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.Socket;
+import java.nio.file.NoSuchFileException;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Collections;
 import java.util.Map;
 import java.util.WeakHashMap;
@@ -23,14 +25,21 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The embedded metastore's door: a connection is served only after it sent catalogd's key.
+ * The embedded metastore's door: a connection is served only when it sent catalogd's key or
+ * comes from a process of catalogd's own OS user.
  *
- * <p>Every connection must start with {@code MAGIC} followed by the key (64 hex digits, the
- * content of the key file catalogd wrote, mode 0600, before the JVM started), before any Thrift
- * or SASL byte. This factory reads those bytes from the raw socket, compares them in constant
- * time, and closes the connection when they are wrong or do not arrive within the timeout;
- * otherwise it hands the connection to the metastore's own transport factory (plain, set_ugi or
- * SASL), which sees the stream as if the key had never been there.
+ * <p>A catalogd client starts with {@code MAGIC} followed by the key (64 hex digits, the content
+ * of the key file catalogd wrote, mode 0600, before the JVM started), before any Thrift or SASL
+ * byte. This factory reads those bytes from the raw socket, compares them in constant time, and
+ * closes the connection when they are wrong or do not arrive within the timeout. A connection
+ * whose first byte is not the magic's (a Thrift message starts with 0x80 or 0x00, a SASL
+ * exchange with 0x01: never 'c') is served only when the socket at its other end belongs to this
+ * JVM's own OS user (read from {@code /proc/net/tcp} and {@code tcp6}, as a Unix socket's
+ * {@code SO_PEERCRED} would tell): the Spark processes catalogd starts (its refresh jobs, its
+ * Connect server, its query analyser) use Hive's own metastore client, which cannot send a key,
+ * and run as catalogd's user; any other user of the machine is refused. Either way the
+ * metastore's own transport factory (plain, set_ugi or SASL) then sees the stream as if nothing
+ * had been read.
  *
  * <p>It runs in the server's worker thread ({@code TThreadPoolServer} calls the factory there,
  * not in its accept loop), so a client that sends nothing holds one worker for the timeout at
@@ -49,8 +58,10 @@ public final class KeyCheckingTransportFactory extends TTransportFactory {
     private final TTransportFactory delegate;
     private final byte[] expected;
     private final int timeoutMs;
-    /** Connections whose key was checked: the second getTransport of a connection skips the read. */
-    private final Map<TTransport, Boolean> checked = Collections.synchronizedMap(new WeakHashMap<>());
+    /** Connections checked, and what the metastore reads them through: the second getTransport of a connection skips the check. */
+    private final Map<TTransport, TTransport> checked = Collections.synchronizedMap(new WeakHashMap<>());
+    /** This JVM's OS user (the owner of /proc/self), or -1 where that cannot be read (then only the key opens). */
+    private final int ownUid = ownUid();
     private final AtomicLong lastLog = new AtomicLong(Long.MIN_VALUE / 2);
     private final AtomicLong unlogged = new AtomicLong();
 
@@ -78,14 +89,15 @@ public final class KeyCheckingTransportFactory extends TTransportFactory {
 
     @Override
     public TTransport getTransport(TTransport trans) throws TTransportException {
-        if (!checked.containsKey(trans)) {
-            check(trans);
-            checked.put(trans, Boolean.TRUE);
+        TTransport served = checked.get(trans);
+        if (served == null) {
+            served = check(trans);
+            checked.put(trans, served);
         }
-        return delegate.getTransport(trans);
+        return delegate.getTransport(served);
     }
 
-    private void check(TTransport trans) throws TTransportException {
+    private TTransport check(TTransport trans) throws TTransportException {
         if (!(trans instanceof TSocket)) {
             // Fail closed: a server transport of another kind was not foreseen.
             trans.close();
@@ -99,11 +111,27 @@ public final class KeyCheckingTransportFactory extends TTransportFactory {
             socket.setSoTimeout(timeoutMs);
             // Straight from the socket, unbuffered: not one byte past the key is consumed here.
             DataInputStream in = new DataInputStream(socket.getInputStream());
-            // The public magic first: a plain Thrift client (whose call is longer) is turned away at once.
-            in.readFully(got, 0, MAGIC.length);
+            int first = in.read();
+            if (first < 0) {
+                throw new EOFException();
+            }
+            if (first != (MAGIC[0] & 0xff)) {
+                // No key: a plain HMS client. Served only for a process of this OS user.
+                socket.setSoTimeout(before);
+                int uid = ownUid < 0 ? -1 : peerUid(socket);
+                if (uid < 0 || uid != ownUid) {
+                    trans.close();
+                    throw refused(peer, uid < 0 ? "no key, and its OS user is unknown" : "no key, and OS user " + uid
+                            + " is not catalogd's");
+                }
+                return new ReplayingSocket(socket, (byte) first);
+            }
+            got[0] = (byte) first;
+            // The public magic first: a client that sent a 'c' and something else is turned away at once.
+            in.readFully(got, 1, MAGIC.length - 1);
             if (!Arrays.equals(MAGIC, Arrays.copyOf(got, MAGIC.length))) {
                 trans.close();
-                throw refused(peer, "no key (not a catalogd client)");
+                throw refused(peer, "not a catalogd client");
             }
             in.readFully(got, MAGIC.length, got.length - MAGIC.length);
             socket.setSoTimeout(before);
@@ -122,6 +150,66 @@ public final class KeyCheckingTransportFactory extends TTransportFactory {
             trans.close();
             throw refused(peer, "wrong key");
         }
+        return trans;
+    }
+
+    /** The owner of /proc/self: this JVM's real OS user; -1 where it cannot be read. */
+    private static int ownUid() {
+        try {
+            return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * The OS user owning the other end of a loopback connection: the entry of /proc/net/tcp or
+     * tcp6 whose local port is the peer's port and whose remote port is ours (the server's own
+     * entry has them the other way round). -1 when none is found (the client is gone already).
+     */
+    static int peerUid(Socket socket) {
+        int peerPort = socket.getPort();
+        int ownPort = socket.getLocalPort();
+        for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+            List<String> lines;
+            try {
+                lines = Files.readAllLines(Path.of(table), StandardCharsets.US_ASCII);
+            } catch (NoSuchFileException e) {
+                continue;
+            } catch (IOException e) {
+                return -1;
+            }
+            for (int i = 1; i < lines.size(); i++) {
+                String[] f = lines.get(i).trim().split("\\s+");
+                if (f.length > 7 && port(f[1]) == peerPort && port(f[2]) == ownPort && loopback(f[1])) {
+                    try {
+                        return Integer.parseInt(f[7]);
+                    } catch (NumberFormatException e) {
+                        return -1;
+                    }
+                }
+            }
+        }
+        return -1;
+    }
+
+    private static int port(String address) {
+        int colon = address.lastIndexOf(':');
+        try {
+            return colon < 0 ? -1 : Integer.parseInt(address.substring(colon + 1), 16);
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    /** 127.0.0.0/8 (little-endian hex in /proc), ::1 and ::ffff:127.x: the metastore listens on 127.0.0.1 only. */
+    private static boolean loopback(String address) {
+        String host = address.substring(0, Math.max(0, address.lastIndexOf(':')));
+        if (host.length() == 8) {
+            return host.endsWith("7F");
+        }
+        return host.equals("00000000000000000000000001000000")
+                || (host.startsWith("0000000000000000FFFF0000") && host.endsWith("7F"));
     }
 
     /** The exception the server closes the connection on without a log line of its own (END_OF_FILE). */
@@ -136,5 +224,25 @@ public final class KeyCheckingTransportFactory extends TTransportFactory {
             unlogged.incrementAndGet();
         }
         return new TTransportException(TTransportException.END_OF_FILE, "catalogd: connection refused: " + reason);
+    }
+
+    /** The accepted socket with the one byte read to tell a key from a Thrift message given back first. */
+    static final class ReplayingSocket extends TSocket {
+        private int pending;
+
+        ReplayingSocket(Socket socket, byte first) throws TTransportException {
+            super(socket);
+            this.pending = first & 0xff;
+        }
+
+        @Override
+        public int read(byte[] buf, int off, int len) throws TTransportException {
+            if (pending >= 0 && len > 0) {
+                buf[off] = (byte) pending;
+                pending = -1;
+                return 1;
+            }
+            return super.read(buf, off, len);
+        }
     }
 }
