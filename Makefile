@@ -5,18 +5,19 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 CONFIG ?= conf/catalogd.yaml
 
-.PHONY: run test unit integration lint docs idl install java postgresql chromium kerberos clean bench lock
+.PHONY: run test unit integration lint docs idl install java jvm postgresql chromium kerberos clean bench lock
 
 # uv installs the pinned set in requirements.lock (made by `make lock`) in seconds; pip only
 # bootstraps uv itself.
 $(STAMP): pyproject.toml requirements.lock
-	@command -v java >/dev/null 2>&1 || $(MAKE) --no-print-directory java
+	@command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || $(MAKE) --no-print-directory java
 	@command -v krb5-config >/dev/null 2>&1 && command -v krb5kdc >/dev/null 2>&1 || $(MAKE) --no-print-directory kerberos
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@test -x $(BIN)/uv || $(BIN)/python -m pip install -qq --disable-pip-version-check uv
 	@echo "installing catalogd and its pinned dependencies into $(VENV)"
 	@$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
 	@$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	@$(MAKE) --no-print-directory jvm
 	@touch $(STAMP)
 
 # MIT Kerberos: libkrb5-dev to build the GSSAPI binding (gssapi), and a KDC (krb5kdc, kadmin.local,
@@ -35,13 +36,20 @@ lock: $(STAMP)
 
 install: $(STAMP)
 
-# Java 17 runs the embedded Hive Metastore and Spark.
+# Java 17 runs the embedded Hive Metastore and Spark; its compiler (javac, in the JDK) builds the
+# metastore's key check (jvm/).
 java:
-	@if command -v java >/dev/null 2>&1; then java -version 2>&1 | head -1; \
+	@if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then java -version 2>&1 | head -1; \
 	elif command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing Java 17 (openjdk-17-jre-headless)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
-	else echo "Java 17 is required: install it and re-run" >&2; exit 1; fi
+	  echo "installing Java 17 (openjdk-17-jdk-headless)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; \
+	else echo "Java 17 with its compiler (a JDK) is required: install it and re-run" >&2; exit 1; fi
+
+# The embedded metastore's key check (jvm/metastore-guard), compiled against the pyspark jars into
+# jvm/build/<hash of the sources>/ (nothing to do when that build exists).
+jvm:
+	@test -x $(BIN)/python || { echo "run make install first" >&2; exit 1; }
+	@$(BIN)/python -m catalogd.metastore.guard_classes >/dev/null
 
 # A PostgreSQL server and its JDBC driver: the integration tests start a real server under
 # embedded metastores (`make run` stays on Derby and needs neither).
@@ -61,19 +69,19 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "the console's browser test needs Chromium: install chromium and re-run" >&2; exit 1; fi
 
-run: $(STAMP)
+run: $(STAMP) jvm
 	$(BIN)/catalogd serve --config $(CONFIG)
 
 # Two test processes (pytest-xdist), each module whole in one of them so module fixtures (a
 # module's daemon, its Spark application) are still made once: an integration test mostly waits on
 # JVMs, deadlines and leases, so two processes on 2 cores take about half the time of one.
-test: $(STAMP) postgresql chromium lint docs
+test: $(STAMP) jvm postgresql chromium lint docs
 	$(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadfile tests
 
-unit: $(STAMP)
+unit: $(STAMP) jvm
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: $(STAMP) postgresql chromium
+integration: $(STAMP) jvm postgresql chromium
 	$(BIN)/python -m pytest -q -m integration tests
 
 lint: $(STAMP)
@@ -97,4 +105,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/dynamic_tables.py
 
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build jvm/build site *.egg-info .pytest_cache .ruff_cache

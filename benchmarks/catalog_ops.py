@@ -72,6 +72,7 @@ from thrift.transport import TSocket, TTransport
 
 from catalogd.client import CatalogClient
 from catalogd.errors import CatalogError
+from catalogd.metastore.access_key import KEY_FILE, file_key, send_key
 from catalogd.model import Column
 
 CATALOG = "main"
@@ -151,6 +152,11 @@ class Daemon:
             "      hive.metastore.uris: embedded\n"
         ) + (f"cache:\n  ttl: {self.cache_ttl}\n" if self.cache_ttl else "")
 
+    @property
+    def metastore_key_file(self) -> Path:
+        """The key file of the catalog's embedded metastore (a direct client sends the key first)."""
+        return self.data_dir / "catalogs" / CATALOG / "conf" / KEY_FILE
+
     def start(self) -> None:
         self.config_path.write_text(self.config())
         cmd = [sys.executable, "-m", "catalogd.cli", "serve", "--config", str(self.config_path)]
@@ -211,13 +217,16 @@ class Daemon:
 class RemoteDaemon(Daemon):
     """A daemon whose catalog is a remote one on ``metastore``; with ``auth``, one admin principal."""
 
-    def __init__(self, workdir: Path, metastore: str, auth: bool) -> None:
+    def __init__(self, workdir: Path, metastore: str, auth: bool, key_file: Path) -> None:
         super().__init__(workdir)
         self.metastore = metastore
         self.auth = auth
+        self.key_file = key_file
 
     def config(self) -> str:
-        text = super().config().replace("hive.metastore.uris: embedded", f"hive.metastore.uris: {self.metastore}")
+        text = super().config().replace(
+            "hive.metastore.uris: embedded",
+            f"hive.metastore.uris: {self.metastore}\n    metastore-key-file: {json.dumps(str(self.key_file))}")
         if self.auth:
             # The token comes from the environment the daemon inherits, not from the file.
             text += ("auth:\n  enabled: true\n  principals:\n"
@@ -229,14 +238,14 @@ class RemoteDaemon(Daemon):
 AUTH_TOKEN_ENV = "CATALOGD_BENCH_TOKEN"
 
 
-def measure_auth(metastore: str, workdir: Path, iterations: int, warmup: int) -> dict[str, Any]:
+def measure_auth(metastore: str, key_file: Path, workdir: Path, iterations: int, warmup: int) -> dict[str, Any]:
     """``get_table`` through a daemon with auth off and one with auth on, alternating, one connection each."""
     import secrets
 
     token = secrets.token_hex(24)
     os.environ[AUTH_TOKEN_ENV] = token
-    daemons = {"off": RemoteDaemon(workdir / "auth-off", metastore, auth=False),
-               "on": RemoteDaemon(workdir / "auth-on", metastore, auth=True)}
+    daemons = {"off": RemoteDaemon(workdir / "auth-off", metastore, auth=False, key_file=key_file),
+               "on": RemoteDaemon(workdir / "auth-on", metastore, auth=True, key_file=key_file)}
     clients: dict[str, CatalogClient] = {}
     try:
         for side, daemon in daemons.items():
@@ -267,15 +276,20 @@ def measure_auth(metastore: str, workdir: Path, iterations: int, warmup: int) ->
 
 
 class DirectHms:
-    """One persistent connection to the metastore, as a well-written HMS client would keep."""
+    """One persistent connection to the metastore, as a well-written HMS client would keep.
 
-    def __init__(self, uri: str) -> None:
+    ``key_file``: an embedded metastore's key file (``Daemon.metastore_key_file``), sent first as
+    catalogd's own clients do; None for catalogd's HMS endpoint.
+    """
+
+    def __init__(self, uri: str, key_file: Path | None = None) -> None:
         host, port = uri.split(",")[0].removeprefix("thrift://").rsplit(":", 1)
         self.socket = TSocket.TSocket(host, int(port))
         self.socket.setTimeout(60_000)
         self.transport = TTransport.TBufferedTransport(self.socket)
         self.client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(self.transport))
         self.transport.open()
+        send_key(self.socket.handle, file_key(key_file) if key_file is not None else None)
 
     def close(self) -> None:
         self.transport.close()
@@ -344,7 +358,7 @@ def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None
             info = client.get_catalog(CATALOG)
             if not info.metastore:
                 raise RuntimeError(f"catalog {CATALOG} reports no metastore URI")
-            direct = DirectHms(info.metastore)
+            direct = DirectHms(info.metastore, daemon.metastore_key_file)
 
             client.create_database(f"{CATALOG}.{DATABASE}", comment="catalogd benchmark")
             client.create_table(f"{CATALOG}.{DATABASE}.{TABLE}", COLUMNS, comment="the table read in the benchmark")
@@ -424,7 +438,8 @@ def run(iterations: int, warmup: int, mixed: bool = False, cache_ttl: str | None
                 }
             direct_p50 = results["get_table"]["direct"]["p50_ms"]
             limit = 1.10 * direct_p50 + 0.3
-            auth_results = measure_auth(info.metastore, Path(tmp), iterations, warmup) if auth else None
+            auth_results = (measure_auth(info.metastore, daemon.metastore_key_file, Path(tmp), iterations, warmup)
+                            if auth else None)
             return {
                 "benchmark": "catalog_ops",
                 "iterations": iterations,

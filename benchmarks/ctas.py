@@ -299,7 +299,7 @@ def run(rows_list: list[int], repeat: int, commit_iterations: int) -> dict[str, 
             info = client.get_catalog(CATALOG)
             if not info.metastore:
                 raise RuntimeError(f"catalog {CATALOG} reports no metastore URI")
-            direct = DirectHms(info.metastore)
+            direct = DirectHms(info.metastore, daemon.metastore_key_file)
             client.create_database(f"{CATALOG}.{DATABASE}", comment="catalogd CTAS benchmark")
 
             started = time.monotonic()

@@ -6,7 +6,11 @@ Two ``catalogd serve`` daemons share one embedded Hive Metastore 2.3:
 * ``relay``: the embedded metastore's own daemon, ``cache.ttl: 0s`` (every call passes through);
 * ``cached``: a second daemon whose catalog is that metastore (remote), ``cache.ttl: 1h``.
 
-``direct`` is a plain HMS client on the metastore itself. Every measurement alternates the
+``direct`` is a plain HMS client on the metastore itself, sending the metastore's key first as
+catalogd's own clients do (an embedded metastore serves no connection without it); Spark's
+metastore client cannot send it, so Spark's ``direct`` side goes through a local forwarder
+that sends the key and then copies bytes both ways (a loopback hop more than truly direct,
+which makes the direct side a little slower). Every measurement alternates the
 sides round by round, so they share the machine's noise. Measured:
 
 * ``get_table`` p50/p99 (persistent connections): direct, through the endpoint uncached
@@ -37,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -48,6 +53,10 @@ from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport import TSocket, TTransport
 
 from catalogd.client import CatalogClient
+from catalogd.metastore.access_key import KEY_FILE, KeySource, file_key, send_key
+
+#: The key each direct port takes first (the embedded metastore's); ports not here take none.
+KEYS: dict[int, KeySource] = {}
 
 DATABASE = "hmsbench"
 START_TIMEOUT = 300.0
@@ -113,8 +122,10 @@ class _Client(ThriftHiveMetastore.Client):  # type: ignore[misc]
     (hmsclient's pure-Python protocol spends ~0.2 ms decoding one table)."""
 
     def __init__(self, port: int) -> None:
-        self._transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", port))
+        sock = TSocket.TSocket("127.0.0.1", port)
+        self._transport = TTransport.TBufferedTransport(sock)
         self._transport.open()
+        send_key(sock.handle, KEYS.get(port))
         super().__init__(TBinaryProtocolAccelerated(self._transport))
 
     def close(self) -> None:
@@ -123,6 +134,41 @@ class _Client(ThriftHiveMetastore.Client):  # type: ignore[misc]
 
 def _client(port: int) -> Any:
     return _Client(port)
+
+
+class KeyForwarder:
+    """A loopback port that sends ``key`` to ``port`` first, then copies bytes both ways (for Spark,
+    whose metastore client cannot send the key)."""
+
+    def __init__(self, port: int, key: KeySource) -> None:
+        self._target, self._key = port, key
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self._target))
+            send_key(upstream, self._key)
+            for a, b in ((client, upstream), (upstream, client)):
+                a.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _copy(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._listener.close()
 
 
 def _ms(values: list[float], q: float) -> float:
@@ -288,7 +334,10 @@ def main() -> int:
                 info = c.get_catalog("main")
             metastore = info.metastore or ""
             direct_port = int(metastore.rsplit(":", 1)[1])
-            cached = Daemon(workdir, "cached", f"    connection: {{hive.metastore.uris: \"{metastore}\"}}\n", "1h")
+            KEYS[direct_port] = file_key(relay.dir / "data" / "catalogs" / "main" / "conf" / KEY_FILE)
+            key_file = json.dumps(str(relay.dir / "data" / "catalogs" / "main" / "conf" / KEY_FILE))
+            cached = Daemon(workdir, "cached", f"    connection: {{hive.metastore.uris: \"{metastore}\"}}\n"
+                                               f"    metastore-key-file: {key_file}\n", "1h")
             daemons.append(cached)
             direct = _client(direct_port)
             warehouse = (info.warehouse or "").rstrip("/")
@@ -304,7 +353,8 @@ def main() -> int:
             partitions = get_partitions_latency({"direct": direct_port, "endpoint": relay.hms_port}, part_rounds)
             ops = {"direct": throughput(direct_port, 32, seconds),
                    "endpoint_cached": throughput(cached.hms_port, 32, seconds)}
-            planning = spark_planning({"direct": f"thrift://127.0.0.1:{direct_port}",
+            forwarder = KeyForwarder(direct_port, KEYS[direct_port])
+            planning = spark_planning({"direct": f"thrift://127.0.0.1:{forwarder.port}",
                                        "endpoint_cached": f"thrift://127.0.0.1:{cached.hms_port}"},
                                       queries, workdir)
         finally:

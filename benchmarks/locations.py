@@ -57,7 +57,7 @@ def run(sizes: list[int], partitions: int, iterations: int) -> dict[str, Any]:
             daemon.start()
             client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=120)
             info = client.get_catalog(CATALOG)
-            direct = DirectHms(info.metastore or "")
+            direct = DirectHms(info.metastore or "", daemon.metastore_key_file)
             client.create_database(f"{CATALOG}.{DATABASE}")
             results = []
             have = 0

@@ -76,7 +76,7 @@ def run(trials: int, poll: float) -> dict[str, Any]:
         try:
             daemon.start()
             client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=120)
-            direct = DirectHms(client.get_catalog(CATALOG).metastore or "")
+            direct = DirectHms(client.get_catalog(CATALOG).metastore or "", daemon.metastore_key_file)
             state = json.loads((daemon.data_dir / "catalogd.json").read_text())
             transport, endpoint = endpoint_client(int(state["hms_port"]))
             client.create_database(f"{CATALOG}.{DATABASE}")

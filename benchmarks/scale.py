@@ -79,14 +79,14 @@ def partitions_of(stored: hms.Table, values: range, explicit: bool) -> list[hms.
     return parts
 
 
-def populate(uri: str, database: str, names: list[str], partitions: int) -> None:
+def populate(uri: str, key_file: Path, database: str, names: list[str], partitions: int) -> None:
     """Tables (with their partitions) written straight into the metastore, on a few connections."""
     lock = threading.Lock()
     todo = list(names)
     failures: list[BaseException] = []
 
     def work() -> None:
-        direct = DirectHms(uri)
+        direct = DirectHms(uri, key_file)
         try:
             while True:
                 with lock:
@@ -190,7 +190,8 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
             have = set(client.list_tables(f"{CATALOG}.{DATABASE}"))
             client.close()
             start = time.monotonic()
-            populate(uri, DATABASE, [f"t{n:05d}" for n in range(size) if f"t{n:05d}" not in have], partitions)
+            populate(uri, daemon.metastore_key_file, DATABASE,
+                     [f"t{n:05d}" for n in range(size) if f"t{n:05d}" not in have], partitions)
             out["populate_s"] = round(time.monotonic() - start, 1)
             marker.write_text(f"{size} tables, {partitions} partitions each\n")
         finally:
@@ -215,7 +216,7 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
     client = CatalogClient(f"127.0.0.1:{daemon.port}", timeout=600)
     uri = client.get_catalog(CATALOG).metastore or ""
     out["tables"] = len(client.list_tables(f"{CATALOG}.{DATABASE}"))
-    direct = DirectHms(uri)
+    direct = DirectHms(uri, daemon.metastore_key_file)
     direct.socket.setTimeout(SLOW_CALL_MS)
     endpoint: DirectHms | None = None
     try:
@@ -275,7 +276,7 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
         for r in range(cascade_rounds):
             for db in (f"bulk_c{r}", f"bulk_d{r}"):
                 client.create_database(f"{CATALOG}.{db}")
-                populate(uri, db, [f"b{n:03d}" for n in range(BULK_TABLES)], 0)
+                populate(uri, daemon.metastore_key_file, db, [f"b{n:03d}" for n in range(BULK_TABLES)], 0)
 
             def through_cascade(db: str = f"bulk_c{r}") -> None:
                 client.drop_database(f"{CATALOG}.{db}", cascade=True)
@@ -290,7 +291,7 @@ def measure_size(cache: Path, size: int, partitions: int, iterations: int, idle:
                 (through_cascade if side == 0 else direct_cascade)()
                 (mine if side == 0 else theirs).append(time.perf_counter() - start)
         client.create_database(f"{CATALOG}.bulk_h")
-        populate(uri, "bulk_h", [f"b{n:03d}" for n in range(BULK_TABLES)], 0)
+        populate(uri, daemon.metastore_key_file, "bulk_h", [f"b{n:03d}" for n in range(BULK_TABLES)], 0)
         start = time.perf_counter()
         direct.client.drop_database("bulk_h", True, True)
         cascade_s = time.perf_counter() - start

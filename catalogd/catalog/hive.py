@@ -59,6 +59,7 @@ from catalogd.errors import (
     ViewNotFoundError,
 )
 from catalogd.hive_types import parse_type
+from catalogd.metastore.access_key import KeySource, file_key
 from catalogd.metastore.client import parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.metastore.sasl import KerberosLogin, MetastoreKerberos
@@ -124,6 +125,8 @@ class HiveCatalog(BaseCatalog):
             (``allowed-locations``); None: the warehouse.
         cache: the daemon's metadata cache (shared by all catalogs); None: no cache.
         kerberos: reach a kerberized metastore this way (SASL GSSAPI as catalogd); None: plain.
+        key: what a remote metastore takes first on each connection (another catalogd's embedded
+            metastore: ``metastore-key-file``); an embedded one's own key is used for it.
     """
 
     def __init__(
@@ -143,6 +146,7 @@ class HiveCatalog(BaseCatalog):
         locations_file: Path | None = None,
         metastore_identity: str = "",
         kerberos: MetastoreKerberos | None = None,
+        key: KeySource | None = None,
     ) -> None:
         super().__init__(name)
         # An embedded metastore has no core-site.xml: its default file system is the local one.
@@ -150,7 +154,8 @@ class HiveCatalog(BaseCatalog):
         self.session = HiveSession(name, uris, embedded, username, connect_timeout, socket_timeout,
                                    max_concurrent_calls=max_concurrent_calls,
                                    allowed_locations=allowed_locations, default_fs=default_fs, cache=cache,
-                                   locations_file=locations_file, identity=metastore_identity, kerberos=kerberos)
+                                   locations_file=locations_file, identity=metastore_identity, kerberos=kerberos,
+                                   key=key)
         self._warehouse = warehouse
         self.default_database = default_database
         self.stages: HiveStages | None = stages(self.session) if stages is not None else None
@@ -198,6 +203,7 @@ class HiveCatalog(BaseCatalog):
                 conf.uris, conf.warehouse, conf.metastore_database.jdbc_url if conf.metastore_database else None,
             ]).encode()).hexdigest(),
             kerberos=_kerberos(conf, config),
+            key=file_key(conf.metastore_key_file) if conf.metastore_key_file is not None else None,
         )
 
     # ------------------------------------------------------------ lifecycle

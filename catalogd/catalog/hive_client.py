@@ -60,6 +60,7 @@ from catalogd.errors import (
     TableNotFoundError,
     UnsupportedError,
 )
+from catalogd.metastore.access_key import KeySource
 from catalogd.metastore.client import MetastoreClient, parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore
 from catalogd.metastore.sasl import MetastoreKerberos
@@ -156,6 +157,7 @@ class HiveSession:
         locations_file: Path | None = None,
         identity: str = "",
         kerberos: MetastoreKerberos | None = None,
+        key: KeySource | None = None,
     ) -> None:
         if not uris and embedded is None:
             raise InvalidArgumentError(f"catalog {name}: give metastore URIs or an embedded metastore")
@@ -163,6 +165,8 @@ class HiveSession:
         self.username = username
         self.embedded = embedded
         self._kerberos = kerberos
+        # An embedded metastore's own key, else the one configured for a remote one (if any).
+        self._key = embedded.key if embedded is not None else key
         self.cache = cache
         self._uris = list(uris or [])
         self._connect_timeout = connect_timeout
@@ -198,7 +202,7 @@ class HiveSession:
             self._uris = parse_uris(self.embedded.uri)
         self.pool = MetastoreClient(self._uris, self._connect_timeout, self._socket_timeout, self.username,
                                     max_in_flight=self._max_concurrent_calls, name=f"catalog {self.name}",
-                                    kerberos=self._kerberos)
+                                    kerberos=self._kerberos, key=self._key)
         self.api = CachingHiveClient(HiveClient(self.pool), self.name, self.cache, self._written)
         # The port may open before HMS serves requests; wait for a real answer.
         deadline = time.monotonic() + timeout
@@ -264,6 +268,10 @@ class HiveSession:
     @property
     def kerberos(self) -> MetastoreKerberos | None:
         return self._kerberos
+
+    @property
+    def key(self) -> KeySource | None:
+        return self._key
 
     def check_up(self) -> None:
         """Raises MetastoreUnavailableError while the embedded metastore is being restarted."""

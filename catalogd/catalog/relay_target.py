@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from catalogd.catalog.locations import Location
+    from catalogd.metastore.access_key import KeySource
     from catalogd.metastore.sasl import MetastoreKerberos
 
 __all__ = ["CachedAnswer", "CachedCalls", "RelayTarget"]
@@ -63,6 +64,10 @@ class RelayTarget(Protocol):
     @property
     def kerberos(self) -> MetastoreKerberos | None:
         """How to reach a kerberized metastore (SASL GSSAPI as catalogd); None: plain Thrift."""
+
+    @property
+    def key(self) -> KeySource | None:
+        """What to send first on each new connection (an embedded metastore's key); None: nothing."""
 
     def addresses(self) -> list[tuple[str, int]]:
         """The metastore's (host, port) addresses as now known (an embedded one's may change)."""

@@ -471,6 +471,11 @@ class CatalogConfig(_Model):
     metastore_db: SecretStr | None = Field(default=None, alias="metastore-db")
     #: A file holding the password of ``metastore-db`` (mode 0600, the daemon user's), read at load.
     metastore_db_password_file: Path | None = Field(default=None, alias="metastore-db-password-file")
+    #: Remote hive catalogs only: the key file of the metastore it names when that is another catalogd's
+    #: (or this one's) embedded metastore, which serves only connections that send its key first:
+    #: ``<data-dir>/catalogs/<catalog>/conf/metastore.key`` of that daemon (same OS user). Read at each new
+    #: connection (the key changes when that daemon restarts); None: a metastore that takes no key.
+    metastore_key_file: Path | None = Field(default=None, alias="metastore-key-file")
     _metastore_db_password: SecretStr | None = PrivateAttr(default=None)
     _jdbc_password: SecretStr | None = PrivateAttr(default=None)
 
@@ -638,7 +643,7 @@ class CatalogConfig(_Model):
             parse_metastore_db(value.get_secret_value())
         return value
 
-    @field_validator("metastore_db_password_file", "password_file")
+    @field_validator("metastore_db_password_file", "password_file", "metastore_key_file")
     @classmethod
     def _absolute_password_file(cls, value: Path | None) -> Path | None:
         if value is None:
@@ -651,6 +656,9 @@ class CatalogConfig(_Model):
         problems: list[tuple[Loc, str]] = []
         if self.metastore_db is not None and not self.is_embedded:
             problems.append((("metastore-db",), f"only used by an embedded metastore ({_URIS_KEY}: embedded)"))
+        if self.metastore_key_file is not None and (self.type != "hive" or self.is_embedded):
+            problems.append((("metastore-key-file",), "only used by a hive catalog on a remote metastore (an "
+                                                      "embedded one makes its own key)"))
         file = self.metastore_db_password_file
         if file is not None and self.metastore_db is None:
             problems.append((("metastore-db-password-file",), f"only used with metastore-db ({METASTORE_DB_FORM})"))

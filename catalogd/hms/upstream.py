@@ -47,7 +47,7 @@ class Upstreams:
                 pool = RelayPool(f"catalog {target.name}", target.addresses,
                                  connect_timeout=target.connect_timeout, socket_timeout=target.socket_timeout,
                                  max_in_flight=target.max_concurrent_calls, max_message=self._max_message,
-                                 kerberos=target.kerberos)
+                                 kerberos=target.kerberos, key=target.key)
                 self._pools[key] = pool
         return pool
 

@@ -23,6 +23,7 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from catalogd.errors import InvalidArgumentError, MetastoreUnavailableError
+from catalogd.metastore.access_key import KeySource, send_key
 from catalogd.metastore.sasl import MetastoreKerberos, SaslClientTransport
 
 logger = logging.getLogger(__name__)
@@ -52,23 +53,24 @@ def parse_uris(uris: str | list[str]) -> list[tuple[str, int]]:
 
 class _Connection:
     def __init__(self, host: str, port: int, connect_timeout: float, socket_timeout: float,
-                 kerberos: MetastoreKerberos | None = None) -> None:
+                 kerberos: MetastoreKerberos | None = None, key: KeySource | None = None) -> None:
         self.address = f"{host}:{port}"
         self.socket = TSocket.TSocket(host, port)
         self.socket.setTimeout(connect_timeout * 1000)
         self.transport: TTransport.TTransportBase
-        if kerberos is None:
-            self.transport = TTransport.TBufferedTransport(self.socket)
-            self.transport.open()
-        else:
-            # SASL GSSAPI on the connected socket, negotiated within the connect timeout.
-            self.socket.open()
-            self.transport = SaslClientTransport(self.socket.handle, kerberos.login, kerberos.service_for(host))
-            try:
+        self.socket.open()
+        try:
+            # An embedded metastore's key first, before any Thrift or SASL byte.
+            send_key(self.socket.handle, key)
+            if kerberos is None:
+                self.transport = TTransport.TBufferedTransport(self.socket)
+            else:
+                # SASL GSSAPI on the connected socket, negotiated within the connect timeout.
+                self.transport = SaslClientTransport(self.socket.handle, kerberos.login, kerberos.service_for(host))
                 self.transport.open()
-            except BaseException:
-                self.socket.close()
-                raise
+        except BaseException:
+            self.socket.close()
+            raise
         protocol = TBinaryProtocol.TBinaryProtocolAccelerated(self.transport)
         self.client = ThriftHiveMetastore.Client(protocol)
         self.socket.setTimeout(socket_timeout * 1000)
@@ -105,6 +107,7 @@ class MetastoreClient:
             of the daemon's threads (None: no limit).
         name: what error messages call this metastore (e.g. ``catalog main``).
         kerberos: reach a kerberized metastore (``hive.metastore.sasl.enabled``) this way; None: plain.
+        key: what to send first on each connection (an embedded metastore's key); None: nothing.
     """
 
     def __init__(
@@ -117,6 +120,7 @@ class MetastoreClient:
         max_in_flight: int | None = None,
         name: str | None = None,
         kerberos: MetastoreKerberos | None = None,
+        key: KeySource | None = None,
     ) -> None:
         if not uris:
             raise InvalidArgumentError("no metastore URI given")
@@ -128,6 +132,7 @@ class MetastoreClient:
         self.socket_timeout = socket_timeout
         self.username = username
         self.kerberos = kerberos
+        self.key = key
         self._idle: queue.LifoQueue[_Connection] = queue.LifoQueue(maxsize=pool_size)
         self._preferred = 0
         self._lock = threading.Lock()
@@ -145,7 +150,7 @@ class MetastoreClient:
             index = (start + i) % len(self.uris)
             host, port = self.uris[index]
             try:
-                conn = _Connection(host, port, self.connect_timeout, self.socket_timeout, self.kerberos)
+                conn = _Connection(host, port, self.connect_timeout, self.socket_timeout, self.kerberos, self.key)
             except TRANSPORT_ERRORS as e:
                 logger.warning("metastore thrift://%s:%d unreachable: %s", host, port, e)
                 errors.append(f"thrift://{host}:{port}: {e}")
@@ -232,11 +237,17 @@ class MetastoreClient:
         raise AssertionError("unreachable")
 
     def _plain_hint(self, error: Exception) -> str:
-        # A kerberized metastore closes a plain connection at its first call, which tells nothing more.
-        if self.kerberos is None and "read 0 bytes" in str(error):
-            return (" (the metastore closed the connection; if it is kerberized, set hive.metastore.sasl.enabled: "
-                    "true and hive.metastore.kerberos.principal)")
-        return ""
+        # A kerberized metastore closes a plain connection at its first call, and so does another
+        # catalogd's embedded metastore a connection without its key: that tells nothing more.
+        if "read 0 bytes" not in str(error) or (self.kerberos is not None and self.key is not None):
+            return ""
+        hints = []
+        if self.kerberos is None:
+            hints.append("if it is kerberized, set hive.metastore.sasl.enabled: true and "
+                         "hive.metastore.kerberos.principal")
+        if self.key is None:
+            hints.append("if it is another catalogd's embedded metastore, set metastore-key-file to its key file")
+        return f" (the metastore closed the connection; {'; '.join(hints)})"
 
     def probe(self, timeout: float) -> None:
         """One cheap call on a fresh connection that gives up after ``timeout`` seconds in all
@@ -256,7 +267,7 @@ class MetastoreClient:
                 errors.append(f"thrift://{host}:{port}: not tried within {timeout:g}s")
                 continue
             try:
-                conn = _Connection(host, port, left, left, self.kerberos)
+                conn = _Connection(host, port, left, left, self.kerberos, self.key)
             except TRANSPORT_ERRORS as e:
                 errors.append(f"thrift://{host}:{port}: {e}")
                 continue

@@ -11,7 +11,9 @@ interface. So the JVM is started with py4j's gateway (pyspark ships both) and
 driven through it to do what ``HiveMetaStore.startMetaStore`` does for a plain
 metastore, or a secure one (``hive.metastore.sasl.enabled``: Kerberos with
 ``hive.metastore.kerberos.keytab.file`` and ``hive.metastore.kerberos.principal``),
-except that its server socket is bound to 127.0.0.1. The gateway (authenticated,
+except that its server socket is bound to 127.0.0.1 and each connection must first send the
+key catalogd generated for it (``access_key``; checked by ``jvm/metastore-guard``, before
+Thrift or SASL), since any process of the machine may connect to a loopback port. The gateway (authenticated,
 on loopback) is shut down once the metastore serves, so nothing but the
 metastore's own port stays open. A secure metastore's JVM finds the realm through
 ``java.security.krb5.conf``, set from the daemon's ``KRB5_CONFIG`` when there is one.
@@ -34,7 +36,8 @@ from xml.sax.saxutils import escape
 
 from catalogd.config.metastore_db import PostgresDatabase
 from catalogd.errors import ConflictError, MetastoreUnavailableError
-from catalogd.metastore import txn_tables
+from catalogd.metastore import guard_classes, txn_tables
+from catalogd.metastore.access_key import KEY_FILE, KeySource, new_key, preamble, send_key
 from catalogd.metastore.database import database_settings, driver_jars
 
 logger = logging.getLogger(__name__)
@@ -45,6 +48,8 @@ SASL_KEY = "hive.metastore.sasl.enabled"
 ROLE_MARKER = f"-Dcatalogd.role=embedded:{MAIN_CLASS}"
 _GATEWAY_CLASS = "py4j.GatewayServer"
 _HMS = "org.apache.hadoop.hive.metastore."
+#: How long a new connection may take to send its key (catalogd's clients send it at once).
+KEY_TIMEOUT_MS = 10_000
 
 
 def pyspark_jars_dir() -> Path:
@@ -160,6 +165,7 @@ class EmbeddedMetastore:
         #: The daemon's own ports: bound after the metastore starts, so a free port may be one of them.
         self.reserved = tuple(reserved)
         self.stop_grace = stop_grace
+        self.data_dir = Path(data_dir)
         self.home = Path(data_dir) / "catalogs" / name
         self.log_path = Path(data_dir) / "logs" / f"metastore-{name}.log"
         #: Hive's own log file (log4j: the metastore's messages and its audit lines, ``ugi=... cmd=...``).
@@ -172,6 +178,20 @@ class EmbeddedMetastore:
         self.database = database
         self.txn_timeout = txn_timeout
         self._process: subprocess.Popen[bytes] | None = None
+        # One key for this object's life (restarts by the supervisor keep it, so do the pools'
+        # connections' settings); a new daemon makes a new one: an old copy opens nothing.
+        self._key = new_key()
+
+    @property
+    def key_path(self) -> Path:
+        """The file the key is in (mode 0600, in the private ``conf`` directory), written at each start."""
+        return self.home / "conf" / KEY_FILE
+
+    @property
+    def key(self) -> KeySource:
+        """What catalogd's clients send first on each connection to this metastore."""
+        sent = preamble(self._key)
+        return lambda: sent
 
     @property
     def uri(self) -> str:
@@ -213,8 +233,9 @@ class EmbeddedMetastore:
         )
         return f'<?xml version="1.0"?>\n<configuration>\n{props}\n</configuration>\n'
 
-    def command(self, java: str, jars: Path) -> list[str]:
-        """The JVM's command line: everyone may read it (``ps``), so no secret is on it; they are in hive-site.xml.
+    def command(self, java: str, jars: Path, guard: Path | None = None) -> list[str]:
+        """The JVM's command line: everyone may read it (``ps``), so no secret is on it; they are in hive-site.xml
+        and the key file. ``guard``: the folder of the key check's classes.
 
         Raises:
             ConfigError: ``metastore-db`` names PostgreSQL and its JDBC driver is not installed.
@@ -239,7 +260,7 @@ class EmbeddedMetastore:
             *krb5,
             ROLE_MARKER,
             "-cp",
-            f"{conf_dir}:{jars}/*{extra_jars}",
+            f"{conf_dir}:{jars}/*{extra_jars}{f':{guard}' if guard else ''}",
             _GATEWAY_CLASS,
             # The JVM exits when its stdin closes: when this daemon dies, even by SIGKILL.
             "--die-on-broken-pipe",
@@ -260,12 +281,17 @@ class EmbeddedMetastore:
             ConfigError: ``metastore-db`` names PostgreSQL and its JDBC driver is not installed.
         """
         # Before anything is written or started: a missing driver is a set-up problem to report at once.
-        cmd = self.command(find_java(), pyspark_jars_dir())
-        # hive-site.xml may hold the metastore database's password.
+        jars = pyspark_jars_dir()
+        java = find_java()
+        # Without its key check the metastore would serve any process of the machine: no start then.
+        guard = guard_classes.classes_dir(self.data_dir, jars)
+        cmd = self.command(java, jars, guard)
+        # hive-site.xml may hold the metastore database's password; the key file holds the key.
         conf_dir = private_dir(self.home / "conf")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(exist_ok=True)
         write_private(conf_dir / "hive-site.xml", self.hive_site())
+        write_private(self.key_path, self._key + "\n")
         if self.warehouse.startswith("file:"):
             Path(self.warehouse.removeprefix("file://").removeprefix("file:")).mkdir(parents=True, exist_ok=True)
         self.port = self.port or self.requested_port or free_port(self.host, self.reserved)
@@ -300,7 +326,7 @@ class EmbeddedMetastore:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise self._died(process)
-            if port_answers(self.host, self.port):
+            if self._answers():
                 logger.info("embedded metastore for catalog %s is up at %s (pid %d)", self.name, self.uri,
                             process.pid)
                 return
@@ -309,6 +335,15 @@ class EmbeddedMetastore:
         raise MetastoreUnavailableError(
             f"embedded metastore of catalog {self.name!r} did not answer within {timeout:.0f}s; see {self.log_path}"
         )
+
+    def _answers(self) -> bool:
+        """Whether the port takes a connection (one that sends the key, so the metastore logs no refusal)."""
+        try:
+            with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
+                send_key(sock, self.key)
+            return True
+        except OSError:
+            return False
 
     def _died(self, process: subprocess.Popen[bytes]) -> MetastoreUnavailableError:
         return MetastoreUnavailableError(
@@ -349,7 +384,7 @@ class EmbeddedMetastore:
             jvm.java.lang.System.setOut(jvm.java.lang.System.err)
             assert process.stdout is not None
             process.stdout.close()
-            _start_thrift_server(gateway, self.host, self.port)
+            _start_thrift_server(gateway, self.host, self.port, self.key_path)
         except Py4JJavaError as e:
             cause = str(e.java_exception.toString()) if e.java_exception is not None else str(e)
             if "Could not create ServerSocket" in cause or "BindException" in cause:
@@ -423,9 +458,9 @@ class EmbeddedMetastore:
                 proc.stdout.close()
 
 
-def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
+def _start_thrift_server(gateway: Any, host: str, port: int, key_file: Path) -> None:
     """``HiveMetaStore.main`` + ``startMetaStore`` (HMS 2.3.10, plain or SASL, no SSL), with the server
-    socket on ``host``.
+    socket on ``host`` and every connection's key checked (from ``key_file``) before its transport.
 
     The server runs in a Java thread (a ``java.beans.EventHandler`` is the Runnable: no Java
     class of our own is needed, so a JRE is enough).
@@ -467,6 +502,10 @@ def _start_thrift_server(gateway: Any, host: str, port: int) -> None:
     else:
         transport_factory = jvm.org.apache.thrift.transport.TTransportFactory()
         processor = jvm.org.apache.hadoop.hive.metastore.TSetIpAddressProcessor(handler)
+    # The key first, whatever comes next: Kerberos alone would let any principal of the realm
+    # (every Spark user) call the metastore directly, around catalogd's rules.
+    transport_factory = jvm.catalogd.guard.KeyCheckingTransportFactory(transport_factory, str(key_file),
+                                                                       KEY_TIMEOUT_MS)
     server_socket = jvm.org.apache.thrift.transport.TServerSocket(jvm.java.net.InetSocketAddress(host, port))
     if conf.getBoolVar(conf_vars.METASTORE_TCP_KEEP_ALIVE):
         server_socket = jvm.org.apache.hadoop.hive.metastore.TServerSocketKeepAlive(server_socket)

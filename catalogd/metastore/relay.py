@@ -21,6 +21,7 @@ from contextlib import suppress
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 
 from catalogd.errors import MetastoreUnavailableError
+from catalogd.metastore.access_key import KeySource, send_key
 from catalogd.metastore.messages import CALL, EXCEPTION, Message, MessageStream, ProtocolError, decode, encode
 from catalogd.metastore.sasl import MetastoreKerberos, SaslChannel, SaslError
 
@@ -42,10 +43,16 @@ class _Upstream:
     """One connection to the metastore, owned by one identity."""
 
     def __init__(self, address: tuple[str, int], connect_timeout: float, socket_timeout: float,
-                 max_message: int, kerberos: MetastoreKerberos | None = None) -> None:
+                 max_message: int, kerberos: MetastoreKerberos | None = None, key: KeySource | None = None) -> None:
         self.address = address
         self.sock = socket.create_connection(address, timeout=connect_timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            # An embedded metastore's key first, before any Thrift or SASL byte.
+            send_key(self.sock, key)
+        except BaseException:
+            self.close()
+            raise
         self._send: Callable[[bytes], None] = self.sock.sendall
         recv: Callable[[int], bytes] = self.sock.recv
         if kerberos is not None:
@@ -94,13 +101,16 @@ class RelayPool:
         max_idle: idle connections kept, over all identities.
         max_message: the largest reply accepted, in bytes.
         kerberos: reach a kerberized metastore this way (catalogd's own principal); None: plain.
+        key: what to send first on each connection (an embedded metastore's key); None: nothing.
     """
 
     def __init__(self, name: str, addresses: Callable[[], list[tuple[str, int]]], connect_timeout: float = 5.0,
                  socket_timeout: float = 60.0, max_in_flight: int | None = None, max_idle: int = 64,
-                 max_message: int = 256 * 1024 * 1024, kerberos: MetastoreKerberos | None = None) -> None:
+                 max_message: int = 256 * 1024 * 1024, kerberos: MetastoreKerberos | None = None,
+                 key: KeySource | None = None) -> None:
         self.name = name
         self._kerberos = kerberos
+        self._key = key
         self._addresses = addresses
         self._connect_timeout = connect_timeout
         self._socket_timeout = socket_timeout
@@ -181,8 +191,8 @@ class RelayPool:
             address = addresses[index]
             try:
                 conn = _Upstream(address, self._connect_timeout, self._socket_timeout, self._max_message,
-                                 self._kerberos)
-            except (OSError, EOFError, SaslError) as e:
+                                 self._kerberos, self._key)
+            except (OSError, EOFError, SaslError, MetastoreUnavailableError) as e:
                 what = "SASL GSSAPI: " if isinstance(e, SaslError | EOFError) else ""
                 errors.append(f"thrift://{address[0]}:{address[1]}: {what}{e or 'connection closed'}")
                 continue

@@ -25,6 +25,7 @@ import pytest
 
 from catalogd.client import CatalogClient
 from catalogd.config.models import DEFAULT_JDBC_DRIVER_JAR
+from catalogd.metastore.access_key import file_key
 from catalogd.metastore.client import MetastoreClient, parse_uris
 
 from .helpers import (
@@ -34,6 +35,7 @@ from .helpers import (
     clean_env,
     embedded_catalog,
     free_port,
+    metastore_key_file,
     metastore_pids,
     spawn_daemon,
     start_daemon,
@@ -84,6 +86,8 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
                 "type": "hive",
                 "read-only": True,
                 "connection": {"hive.metastore.uris": f"thrift://127.0.0.1:{metastore_port}"},
+                # main's embedded metastore serves only connections that send its key first.
+                "metastore-key-file": str(metastore_key_file(data_dir)),
             },
         ],
         # No metadata cache here: many test daemons write this daemon's metastore behind its back
@@ -133,10 +137,11 @@ def client(daemon: Daemon) -> Iterator[CatalogClient]:
 
 
 @pytest.fixture
-def hms(client: CatalogClient) -> Iterator[MetastoreClient]:
+def hms(client: CatalogClient, daemon: Daemon) -> Iterator[MetastoreClient]:
     """A plain HMS client on main's embedded metastore, not through catalogd: what catalogd does
-    not see coming (another tool, or an attacker with network access)."""
-    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore))
+    not see coming (another tool of catalogd's user, holding the metastore's key)."""
+    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore),
+                         key=file_key(metastore_key_file(daemon.data_dir)))
     yield ms
     ms.close()
 

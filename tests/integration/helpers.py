@@ -317,15 +317,31 @@ def raw_thrift(address: str) -> Iterator[Any]:
         transport.close()
 
 
-@contextlib.contextmanager
-def hms_connection(address: tuple[str, int], user: str | None = None) -> Iterator[Any]:
-    """A plain HMS client connection (the ThriftHiveMetastore client hmsclient ships), as ``user``
-    (``set_ugi``) when one is given."""
-    from hmsclient import hmsclient
+def metastore_key_file(data_dir: Path, catalog: str = "main") -> Path:
+    """The key file of a daemon's embedded metastore: a client of that metastore sends the key first."""
+    from catalogd.metastore.access_key import KEY_FILE
 
-    client = hmsclient.HMSClient(host=address[0], port=address[1])
+    return data_dir / "catalogs" / catalog / "conf" / KEY_FILE
+
+
+@contextlib.contextmanager
+def hms_connection(address: tuple[str, int], user: str | None = None, key_file: Path | None = None) -> Iterator[Any]:
+    """A plain HMS client connection (the ThriftHiveMetastore client hmsclient ships), as ``user``
+    (``set_ugi``) when one is given; ``key_file``: an embedded metastore's key, sent first (as
+    catalogd's own clients do), for a connection straight to that metastore."""
+    from hmsclient import hmsclient
+    from thrift.protocol import TBinaryProtocol
+    from thrift.transport import TSocket, TTransport
+
+    from catalogd.metastore.access_key import file_key, send_key
+
+    sock = TSocket.TSocket(address[0], address[1])
+    protocol = TBinaryProtocol.TBinaryProtocol(TTransport.TBufferedTransport(sock))
+    client = hmsclient.HMSClient(iprot=protocol, oprot=protocol)
     client.open()
     try:
+        if key_file is not None:
+            send_key(sock.handle, file_key(key_file))
         if user is not None:
             client.set_ugi(user, [user])
         yield client

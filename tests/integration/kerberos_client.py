@@ -7,8 +7,10 @@ Its own process because the Kerberos library reads ``KRB5_CONFIG`` and the ticke
 With QOP ``digest:TOKEN`` it authenticates with SASL DIGEST-MD5 and the delegation token TOKEN instead,
 as Hadoop's clients do (user name: the token identifier in base64, password: its password in base64).
 
-Usage: ``python -m tests.integration.kerberos_client HOST PORT SERVICE_HOST QOP STEPS_JSON``; STEPS is
-a list of ``[method, args...]`` calls made in order on one connection. Prints one JSON line:
+Usage: ``python -m tests.integration.kerberos_client HOST PORT SERVICE_HOST QOP STEPS_JSON [SERVICE [KEY_FILE]]``;
+STEPS is a list of ``[method, args...]`` calls made in order on one connection; SERVICE is the service
+principal's first part (``catalogd`` when not given; ``hive`` for a metastore); KEY_FILE: an embedded
+metastore's key file, its key sent before SASL as catalogd's clients do. Prints one JSON line:
 ``{"open": error or null, "results": [[ok, value or error text], ...]}``.
 """
 
@@ -33,6 +35,7 @@ def _call(client: Any, step: list[Any]) -> Any:
 
 def main(argv: list[str]) -> dict[str, Any]:
     host, port, service_host, qop, steps = argv[0], int(argv[1]), argv[2], argv[3], json.loads(argv[4])
+    service = argv[5] if len(argv) > 5 else "catalogd"
     sock = TSocket.TSocket(host, port)
     sock.setTimeout(60_000)
     transport: TTransport.TSaslClientTransport
@@ -44,8 +47,15 @@ def main(argv: list[str]) -> dict[str, Any]:
             sock, "default", "", mechanism="DIGEST-MD5", username=base64.b64encode(identifier).decode(),
             password=base64.b64encode(password).decode())
     else:
-        transport = TTransport.TSaslClientTransport(sock, service_host, "catalogd", mechanism="GSSAPI", qops=[qop])
+        transport = TTransport.TSaslClientTransport(sock, service_host, service, mechanism="GSSAPI", qops=[qop])
     try:
+        if len(argv) > 6:
+            from pathlib import Path
+
+            from catalogd.metastore.access_key import file_key, send_key
+
+            sock.open()
+            send_key(sock.handle, file_key(Path(argv[6])))
         transport.open()
     except Exception as e:
         return {"open": f"{type(e).__name__}: {e}", "results": []}

@@ -26,7 +26,7 @@ from catalogd.errors import PermissionDeniedError
 from catalogd.model import RunStatus, StageState
 
 from .conftest import CliResult
-from .helpers import CATALOGD, Daemon, clean_env, free_port, start_daemon, write_config
+from .helpers import CATALOGD, Daemon, clean_env, free_port, metastore_key_file, start_daemon, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,8 @@ def authd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     }
     config = write_config(root / "authd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
                           catalogs=[{"name": "main", "type": "hive", "default": True,
-                                     "connection": {"hive.metastore.uris": metastore}},
+                                     "connection": {"hive.metastore.uris": metastore},
+                                     "metastore-key-file": str(metastore_key_file(daemon.data_dir))},
                                     {"name": "scratch", "type": "memory"}],
                           extra={"auth": auth, "spark": SPARK})
     proc = start_daemon(config, root / "data", root / "authd.log",

@@ -16,7 +16,7 @@ from polling import wait_until
 from catalogd.client import CatalogClient
 from catalogd.model import StageState
 
-from .helpers import Daemon, embedded_catalog, free_port, hms_connection, http_get
+from .helpers import Daemon, embedded_catalog, free_port, hms_connection, http_get, metastore_key_file
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ def backing(daemon: Daemon, catalog: str = "main") -> tuple[str, int]:
 
 
 def behind_catalogds_back(daemon: Daemon, database: str, table: str, **params: str) -> None:
-    with hms_connection(backing(daemon)) as direct:
+    with hms_connection(backing(daemon), key_file=metastore_key_file(daemon.data_dir)) as direct:
         tbl = direct.get_table(database, table)
         tbl.parameters.update(params)
         direct.alter_table(database, table, tbl)

@@ -12,7 +12,7 @@ import pytest
 
 from catalogd.client import CatalogClient
 
-from .helpers import CATALOGD, Daemon, clean_env, embedded_catalog, free_port, log_text
+from .helpers import CATALOGD, Daemon, clean_env, embedded_catalog, free_port, log_text, metastore_key_file
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +81,8 @@ def test_members_on_one_metastore_must_share_the_stage_key(daemon_factory: Calla
     with CatalogClient(first.address, timeout=60) as client:
         uri = client.get_catalog("main").metastore
     assert uri
-    remote = [{"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri}}]
+    remote = [{"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri},
+               "metastore-key-file": str(metastore_key_file(first.data_dir))}]
 
     stranger = _member(daemon_factory, "stranger", members, 1, remote, secret=OTHER_KEY, wait=False)
     assert stranger.proc.wait(180) == 2, log_text(stranger)

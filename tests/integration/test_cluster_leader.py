@@ -41,6 +41,7 @@ from .helpers import (
     hms_connection,
     http_get,
     log_text,
+    metastore_key_file,
     start_daemon,
     write_config,
 )
@@ -106,7 +107,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
         with CatalogClient(holder.address, timeout=60) as client:
             uri = client.get_catalog("main").metastore
-        remote = [{"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri}}]
+        remote = [{"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri},
+                   "metastore-key-file": str(metastore_key_file(root / "holder"))}]
         ports: list[dict[str, Any]] = [
             {"host": "127.0.0.1", "port": free_port(), "hms-port": free_port(), "http-port": free_port()}
             for _ in range(2)]

@@ -28,7 +28,7 @@ from catalogd.client import CatalogClient
 from catalogd.model import Column, RefreshState
 
 from .conftest import CliResult
-from .helpers import CATALOGD, Daemon, clean_env, free_port, start_daemon, write_config
+from .helpers import CATALOGD, Daemon, clean_env, free_port, metastore_key_file, start_daemon, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,8 @@ def consoled(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                        {"principal": "ana", "catalog": "*", "role": "reader"}]}
     config = write_config(root / "consoled.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
                           catalogs=[{"name": "main", "type": "hive", "default": True,
-                                     "connection": {"hive.metastore.uris": metastore}},
+                                     "connection": {"hive.metastore.uris": metastore},
+                                     "metastore-key-file": str(metastore_key_file(daemon.data_dir))},
                                     {"name": "scratch", "type": "memory"}],
                           extra={"auth": auth, "spark": SPARK})
     proc = start_daemon(config, root / "data", root / "consoled.log",

@@ -24,7 +24,7 @@ from catalogd.client import CatalogClient
 from catalogd.model import RunStatus
 
 from .conftest import source_database
-from .helpers import Daemon, free_port, spark_rows, start_daemon, write_config
+from .helpers import Daemon, free_port, metastore_key_file, spark_rows, start_daemon, write_config
 from .spark_cluster import SparkCluster, running_spark_cluster
 
 pytestmark = pytest.mark.integration
@@ -44,11 +44,11 @@ def source(sc: CatalogClient, spark: Any, unique_name: Callable[[str], str]) -> 
         yield name
 
 
-def cluster_daemon(root: Path, metastore: str, cluster: SparkCluster, engine: str) -> Daemon:
+def cluster_daemon(root: Path, metastore: str, key_file: Path, cluster: SparkCluster, engine: str) -> Daemon:
     config = write_config(
         root / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
         catalogs=[{"name": "main", "type": "hive", "default": True,
-                   "connection": {"hive.metastore.uris": metastore}}],
+                   "connection": {"hive.metastore.uris": metastore}, "metastore-key-file": str(key_file)}],
         extra={"dynamic-tables": {"warm-analyzer": False},
                # The same settings run it on YARN (master: yarn) or Kubernetes (k8s://...):
                # spark.conf passes through to spark-submit.
@@ -61,7 +61,8 @@ def cluster_daemon(root: Path, metastore: str, cluster: SparkCluster, engine: st
 
 @pytest.mark.parametrize("engine", ["submit", "connect"])
 def test_a_refresh_runs_on_a_standalone_cluster_of_two_workers(
-        sc: CatalogClient, spark: Any, source: str, cluster: SparkCluster, tmp_path: Path, engine: str) -> None:
+        sc: CatalogClient, spark: Any, source: str, cluster: SparkCluster, tmp_path: Path, engine: str,
+        daemon: Daemon) -> None:
     """submit: the run is an application of the cluster; connect: the Connect server is one,
     and the run one of its sessions."""
     client, name = sc, f"main.{source}.totals"
@@ -69,7 +70,8 @@ def test_a_refresh_runs_on_a_standalone_cluster_of_two_workers(
         FRESHNESS = INTERVAL '1' DAY AS SELECT id % 4 AS k, count(*) AS n, sum(amount) AS total FROM src GROUP BY 1""")
     assert created.kind == "created", created.message
     metastore = client.get_catalog("main").metastore or ""
-    daemon = cluster_daemon(tmp_path, metastore, cluster, engine)
+    session = daemon
+    daemon = cluster_daemon(tmp_path, metastore, metastore_key_file(session.data_dir), cluster, engine)
     try:
         with CatalogClient(daemon.address, timeout=120.0) as dc:
             # It loads the table at start, in the background: until then a refresh is refused.

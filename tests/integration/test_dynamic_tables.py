@@ -45,6 +45,7 @@ from .helpers import (
     Daemon,
     clean_env,
     free_port,
+    metastore_key_file,
     process_alive,
     spark_rows,
     start_daemon,
@@ -63,9 +64,11 @@ SPARK = {"master": "local[1]", "conf": {"spark.sql.shuffle.partitions": "2", "sp
 class DtDaemon:
     """The module's dynamic-table daemon; ``restart`` keeps its data dir and ports."""
 
-    def __init__(self, root: Path, metastore: str) -> None:
+    def __init__(self, root: Path, metastore: str, key_file: Path) -> None:
         self.root = root
         self.metastore = metastore
+        #: The key file of the session daemon's embedded metastore (``metastore``).
+        self.key_file = key_file
         self.port, self.http_port = free_port(), free_port()
         self.daemon: Daemon | None = None
         self.starts = 0
@@ -76,7 +79,8 @@ class DtDaemon:
             self.root / f"dtd-{self.starts}.yaml", port=self.port, http_port=self.http_port,
             data_dir=self.root / "data",
             catalogs=[{"name": "main", "type": "hive", "default": True,
-                       "connection": {"hive.metastore.uris": self.metastore}},
+                       "connection": {"hive.metastore.uris": self.metastore},
+                       "metastore-key-file": str(self.key_file)},
                       {"name": "scratch", "type": "memory"}],
             extra={"dynamic-tables": {"freshness-threshold": threshold},
                    "spark": SPARK,
@@ -117,7 +121,7 @@ class DtDaemon:
 def dtd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DtDaemon]:
     with CatalogClient(daemon.address) as c:
         metastore = c.get_catalog("main").metastore
-    holder = DtDaemon(tmp_path_factory.mktemp("dtd"), metastore or "")
+    holder = DtDaemon(tmp_path_factory.mktemp("dtd"), metastore or "", metastore_key_file(daemon.data_dir))
     holder.start()
     yield holder
     if holder.daemon is not None:
@@ -629,7 +633,8 @@ def test_a_live_reload_adds_and_removes_the_catalogs_whose_tables_it_drives(
     dc.suspend_dynamic_table(name)  # `dtd` keeps still; the other daemon refreshes it by hand
     other = daemon_factory(name="dt-reload", catalogs=[{"name": "scratch", "type": "memory", "default": True}],
                            extra={"spark": SPARK})
-    main = {"name": "main", "type": "hive", "connection": {"hive.metastore.uris": dtd.metastore}}
+    main = {"name": "main", "type": "hive", "connection": {"hive.metastore.uris": dtd.metastore},
+            "metastore-key-file": str(dtd.key_file)}
 
     def reload(catalogs: list[dict[str, Any]]) -> None:
         config = yaml.safe_load(other.config_path.read_text())

@@ -28,7 +28,16 @@ from catalogd.client import CatalogClient
 from catalogd.dynamic.connect import WARMUP_DIR, WARMUP_ROUNDS
 from catalogd.model import RefreshMode, RefreshState, RunStatus
 
-from .helpers import Daemon, free_port, process_alive, sorted_rows, spark_rows, start_daemon, write_config
+from .helpers import (
+    Daemon,
+    free_port,
+    metastore_key_file,
+    process_alive,
+    sorted_rows,
+    spark_rows,
+    start_daemon,
+    write_config,
+)
 from .postgres import PostgresServer
 from .spark_ports import block_request_answers, listening_sockets, process_tree
 
@@ -75,7 +84,8 @@ def connect_dtd(daemon: Daemon, postgres: PostgresServer,
     config = write_config(
         root / "catalogd.yaml", port=port, http_port=http_port, data_dir=root / "data",
         catalogs=[{"name": "main", "type": "hive", "default": True,
-                   "connection": {"hive.metastore.uris": metastore}},
+                   "connection": {"hive.metastore.uris": metastore},
+                   "metastore-key-file": str(metastore_key_file(daemon.data_dir))},
                   {"name": "pg", "type": "jdbc", "base-url": f"jdbc:postgresql://{postgres.host}:{postgres.port}",
                    "default-database": pg_database, "username": postgres.role, "password": "${PG_TEST_PASSWORD}"}],
         extra={"spark": SPARK, "staging": {"replaced-data-retention": "30s"}})

@@ -12,6 +12,7 @@ import contextlib
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -19,9 +20,10 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from polling import wait_until
 
 from catalogd.client import CatalogClient
+from catalogd.metastore.access_key import file_key, send_key
 from catalogd.metastore.messages import MessageStream, decode
 
-from .helpers import hms_connection
+from .helpers import hms_connection, metastore_key_file
 
 pytestmark = pytest.mark.integration
 
@@ -29,8 +31,10 @@ pytestmark = pytest.mark.integration
 class Recorder:
     """A TCP relay to ``upstream`` recording, per connection, its set_ugi user and get_table names."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
+    def __init__(self, upstream: tuple[str, int], key_file: Path) -> None:
         self.upstream = upstream
+        #: The embedded metastore serves a connection only after its key (sent as catalogd sends it).
+        self.key = file_key(key_file)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         #: One entry per connection: {"user": str | None, "tables": [name, ...]}.
@@ -52,6 +56,7 @@ class Recorder:
         with self._lock:
             self.connections.append(record)
         upstream = socket.create_connection(self.upstream)
+        send_key(upstream, self.key)
         calls = MessageStream(client.recv, 64 * 1024 * 1024)
         replies = MessageStream(upstream.recv, 256 * 1024 * 1024)
         with contextlib.suppress(OSError, EOFError), client, upstream:
@@ -77,7 +82,7 @@ class Recorder:
 def recorder(daemon) -> Iterator[Recorder]:
     config = yaml.safe_load(daemon.config_path.read_text())
     port = next(c for c in config["catalogs"] if c["name"] == "main")["metastore-port"]
-    rec = Recorder(("127.0.0.1", port))
+    rec = Recorder(("127.0.0.1", port), metastore_key_file(daemon.data_dir))
     yield rec
     rec.close()
 

@@ -28,7 +28,7 @@ from catalogd.errors import InvalidArgumentError, UnsupportedError
 from catalogd.model import DynamicTable, RefreshMode, RefreshState, RunStatus
 
 from .conftest import CliResult
-from .helpers import CATALOGD, Daemon, clean_env, free_port, start_daemon, write_config
+from .helpers import CATALOGD, Daemon, clean_env, free_port, metastore_key_file, start_daemon, write_config
 from .postgres import PostgresServer
 
 pytestmark = [pytest.mark.integration]
@@ -72,7 +72,8 @@ def pgdt(daemon: Daemon, postgres: PostgresServer, tmp_path_factory: pytest.Temp
     config = write_config(
         root / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
         catalogs=[{"name": "src", "type": "hive", "default": True, "read-only": True,
-                   "connection": {"hive.metastore.uris": metastore}},
+                   "connection": {"hive.metastore.uris": metastore},
+                   "metastore-key-file": str(metastore_key_file(daemon.data_dir))},
                   {"name": "pg", "type": "jdbc", "base-url": f"jdbc:postgresql://{postgres.host}:{postgres.port}",
                    "default-database": database, "username": postgres.role, "password": "${PG_TEST_PASSWORD}"}],
         extra={"spark": SPARK,

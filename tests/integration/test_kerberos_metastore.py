@@ -60,7 +60,9 @@ def _catalog(secure_hms: dict[str, Any], sasl: bool = True) -> dict[str, Any]:
     if sasl:
         connection.update({"hive.metastore.sasl.enabled": "true",
                            "hive.metastore.kerberos.principal": secure_hms["service"]})
-    return {"name": "secure", "type": "hive", "default": True, "connection": connection}
+    # The embedded metastore serves only connections that send its key first (Kerberos or not).
+    return {"name": "secure", "type": "hive", "default": True, "connection": connection,
+            "metastore-key-file": str(secure_hms["hms"].key_path)}
 
 
 def _kerberos(kdc: Kdc, principal: str, keytab: Path) -> dict[str, Any]:
@@ -145,3 +147,31 @@ def test_without_a_good_keytab_catalogd_fails_clearly(kdc: Kdc, secure_hms: dict
     finally:
         for daemon in daemons.values():
             daemon.stop()
+
+
+def test_a_principal_of_the_realm_with_a_wrong_key_cannot_call_the_metastore(
+        kdc: Kdc, secure_hms: dict[str, Any], tmp_path: Path) -> None:
+    """Kerberos proves who calls, not that it is catalogd: any user of the realm (every Spark user)
+    holds a ticket for the metastore's service. The key (or catalogd's own OS user, which this test
+    runs as: test_metastore_access runs another user) is checked before SASL, so a ticket with a
+    wrong key opens nothing (issue 31, row 2)."""
+    user_keytab = tmp_path / "mallory.keytab"
+    mallory = kdc.add_principal("mallory", user_keytab)
+    env = {**clean_env(), **kdc.kinit(mallory, user_keytab, tmp_path / "mallory.ccache")}
+    hms = secure_hms["hms"]
+
+    def call(*key_file: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "tests.integration.kerberos_client", hms.host, str(hms.port),
+                               "localhost", "auth", json.dumps([["get_all_databases"]]), "hive", *key_file],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+        answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return answer
+
+    wrong = tmp_path / "wrong.key"
+    wrong.write_text("0" * 64)
+    wrong.chmod(0o600)
+    refused = call(str(wrong))
+    assert refused["open"] is not None and refused["results"] == [], refused
+    # The same ticket with the key (which only catalogd's user can read) is served: the key made the difference.
+    served = call(str(hms.key_path))
+    assert served["open"] is None and served["results"][0][0] is True, served

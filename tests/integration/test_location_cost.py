@@ -16,6 +16,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +25,10 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.client import CatalogClient
+from catalogd.metastore.access_key import file_key, send_key
 from catalogd.metastore.messages import MessageStream, decode
 
-from .helpers import hms_connection
+from .helpers import hms_connection, metastore_key_file
 
 pytestmark = pytest.mark.integration
 
@@ -49,8 +51,10 @@ def _pass_came(made: list[tuple[str, str]]) -> bool:
 class CallRecorder:
     """A TCP relay to ``upstream`` noting every call's method and the database it names."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
+    def __init__(self, upstream: tuple[str, int], key_file: Path) -> None:
         self.upstream = upstream
+        #: The embedded metastore serves a connection only after its key (sent as catalogd sends it).
+        self.key = file_key(key_file)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.calls: list[tuple[str, str]] = []
@@ -67,6 +71,7 @@ class CallRecorder:
 
     def _serve(self, client: socket.socket) -> None:
         upstream = socket.create_connection(self.upstream)
+        send_key(upstream, self.key)
         calls = MessageStream(client.recv, 64 * 1024 * 1024)
         replies = MessageStream(upstream.recv, 256 * 1024 * 1024)
         with contextlib.suppress(OSError, EOFError), client, upstream:
@@ -105,10 +110,10 @@ def _database(call: Any) -> str:
     return ""
 
 
-def _populate(address: tuple[str, int]) -> None:
+def _populate(address: tuple[str, int], key_file: Path) -> None:
     """TABLES tables straight into the metastore (every tenth one with 2 partitions), on 3 connections."""
     def some(start: int) -> None:
-        with hms_connection(address) as ms:
+        with hms_connection(address, key_file=key_file) as ms:
             for n in range(start, TABLES, 3):
                 sd = hms.StorageDescriptor(cols=[hms.FieldSchema("id", "bigint")], location=None,
                                            inputFormat="org.apache.hadoop.mapred.TextInputFormat",
@@ -138,10 +143,11 @@ def big(daemon: Any) -> Iterator[tuple[CallRecorder, tuple[str, int]]]:
     config = yaml.safe_load(daemon.config_path.read_text())
     port = next(c for c in config["catalogs"] if c["name"] == "main")["metastore-port"]
     address = ("127.0.0.1", port)
-    with hms_connection(address) as ms:
+    key_file = metastore_key_file(daemon.data_dir)
+    with hms_connection(address, key_file=key_file) as ms:
         ms.create_database(hms.Database(name=BULK, description="", parameters={}))
-    _populate(address)
-    recorder = CallRecorder(address)
+    _populate(address, key_file)
+    recorder = CallRecorder(address, key_file)
     yield recorder, address
     recorder.close()
 

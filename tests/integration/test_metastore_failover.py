@@ -13,7 +13,7 @@ from catalogd.errors import MetastoreUnavailableError
 from catalogd.metastore.embedded import EmbeddedMetastore, free_port
 from catalogd.model import Database
 
-from .helpers import answer_within
+from .helpers import answer_within, metastore_key_file
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,8 @@ def _silent_port() -> tuple[socket.socket, int]:
 
 def test_dead_first_uri_fails_over_to_the_next(metastore: EmbeddedMetastore) -> None:
     dead = free_port()
-    catalog = HiveCatalog("f", uris=[("127.0.0.1", dead), ("127.0.0.1", metastore.port)], connect_timeout=2)
+    catalog = HiveCatalog("f", uris=[("127.0.0.1", dead), ("127.0.0.1", metastore.port)], connect_timeout=2,
+                          key=metastore.key)
     catalog.open()
     try:
         catalog.create_database(Database("failover_db"), ignore_if_exists=True)
@@ -76,7 +77,7 @@ def test_restarted_metastore_is_reconnected(tmp_path: Path) -> None:
     """A pooled connection to a metastore that restarted is noticed and replaced."""
     hms = EmbeddedMetastore("restart", tmp_path, port=free_port())
     hms.start()
-    catalog = HiveCatalog("r", uris=[("127.0.0.1", hms.port)])
+    catalog = HiveCatalog("r", uris=[("127.0.0.1", hms.port)], key=hms.key)
     try:
         catalog.open()
         catalog.create_database(Database("before_restart"))
@@ -92,13 +93,15 @@ def test_restarted_metastore_is_reconnected(tmp_path: Path) -> None:
         hms.stop()
 
 
-def test_a_declared_metastore_error_keeps_the_connection(client):
+def test_a_declared_metastore_error_keeps_the_connection(client, daemon):
     """NoSuchObject & co. are answers, not broken connections: the next call reuses the socket."""
     from hmsclient.genthrift.hive_metastore import ttypes as hms
 
+    from catalogd.metastore.access_key import file_key
     from catalogd.metastore.client import MetastoreClient, parse_uris
 
-    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore))
+    ms = MetastoreClient(parse_uris(client.get_catalog("main").metastore),
+                         key=file_key(metastore_key_file(daemon.data_dir)))
     try:
         ms.call("get_all_databases")
         pooled = ms._idle.queue[-1]

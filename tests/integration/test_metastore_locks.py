@@ -344,7 +344,8 @@ def test_a_lock_survives_a_restart_on_derby(tmp_path: Path) -> None:
     metastore.start()
     try:
         address = (metastore.host, metastore.port)
-        with hms_connection(address, "holder") as c:
+        key = metastore.key_path  # the metastore serves only connections that send its key first
+        with hms_connection(address, "holder", key) as c:
             held = c.lock(_request("t", "holder"))
             assert held.state == ACQUIRED
         pid = metastore.pid
@@ -352,7 +353,7 @@ def test_a_lock_survives_a_restart_on_derby(tmp_path: Path) -> None:
         os.kill(pid, signal.SIGKILL)
         assert metastore.wait_exit(60) is not None
         metastore.start()
-        with hms_connection(address, "holder") as c, hms_connection(address, "other") as other:
+        with hms_connection(address, "holder", key) as c, hms_connection(address, "other", key) as other:
             assert c.check_lock(ttypes.CheckLockRequest(lockid=held.lockid)).state == ACQUIRED
             late = other.lock(_request("t", "other"))
             assert late.state == WAITING and late.lockid > held.lockid

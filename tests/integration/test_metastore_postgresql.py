@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
+from thrift.transport.TTransport import TTransportException
 
 from catalogd.catalog.base import LEASE_TABLE_PREFIX
 from catalogd.catalog.hive_lease import lease_view
@@ -35,6 +36,7 @@ from .helpers import (
     hms_connection,
     http_get,
     log_text,
+    metastore_key_file,
     metastore_pids,
     write_config,
 )
@@ -144,11 +146,11 @@ def test_the_pair_elects_one_leader_through_the_database(pair: Pair) -> None:
     outcomes: list[str] = []
     name = ""
 
-    def claim(port: int) -> None:
+    def claim(port: int, key_file: Path) -> None:
         view = lease_view(1, {"catalogd.leader.member": f"racer:{port}"})
         view.tableName = name
         try:
-            with hms_connection(("127.0.0.1", port)) as c:
+            with hms_connection(("127.0.0.1", port), key_file=key_file) as c:
                 c.create_table(view)
             outcomes.append("won")
         except Exception as e:
@@ -157,7 +159,9 @@ def test_the_pair_elects_one_leader_through_the_database(pair: Pair) -> None:
     for attempt in range(3):
         name = f"leader_race_{os.getpid()}_{attempt}"
         outcomes.clear()
-        racers = [threading.Thread(target=claim, args=(port,)) for port in pair.metastore_ports]
+        # Each daemon's metastore takes its own daemon's key (one database, two keys).
+        racers = [threading.Thread(target=claim, args=(port, metastore_key_file(d.data_dir)))
+                  for port, d in zip(pair.metastore_ports, (pair.a, pair.b), strict=True)]
         for racer in racers:
             racer.start()
         for racer in racers:
@@ -167,8 +171,22 @@ def test_the_pair_elects_one_leader_through_the_database(pair: Pair) -> None:
         assert len(outcomes) == 2 and outcomes.count("won") == 1, outcomes
         assert {o for o in outcomes if o != "won"} <= {"AlreadyExistsException", "MetaException"}, outcomes
         assert pair.server.sql(f'SELECT count(*) FROM "TBLS" WHERE "TBL_NAME" = \'{name}\'', pair.database) == "1"
-        with hms_connection(("127.0.0.1", pair.metastore_ports[0])) as c:
+        with hms_connection(("127.0.0.1", pair.metastore_ports[0]), key_file=metastore_key_file(pair.a.data_dir)) as c:
             c.drop_table("default", name, False)
+
+
+def test_each_metastore_on_the_shared_database_takes_its_own_daemon_s_key_only(pair: Pair) -> None:
+    """One database, two embedded metastores, two keys (issue 31, row 2): a key opens its own
+    daemon's metastore only, and no key opens none."""
+    keys = [metastore_key_file(d.data_dir) for d in (pair.a, pair.b)]
+    assert keys[0].read_text() != keys[1].read_text()
+    for port, own, other in zip(pair.metastore_ports, keys, reversed(keys), strict=True):
+        with hms_connection(("127.0.0.1", port), key_file=own) as c:
+            assert "default" in c.get_all_databases()
+        for key_file in (other, None):
+            with pytest.raises((TTransportException, OSError, EOFError)), \
+                    hms_connection(("127.0.0.1", port), key_file=key_file) as c:
+                c.get_all_databases()
 
 
 def test_the_password_shows_nowhere_but_the_private_hive_site(pair: Pair) -> None:

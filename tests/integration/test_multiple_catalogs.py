@@ -11,17 +11,18 @@ from catalogd.client import CatalogClient
 from catalogd.errors import DatabaseNotFoundError, PermissionDeniedError
 from catalogd.spark.conf import spark_conf_for
 
-from .helpers import embedded_catalog
+from .helpers import embedded_catalog, metastore_key_file
 
 pytestmark = [pytest.mark.integration]
 
 
-def test_two_embedded_a_remote_and_a_memory_catalog(client, daemon_factory, run_cli):
+def test_two_embedded_a_remote_and_a_memory_catalog(client, daemon, daemon_factory, run_cli):
     remote_uri = client.get_catalog("main").metastore
     extra = daemon_factory(name="multi", catalogs=[
         embedded_catalog("sales", **{"default-database": "default"}),
         {**embedded_catalog("hr"), "default": False},
-        {"name": "shared", "type": "hive", "read-only": True, "connection": {"hive.metastore.uris": remote_uri}},
+        {"name": "shared", "type": "hive", "read-only": True, "connection": {"hive.metastore.uris": remote_uri},
+         "metastore-key-file": str(metastore_key_file(daemon.data_dir))},
         {"name": "tmp", "type": "memory", "default-database": "work"},
     ])
     with CatalogClient(extra.address, timeout=60) as c:

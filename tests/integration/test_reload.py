@@ -14,6 +14,8 @@ from polling import wait_until
 from catalogd.client import CatalogClient
 from catalogd.errors import CatalogNotFoundError, PermissionDeniedError
 
+from .helpers import metastore_key_file
+
 pytestmark = [pytest.mark.integration]
 
 
@@ -32,10 +34,11 @@ def rejections(daemon) -> int:
     return daemon.log_path.read_text(errors="replace").count("reload rejected")
 
 
-def test_reload_adds_changes_removes_catalogs_without_failing_requests(client, daemon_factory, run_cli):
+def test_reload_adds_changes_removes_catalogs_without_failing_requests(client, daemon, daemon_factory, run_cli):
     uri = client.get_catalog("main").metastore
     extra = daemon_factory(name="reload", catalogs=[
-        {"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri}},
+        {"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri},
+         "metastore-key-file": str(metastore_key_file(daemon.data_dir))},
         {"name": "scratch", "type": "memory"},
     ])
     with CatalogClient(extra.address, timeout=60) as c:

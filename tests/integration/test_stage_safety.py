@@ -18,7 +18,7 @@ from catalogd.client import CatalogClient
 from catalogd.errors import InvalidArgumentError, PermissionDeniedError, StageNotFoundError
 from catalogd.model import StageState
 
-from .helpers import Daemon, local_path, log_text
+from .helpers import Daemon, local_path, log_text, metastore_key_file
 
 pytestmark = [pytest.mark.integration]
 
@@ -27,7 +27,7 @@ FORGED_WARNING = "was not created by this catalogd"
 
 
 @pytest.fixture
-def remote(client: CatalogClient, daemon_factory: Callable[..., Daemon]) -> Callable[..., Daemon]:
+def remote(client: CatalogClient, daemon: Daemon, daemon_factory: Callable[..., Daemon]) -> Callable[..., Daemon]:
     """``remote(name, staging={...})``: an extra daemon whose ``main`` is the session metastore."""
     uri = client.get_catalog("main").metastore
 
@@ -36,7 +36,8 @@ def remote(client: CatalogClient, daemon_factory: Callable[..., Daemon]) -> Call
             return daemon_factory(name=name, same_as=same_as)
         return daemon_factory(
             name=name,
-            catalogs=[{"name": "main", "type": "hive", "connection": {"hive.metastore.uris": uri}}],
+            catalogs=[{"name": "main", "type": "hive", "connection": {"hive.metastore.uris": uri},
+                       "metastore-key-file": str(metastore_key_file(daemon.data_dir))}],
             extra={"staging": {"janitor-interval": "0.5s", **(staging or {})}},
         )
 

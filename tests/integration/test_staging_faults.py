@@ -37,6 +37,7 @@ from .helpers import (
     clean_env,
     local_path,
     log_text,
+    metastore_key_file,
     process_alive,
     rows,
     short,
@@ -107,7 +108,7 @@ def settled(problems: Callable[[], list[str]]) -> Callable[[], bool]:
 
 
 @pytest.fixture
-def remote(client: CatalogClient, daemon_factory: Callable[..., Daemon]) -> Callable[..., Daemon]:
+def remote(client: CatalogClient, daemon: Daemon, daemon_factory: Callable[..., Daemon]) -> Callable[..., Daemon]:
     """``remote(staging={...}, env={...})``: an extra daemon on the session daemon's metastore;
     ``remote(same_as=d)``: ``d`` started again (same config and data dir: the same committer)."""
     uri = client.get_catalog("main").metastore
@@ -118,7 +119,8 @@ def remote(client: CatalogClient, daemon_factory: Callable[..., Daemon]) -> Call
             return daemon_factory(name=name, same_as=same_as, env=env)
         return daemon_factory(
             name=name,
-            catalogs=[{"name": "main", "type": "hive", "connection": {"hive.metastore.uris": uri}}],
+            catalogs=[{"name": "main", "type": "hive", "connection": {"hive.metastore.uris": uri},
+                       "metastore-key-file": str(metastore_key_file(daemon.data_dir))}],
             extra={"staging": {**STAGING, **(staging or {})}},
             env=env,
         )

@@ -313,3 +313,17 @@ def test_a_probe_gives_up_at_its_own_deadline(silent_server: SilentServer) -> No
     assert isinstance(outcome[0], MetastoreUnavailableError)
     assert "no answer within 0.5s" in str(outcome[0])
     client.close()
+
+
+def test_a_closed_connection_names_the_settings_that_could_be_missing(hang_up_server: HangUpServer) -> None:
+    """A kerberized metastore, and another catalogd's embedded one (without its key), close the
+    connection at the first call: the error says which settings would help."""
+    plain = MetastoreClient([("127.0.0.1", hang_up_server.port)], connect_timeout=2, socket_timeout=2)
+    with pytest.raises(MetastoreUnavailableError) as info:
+        plain.call("get_all_databases", idempotent=False)
+    assert "hive.metastore.sasl.enabled" in str(info.value) and "metastore-key-file" in str(info.value)
+    keyed = MetastoreClient([("127.0.0.1", hang_up_server.port)], connect_timeout=2, socket_timeout=2,
+                            key=lambda: b"k")
+    with pytest.raises(MetastoreUnavailableError) as info:
+        keyed.call("get_all_databases", idempotent=False)
+    assert "metastore-key-file" not in str(info.value)
