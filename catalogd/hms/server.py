@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from catalogd.closing import hand_off
 from catalogd.hms.sasl import SaslError, SaslSession
 from catalogd.metastore.messages import Message, MessageStream, ProtocolError, parse_message
 from catalogd.metastore.relay import Identity
@@ -203,6 +204,16 @@ class _Conn:
         self.closed = True
         self.shut()
 
+    def finish(self) -> None:
+        """Close at the end of its own thread: cleanly (``catalogd.closing``) unless another thread
+        already closed it (then only make sure the socket is closed)."""
+        if self.closed:
+            self.shut()
+            return
+        self.closed = True
+        # What was written last (a reply, a SASL refusal) reaches the client before the close.
+        hand_off(self.sock)
+
     def shut(self) -> None:
         # shutdown wakes the connection's thread out of a blocking recv or TLS handshake. The
         # plain socket's shutdown, also on a TLS socket: SSLSocket.shutdown would first drop the
@@ -320,8 +331,7 @@ class HmsServer:
                 self.refused += 1
                 self._full.warning("HMS endpoint: %d connections open, all busy; refusing %s",
                                    self.max_connections, peer)
-                with contextlib.suppress(OSError):
-                    sock.close()
+                hand_off(sock)
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(sock, peer)
@@ -526,8 +536,7 @@ class HmsServer:
                 logger.exception("HMS endpoint: connection %s failed", conn.client.peer)
         finally:
             logger.debug("HMS endpoint: connection %s ends: %s", conn.client.peer, reason)
-            conn.close()
-            conn.shut()  # also when another thread closed it first: the socket is closed here for sure
+            conn.finish()
             with self._lock:
                 self._release_locked(conn)
                 peak = conn.peak
