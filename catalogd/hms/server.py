@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from catalogd.closing import hand_off
+from catalogd.hms.listener import listen
 from catalogd.hms.sasl import SaslError, SaslSession
 from catalogd.metastore.messages import Message, MessageStream, ProtocolError, parse_message
 from catalogd.metastore.relay import Identity
@@ -272,8 +273,10 @@ class HmsServer:
     def port(self) -> int:
         return self._listener.getsockname()[1] if self._listener is not None else self._port
 
-    def bind(self) -> None:
-        listener = socket.create_server((self.host, self._port), backlog=512, reuse_port=False)
+    def bind(self, listener: socket.socket | None = None) -> None:
+        """Listen on ``host:port``, or on ``listener``, bound earlier to the same address (see
+        ``catalogd.hms.listener``: connections queued in it are served once ``start`` is called)."""
+        listener = listener or listen(self.host, self._port)
         listener.settimeout(1.0)
         self._listener = listener
 
