@@ -33,6 +33,7 @@ import contextlib
 import ctypes
 import datetime
 import json
+import logging
 import os
 import platform
 import signal
@@ -259,6 +260,8 @@ def main() -> int:
     parser.add_argument("--trees", nargs="+", type=Path, default=[HERE])
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
+    # thrift logs every refused connect of the probes as an error.
+    logging.getLogger("thrift").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="catalogd-restart-") as tmp:
         daemons = [Daemon(Path(tmp), tree.resolve(), i) for i, tree in enumerate(args.trees)]
         runs: dict[str, list[dict[str, Any]]] = {str(d.tree): [] for d in daemons}

@@ -94,7 +94,7 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
     }
     if info.hms_endpoint:
         # catalogd's endpoint: a session outlives the daemon's restarts (the daemon's own jobs,
-        # on a catalog's metastore, fail fast instead: their run is retried as a whole).
+        # on a catalog's metastore, keep Hive's defaults and fail within seconds).
         settings.update(HMS_CLIENT_RETRIES)
     if info.hms_endpoint and info.hms_tls:
         # Hive's metastore client over TLS: it verifies the endpoint with a JKS truststore.
