@@ -168,7 +168,9 @@ class Daemon:
 
 
 class RefusalProbe:
-    """Connects to a port every 50 ms from ``start`` on; remembers the first and last refusal."""
+    """Connects to a port every 50 ms from ``start`` on; remembers the first and last refusal, and
+    stops at the first connection taken after one (the connections it would go on making, each
+    closed unanswered, would fill the new daemon's queue of connections it has not accepted yet)."""
 
     def __init__(self, port: int) -> None:
         self.port = port
@@ -184,11 +186,14 @@ class RefusalProbe:
         while not self._stop.is_set():
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
-                    pass
-            except OSError:
+                    if self.first is not None:
+                        return
+            except ConnectionRefusedError:
                 now = time.monotonic()
                 self.first = self.first if self.first is not None else now
                 self.last = now
+            except OSError:
+                pass
             time.sleep(0.05)
 
     def stop(self) -> float:

@@ -54,6 +54,8 @@ class _Lingerer:
         #: socket -> (deadline, bytes read)
         self._sockets: dict[socket.socket, tuple[float, int]] = {}
         self._incoming: list[socket.socket] = []
+        #: Sockets handed off and not closed yet (incoming, moving in, or drained).
+        self._held = 0
         #: Sockets closed at once because ``capacity`` were lingering (tests read it).
         self.overflowed = 0
 
@@ -65,11 +67,12 @@ class _Lingerer:
             # The FIN goes after every byte written so far: the client reads the answer, then EOF.
             plain.shutdown(socket.SHUT_WR)
         with self._lock:
-            if len(self._sockets) + len(self._incoming) >= self.capacity:
+            if self._held >= self.capacity:
                 self.overflowed += 1
                 full = True
             else:
                 full = False
+                self._held += 1
                 self._incoming.append(plain)
                 self._start_locked()
         if full:
@@ -79,7 +82,7 @@ class _Lingerer:
 
     def lingering(self) -> int:
         with self._lock:
-            return len(self._sockets) + len(self._incoming)
+            return self._held
 
     def _start_locked(self) -> None:
         if self._thread is not None:
@@ -108,7 +111,7 @@ class _Lingerer:
                     sock.setblocking(False)
                     self._selector.register(sock, selectors.EVENT_READ)
                 except (OSError, ValueError):
-                    _close(sock)
+                    self._closed(sock)
                     continue
                 self._sockets[sock] = (now + self.linger, 0)
             timeout = max(min((d for d, _ in self._sockets.values()), default=now + 60.0) - now, 0.0)
@@ -144,7 +147,12 @@ class _Lingerer:
         self._sockets.pop(sock, None)
         with contextlib.suppress(KeyError, ValueError, OSError):
             self._selector.unregister(sock)
+        self._closed(sock)
+
+    def _closed(self, sock: socket.socket) -> None:
         _close(sock)
+        with self._lock:
+            self._held -= 1
 
 
 def _detach(sock: socket.socket) -> socket.socket | None:
