@@ -220,7 +220,13 @@ class Daemon:
         server = self.config.server
         try:
             self.lock.acquire()
-        except OSError as e:
+        except BaseException as e:
+            # Another daemon has the data dir: the port bound early is not ours to serve.
+            if self._hms_listener is not None:
+                self._hms_listener.close()
+                self._hms_listener = None
+            if not isinstance(e, OSError):
+                raise
             # The config check catches a data dir that is a file; this catches what changed since
             # (or a directory we may not write): a config error naming the key, not a traceback.
             raise ConfigError(f"{self.config.source}: server.data-dir: cannot use {str(server.data_dir)!r} as "
