@@ -18,6 +18,8 @@ from .helpers import SparkChild
 
 pytestmark = pytest.mark.integration
 
+# Two daemon starts and a Spark application: 530 s on a 2-core machine loaded by other jobs.
+@pytest.mark.timeout(1200)
 def test_an_open_spark_session_survives_a_daemon_restart(daemon_factory, tmp_path: Path):
     """Unmodified Spark configured by exactly what ``catalogd spark-conf`` prints."""
     first = daemon_factory(name="restart")
