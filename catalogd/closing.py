@@ -34,8 +34,9 @@ __all__ = ["DRAIN_LIMIT", "LINGER", "MAX_LINGERING", "hand_off"]
 LINGER = 2.0
 #: The most a closing socket reads and throws away before it is closed anyway.
 DRAIN_LIMIT = 256 * 1024
-#: Closing sockets drained at once; past that a socket is closed at once.
-MAX_LINGERING = 512
+#: Closing sockets drained at once; past that a socket is closed at once. Well inside the 256
+#: file descriptors the daemon keeps beyond ``server.max-connections`` (``thrift_server``).
+MAX_LINGERING = 128
 _CHUNK = 64 * 1024
 
 
