@@ -50,6 +50,22 @@ _URIS_KEY = "spark.hadoop.hive.metastore.uris"
 
 _FILTER_HOOK = "org.apache.hadoop.hive.ql.security.authorization.plugin.AuthorizationMetaStoreFilterHook"
 
+#: How Spark's metastore client (Hive 2.3's ``HiveMetaStoreClient`` in Spark's own jars, behind
+#: ``RetryingMetaStoreClient``) rides out a restart of catalogd. A call on a connection that
+#: broke is made again after a reconnect, up to ``failure.retries`` times; each (re)connect tries
+#: ``connect.retries`` times, ``connect.retry.delay`` apart, while the port refuses. Hive's
+#: defaults (3 tries, 1 s apart, 1 reconnect) gave up 3 s into a restart that takes 7 s or more.
+#: With these, the port may refuse for about 30 s per reconnect (a restart refuses only from
+#: the old daemon's stop until the new one has loaded its config: the new one binds the port
+#: first and holds calls until it is ready); two reconnects cover a connection that the old
+#: daemon closed again as it stopped. The cost: a session whose daemon is down waits about
+#: 30 s (a new session) or a minute (a call) before its error.
+HMS_CLIENT_RETRIES = {
+    "spark.hadoop.hive.metastore.connect.retries": "30",
+    "spark.hadoop.hive.metastore.client.connect.retry.delay": "1s",
+    "spark.hadoop.hive.metastore.failure.retries": "2",
+}
+
 
 def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
     """The ``spark.*`` settings for a session on ``info``'s catalog.
@@ -76,6 +92,10 @@ def spark_conf_for(info: CatalogInfo) -> dict[str, str]:
         # the value it would switch to leaves nothing to change.
         "spark.hadoop.hive.metastore.filter.hook": _FILTER_HOOK,
     }
+    if info.hms_endpoint:
+        # catalogd's endpoint: a session outlives the daemon's restarts (the daemon's own jobs,
+        # on a catalog's metastore, keep Hive's defaults and fail within seconds).
+        settings.update(HMS_CLIENT_RETRIES)
     if info.hms_endpoint and info.hms_tls:
         # Hive's metastore client over TLS: it verifies the endpoint with a JKS truststore.
         settings["spark.hadoop.hive.metastore.use.SSL"] = "true"

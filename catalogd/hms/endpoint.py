@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import socket
 import ssl
 import threading
 from collections.abc import Callable
@@ -106,8 +107,9 @@ class HmsEndpoint:
     def port(self) -> int:
         return self.server.port
 
-    def bind(self) -> None:
-        self.server.bind()
+    def bind(self, listener: socket.socket | None = None) -> None:
+        """Listen (on ``listener`` when the daemon bound the port early)."""
+        self.server.bind(listener)
 
     def start(self) -> None:
         self.server.start()

@@ -42,6 +42,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from catalogd.closing import hand_off
+from catalogd.hms.listener import listen
 from catalogd.hms.sasl import SaslError, SaslSession
 from catalogd.metastore.messages import Message, MessageStream, ProtocolError, parse_message
 from catalogd.metastore.relay import Identity
@@ -204,6 +206,16 @@ class _Conn:
         self.closed = True
         self.shut()
 
+    def finish(self) -> None:
+        """Close at the end of its own thread: cleanly (``catalogd.closing``) unless another thread
+        already closed it (then only make sure the socket is closed)."""
+        if self.closed:
+            self.shut()
+            return
+        self.closed = True
+        # What was written last (a reply, a SASL refusal) reaches the client before the close.
+        hand_off(self.sock)
+
     def shut(self) -> None:
         # shutdown wakes the connection's thread out of a blocking recv or TLS handshake. The
         # plain socket's shutdown, also on a TLS socket: SSLSocket.shutdown would first drop the
@@ -252,8 +264,10 @@ class HmsServer:
     def port(self) -> int:
         return self._listener.getsockname()[1] if self._listener is not None else self._port
 
-    def bind(self) -> None:
-        listener = socket.create_server((self.host, self._port), backlog=512, reuse_port=False)
+    def bind(self, listener: socket.socket | None = None) -> None:
+        """Listen on ``host:port``, or on ``listener``, bound earlier to the same address (see
+        ``catalogd.hms.listener``: connections queued in it are served once ``start`` is called)."""
+        listener = listener or listen(self.host, self._port)
         listener.settimeout(1.0)
         self._listener = listener
 
@@ -311,8 +325,7 @@ class HmsServer:
                 self.refused += 1
                 self._full.warning("HMS endpoint: %d connections open, all busy; refusing %s",
                                    self.max_connections, peer)
-                with contextlib.suppress(OSError):
-                    sock.close()
+                hand_off(sock)
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(sock, peer)
@@ -517,8 +530,7 @@ class HmsServer:
                 logger.exception("HMS endpoint: connection %s failed", conn.client.peer)
         finally:
             logger.debug("HMS endpoint: connection %s ends: %s", conn.client.peer, reason)
-            conn.close()
-            conn.shut()  # also when another thread closed it first: the socket is closed here for sure
+            conn.finish()
             with self._lock:
                 self._release_locked(conn)
                 peak = conn.peak

@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -56,9 +57,10 @@ HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RELOAD_SIGNAL = signal.SIGHUP
 
 
-def check_ports(config: Config) -> None:
+def check_ports(config: Config, held: Collection[int] = ()) -> None:
     """Fail if a port the daemon is configured to listen on is taken (the Thrift and HTTP ports,
-    the fixed ports of embedded metastores); 0 means any free port and is not checked.
+    the fixed ports of embedded metastores); 0 means any free port and is not checked, nor are
+    the ``held`` ones (bound by this daemon already).
 
     Raises:
         ConfigError: naming each port in use and the key that sets it.
@@ -69,7 +71,7 @@ def check_ports(config: Config) -> None:
     wanted += [(EmbeddedMetastore.host, c.metastore_port, f"catalogs[{c.name}].metastore-port")
                for c in config.catalogs if c.is_embedded]
     problems = [f"{config.source}: {key}: port {port} on {host} is already in use (is another daemon running?)"
-                for host, port, key in wanted if port and not port_free(host, port)]
+                for host, port, key in wanted if port and port not in held and not port_free(host, port)]
     if problems:
         raise ConfigError("; ".join(problems))
 
@@ -159,10 +161,18 @@ def next_steps(address: str, http_address: str, catalogs: list[CatalogInfo],
 
 
 class Daemon:
-    """One catalogd process: catalogs, the Thrift server and the HTTP server."""
+    """One catalogd process: catalogs, the Thrift server and the HTTP server.
 
-    def __init__(self, config: Config) -> None:
+    Args:
+        config: the configuration.
+        hms_listener: the HMS endpoint's socket, already listening on ``server.hms-port``
+            (``catalogd.hms.listener.listen_early``): clients that connect while the daemon
+            starts are answered once it is ready. The daemon owns it (closes it if the start fails).
+    """
+
+    def __init__(self, config: Config, hms_listener: socket.socket | None = None) -> None:
         self.config = config
+        self._hms_listener = hms_listener
         self.lock = DataDirLock(config.server.data_dir)
         #: The one metadata cache: the hive catalogs (Thrift API) and the HMS endpoint read through it.
         self.cache = MetadataCache.from_config(config.cache)
@@ -213,7 +223,13 @@ class Daemon:
         server = self.config.server
         try:
             self.lock.acquire()
-        except OSError as e:
+        except BaseException as e:
+            # Another daemon has the data dir: the port bound early is not ours to serve.
+            if self._hms_listener is not None:
+                self._hms_listener.close()
+                self._hms_listener = None
+            if not isinstance(e, OSError):
+                raise
             # The config check catches a data dir that is a file; this catches what changed since
             # (or a directory we may not write): a config error naming the key, not a traceback.
             raise ConfigError(f"{self.config.source}: server.data-dir: cannot use {str(server.data_dir)!r} as "
@@ -221,7 +237,7 @@ class Daemon:
         try:
             check_insecure(self.config)
             # Before any metastore starts (which takes many seconds): a port in use is a config error now.
-            check_ports(self.config)
+            check_ports(self.config, held=(self.config.server.hms_port,) if self._hms_listener else ())
             audit = self.config.auth.audit
             self.audit = AuditLog(audit_path(server.data_dir), audit.max_bytes, audit.backups,
                                   denied_max_bytes=audit.denied_max_bytes, denied_backups=audit.denied_backups,
@@ -261,7 +277,8 @@ class Daemon:
                                             self.hms.router.rewriting.views.stats)
             try:
                 self.thrift.bind()
-                self.hms.bind()
+                listener, self._hms_listener = self._hms_listener, None
+                self.hms.bind(listener)
                 # A cluster: every member's endpoint, so that Spark's metastore client fails over.
                 uri = self.config.cluster.hms_uris or f"thrift://{_public(server.host)}:{self.hms.port}"
                 kerberos = self.hms.auth.kerberos
@@ -419,6 +436,9 @@ class Daemon:
         # Once this member's background work has stopped (as a daemon's stop always did): the
         # term is released, and another member takes the lead without waiting for the lease.
         self.leadership.stop(grace)
+        if self._hms_listener is not None:  # the start failed before the endpoint took it
+            self._hms_listener.close()
+            self._hms_listener = None
         if self.hms is not None:
             self.hms.shutdown(grace)
         if self.thrift is not None:

@@ -3,7 +3,10 @@
 uvicorn times out an idle kept-alive connection but not a request that is still arriving
 (it has no header-read timeout), so the protocol here gives every request a deadline: from
 the connection (or the first byte of the next request) to the end of its body. A client
-that misses it gets a 408 and is closed, quietly: a slow client is not a bug to log.
+that misses it gets a 408 and is closed, quietly: a slow client is not a bug to log. A 408 or
+400 is followed by a clean close (``catalogd.closing``): the write side is shut down and what
+the client still sends is read and thrown away until it closes too, so the answer is not lost
+to a reset.
 Signals stay with the daemon; this server only listens to ``stop``.
 """
 
@@ -24,6 +27,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from catalogd.closing import DRAIN_LIMIT, LINGER
 from catalogd.config import TlsConfig
 from catalogd.errors import InternalError
 from catalogd.server.access import Access
@@ -67,6 +71,9 @@ class DeadlineProtocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self.conn = _Connection(h11.SERVER)
         self._deadline: asyncio.TimerHandle | None = None
+        #: An answer was written and the connection is closing: what arrives is thrown away.
+        self._lingering: asyncio.TimerHandle | None = None
+        self._drained = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -75,9 +82,16 @@ class DeadlineProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._lingering is not None:
+            self._lingering.cancel()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering is not None:
+            self._drained += len(data)
+            if self._drained >= DRAIN_LIMIT:
+                self.transport.close()
+            return
         super().data_received(data)
         self._watch()
 
@@ -116,12 +130,24 @@ class DeadlineProtocol(H11Protocol):
             # answers goes nowhere.
             cycle.disconnected = True
             cycle.message_event.set()
-        self.transport.close()
+        self._close_after_answer()
 
     def send_400_response(self, msg: str) -> None:
         error = self.conn.last_error
         self._answer(400, "invalid-argument", f"malformed HTTP request: {error or msg}")
-        self.transport.close()
+        self._close_after_answer()
+
+    def _close_after_answer(self) -> None:
+        """Close so that the answer just written reaches the client (see ``catalogd.closing``): a FIN
+        after it, the client's further bytes read and dropped, closed at its EOF (the transport
+        closes itself then), at ``DRAIN_LIMIT`` bytes or after ``LINGER`` seconds."""
+        if self._lingering is not None or self.transport.is_closing():
+            return
+        self._disarm()
+        transport = self.transport
+        if transport.can_write_eof():  # not over TLS: there the client closes after the answer's length
+            transport.write_eof()
+        self._lingering = self.loop.call_later(LINGER, transport.close)
 
     def _answer(self, status: int, kind: str, message: str) -> None:
         """Write a whole error response past h11 (the request is broken or incomplete) and close after it."""

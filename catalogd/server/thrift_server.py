@@ -51,6 +51,7 @@ from typing import Any
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
 from thrift.transport import TTransport
 
+from catalogd.closing import hand_off
 from catalogd.ratelog import BoundedLog
 from catalogd.server.session import Session, reset_session, use_session
 
@@ -644,5 +645,6 @@ def _peer(address: Any) -> str:
 
 
 def _close_quietly(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.close()
+    # Cleanly (``catalogd.closing``): a reply just sent, e.g. the last one before a shutdown,
+    # must not be lost to the reset a close with unread bytes makes.
+    hand_off(sock)

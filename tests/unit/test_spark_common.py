@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from catalogd import spark_common
+from catalogd.model import CatalogInfo
 
 
 class _Conf:
@@ -60,3 +61,15 @@ def test_observed_rows_come_from_the_writes_own_observation() -> None:
     assert spark_common.observed_rows(_Written(None)) is None
     assert spark_common.observed_rows(_Written(_Info([]))) is None
 
+
+
+def test_a_session_on_the_endpoint_retries_through_a_restart_and_a_job_on_a_metastore_does_not() -> None:
+    """Hive 2.3's client gives up after 3 tries 1 s apart by default: shorter than a restart."""
+    from catalogd.spark_common import spark_conf_for
+
+    served = spark_conf_for(CatalogInfo("main", "hive", hms_endpoint="thrift://h:9083"))
+    assert int(served["spark.hadoop.hive.metastore.connect.retries"]) >= 30
+    assert served["spark.hadoop.hive.metastore.client.connect.retry.delay"] == "1s"
+    assert int(served["spark.hadoop.hive.metastore.failure.retries"]) >= 2
+    direct = spark_conf_for(CatalogInfo("main", "hive", metastore="thrift://h:9084"))
+    assert not any("retr" in key for key in direct)
