@@ -22,7 +22,6 @@ metastore's own port stays open. A secure metastore's JVM finds the realm throug
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import select
@@ -40,6 +39,7 @@ from catalogd.errors import ConflictError, MetastoreUnavailableError
 from catalogd.metastore import guard_classes, txn_tables
 from catalogd.metastore.access_key import KEY_FILE, KeySource, new_key, preamble, send_key
 from catalogd.metastore.database import database_settings, driver_jars
+from catalogd.metastore.jars import pyspark_jars_dir
 
 logger = logging.getLogger(__name__)
 
@@ -51,21 +51,6 @@ _GATEWAY_CLASS = "py4j.GatewayServer"
 _HMS = "org.apache.hadoop.hive.metastore."
 #: How long a new connection may take to send its key (catalogd's clients send it at once).
 KEY_TIMEOUT_MS = 10_000
-
-
-def pyspark_jars_dir() -> Path:
-    """The ``jars/`` folder of the installed pyspark wheel (HMS 2.3, Derby and py4j are in it).
-
-    Found without importing pyspark: its import (its whole Python API) took 0.45 s of each
-    daemon start on a quiet machine (7 to 11 s on a loaded one), on the way to the metastore's JVM.
-    """
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or spec.origin is None:  # pragma: no cover - pyspark is a hard dependency
-        raise MetastoreUnavailableError("pyspark is not installed; it ships the metastore jars")
-    jars = Path(spec.origin).parent / "jars"
-    if not any(jars.glob("hive-metastore-*.jar")):
-        raise MetastoreUnavailableError(f"no hive-metastore jar in {jars}: reinstall pyspark")
-    return jars
 
 
 def find_java() -> str:

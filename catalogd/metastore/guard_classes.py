@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from catalogd.errors import MetastoreUnavailableError
+from catalogd.metastore.jars import pyspark_jars_dir
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +130,6 @@ def classes_dir(data_dir: Path, jars: Path) -> Path:
 
 def main() -> None:
     """``make``: compile the checkout's sources into ``jvm/build``."""
-    from catalogd.metastore.embedded import pyspark_jars_dir
-
     root = source_root()
     javac = find_javac()
     if root is None or javac is None:

@@ -24,7 +24,7 @@ from catalogd.client import CatalogClient
 from catalogd.model import RunStatus
 
 from .conftest import source_database
-from .helpers import Daemon, free_port, metastore_key_file, spark_rows, start_daemon, write_config
+from .helpers import SESSION_STAGE_SECRET, Daemon, free_port, metastore_key_file, spark_rows, start_daemon, write_config
 from .spark_cluster import SparkCluster, running_spark_cluster
 
 pytestmark = pytest.mark.integration
@@ -49,7 +49,9 @@ def cluster_daemon(root: Path, metastore: str, key_file: Path, cluster: SparkClu
         root / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
         catalogs=[{"name": "main", "type": "hive", "default": True,
                    "connection": {"hive.metastore.uris": metastore}, "metastore-key-file": str(key_file)}],
-        extra={"dynamic-tables": {"warm-analyzer": False},
+        # The session daemon's stage key: it signed the table's definition (a daemon runs only
+        # definitions signed with its deployment's key).
+        extra={"dynamic-tables": {"warm-analyzer": False}, "staging": {"secret": SESSION_STAGE_SECRET},
                # The same settings run it on YARN (master: yarn) or Kubernetes (k8s://...):
                # spark.conf passes through to spark-submit.
                "spark": {"master": cluster.master, "engine": engine,

@@ -631,8 +631,11 @@ def test_a_live_reload_adds_and_removes_the_catalogs_whose_tables_it_drives(
     dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day",
                             options={"initialize": "on_schedule"})
     dc.suspend_dynamic_table(name)  # `dtd` keeps still; the other daemon refreshes it by hand
+    # `dtd`'s stage key: it signed the table's definition, and a daemon runs only definitions
+    # signed with its deployment's key (staging.secret).
+    key = (dtd.root / "data" / "secrets" / "stage.key").read_text().strip()
     other = daemon_factory(name="dt-reload", catalogs=[{"name": "scratch", "type": "memory", "default": True}],
-                           extra={"spark": SPARK})
+                           extra={"spark": SPARK, "staging": {"secret": key}})
     main = {"name": "main", "type": "hive", "connection": {"hive.metastore.uris": dtd.metastore},
             "metastore-key-file": str(dtd.key_file)}
 

@@ -396,9 +396,12 @@ def test_merged_aggregations_keep_null_groups_and_global_aggregates_over_a_parti
 def test_a_connect_server_killed_mid_run_fails_the_run_and_is_restarted(
         connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
     name = f"main.{cdb}.slow"
-    # Each row sleeps in the server's JVM: the run is still writing when the server is killed.
+    # Each row costs the server's JVM about half a second (a million lambda calls that depend on
+    # the row, so nothing is folded ahead): the run is still writing when the server is killed.
+    # (reflect('java.lang.Thread', 'sleep', ...) did this before; a definition may not call Java.)
     cc.create_dynamic_table(
-        name, f"SELECT id, ds, length(coalesce(reflect('java.lang.Thread', 'sleep', cast(400 AS bigint)), '')) "
+        name, f"SELECT id, ds, length(CAST(aggregate(sequence(1, id + 1500), 0L, "
+              f"(a, x) -> a + aggregate(sequence(1, x), 0L, (b, y) -> b + y)) AS STRING)) "
               f"AS pause FROM {orders}", "1 day", options={"initialize": "on_schedule"})
     killed = wait_until(connect_dtd.server_pid, 180, "the Connect server", every=0.5)
     job = refresh(connect_dtd, name)
