@@ -210,7 +210,7 @@ def test_bad_requests_change_nothing(client, main_db):
         client.begin_stage(f"{main_db}.t", "id nosuchtype")
     with pytest.raises(InvalidArgumentError):
         client.begin_stage(f"{main_db}.__catalogd_stage_0123456789abcdef", "id bigint")
-    with pytest.raises(InvalidArgumentError, match="catalogd.s own"):
+    with pytest.raises(InvalidArgumentError, match="are catalogd's own"):
         client.begin_stage(f"{main_db}.t", "id bigint", properties={"catalogd.stage.id": "x"})
     with pytest.raises(InvalidArgumentError):
         client.begin_stage(f"{main_db}.t", "id bigint, id string")
