@@ -45,11 +45,14 @@ java:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; \
 	else echo "Java 17 with its compiler (a JDK) is required: install it and re-run" >&2; exit 1; fi
 
-# The embedded metastore's key check (jvm/metastore-guard), compiled against the pyspark jars into
-# jvm/build/<hash of the sources>/ (nothing to do when that build exists).
+# The Java code (jvm/), compiled against the pyspark jars: the embedded metastore's key check
+# (jvm/metastore-guard) into jvm/build/<hash of the sources>/, and the Spark catalog plugin
+# (jvm/spark-catalog) into catalogd/jars/catalogd-spark.jar, which the Python package ships.
+# Nothing to do when the builds match their sources.
 jvm:
 	@test -x $(BIN)/python || { echo "run make install first" >&2; exit 1; }
 	@$(BIN)/python -m catalogd.metastore.guard_classes >/dev/null
+	@$(BIN)/python -m catalogd.spark.plugin >/dev/null
 
 # A PostgreSQL server and its JDBC driver: the integration tests start a real server under
 # embedded metastores (`make run` stays on Derby and needs neither).
@@ -98,6 +101,13 @@ idl:
 	rm -rf catalogd/gen
 	mkdir -p catalogd/gen
 	thrift -gen py:package_prefix=catalogd.gen. -out catalogd/gen idl/catalogd.thrift
+	# The Spark plugin's Java client (Java reserves the word `function`: the argument is renamed;
+	# Thrift's wire format carries field ids, not names).
+	rm -rf jvm/spark-catalog/gen
+	mkdir -p jvm/spark-catalog/gen
+	sed -e 's/Function function/Function fn/' idl/catalogd.thrift > jvm/spark-catalog/gen/catalogd.thrift
+	thrift -gen java:generated_annotations=suppress -out jvm/spark-catalog/gen jvm/spark-catalog/gen/catalogd.thrift
+	rm jvm/spark-catalog/gen/catalogd.thrift
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/catalog_ops.py

@@ -167,11 +167,20 @@ def session_uris(spark: SparkSession) -> set[str]:
 def spark_prefix(info: CatalogInfo, spark: SparkSession | None) -> str:
     """What the session calls ``info``'s databases start with: its HMS-endpoint prefix when
     the session is on the endpoint (sessions from ``session_builder`` are), else nothing."""
-    if not info.hms_prefix or info.type == "jdbc":  # Spark reaches a jdbc catalog through JDBC, not the endpoint
+    if info.type == "jdbc":  # Spark reaches a jdbc catalog through JDBC, not the endpoint
         return ""
     if spark is not None and not (metastore_uris(info.hms_endpoint) & session_uris(spark)):
         return ""
-    return info.hms_prefix
+    return session_catalog_qualifier(spark) + (info.hms_prefix or "")
+
+
+def session_catalog_qualifier(spark: SparkSession | None) -> str:
+    """``spark_catalog.`` when the session's default catalog is another one (the catalog plugin's,
+    ``spark.sql.defaultCatalog``), so that a name meant for the HMS endpoint still reaches it."""
+    if spark is None:
+        return ""
+    default = spark.conf.get("spark.sql.defaultCatalog", "spark_catalog") or "spark_catalog"
+    return "" if default == "spark_catalog" else "spark_catalog."
 
 
 # ---------------------------------------------------------------- columns

@@ -8,6 +8,7 @@
  */
 
 namespace py catalogd_thrift
+namespace java catalogd.thrift
 
 // ---------------------------------------------------------------- errors
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from catalogd.cli.context import Context, pass_ctx
@@ -31,9 +33,20 @@ def catalog_describe(ctx: Context, name: str) -> CatalogInfo:
 
 @click.command("spark-conf")
 @click.argument("catalog_name", metavar="CATALOG")
+@click.option("--hms-only", is_flag=True,
+              help="Only the HMS endpoint's settings (no catalog plugin): for Spark left unmodified.")
 @pass_ctx
-def spark_conf(ctx: Context, catalog_name: str) -> SparkSettings:
-    """Print the Spark settings (key=value) that point Spark at CATALOG's metastore."""
+def spark_conf(ctx: Context, catalog_name: str, hms_only: bool) -> SparkSettings:
+    """Print the Spark settings (key=value) for a session whose default catalog is CATALOG: the
+    catalog plugin (every catalog named natively, atomic CREATE ... AS SELECT and INSERT) and the
+    HMS endpoint. The token is never printed: the plugin reads $CATALOGD_TOKEN."""
     from catalogd.spark_common import spark_conf_for
 
-    return SparkSettings(spark_conf_for(ctx.client.get_catalog(catalog_name)))
+    info = ctx.client.get_catalog(catalog_name)
+    if hms_only:
+        return SparkSettings(spark_conf_for(info))
+    from catalogd.spark.catalogs import plugin_conf
+    from catalogd.tls import ENV_CA
+
+    ca = ctx.tls[0] or os.environ.get(ENV_CA) or None
+    return SparkSettings(plugin_conf(ctx.client, info, ca=ca))

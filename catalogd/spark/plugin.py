@@ -1,0 +1,132 @@
+"""The Spark catalog plugin's jar (``jvm/spark-catalog``): found, or built.
+
+``catalogd.spark.CatalogdCatalog`` (Java) makes every catalogd catalog a Spark catalog
+(``spark.sql.catalog.<name>``) whose CREATE / REPLACE ... AS SELECT and INSERT go through
+catalogd stages (docs/spark.md). It is compiled against the jars of the installed pyspark
+wheel and shipped inside this package as ``catalogd/jars/catalogd-spark.jar``:
+
+* ``make`` builds it in a checkout (``python -m catalogd.spark.plugin``); the jar records the
+  hash of its sources, so a stale jar is rebuilt, never used;
+* a wheel carries the built jar (package data), and ``plugin_jar()`` finds it there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from catalogd.errors import UnsupportedError
+from catalogd.metastore.guard_classes import find_javac
+from catalogd.metastore.jars import pyspark_jars_dir
+
+__all__ = ["CATALOG_CLASS", "EXTENSIONS_CLASS", "build", "plugin_jar"]
+
+#: ``spark.sql.catalog.<name>``'s value.
+CATALOG_CLASS = "catalogd.spark.CatalogdCatalog"
+#: ``spark.sql.extensions``'s value: the dynamic-table statements in Spark SQL.
+EXTENSIONS_CLASS = "catalogd.spark.CatalogdExtensions"
+JAR_NAME = "catalogd-spark.jar"
+_HASH_ENTRY = "META-INF/catalogd-sources.sha256"
+_FOLDERS = ("gen", "src")
+_FIX = ("run `make` in the catalogd checkout (it needs a JDK: apt-get install openjdk-17-jdk-headless), "
+        "or install a catalogd wheel, which carries the jar")
+
+
+def _package_jar() -> Path:
+    return Path(__file__).resolve().parents[1] / "jars" / JAR_NAME
+
+
+def source_root() -> Path | None:
+    """``jvm/spark-catalog`` of a checkout (None in an installed package)."""
+    root = Path(__file__).resolve().parents[2] / "jvm" / "spark-catalog"
+    return root if (root / "src").is_dir() else None
+
+
+def _sources(root: Path) -> list[Path]:
+    return sorted(p for folder in _FOLDERS for p in (root / folder).rglob("*.java"))
+
+
+def source_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in _sources(root):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _jar_hash(jar: Path) -> str | None:
+    try:
+        with zipfile.ZipFile(jar) as z:
+            return z.read(_HASH_ENTRY).decode().strip()
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+
+
+def build(root: Path, jar: Path, jars: Path, javac: str) -> Path:
+    """Compile ``root``'s sources against ``jars`` (pyspark's) into ``jar`` (written whole, then
+    renamed into place: a half-written jar is never found). Nothing to do when it is current.
+
+    Raises:
+        UnsupportedError: javac failed.
+    """
+    digest = source_hash(root)
+    if jar.is_file() and _jar_hash(jar) == digest:
+        return jar
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=jar.parent))
+    try:
+        classes = work / "classes"
+        done = subprocess.run(
+            [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp", str(jars / "*"),
+             "-d", str(classes), *map(str, _sources(root))],
+            capture_output=True, text=True, timeout=600, check=False,
+        )
+        if done.returncode != 0:
+            raise UnsupportedError(f"compiling the Spark catalog plugin ({root}) failed:\n{done.stderr.strip()}")
+        partial = work / JAR_NAME
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: catalogd\n\n")
+            z.writestr(_HASH_ENTRY, digest + "\n")
+            for path in sorted(classes.rglob("*.class")):
+                z.write(path, path.relative_to(classes).as_posix())
+        partial.replace(jar)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return jar
+
+
+def plugin_jar() -> Path:
+    """The plugin's jar, for ``spark.jars``: current with the checkout's sources (built when it is
+    not and a JDK is there), or the one an installed package carries.
+
+    Raises:
+        UnsupportedError: there is none and it cannot be built.
+    """
+    jar = _package_jar()
+    root = source_root()
+    if root is None:
+        if jar.is_file():
+            return jar
+        raise UnsupportedError(f"the Spark catalog plugin ({jar}) is not installed: {_FIX}")
+    if jar.is_file() and _jar_hash(jar) == source_hash(root):
+        return jar
+    javac = find_javac()
+    if javac is None:
+        raise UnsupportedError(f"the Spark catalog plugin is not built and no javac was found: {_FIX}")
+    return build(root, jar, pyspark_jars_dir(), javac)
+
+
+def main() -> None:
+    """``make``: build the checkout's plugin into ``catalogd/jars``."""
+    try:
+        print(plugin_jar())
+    except UnsupportedError as e:
+        sys.exit(e.message)
+
+
+if __name__ == "__main__":
+    main()
