@@ -142,6 +142,21 @@ class Loader:
             self.retry_later(catalog, database, table)
         return found
 
+    def adopt(self, catalog: str, database: str, table: str, params: dict[str, str]) -> bool:
+        """Drive a dynamic table that this daemon does not drive yet but should: one made through
+        another member just before this one took the lead (its loader had passed already, and the
+        watch that would find it runs later). False when this daemon must not drive it (dynamic
+        tables off here, not leading, its catalog not loaded yet) or its restore failed; a refused
+        definition's refusal is kept as at a load.
+        """
+        if not self.config.dynamic_tables.enabled or self._stopping.is_set() or not self.leading():
+            return False
+        with self._lock:
+            if catalog not in self._loaded or not self.leading():
+                return False
+            self._try_restore(catalog, database, table, params, time.time())
+        return self.registry.get(f"{catalog}.{database}.{table}") is not None
+
     def _try_restore(self, catalog: str, database: str, table: str, params: dict[str, str], now: float) -> None:
         try:
             self.restore(catalog, database, table, params, now)

@@ -349,9 +349,11 @@ class TableOperations:
         """The writable dynamic table a change names, and this daemon's registry entry for it."""
         catalog, database, name = self.resolve(path)
         self.manager.check_writable(catalog)
-        self._params(catalog, database, name)
+        _, params = self._params(catalog, database, name)
         full = f"{catalog.name}.{database}.{name}"
         entry = self.registry.get(full)
+        if entry is None and self.loader.adopt(catalog.name, database, name, params):
+            entry = self.registry.get(full)
         if entry is None:
             raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false, "
                                    "or it was made by another daemon since this one started)")
@@ -581,7 +583,11 @@ class TableOperations:
                 _, params = self._params(catalog, database, name)  # not a dynamic table, or none at all: says which
                 if not self.jobs.signer.verify(full, params):
                     raise PermissionDeniedError(UNSIGNED.format(table=full))
-                raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false?)")
+                # Made through another member just before this one took the lead: driven from now on.
+                if self.loader.adopt(catalog.name, database, name, params):
+                    entry = self.registry.get(full)
+                if entry is None:
+                    raise UnsupportedError(f"{full} is not driven by this daemon (dynamic-tables.enabled is false?)")
             entries.append(entry)
         return self.executor.submit(entries, trigger=trigger, schedule_time=when, partition=partition, conf=conf)
 
