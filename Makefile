@@ -115,4 +115,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/dynamic_tables.py
 
 clean:
-	rm -rf $(VENV) build jvm/build site *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build jvm/build catalogd/jars site *.egg-info .pytest_cache .ruff_cache
