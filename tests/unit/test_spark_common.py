@@ -138,3 +138,56 @@ def test_a_stage_is_written_through_the_session_catalog_under_the_plugin() -> No
     assert staged.name == "spark_catalog.scratch__tmp.__catalogd_stage_s1"
     assert StagedTable(stage, spark_prefix(scratch, _session()), scratch).name == (  # type: ignore[arg-type]
         "scratch__tmp.__catalogd_stage_s1")
+
+
+class _Catalog:
+    """``spark.catalog``'s current catalog and database, and its calls (PySpark's method names)."""
+
+    def __init__(self, catalog: str, database: str) -> None:
+        self.catalog, self.database = catalog, database
+        self.calls: list[str] = []
+
+    def currentCatalog(self) -> str:
+        return self.catalog
+
+    def currentDatabase(self) -> str:
+        return self.database
+
+    def setCurrentCatalog(self, name: str) -> None:
+        self.calls.append(f"catalog {name}")
+        self.catalog, self.database = name, "default"
+
+    def setCurrentDatabase(self, name: str) -> None:
+        self.calls.append(f"database {name}")
+        self.database = name
+
+
+class _CatalogSpark:
+    def __init__(self, catalog: str, database: str) -> None:
+        self.catalog = _Catalog(catalog, database)
+
+
+def test_helpers_write_with_the_session_catalog_current_and_restore_the_plugin_s() -> None:
+    """insertInto / saveAsTable take spark_catalog.db.t only while spark_catalog is current."""
+    from catalogd.spark_common import writing_to_session_catalog
+
+    spark = _CatalogSpark("main", "sales")
+    with writing_to_session_catalog(spark):  # type: ignore[arg-type]
+        assert spark.catalog.catalog == "spark_catalog"
+    assert (spark.catalog.catalog, spark.catalog.database) == ("main", "sales")
+    assert spark.catalog.calls == ["catalog spark_catalog", "catalog main", "database sales"]
+
+    # Restored when the write fails too.
+    failing = _CatalogSpark("main", "sales")
+    try:
+        with writing_to_session_catalog(failing):  # type: ignore[arg-type]
+            raise RuntimeError("the write failed")
+    except RuntimeError:
+        pass
+    assert (failing.catalog.catalog, failing.catalog.database) == ("main", "sales")
+
+    # A session on the session catalog (before the plugin; every refresh job's): nothing changes.
+    plain = _CatalogSpark("spark_catalog", "sales")
+    with writing_to_session_catalog(plain):  # type: ignore[arg-type]
+        pass
+    assert plain.catalog.calls == []
