@@ -37,7 +37,7 @@ lock: $(STAMP)
 install: $(STAMP)
 
 # Java 17 runs the embedded Hive Metastore and Spark; its compiler (javac, in the JDK) builds the
-# metastore's key check (jvm/).
+# metastore's key check and the Spark catalog plugin (jvm/).
 java:
 	@if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then java -version 2>&1 | head -1; \
 	elif command -v apt-get >/dev/null 2>&1; then \
@@ -115,4 +115,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/dynamic_tables.py
 
 clean:
-	rm -rf $(VENV) build jvm/build site *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build jvm/build catalogd/jars site *.egg-info .pytest_cache .ruff_cache

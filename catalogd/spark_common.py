@@ -401,6 +401,30 @@ def _job_group(spark: SparkSession | None, group: str, description: str) -> Iter
             sc.setLocalProperty(key, value)  # type: ignore[arg-type]
 
 
+@contextlib.contextmanager
+def writing_to_session_catalog(spark: SparkSession) -> Iterator[None]:
+    """Make ``spark_catalog`` (catalogd's HMS endpoint) the current catalog while the block writes.
+
+    ``DataFrameWriter.insertInto`` and ``saveAsTable`` take a session-catalog table
+    (``spark_catalog.db.t``, as ``spark_prefix`` names it in a session whose default catalog is the
+    catalog plugin's) only while the session catalog is the current one (Spark's
+    ``AsTableIdentifier``); otherwise they fail with "Couldn't find a catalog to handle the
+    identifier". The current catalog and database are restored after. Nothing changes in a session
+    already on the session catalog (every session before the plugin, every refresh job's).
+    """
+    catalog = spark.catalog.currentCatalog()
+    if catalog == "spark_catalog":
+        yield
+        return
+    database = spark.catalog.currentDatabase()
+    spark.catalog.setCurrentCatalog("spark_catalog")
+    try:
+        yield
+    finally:
+        spark.catalog.setCurrentCatalog(catalog)
+        spark.catalog.setCurrentDatabase(database)
+
+
 #: Hive's setting that lets an insert write partitions from the data's values when "nonstrict".
 DYNAMIC_PARTITION_MODE = "hive.exec.dynamic.partition.mode"
 #: The observation a Connect write counts its rows in (``write_staged``).
@@ -448,7 +472,7 @@ def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count:
         # The stage's columns are lower case, as catalogd keeps names; Spark's JDBC insert names them.
         write_jdbc(spark, df.toDF(*[c.lower() for c in df.columns]), staged.info, staged.stage.spark_table, "append")
         return None
-    with dynamic_partitions(spark):
+    with dynamic_partitions(spark), writing_to_session_catalog(spark):
         if not (count and is_connect(spark)):
             df.write.insertInto(name, overwrite=True)
             return None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from catalogd.errors import MetastoreUnavailableError
+from catalogd.jdk import find_javac  # shared with the Spark plugin's build; tests replace it here
 from catalogd.metastore.jars import pyspark_jars_dir
 
 logger = logging.getLogger(__name__)
@@ -56,20 +56,6 @@ def source_hash(root: Path) -> str:
     for path in _sources(root):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
-
-
-def find_javac() -> str | None:
-    """``javac`` of ``JAVA_HOME``, on the PATH, or beside the ``java`` that runs the metastore."""
-    candidates = []
-    if os.environ.get("JAVA_HOME"):
-        candidates.append(Path(os.environ["JAVA_HOME"]) / "bin" / "javac")
-    which = shutil.which("javac")
-    if which:
-        candidates.append(Path(which))
-    java = shutil.which("java")
-    if java:
-        candidates.append(Path(java).resolve().parent / "javac")
-    return next((str(c) for c in candidates if os.access(c, os.X_OK)), None)
 
 
 def build(root: Path, out: Path, jars: Path, javac: str) -> Path:

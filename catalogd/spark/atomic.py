@@ -31,6 +31,7 @@ from catalogd.spark_common import (
     staged_table,
     write_jdbc,
     write_staged,
+    writing_to_session_catalog,
 )
 
 if TYPE_CHECKING:
@@ -183,7 +184,8 @@ def atomic_ctas(
                 _plain_jdbc(spark, df, info, name, {"create": "errorifexists", "create_if_not_exists": "ignore",
                                                     "replace": "overwrite"}[mode])
             else:
-                _plain_save(df, spark_name(info, name, spark), mode, keys, fmt)
+                with writing_to_session_catalog(spark):
+                    _plain_save(df, spark_name(info, name, spark), mode, keys, fmt)
             return None
         with staged_table(name, df.schema, partition_by=keys, format=fmt, mode=mode, properties=properties,
                           comment=comment, client=c, spark=spark) as staged:
@@ -329,7 +331,7 @@ def _insert(
             if info.type == "jdbc":
                 _plain_jdbc(spark, df, info, name, "overwrite" if overwrite else "append")
                 return None
-            with dynamic_partitions(spark):
+            with dynamic_partitions(spark), writing_to_session_catalog(spark):
                 df.write.insertInto(spark_name(info, name, spark), overwrite=overwrite)
             return None
         if not overwrite:

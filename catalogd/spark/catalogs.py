@@ -51,10 +51,9 @@ def plugin_conf(client: CatalogClient, info: CatalogInfo, infos: list[CatalogInf
     default = next((c for c in infos if c.default), info)
     # The session catalog is catalogd's HMS endpoint: the plugin writes stages through it.
     settings = spark_conf_for(default if default.hms_endpoint else info)
-    jars = [str(plugin_jar())]
-    jars += [jar for c in infos if c.type == "jdbc" and c.jdbc_driver_jar for jar in [c.jdbc_driver_jar]
-             if jar not in jars]
-    settings["spark.jars"] = ",".join(jars)
+    # The plugin, then each jdbc catalog's driver once (catalogs on one server share a driver).
+    jars = [str(plugin_jar()), *(c.jdbc_driver_jar for c in infos if c.type == "jdbc" and c.jdbc_driver_jar)]
+    settings["spark.jars"] = ",".join(dict.fromkeys(jars))
     settings["spark.sql.extensions"] = EXTENSIONS_CLASS
     address = thrift_addresses(client)
     for c in infos:

@@ -21,8 +21,7 @@ import zipfile
 from pathlib import Path
 
 from catalogd.errors import UnsupportedError
-from catalogd.metastore.guard_classes import find_javac
-from catalogd.metastore.jars import pyspark_jars_dir
+from catalogd.jdk import find_javac, pyspark_jars
 
 __all__ = ["CATALOG_CLASS", "EXTENSIONS_CLASS", "build", "plugin_jar"]
 
@@ -117,7 +116,7 @@ def plugin_jar() -> Path:
     javac = find_javac()
     if javac is None:
         raise UnsupportedError(f"the Spark catalog plugin is not built and no javac was found: {_FIX}")
-    return build(root, jar, pyspark_jars_dir(), javac)
+    return build(root, jar, pyspark_jars(), javac)
 
 
 def main() -> None:

@@ -157,7 +157,7 @@ def test_auth_off_on_a_non_loopback_address_does_not_start(tmp_path: Path) -> No
 
 def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_as_a_reader(
         daemon_factory, tmp_path: Path) -> None:
-    """Spark (its own JVM, settings from `catalogd spark-conf`) names its user with set_ugi:
+    """Spark (its own JVM, settings from `catalogd spark-conf --hms-only`) names its user with set_ugi:
     the OS user, or HADOOP_USER_NAME."""
     from catalogd.client import CatalogClient
     from catalogd.spark.conf import spark_conf_for

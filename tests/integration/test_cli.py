@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -61,14 +62,48 @@ def test_spark_conf_main(run_cli, client):
     assert settings["spark.hadoop.hive.metastore.uris"].startswith("thrift://127.0.0.1:")
     assert settings["spark.sql.catalogImplementation"] == "hive"
     assert settings["spark.sql.warehouse.dir"] == client.get_catalog("main").warehouse
+    # And the catalog plugin: every catalog named natively, main the default, its jar built.
+    assert settings["spark.sql.defaultCatalog"] == "main"
+    for name in ("main", "ro", "scratch"):
+        assert settings[f"spark.sql.catalog.{name}"] == "catalogd.spark.CatalogdCatalog"
+        assert settings[f"spark.sql.catalog.{name}.address"] == client.address
+    jar = settings["spark.jars"].split(",")[0]
+    assert jar.endswith("/catalogd-spark.jar") and Path(jar).is_file()
+
+
+def test_spark_conf_hms_only_is_the_endpoint_alone(run_cli, client):
+    code, out, err = run_cli("spark-conf", "main", "--hms-only")
+    assert (code, err) == (0, "")
+    settings = dict(line.split("=", 1) for line in out.splitlines())
+    assert settings["spark.hadoop.hive.metastore.uris"] == client.get_catalog("main").hms_endpoint
+    assert not any(key.startswith(("spark.sql.catalog.", "spark.sql.defaultCatalog", "spark.sql.extensions"))
+                   for key in settings)
+    assert "catalogd-spark.jar" not in out
 
 
 def test_spark_conf_memory_catalog_points_at_the_endpoint(run_cli, client):
-    code, out, err = run_cli("spark-conf", "scratch")
+    code, out, err = run_cli("spark-conf", "scratch", "--hms-only")
     assert (code, err) == (0, "")
     settings = dict(line.split("=", 1) for line in out.splitlines())
     assert settings["spark.hadoop.hive.metastore.uris"] == client.get_catalog("scratch").hms_endpoint
     assert "spark.sql.warehouse.dir" not in settings
+    # With the plugin, scratch is the session's default catalog; the session catalog (where the
+    # plugin writes stages) stays the endpoint, with the default catalog's warehouse.
+    code, out, err = run_cli("spark-conf", "scratch")
+    assert (code, err) == (0, "")
+    settings = dict(line.split("=", 1) for line in out.splitlines())
+    assert settings["spark.sql.defaultCatalog"] == "scratch"
+    assert settings["spark.hadoop.hive.metastore.uris"] == client.get_catalog("scratch").hms_endpoint
+    assert settings["spark.sql.warehouse.dir"] == client.get_catalog("main").warehouse
+
+
+def test_spark_conf_never_prints_the_token(daemon):
+    token = "not-to-be-printed-0123456789"
+    done = subprocess.run([str(CATALOGD), "--server", daemon.address, "spark-conf", "main"], capture_output=True,
+                          text=True, timeout=60, env={**clean_env(), "CATALOGD_TOKEN": token})
+    assert done.returncode == 0, done.stderr
+    assert token not in done.stdout + done.stderr
+    assert not any("token" in line.split("=", 1)[0].lower() for line in done.stdout.splitlines())
 
 
 # ---------------------------------------------------------------- databases

@@ -1,6 +1,6 @@
 """Several daemons of one deployment (``cluster.members``): clients and the CLI move to the next
-member when one is SIGKILLed, ``spark-conf`` lists every member's HMS endpoint, and members that
-share a metastore must share the stage key."""
+member when one is SIGKILLed, ``spark-conf`` lists every member's HMS endpoint (and API, for the
+catalog plugin), and members that share a metastore must share the stage key."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ def test_clients_and_the_cli_move_to_the_next_member(daemon_factory: Callable[..
     assert done.returncode == 0, done.stderr
     uris = f"thrift://127.0.0.1:{members[0]['hms-port']},thrift://127.0.0.1:{members[1]['hms-port']}"
     assert f"spark.hadoop.hive.metastore.uris={uris}" in done.stdout.splitlines()
+    # And the catalog plugin reaches catalogd's API at every member, in order.
+    assert f"spark.sql.catalog.main.address={first.address},{second.address}" in done.stdout.splitlines()
 
     with CatalogClient(both, timeout=30) as client:
         assert client.ping().startswith("catalogd ")
@@ -104,3 +106,4 @@ def test_a_daemon_outside_any_cluster_is_unchanged(daemon_factory: Callable[...,
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("spark.hadoop.hive.metastore.uris=")]
     assert len(lines) == 1 and "," not in lines[0]
+    assert f"spark.sql.catalog.main.address={solo.address}" in done.stdout.splitlines()

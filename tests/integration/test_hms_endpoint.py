@@ -1,6 +1,6 @@
 """catalogd's HMS endpoint with unmodified Spark SQL and plain HMS clients (hmsclient).
 
-The session's SparkSession is on the endpoint (``catalogd spark-conf main``): every statement
+The session's SparkSession is on the endpoint (``catalogd spark-conf main --hms-only``): every statement
 here reaches the backing metastore only through catalogd. ``ro`` is a read-only hive catalog
 on main's metastore, served as ``ro__<db>``.
 """

@@ -1,7 +1,7 @@
 """An open Spark session keeps working across a daemon restart: the HMS endpoint's address is
 stable (``server.hms-port``) while the embedded metastore behind it gets a new port, and a
 query made while the daemon is down is answered once it is back (the client settings
-``spark-conf`` prints retry while the port refuses; the new daemon binds the port first and
+``spark-conf --hms-only`` prints retry while the port refuses; the new daemon binds the port first and
 holds the calls until it is ready)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 # Two daemon starts and a Spark application: 530 s on a 2-core machine loaded by other jobs.
 @pytest.mark.timeout(1200)
 def test_an_open_spark_session_survives_a_daemon_restart(daemon_factory, tmp_path: Path):
-    """Unmodified Spark configured by exactly what ``catalogd spark-conf`` prints."""
+    """Unmodified Spark configured by exactly what ``catalogd spark-conf --hms-only`` prints."""
     first = daemon_factory(name="restart")
     with CatalogClient(first.address) as c:
         c.create_database("main.r")

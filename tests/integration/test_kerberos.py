@@ -159,9 +159,11 @@ def test_kerberized_clients_act_as_their_principal_and_no_one_else(kdc: Kdc, ker
 def test_unmodified_spark_with_a_keytab_reads_and_writes_as_its_principal(kdc: Kdc, kerberized: dict[str, Any],
                                                                            tmp_path: Path) -> None:
     daemon = kerberized["daemon"]
-    done = subprocess.run([str(CATALOGD), "--server", daemon.address, "spark-conf", "scratch"], capture_output=True,
-                          text=True, timeout=120, env={**clean_env(), "CATALOGD_TOKEN": ALICE_TOKEN})
+    done = subprocess.run([str(CATALOGD), "--server", daemon.address, "spark-conf", "scratch", "--hms-only"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**clean_env(), "CATALOGD_TOKEN": ALICE_TOKEN})
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert ALICE_TOKEN not in done.stdout
     conf = dict(line.split("=", 1) for line in done.stdout.splitlines())
     assert conf["spark.hadoop.hive.metastore.sasl.enabled"] == "true"
     assert conf["spark.hadoop.hive.metastore.kerberos.principal"] == f"{SERVICE}@{kdc.realm}"
@@ -255,8 +257,9 @@ def test_unmodified_spark_without_a_ticket_uses_a_delegation_token_until_it_is_c
     got = _client(kdc, tickets["alice"], port, [["get_delegation_token", f"alice@{kdc.realm}", "alice"],
                                                ["create_database", "krb_dt"]])
     token = got["results"][0][1]
-    done = subprocess.run([str(CATALOGD), "--server", daemon.address, "spark-conf", "scratch"], capture_output=True,
-                          text=True, timeout=120, env={**clean_env(), "CATALOGD_TOKEN": ALICE_TOKEN})
+    done = subprocess.run([str(CATALOGD), "--server", daemon.address, "spark-conf", "scratch", "--hms-only"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**clean_env(), "CATALOGD_TOKEN": ALICE_TOKEN})
     conf = dict(line.split("=", 1) for line in done.stdout.splitlines())
     conf.update({"spark.driver.extraJavaOptions": f"-Djava.security.krb5.conf={kdc.krb5_conf}",
                  "spark.hadoop.hive.metastore.connect.retries": "1",

@@ -2,7 +2,7 @@
 
 Mutual TLS on the Thrift API (client and CLI) and HTTP; a plaintext client against a TLS port
 fails and the daemon serves on; the HMS endpoint over TLS for hmsclient (thrift's TSSLSocket)
-and for a Spark application of its own (a second JVM) configured by ``catalogd spark-conf``.
+and for a Spark application of its own (a second JVM) configured by ``catalogd spark-conf --hms-only``.
 """
 
 from __future__ import annotations
@@ -134,7 +134,16 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path)
         client.create_database("main.tls_spark")
         client.create_table("main.tls_spark.t", "id int")
 
+    # The catalog plugin talks to catalogd's API over TLS too, verifying it with the same CA.
     done = _cli(daemon, "--tls-ca", str(certs.ca), "spark-conf", "main")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    conf = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    assert conf["spark.sql.catalog.main"] == "catalogd.spark.CatalogdCatalog"
+    assert (conf["spark.sql.catalog.main.tls"], conf["spark.sql.catalog.main.truststore"]) == ("true", str(certs.ca))
+    assert TRUSTSTORE_PASSWORD not in done.stdout
+
+    # Unmodified Spark on the endpoint: the HMS settings alone.
+    done = _cli(daemon, "--tls-ca", str(certs.ca), "spark-conf", "main", "--hms-only")
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     conf = dict(line.split("=", 1) for line in done.stdout.splitlines())
     assert conf["spark.hadoop.hive.metastore.uris"] == daemon.hms_uri

@@ -73,3 +73,121 @@ def test_a_session_on_the_endpoint_retries_through_a_restart_and_a_job_on_a_meta
     assert int(served["spark.hadoop.hive.metastore.failure.retries"]) >= 2
     direct = spark_conf_for(CatalogInfo("main", "hive", metastore="thrift://h:9084"))
     assert not any("retr" in key for key in direct)
+
+
+# ------------------------------------------------------------------ names on the HMS endpoint
+
+ENDPOINT = "thrift://cat:9083"
+
+
+def _session(default_catalog: str | None = None, uris: str = ENDPOINT) -> _Spark:
+    values = {"spark.hadoop.hive.metastore.uris": uris}
+    if default_catalog is not None:
+        values["spark.sql.defaultCatalog"] = default_catalog
+    return _Spark(values)
+
+
+def test_a_session_whose_default_catalog_is_the_plugin_s_names_the_session_catalog() -> None:
+    from catalogd.spark_common import session_catalog_qualifier
+
+    assert session_catalog_qualifier(None) == ""
+    assert session_catalog_qualifier(_session()) == ""  # type: ignore[arg-type]
+    assert session_catalog_qualifier(_session("spark_catalog")) == ""  # type: ignore[arg-type]
+    assert session_catalog_qualifier(_session("")) == ""  # type: ignore[arg-type]
+    assert session_catalog_qualifier(_session("main")) == "spark_catalog."  # type: ignore[arg-type]
+
+
+def test_spark_prefix_reaches_the_endpoint_under_either_default_catalog() -> None:
+    from catalogd.spark_common import spark_prefix
+
+    main = CatalogInfo("main", "hive", default=True, hms_endpoint=ENDPOINT)
+    scratch = CatalogInfo("scratch", "memory", hms_endpoint=ENDPOINT, hms_prefix="scratch__")
+    # A session on the endpoint, spark_catalog its default (the HMS endpoint's names, as before).
+    plain = _session()
+    assert spark_prefix(main, plain) == ""  # type: ignore[arg-type]
+    assert spark_prefix(scratch, plain) == "scratch__"  # type: ignore[arg-type]
+    # The plugin's session (spark.sql.defaultCatalog=main): the same tables, through spark_catalog.
+    plugin = _session("main")
+    assert spark_prefix(main, plugin) == "spark_catalog."  # type: ignore[arg-type]
+    assert spark_prefix(scratch, plugin) == "spark_catalog.scratch__"  # type: ignore[arg-type]
+    # No session: the endpoint's names.
+    assert spark_prefix(scratch, None) == "scratch__"
+
+
+def test_spark_prefix_is_empty_off_the_endpoint_and_for_jdbc() -> None:
+    from catalogd.spark_common import spark_prefix
+
+    direct = CatalogInfo("main", "hive", metastore="thrift://hms:9083", hms_endpoint=ENDPOINT, hms_prefix="main__")
+    # A session on the catalog's own metastore: its names carry no prefix and no catalog.
+    own = _session("main", uris="thrift://hms:9083")
+    assert spark_prefix(direct, own) == ""  # type: ignore[arg-type]
+    # Spark reaches a jdbc catalog through JDBC, never through the endpoint.
+    pg = CatalogInfo("pg", "jdbc", metastore="jdbc:postgresql://db/x", hms_endpoint=ENDPOINT, hms_prefix="pg__")
+    assert spark_prefix(pg, _session("main")) == ""  # type: ignore[arg-type]
+    assert spark_prefix(pg, None) == ""
+
+
+def test_a_stage_is_written_through_the_session_catalog_under_the_plugin() -> None:
+    from catalogd.model import Stage, StagePurpose, StageState
+    from catalogd.spark_common import StagedTable, spark_prefix
+
+    scratch = CatalogInfo("scratch", "memory", hms_endpoint=ENDPOINT, hms_prefix="scratch__")
+    stage = Stage("s1", "scratch", "tmp", "big", StagePurpose.CREATE, StageState.OPEN,
+                  staging_table="__catalogd_stage_s1")
+    staged = StagedTable(stage, spark_prefix(scratch, _session("main")), scratch)  # type: ignore[arg-type]
+    assert staged.name == "spark_catalog.scratch__tmp.__catalogd_stage_s1"
+    assert StagedTable(stage, spark_prefix(scratch, _session()), scratch).name == (  # type: ignore[arg-type]
+        "scratch__tmp.__catalogd_stage_s1")
+
+
+class _Catalog:
+    """``spark.catalog``'s current catalog and database, and its calls (PySpark's method names)."""
+
+    def __init__(self, catalog: str, database: str) -> None:
+        self.catalog, self.database = catalog, database
+        self.calls: list[str] = []
+
+    def currentCatalog(self) -> str:
+        return self.catalog
+
+    def currentDatabase(self) -> str:
+        return self.database
+
+    def setCurrentCatalog(self, name: str) -> None:
+        self.calls.append(f"catalog {name}")
+        self.catalog, self.database = name, "default"
+
+    def setCurrentDatabase(self, name: str) -> None:
+        self.calls.append(f"database {name}")
+        self.database = name
+
+
+class _CatalogSpark:
+    def __init__(self, catalog: str, database: str) -> None:
+        self.catalog = _Catalog(catalog, database)
+
+
+def test_helpers_write_with_the_session_catalog_current_and_restore_the_plugin_s() -> None:
+    """insertInto / saveAsTable take spark_catalog.db.t only while spark_catalog is current."""
+    from catalogd.spark_common import writing_to_session_catalog
+
+    spark = _CatalogSpark("main", "sales")
+    with writing_to_session_catalog(spark):  # type: ignore[arg-type]
+        assert spark.catalog.catalog == "spark_catalog"
+    assert (spark.catalog.catalog, spark.catalog.database) == ("main", "sales")
+    assert spark.catalog.calls == ["catalog spark_catalog", "catalog main", "database sales"]
+
+    # Restored when the write fails too.
+    failing = _CatalogSpark("main", "sales")
+    try:
+        with writing_to_session_catalog(failing):  # type: ignore[arg-type]
+            raise RuntimeError("the write failed")
+    except RuntimeError:
+        pass
+    assert (failing.catalog.catalog, failing.catalog.database) == ("main", "sales")
+
+    # A session on the session catalog (before the plugin; every refresh job's): nothing changes.
+    plain = _CatalogSpark("spark_catalog", "sales")
+    with writing_to_session_catalog(plain):  # type: ignore[arg-type]
+        pass
+    assert plain.catalog.calls == []

@@ -27,6 +27,10 @@ AUDIT_CONFIG = str(HERE / "audit_fixture" / "catalogd.yaml")
 #: (argv, method of the fake that fails, kind of its error)
 Case = tuple[list[str], str | None, str | None]
 
+#: ``spark-conf``'s ``spark.jars`` names the plugin's jar, whose path differs per clone (and whose
+#: build is ``tests/unit/spark/test_plugin.py``'s): the cases see this instead.
+PLUGIN_JAR = "/<catalogd>/jars/catalogd-spark.jar"
+
 REJECTED = ("configuration rejected: 2 problems\n"
             "/etc/c.yaml: unknown key 'colour'\n/etc/c.yaml: two catalogs named 'main'")
 
@@ -39,6 +43,9 @@ _COMMANDS: list[Case] = [
     (["spark-conf", "main"], None, None),
     (["spark-conf", "ro"], None, None),
     (["spark-conf", "scratch"], None, None),
+    (["spark-conf", "main", "--hms-only"], None, None),
+    (["spark-conf", "ro", "--hms-only"], None, None),
+    (["spark-conf", "scratch", "--hms-only"], None, None),
     (["config", "check", "/nonexistent/catalogd.yaml"], None, None),
     (["config", "reload"], None, None),
     (["config", "reload"], "reload_config", "rejected"),
@@ -192,12 +199,15 @@ def run_case(case: Case) -> dict[str, Any]:
     from fake_client import FakeClient
 
     import catalogd.client
+    import catalogd.spark.catalogs
     from catalogd.cli import main
 
     argv, method, kind = case
     fake = FakeClient({method: _error(kind)} if method and kind else None)  # type: ignore[dict-item]
     original = catalogd.client.CatalogClient
+    original_jar = catalogd.spark.catalogs.plugin_jar
     catalogd.client.CatalogClient = lambda *a, **k: fake  # type: ignore[assignment,misc]
+    catalogd.spark.catalogs.plugin_jar = lambda: Path(PLUGIN_JAR)
     stdout, stderr = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -207,6 +217,7 @@ def run_case(case: Case) -> dict[str, Any]:
                 code = e.code if isinstance(e.code, int) else 1
     finally:
         catalogd.client.CatalogClient = original  # type: ignore[misc]
+        catalogd.spark.catalogs.plugin_jar = original_jar
     return {
         "code": code,
         "stdout": stdout.getvalue(),
