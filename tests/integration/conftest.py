@@ -27,7 +27,7 @@ from catalogd.client import CatalogClient
 from catalogd.config.models import DEFAULT_JDBC_DRIVER_JAR
 from catalogd.metastore.access_key import file_key
 from catalogd.metastore.client import MetastoreClient, parse_uris
-from catalogd.spark.plugin import plugin_jar
+from catalogd.spark.plugin import CATALOG_CLASS, EXTENSIONS_CLASS, plugin_jar
 
 from .helpers import (
     CATALOGD,
@@ -197,6 +197,9 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     if DEFAULT_JDBC_DRIVER_JAR.is_file():
         jars.append(str(DEFAULT_JDBC_DRIVER_JAR))
     builder = builder.config("spark.jars", ",".join(jars))
+    # The plugin's SQL extension, as `catalogd spark-conf` configures it (a static setting): its
+    # rules apply to the plugin's tables only (plugin_spark's dynamic partition overwrites).
+    builder = builder.config("spark.sql.extensions", EXTENSIONS_CLASS)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
@@ -215,8 +218,6 @@ def plugin_spark(spark: Any, daemon: Daemon) -> Any:
     multi-part name as a catalog once a catalog of that name is registered, and a loaded catalog
     stays loaded whatever the conf says later, so the shared session's names stay as they were.
     """
-    from catalogd.spark.plugin import CATALOG_CLASS
-
     session = spark.newSession()
     for name in ("main", "scratch"):
         session.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)

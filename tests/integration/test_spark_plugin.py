@@ -330,6 +330,11 @@ ONE_STATEMENT = textwrap.dedent("""
 """)
 
 
+def errors_of(stderr: str) -> str:
+    """A JVM's stderr without its stack frames (what an assertion shows)."""
+    return "\n".join(line for line in stderr.splitlines() if not line.strip().startswith("at "))[-4000:]
+
+
 def child_conf(client: CatalogClient, tmp: Path, **extra: str) -> dict[str, str]:
     """``catalogd spark-conf main``'s settings (the plugin for every catalog, main the default),
     with the driver's temporary files in ``tmp``."""
@@ -351,8 +356,10 @@ def killable(tmp_path: Path) -> Iterator[Callable[[dict[str, str], str], subproc
     def start(conf: dict[str, str], statement: str) -> subprocess.Popen[str]:
         script = tmp_path / "child.py"
         script.write_text(ONE_STATEMENT)
-        proc = subprocess.Popen([sys.executable, str(script), json.dumps(conf), statement], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, env=clean_env(), start_new_session=True)
+        with (tmp_path / "child.err").open("w") as err:
+            proc = subprocess.Popen([sys.executable, str(script), json.dumps(conf), statement],
+                                    stdout=subprocess.DEVNULL, stderr=err, text=True, env=clean_env(),
+                                    start_new_session=True)
         started.append(proc)
         return proc
 
@@ -375,7 +382,7 @@ def test_a_driver_killed_mid_ctas_leaves_nothing_once_its_lease_lapses(client, m
 
     def writing() -> bool:
         if proc.poll() is not None:
-            raise AssertionError(f"the child exited with {proc.returncode}")
+            pytest.fail(f"the child exited with {proc.returncode}: {errors_of((tmp_path / 'child.err').read_text())}")
         files = [p for p in location.rglob("*") if p.is_file()]
         return bool(open_stages(client, main_db)) and bool(files)
 
@@ -405,7 +412,7 @@ def test_the_spark_sql_shell(client, main_db, tmp_path):
     argv += ["-e", f"CREATE TABLE main.{db}.shell USING parquet AS SELECT id, id * id AS sq FROM range(5); "
                    f"SELECT count(*), sum(sq) FROM {db}.shell;"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=clean_env(), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, errors_of(done.stderr)
     assert done.stdout.split() == ["5", "30"], done.stdout
     assert staged(client, f"{main_db}.shell") is StageState.COMMITTED
     assert open_stages(client, main_db) == [] and stage_leftovers(client, main_db) == []
