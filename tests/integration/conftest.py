@@ -211,7 +211,7 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def plugin_spark(spark: Any, daemon: Daemon) -> Any:
     """A session of the shared SparkSession's application with the catalog plugin's catalogs
     ``main`` and ``scratch`` (``catalogd.spark.CatalogdCatalog`` on the session daemon), so that
-    ``main.db.t`` is catalogd's main natively; the session catalog stays the default.
+    ``main.db.t`` is catalogd's main natively, and ``main`` the default catalog.
 
     A session of its own (``newSession()``: same JVM, SparkContext, metastore and jars, its own
     SQL conf and catalog manager) rather than the shared one: Spark resolves the first part of a
@@ -222,7 +222,9 @@ def plugin_spark(spark: Any, daemon: Daemon) -> Any:
     for name in ("main", "scratch"):
         session.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)
         session.conf.set(f"spark.sql.catalog.{name}.address", daemon.address)
-    session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    # main the default catalog, as `catalogd spark-conf main` makes it: the plugin's writes name
+    # the session catalog explicitly (its stages), which must work when it is not the current one.
+    session.conf.set("spark.sql.defaultCatalog", "main")
     return session
 
 
