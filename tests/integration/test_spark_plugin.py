@@ -472,8 +472,12 @@ def test_with_auth_a_reader_s_ctas_is_refused_and_a_writer_s_audited(spark, daem
         return {(e["operation"], e["principal"], e["outcome"]) for e in entries
                 if stage_id in json.dumps(e) or e.get("object") == f"{main_db}.t"}
 
-    seen = wait_until(lambda: {("beginStage", "etl", "ok"), ("commitStage", "etl", "ok")} <= audited() and audited(),
-                      30, what="the writer's stage in the audit log")
+    def writer_audited() -> set[tuple[str, str, str]] | None:
+        seen = audited()
+        return seen if {("beginStage", "etl", "ok"), ("commitStage", "etl", "ok")} <= seen else None
+
+    seen = wait_until(writer_audited, 30, what="the writer's stage in the audit log")
+    assert ("beginStage", "ana", "denied") in seen, seen
     assert not any(principal == "ana" and outcome == "ok" for _, principal, outcome in seen), seen
     log = authd.log_path.read_text() + "".join(p.read_text() for p in (authd.data_dir / "audit").glob("*"))
     assert not any(token in log for token in TOKENS.values())
