@@ -115,6 +115,10 @@ def test_inserts(plugin_spark, client, main_db):
     plugin_spark.sql(f"INSERT OVERWRITE {t} PARTITION (ds = 'a') SELECT 100")
     assert content() == [(100, "a"), (3, "b"), (4, "b")]
 
+    # Without a PARTITION clause (static mode, Spark's default) an overwrite replaces the whole table.
+    plugin_spark.sql(f"INSERT OVERWRITE {t} SELECT 5, 'z'")
+    assert content() == [(5, "z")]
+
     # An unpartitioned table's INSERT OVERWRITE replaces it.
     flat = f"{main_db}.flat"
     plugin_spark.sql(f"CREATE TABLE {flat} AS SELECT id FROM range(5)")
