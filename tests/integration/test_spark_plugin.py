@@ -177,10 +177,29 @@ def test_dataframe_writer_v2_overwrite_partitions(plugin_spark, client, main_db)
 
 def test_a_ctas_that_fails_half_way_leaves_nothing(plugin_spark, client, main_db):
     t = f"{main_db}.doomed"
-    # Four tasks on two cores: the first ones write their files before the last one raises.
-    with pytest.raises(Exception, match="boom"):
-        plugin_spark.sql(f"CREATE TABLE {t} AS SELECT IF(id > 900, raise_error('boom'), id) AS id "
-                         "FROM range(0, 1000, 1, 4)")
+    location = local_path(client.get_database(main_db).location)
+    # Four tasks on two cores: three write their files at once; the last one takes 20 ms a row
+    # (seconds), then raises on its last row, long after the others' files are there.
+    statement = (f"CREATE TABLE {t} AS SELECT IF(id = 999, raise_error('boom'), IF(id >= 750, "
+                 "id + length(java_method('java.lang.Thread', 'sleep', 20L)) * 0, id)) AS id "
+                 "FROM range(0, 1000, 1, 4)")
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            plugin_spark.sql(statement)
+        except Exception as e:
+            failure.append(e)
+
+    job = threading.Thread(target=run)
+    job.start()
+    try:
+        wait_until(lambda: failure or any(p.name.startswith("part-") for p in location.rglob("*")), 120,
+                   what="the first tasks' files")
+        assert not failure, f"the CTAS failed before any file was written: {failure}"
+    finally:
+        job.join()
+    assert failure and "boom" in str(failure[0]), failure
     assert not client.table_exists(t)
     assert client.list_tables(main_db) == []
     assert open_stages(client, main_db) == [] and stage_leftovers(client, main_db) == []
