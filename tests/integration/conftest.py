@@ -27,6 +27,7 @@ from catalogd.client import CatalogClient
 from catalogd.config.models import DEFAULT_JDBC_DRIVER_JAR
 from catalogd.metastore.access_key import file_key
 from catalogd.metastore.client import MetastoreClient, parse_uris
+from catalogd.spark.plugin import CATALOG_CLASS, EXTENSIONS_CLASS, plugin_jar
 
 from .helpers import (
     CATALOGD,
@@ -189,15 +190,42 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
+    # Spark's classpath is fixed when the session starts: the catalog plugin's jar (the
+    # plugin_spark fixture's catalogs load from it), and the PostgreSQL JDBC driver
+    # (libpostgresql-jdbc-java), as session_builder adds a jdbc catalog's driver-jar.
+    jars = [str(plugin_jar())]
     if DEFAULT_JDBC_DRIVER_JAR.is_file():
-        # The PostgreSQL JDBC driver (libpostgresql-jdbc-java), as session_builder adds a jdbc
-        # catalog's driver-jar: Spark's classpath is fixed when the session starts.
-        builder = builder.config("spark.jars", str(DEFAULT_JDBC_DRIVER_JAR))
+        jars.append(str(DEFAULT_JDBC_DRIVER_JAR))
+    builder = builder.config("spark.jars", ",".join(jars))
+    # The plugin's SQL extension, as `catalogd spark-conf` configures it (a static setting): its
+    # rules apply to the plugin's tables only (plugin_spark's dynamic partition overwrites).
+    builder = builder.config("spark.sql.extensions", EXTENSIONS_CLASS)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def plugin_spark(spark: Any, daemon: Daemon) -> Any:
+    """A session of the shared SparkSession's application with the catalog plugin's catalogs
+    ``main`` and ``scratch`` (``catalogd.spark.CatalogdCatalog`` on the session daemon), so that
+    ``main.db.t`` is catalogd's main natively, and ``main`` the default catalog.
+
+    A session of its own (``newSession()``: same JVM, SparkContext, metastore and jars, its own
+    SQL conf and catalog manager) rather than the shared one: Spark resolves the first part of a
+    multi-part name as a catalog once a catalog of that name is registered, and a loaded catalog
+    stays loaded whatever the conf says later, so the shared session's names stay as they were.
+    """
+    session = spark.newSession()
+    for name in ("main", "scratch"):
+        session.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)
+        session.conf.set(f"spark.sql.catalog.{name}.address", daemon.address)
+    # main the default catalog, as `catalogd spark-conf main` makes it: the plugin's writes name
+    # the session catalog explicitly (its stages), which must work when it is not the current one.
+    session.conf.set("spark.sql.defaultCatalog", "main")
+    return session
 
 
 # ---------------------------------------------------------------- per-test objects

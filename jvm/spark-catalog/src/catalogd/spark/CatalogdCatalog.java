@@ -47,7 +47,8 @@ import org.apache.thrift.TException;
  * <p>Options ({@code spark.sql.catalog.<name>.<option>}): {@code address} (catalogd's
  * {@code HOST:PORT[,HOST:PORT...]}), {@code catalog} (the catalogd catalog; default the Spark
  * name), {@code token-env} / {@code token-file}, {@code tls}, {@code truststore},
- * {@code truststore-password-env}, {@code session-catalog} (default {@code spark_catalog}).
+ * {@code truststore-password-env}, {@code session-catalog} (default {@code spark_catalog}),
+ * {@code lease} (a stage's lease in milliseconds; default catalogd's {@code staging.lease}).
  */
 public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces {
     /** Table properties Spark passes that are not table properties in the metastore. */
@@ -59,6 +60,7 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
     private String catalogdName;
     private String sessionCatalog;
     private Connection connection;
+    private long leaseMillis;
     private volatile CatalogInfo info;
 
     @Override
@@ -69,6 +71,27 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
         this.catalogdName = opts.getOrDefault("catalog", name);
         this.sessionCatalog = opts.getOrDefault("session-catalog", "spark_catalog");
         this.connection = new Connection(opts);
+        this.leaseMillis = leaseOption(opts.get("lease"));
+    }
+
+    private static long leaseOption(String value) {
+        if (value == null || value.isBlank()) {
+            return 0;
+        }
+        try {
+            long millis = Long.parseLong(value.trim());
+            if (millis > 0) {
+                return millis;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw Errors.invalid("bad lease " + value + ": a stage's lease in milliseconds (e.g. 60000)");
+    }
+
+    /** The lease a stage asks for (0: catalogd's staging.lease). */
+    long leaseMillis() {
+        return leaseMillis;
     }
 
     @Override

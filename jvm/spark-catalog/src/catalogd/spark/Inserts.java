@@ -6,9 +6,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.UUID;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.SparkSession;
 
 /** Spark's own insert into a table of the session catalog (catalogd's HMS endpoint), by position. */
@@ -60,9 +60,18 @@ final class Inserts {
             before.put(e.getKey(), spark.conf().getOption(e.getKey()).getOrElse(() -> null));
             spark.conf().set(e.getKey(), e.getValue());
         }
+        // An INSERT statement naming the session catalog, not DataFrameWriter.insertInto: that one
+        // takes a session-catalog name only while the session catalog is the current one, and
+        // `catalogd spark-conf` makes a catalogd catalog the default (spark.sql.defaultCatalog), where
+        // it fails ("Couldn't find a catalog to handle the identifier spark_catalog...."). The same
+        // insert by position: no PARTITION clause, every partition column dynamic.
+        String view = "__catalogd_insert_" + UUID.randomUUID().toString().replace("-", "");
         try {
-            input.write().mode(overwrite ? SaveMode.Overwrite : SaveMode.Append).insertInto(sparkName);
+            input.createOrReplaceTempView(view);
+            spark.sql("INSERT " + (overwrite ? "OVERWRITE" : "INTO") + " TABLE " + sparkName + " SELECT * FROM "
+                + quote(view));
         } finally {
+            spark.catalog().dropTempView(view);
             for (Map.Entry<String, String> e : before.entrySet()) {
                 if (e.getValue() == null) {
                     spark.conf().unset(e.getKey());

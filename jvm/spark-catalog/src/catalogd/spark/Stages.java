@@ -53,6 +53,9 @@ final class Stages implements Writer {
         if (comment != null) {
             request.setComment(comment);
         }
+        if (catalog.leaseMillis() > 0) {
+            request.setLeaseMillis(catalog.leaseMillis());
+        }
         request.setOwner("spark:" + System.getProperty("user.name") + "@" + ProcessHandle.current().pid());
         Stage stage;
         try {

@@ -27,9 +27,12 @@ final class Writes {
     static final class Builder implements SupportsOverwriteV2, SupportsDynamicOverwrite {
         private final java.util.function.BiConsumer<Mode, Dataset<Row>> sink;
         private Mode mode = Mode.APPEND;
+        /** A dynamic partition overwrite planned as an overwrite of everything (DynamicOverwrite). */
+        private final boolean dynamic;
 
         Builder(LogicalWriteInfo info, java.util.function.BiConsumer<Mode, Dataset<Row>> sink) {
             this.sink = sink;
+            this.dynamic = info != null && "dynamic".equals(info.options().get(DynamicOverwrite.OPTION));
         }
 
         @Override
@@ -38,13 +41,13 @@ final class Writes {
             // the clause's values). An overwrite without one replaces the table (Spark's semantics).
             boolean everything = predicates.length == 0
                 || (predicates.length == 1 && "ALWAYS_TRUE".equals(predicates[0].name()));
-            mode = everything ? Mode.TRUNCATE : Mode.OVERWRITE_PARTITIONS;
+            mode = everything && !dynamic ? Mode.TRUNCATE : Mode.OVERWRITE_PARTITIONS;
             return this;
         }
 
         @Override
         public WriteBuilder truncate() {
-            mode = Mode.TRUNCATE;
+            mode = dynamic ? Mode.OVERWRITE_PARTITIONS : Mode.TRUNCATE;
             return this;
         }
 
