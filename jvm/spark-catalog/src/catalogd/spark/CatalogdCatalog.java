@@ -47,7 +47,9 @@ import org.apache.thrift.TException;
  * <p>Options ({@code spark.sql.catalog.<name>.<option>}): {@code address} (catalogd's
  * {@code HOST:PORT[,HOST:PORT...]}), {@code catalog} (the catalogd catalog; default the Spark
  * name), {@code token-env} / {@code token-file}, {@code tls}, {@code truststore},
- * {@code truststore-password-env}, {@code session-catalog} (default {@code spark_catalog}).
+ * {@code truststore-password-env}, {@code session-catalog} (default {@code spark_catalog}); a jdbc
+ * catalog's login: {@code jdbc-user}, {@code jdbc-password-file}, {@code jdbc-password-env}
+ * ({@link JdbcTables}).
  */
 public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces {
     /** Table properties Spark passes that are not table properties in the metastore. */
@@ -59,6 +61,7 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
     private String catalogdName;
     private String sessionCatalog;
     private Connection connection;
+    private JdbcTables.Login jdbcLogin;
     private volatile CatalogInfo info;
 
     @Override
@@ -69,6 +72,7 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
         this.catalogdName = opts.getOrDefault("catalog", name);
         this.sessionCatalog = opts.getOrDefault("session-catalog", "spark_catalog");
         this.connection = new Connection(opts);
+        this.jdbcLogin = new JdbcTables.Login(catalogdName, opts);
     }
 
     @Override
@@ -101,6 +105,15 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
     String hmsPrefix() {
         CatalogInfo i = info();
         return i.isSetHmsPrefix() && i.getHmsPrefix() != null ? i.getHmsPrefix() : "";
+    }
+
+    /** Whether this is a jdbc catalog: its tables are read and written through Spark's JDBC source. */
+    boolean jdbc() {
+        return "jdbc".equals(info().getType());
+    }
+
+    JdbcTables.Login jdbcLogin() {
+        return jdbcLogin;
     }
 
     /** Whether writes go through catalogd stages (hive and jdbc catalogs with atomic writes on). */

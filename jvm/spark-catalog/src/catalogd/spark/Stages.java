@@ -116,6 +116,11 @@ final class Stages implements Writer {
         if (!active()) {
             return;
         }
+        if (catalog.jdbc()) {
+            // A jdbc catalog's staging table is a PostgreSQL table (not on the HMS endpoint).
+            JdbcTables.append(catalog, stage, data);
+            return;
+        }
         Inserts.insertInto(data, sparkName(), stage.isSetColumns() ? stage.getColumns() : List.of(),
             stage.isSetPartitionKeys() ? stage.getPartitionKeys() : List.of(), true, false);
     }
