@@ -170,6 +170,7 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     from pyspark.sql import SparkSession
 
     from catalogd.spark.conf import spark_conf_for
+    from catalogd.spark.plugin import plugin_jar
 
     local_dir = tmp_path_factory.mktemp("spark-local")
     # The JVM's temporary files (Hive's <uuid>_resources, native libraries) in the session's tmp dir.
@@ -189,10 +190,15 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
+    # catalogd's Spark catalog plugin, so modules can register plugin catalogs at runtime
+    # (spark.conf.set("spark.sql.catalog.<name>", ...): catalogs load lazily); the default
+    # catalog stays spark_catalog, catalogd's HMS endpoint.
+    jars = [str(plugin_jar())]
     if DEFAULT_JDBC_DRIVER_JAR.is_file():
         # The PostgreSQL JDBC driver (libpostgresql-jdbc-java), as session_builder adds a jdbc
         # catalog's driver-jar: Spark's classpath is fixed when the session starts.
-        builder = builder.config("spark.jars", str(DEFAULT_JDBC_DRIVER_JAR))
+        jars.append(str(DEFAULT_JDBC_DRIVER_JAR))
+    builder = builder.config("spark.jars", ",".join(jars))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")

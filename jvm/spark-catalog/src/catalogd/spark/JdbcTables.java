@@ -190,12 +190,12 @@ final class JdbcTables {
         Map<String, String> options = options(catalog, stage.getTarget().getDatabase(), stage.getStagingTable());
         try {
             input.write().format("jdbc").options(options).mode(SaveMode.Append).save();
-        } catch (RuntimeException e) {
-            if (!options.containsKey("password") && String.valueOf(e.getMessage()).contains("password")) {
+        } catch (Exception e) {  // Scala throws the driver's checked SQLExceptions undeclared
+            if (!options.containsKey("password") && String.valueOf(e.getMessage()).contains("no password")) {
                 throw Errors.sneaky(Errors.analysis("permission denied", "PostgreSQL refused the login of catalog "
                     + catalog.name() + " without a password: give it in " + catalog.jdbcLogin().sources(), e));
             }
-            throw e;
+            throw Errors.sneaky(e);
         }
     }
 }
