@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -144,10 +145,11 @@ def test_the_password_is_in_no_spark_setting_and_no_plan(pspark: Any, pg: Pg, na
     assert not [k for k in settings if k.startswith(f"spark.sql.catalog.{JDBC}") and "password" in k
                 and not k.endswith(".jdbc-password-file")]
 
-    for statement in (f"SELECT * FROM {JDBC}.{schema}.t WHERE id > 0",
-                      f"CREATE TABLE {JDBC}.{schema}.u AS SELECT 1 AS a",
-                      f"INSERT INTO {JDBC}.{schema}.t SELECT 5"):
-        plan = pspark.sql(f"EXPLAIN EXTENDED {statement}").collect()[0][0]
+    for mode, statement in (("EXTENDED", f"SELECT * FROM {JDBC}.{schema}.t WHERE id > 0"),
+                            ("FORMATTED", f"SELECT * FROM {JDBC}.{schema}.t WHERE id > 0"),
+                            ("EXTENDED", f"CREATE TABLE {JDBC}.{schema}.u AS SELECT 1 AS a"),
+                            ("EXTENDED", f"INSERT INTO {JDBC}.{schema}.t SELECT 5")):
+        plan = pspark.sql(f"EXPLAIN {mode} {statement}").collect()[0][0]
         assert password not in plan, statement
     # What Spark's UI shows of every statement run so far, the stages' own JDBC writes included
     # (SaveIntoDataSourceCommand, whose options Spark redacts).
@@ -160,3 +162,25 @@ def test_the_password_is_in_no_spark_setting_and_no_plan(pspark: Any, pg: Pg, na
         seen += "SaveIntoDataSourceCommand" in text
         assert password not in text, e.executionId()
     assert seen >= 1
+
+
+def test_a_missing_or_unsafe_password_is_a_clear_error_and_writes_nothing(
+        pspark: Any, pg: Pg, names: tuple[str, str], tmp_path: Path) -> None:
+    _, schema = names
+    unsafe = tmp_path / "pg-password"
+    unsafe.write_text(pg.server.password)
+    unsafe.chmod(0o644)
+    # Two more Spark names of the same catalogd catalog, with a login that cannot work.
+    for name, option, value in (("jpg_nopw", "jdbc-password-env", "PJDBC_TEST_UNSET_VARIABLE"),
+                                ("jpg_unsafe", "jdbc-password-file", str(unsafe))):
+        pspark.conf.set(f"spark.sql.catalog.{name}", "catalogd.spark.CatalogdCatalog")
+        pspark.conf.set(f"spark.sql.catalog.{name}.address", pg.daemon.address)
+        pspark.conf.set(f"spark.sql.catalog.{name}.catalog", "pg")
+        pspark.conf.set(f"spark.sql.catalog.{name}.{option}", value)
+
+    with pytest.raises(Exception, match="without a password: give it in the environment variable "
+                                        "PJDBC_TEST_UNSET_VARIABLE"):
+        pspark.sql(f"CREATE TABLE jpg_nopw.{schema}.t AS SELECT 1 AS a")
+    with pytest.raises(Exception, match=f"the jdbc password file {unsafe} is readable by others"):
+        pspark.sql(f"CREATE TABLE jpg_unsafe.{schema}.t AS SELECT 1 AS a")
+    assert pg.relations(schema) == []  # both stages aborted
