@@ -108,6 +108,13 @@ def test_ctas_between_hive_and_jdbc_in_each_direction_and_every_write_statement(
     plan = pspark.sql(f"EXPLAIN SELECT * FROM {JDBC}.{schema}.daily WHERE ds = '1'").collect()[0][0]
     assert "JDBC" in plan and "ds = '1'" in plan, plan
     assert rows(pspark, f"SELECT n FROM {JDBC}.{schema}.daily WHERE ds = '1'") == [(3,)]
+    # A read's options tune the scan (a parallel read), but never name another table.
+    parallel = pspark.sql(f"SELECT * FROM {JDBC}.{schema}.daily WITH ('partitionColumn' = 'n', "
+                          "'lowerBound' = '0', 'upperBound' = '4', 'numPartitions' = '2')")
+    assert parallel.rdd.getNumPartitions() == 2
+    assert sorted(tuple(r) for r in parallel.collect()) == expected
+    with pytest.raises(Exception, match="the read option dbtable is the catalog's to set"):
+        pspark.sql(f"SELECT * FROM {JDBC}.{schema}.daily WITH ('dbtable' = 'pg_catalog.pg_roles')").collect()
 
     # jdbc -> hive: Spark reads PostgreSQL, writes parquet through a hive stage.
     pspark.sql(f"CREATE TABLE {HIVE}.{hive}.back AS SELECT * FROM {JDBC}.{schema}.daily WHERE ds <> '0'")

@@ -42,6 +42,9 @@ import scala.jdk.javaapi.CollectionConverters;
 final class JdbcTables {
     /** The one dialect catalogd speaks (catalogd/catalog/jdbc_dialect.py). */
     static final String DRIVER = "org.postgresql.Driver";
+    /** JDBC options that say what is read and as whom: the catalog's, never a statement's. */
+    private static final Set<String> IDENTITY = Set.of("url", "dbtable", "query", "driver", "user", "password",
+        "customschema", "sessioninitstatement", "preparequery");
 
     private JdbcTables() {}
 
@@ -156,6 +159,15 @@ final class JdbcTables {
                                    CaseInsensitiveStringMap readOptions) {
         JDBCOptions options = new JDBCOptions(scalaMap(options(catalog, ident.namespace()[0], ident.name())));
         JDBCTable table = new JDBCTable(ident, schema, options, JDBCTable.apply$default$4());
+        // A read's own options tune the scan (partitionColumn, lowerBound, upperBound, numPartitions,
+        // fetchsize, ...); they do not name another table, server or login.
+        for (String key : readOptions.keySet()) {
+            if (IDENTITY.contains(key.toLowerCase(Locale.ROOT))) {
+                throw Errors.invalid(catalog.name() + "." + ident + ": the read option " + key + " is the catalog's "
+                    + "to set (a read of a jdbc catalog's table takes tuning options: partitionColumn, lowerBound, "
+                    + "upperBound, numPartitions, fetchsize, ...)");
+            }
+        }
         return table.newScanBuilder(readOptions);
     }
 
