@@ -54,6 +54,9 @@ final class Stages implements Writer {
             request.setComment(comment);
         }
         request.setOwner("spark:" + System.getProperty("user.name") + "@" + ProcessHandle.current().pid());
+        if (catalog.jdbc()) {
+            catalog.jdbcLogin().password();  // an unreadable or unsafe password file: refused before any stage
+        }
         Stage stage;
         try {
             stage = catalog.connection().call(c -> c.beginStage(request));
