@@ -48,7 +48,9 @@ import org.apache.thrift.TException;
  * {@code HOST:PORT[,HOST:PORT...]}), {@code catalog} (the catalogd catalog; default the Spark
  * name), {@code token-env} / {@code token-file}, {@code tls}, {@code truststore},
  * {@code truststore-password-env}, {@code session-catalog} (default {@code spark_catalog}),
- * {@code lease} (a stage's lease in milliseconds; default catalogd's {@code staging.lease}).
+ * {@code lease} (a stage's lease in milliseconds; default catalogd's {@code staging.lease}); a jdbc
+ * catalog's login: {@code jdbc-user}, {@code jdbc-password-file}, {@code jdbc-password-env}
+ * ({@link JdbcTables}).
  */
 public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces {
     /** Table properties Spark passes that are not table properties in the metastore. */
@@ -61,6 +63,7 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
     private String sessionCatalog;
     private Connection connection;
     private long leaseMillis;
+    private JdbcTables.Login jdbcLogin;
     private volatile CatalogInfo info;
 
     @Override
@@ -72,6 +75,7 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
         this.sessionCatalog = opts.getOrDefault("session-catalog", "spark_catalog");
         this.connection = new Connection(opts);
         this.leaseMillis = leaseOption(opts.get("lease"));
+        this.jdbcLogin = new JdbcTables.Login(catalogdName, opts);
     }
 
     private static long leaseOption(String value) {
@@ -124,6 +128,15 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
     String hmsPrefix() {
         CatalogInfo i = info();
         return i.isSetHmsPrefix() && i.getHmsPrefix() != null ? i.getHmsPrefix() : "";
+    }
+
+    /** Whether this is a jdbc catalog: its tables are read and written through Spark's JDBC source. */
+    boolean jdbc() {
+        return "jdbc".equals(info().getType());
+    }
+
+    JdbcTables.Login jdbcLogin() {
+        return jdbcLogin;
     }
 
     /** Whether writes go through catalogd stages (hive and jdbc catalogs with atomic writes on). */

@@ -152,6 +152,9 @@ final class CatalogdTable implements SupportsRead, SupportsWrite {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+        if (catalog.jdbc()) {
+            return JdbcTables.scanBuilder(catalog, ident, schema, options);
+        }
         return files().newScanBuilder(options);
     }
 

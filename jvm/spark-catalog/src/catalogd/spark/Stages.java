@@ -57,6 +57,9 @@ final class Stages implements Writer {
             request.setLeaseMillis(catalog.leaseMillis());
         }
         request.setOwner("spark:" + System.getProperty("user.name") + "@" + ProcessHandle.current().pid());
+        if (catalog.jdbc()) {
+            catalog.jdbcLogin().password();  // an unreadable or unsafe password file: refused before any stage
+        }
         Stage stage;
         try {
             stage = catalog.connection().call(c -> c.beginStage(request));
@@ -117,6 +120,11 @@ final class Stages implements Writer {
     @Override
     public void write(Dataset<Row> data) {
         if (!active()) {
+            return;
+        }
+        if (catalog.jdbc()) {
+            // A jdbc catalog's staging table is a PostgreSQL table (not on the HMS endpoint).
+            JdbcTables.append(catalog, stage, data);
             return;
         }
         Inserts.insertInto(data, sparkName(), stage.isSetColumns() ? stage.getColumns() : List.of(),
