@@ -20,7 +20,8 @@ import org.apache.thrift.TException;
  * their catalog names ({@code main.db.f(x)}). A catalog plugin's function must be one of Spark's
  * own (connector) functions, so a function whose class implements Spark's
  * {@code UnboundFunction}, or a {@code BoundFunction} ({@code ScalarFunction},
- * {@code AggregateFunction}) taken as it is, is loaded from the driver's classpath and called.
+ * {@code AggregateFunction}) taken as it is, is loaded from the driver's classpath, or from its jar
+ * resources (added to the session as Spark adds a Hive function's), and called.
  * A Hive function (a {@code UDF} / {@code GenericUDF} / {@code UDAF} class, what catalogd's
  * functions usually are) is not one: Spark calls those only through its session catalog, so it is
  * refused with the name to call it by there ({@code spark_catalog.<database on the HMS endpoint>.f}).
@@ -69,10 +70,11 @@ final class Functions {
             throw Errors.unsupported(full + " is a " + language + " function (" + function.getClassName()
                 + "); Spark SQL calls catalogd's JVM functions only");
         }
-        Class<?> cls;
-        try {
-            cls = Class.forName(function.getClassName(), true, org.apache.spark.util.Utils.getContextOrSparkClassLoader());
-        } catch (ClassNotFoundException | LinkageError e) {
+        Class<?> cls = find(function.getClassName());
+        if (cls == null && addJars(function)) {
+            cls = find(function.getClassName());
+        }
+        if (cls == null) {
             throw Errors.unsupported(full + ": its class " + function.getClassName()
                 + " is not on the driver's classpath" + resources(function)
                 + " (add its jar with spark.jars or ADD JAR)");
@@ -88,6 +90,32 @@ final class Functions {
             + "and Spark calls Hive functions through its session catalog only: call it as "
             + catalog.sessionCatalogName() + ".`" + catalog.hmsPrefix() + ident.namespace()[0] + "`." + ident.name()
             + "(...) (catalogd's HMS endpoint)");
+    }
+
+    private static Class<?> find(String className) {
+        try {
+            return Class.forName(className, true, org.apache.spark.util.Utils.getContextOrSparkClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return null;
+        }
+    }
+
+    /**
+     * The function's jar resources added to the session (as Spark adds a Hive function's on first
+     * use: {@code ADD JAR}, which also makes them the calling thread's class loader); whether any was.
+     */
+    private static boolean addJars(Function function) {
+        if (!function.isSetResources()) {
+            return false;
+        }
+        boolean added = false;
+        for (Resource r : function.getResources()) {
+            if ("jar".equalsIgnoreCase(r.getType())) {
+                org.apache.spark.sql.SparkSession.active().sessionState().resourceLoader().addJar(r.getUri());
+                added = true;
+            }
+        }
+        return added;
     }
 
     private static String resources(Function function) {
