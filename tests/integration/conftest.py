@@ -27,6 +27,7 @@ from catalogd.client import CatalogClient
 from catalogd.config.models import DEFAULT_JDBC_DRIVER_JAR
 from catalogd.metastore.access_key import file_key
 from catalogd.metastore.client import MetastoreClient, parse_uris
+from catalogd.spark.plugin import plugin_jar
 
 from .helpers import (
     CATALOGD,
@@ -189,10 +190,13 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
+    # Spark's classpath is fixed when the session starts: the catalog plugin's jar (the
+    # plugin_spark fixture's catalogs load from it), and the PostgreSQL JDBC driver
+    # (libpostgresql-jdbc-java), as session_builder adds a jdbc catalog's driver-jar.
+    jars = [str(plugin_jar())]
     if DEFAULT_JDBC_DRIVER_JAR.is_file():
-        # The PostgreSQL JDBC driver (libpostgresql-jdbc-java), as session_builder adds a jdbc
-        # catalog's driver-jar: Spark's classpath is fixed when the session starts.
-        builder = builder.config("spark.jars", str(DEFAULT_JDBC_DRIVER_JAR))
+        jars.append(str(DEFAULT_JDBC_DRIVER_JAR))
+    builder = builder.config("spark.jars", ",".join(jars))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
