@@ -199,7 +199,8 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         jars.append(str(DEFAULT_JDBC_DRIVER_JAR))
     builder = builder.config("spark.jars", ",".join(jars))
     # The plugin's SQL extension, as `catalogd spark-conf` configures it (a static setting): its
-    # rules apply to the plugin's tables only (plugin_spark's dynamic partition overwrites).
+    # rules apply to the plugin's tables only (plugin_spark's dynamic partition overwrites), its
+    # parser takes only dynamic-table statements (every other statement is Spark's).
     builder = builder.config("spark.sql.extensions", EXTENSIONS_CLASS)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -22,6 +22,7 @@ import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.StagedTable;
@@ -30,6 +31,7 @@ import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.connector.catalog.TableWritePrivilege;
+import org.apache.spark.sql.connector.catalog.RelationCatalog;
 import org.apache.spark.sql.connector.expressions.IdentityTransform;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructField;
@@ -52,7 +54,7 @@ import org.apache.thrift.TException;
  * catalog's login: {@code jdbc-user}, {@code jdbc-password-file}, {@code jdbc-password-env}
  * ({@link JdbcTables}).
  */
-public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces {
+public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces, FunctionCatalog, RelationCatalog {
     /** Table properties Spark passes that are not table properties in the metastore. */
     private static final Set<String> RESERVED = Set.of(TableCatalog.PROP_PROVIDER, TableCatalog.PROP_LOCATION,
         TableCatalog.PROP_COMMENT, TableCatalog.PROP_OWNER, TableCatalog.PROP_EXTERNAL,
@@ -529,6 +531,70 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces 
         }
         return new StagedCatalogdTable(name + "." + String.join(".", ident.namespace()) + "." + ident.name(),
             schema, partitions, properties, writer);
+    }
+
+    // ------------------------------------------------------------ views and functions (Views, Functions)
+
+    /** A table, else a view (Spark 4.3 asks a catalog of both for a RelationCatalog). */
+    @Override
+    public org.apache.spark.sql.connector.catalog.Relation loadRelation(Identifier ident) throws NoSuchTableException {
+        try {
+            return loadTable(ident);
+        } catch (NoSuchTableException e) {
+            try {
+                return loadView(ident);
+            } catch (org.apache.spark.sql.catalyst.analysis.NoSuchViewException v) {
+                throw e;
+            }
+        }
+    }
+
+    @Override
+    public Identifier[] listViews(String[] namespace) throws NoSuchNamespaceException {
+        return new Views(this).list(namespace);
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.View loadView(Identifier ident)
+            throws org.apache.spark.sql.catalyst.analysis.NoSuchViewException {
+        return new Views(this).load(ident);
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.View createView(Identifier ident,
+                                                                  org.apache.spark.sql.connector.catalog.View view)
+            throws org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException, NoSuchNamespaceException {
+        return new Views(this).create(ident, view);
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.View replaceView(Identifier ident,
+                                                                   org.apache.spark.sql.connector.catalog.View view)
+            throws org.apache.spark.sql.catalyst.analysis.NoSuchViewException {
+        return new Views(this).replace(ident, view);
+    }
+
+    @Override
+    public boolean dropView(Identifier ident) {
+        return new Views(this).drop(ident);
+    }
+
+    @Override
+    public void renameView(Identifier from, Identifier to)
+            throws org.apache.spark.sql.catalyst.analysis.NoSuchViewException,
+                   org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException {
+        new Views(this).rename(from, to);
+    }
+
+    @Override
+    public Identifier[] listFunctions(String[] namespace) throws NoSuchNamespaceException {
+        return new Functions(this).list(namespace);
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.functions.UnboundFunction loadFunction(Identifier ident)
+            throws org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException {
+        return new Functions(this).load(ident);
     }
 
     /** A Spark table definition as catalogd's: columns, partition keys (last), format, properties. */
