@@ -15,6 +15,8 @@ import org.apache.spark.sql.SparkSession;
 final class Inserts {
     private Inserts() {}
 
+    private static final String SESSION_CATALOG = "spark_catalog";
+
     static String quote(String name) {
         return "`" + name.replace("`", "``") + "`";
     }
@@ -61,7 +63,11 @@ final class Inserts {
             spark.conf().set(e.getKey(), e.getValue());
         }
         try {
-            input.write().mode(overwrite ? SaveMode.Overwrite : SaveMode.Append).insertInto(sparkName);
+            if (SESSION_CATALOG.equalsIgnoreCase(spark.catalog().currentCatalog())) {
+                input.write().mode(overwrite ? SaveMode.Overwrite : SaveMode.Append).insertInto(sparkName);
+            } else {
+                bySql(input, sparkName, overwrite);
+            }
         } finally {
             for (Map.Entry<String, String> e : before.entrySet()) {
                 if (e.getValue() == null) {
@@ -70,6 +76,25 @@ final class Inserts {
                     spark.conf().set(e.getKey(), e.getValue());
                 }
             }
+        }
+    }
+
+    /**
+     * The same insert as SQL: {@code DataFrameWriter.insertInto} takes a session-catalog table only
+     * while the session catalog is the current one, and the plugin's own catalog is the current
+     * one when {@code spark.sql.defaultCatalog} names it (as {@code catalogd spark-conf} sets it).
+     * {@code INSERT ... TABLE t SELECT} without a PARTITION clause is what insertInto plans: columns
+     * by position, every partition column dynamic.
+     */
+    private static void bySql(Dataset<Row> input, String sparkName, boolean overwrite) {
+        SparkSession spark = input.sparkSession();
+        String view = "__catalogd_insert_" + java.util.UUID.randomUUID().toString().replace("-", "");
+        input.createOrReplaceTempView(view);
+        try {
+            spark.sql("INSERT " + (overwrite ? "OVERWRITE" : "INTO") + " TABLE " + sparkName + " SELECT * FROM "
+                + quote(view));
+        } finally {
+            spark.catalog().dropTempView(view);
         }
     }
 }
