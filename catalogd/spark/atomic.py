@@ -24,6 +24,7 @@ from catalogd.spark_common import (
     MODES,
     client_or_own,
     dynamic_partitions,
+    insert_by_position,
     metastore_uris,
     read_jdbc,
     session_uris,
@@ -330,7 +331,7 @@ def _insert(
                 _plain_jdbc(spark, df, info, name, "overwrite" if overwrite else "append")
                 return None
             with dynamic_partitions(spark):
-                df.write.insertInto(spark_name(info, name, spark), overwrite=overwrite)
+                insert_by_position(df, spark_name(info, name, spark), overwrite=overwrite)
             return None
         if not overwrite:
             purpose = StagePurpose.APPEND

@@ -73,3 +73,53 @@ def test_a_session_on_the_endpoint_retries_through_a_restart_and_a_job_on_a_meta
     assert int(served["spark.hadoop.hive.metastore.failure.retries"]) >= 2
     direct = spark_conf_for(CatalogInfo("main", "hive", metastore="thrift://h:9084"))
     assert not any("retr" in key for key in direct)
+
+
+class _Catalog:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def dropTempView(self, name: str) -> None:
+        self.log.append(f"drop view {name}")
+
+
+class _Session:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.catalog = _Catalog(log)
+
+    def sql(self, text: str) -> None:
+        self.log.append(text)
+
+
+class _Writer:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def insertInto(self, name: str, overwrite: bool) -> None:
+        self.log.append(f"insertInto {name} overwrite={overwrite}")
+
+
+class _Frame:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.sparkSession = _Session(self.log)
+        self.write = _Writer(self.log)
+
+    def createOrReplaceTempView(self, name: str) -> None:
+        self.log.append(f"view {name}")
+
+
+def test_an_insert_into_the_session_catalog_by_its_qualified_name_is_made_as_sql() -> None:
+    # Unqualified (the session catalog is the current one): Spark's own insertInto.
+    plain = _Frame()
+    spark_common.insert_by_position(plain, "sales.__catalogd_stage_1", overwrite=True)  # type: ignore[arg-type]
+    assert plain.log == ["insertInto sales.__catalogd_stage_1 overwrite=True"]
+    # spark_catalog.-qualified (the plugin's catalog is the current one): insertInto would refuse it.
+    qualified = _Frame()
+    spark_common.insert_by_position(qualified, "spark_catalog.scratch__tmp.t", overwrite=False)  # type: ignore[arg-type]
+    view, insert, dropped = qualified.log
+    name = view.removeprefix("view ")
+    assert name.startswith("__catalogd_insert_")
+    assert insert == f"INSERT INTO TABLE `spark_catalog`.`scratch__tmp`.`t` SELECT * FROM `{name}`"
+    assert dropped == f"drop view {name}"
