@@ -112,6 +112,7 @@ idl:
 bench: $(STAMP)
 	$(BIN)/python benchmarks/catalog_ops.py
 	$(BIN)/python benchmarks/ctas.py
+	$(BIN)/python benchmarks/spark_catalog.py
 	$(BIN)/python benchmarks/dynamic_tables.py
 
 clean:

@@ -174,13 +174,16 @@ def spark_prefix(info: CatalogInfo, spark: SparkSession | None) -> str:
     return session_catalog_qualifier(spark) + (info.hms_prefix or "")
 
 
+SESSION_CATALOG_QUALIFIER = "spark_catalog."
+
+
 def session_catalog_qualifier(spark: SparkSession | None) -> str:
     """``spark_catalog.`` when the session's default catalog is another one (the catalog plugin's,
     ``spark.sql.defaultCatalog``), so that a name meant for the HMS endpoint still reaches it."""
     if spark is None:
         return ""
     default = spark.conf.get("spark.sql.defaultCatalog", "spark_catalog") or "spark_catalog"
-    return "" if default == "spark_catalog" else "spark_catalog."
+    return "" if default == "spark_catalog" else SESSION_CATALOG_QUALIFIER
 
 
 # ---------------------------------------------------------------- columns
@@ -451,6 +454,30 @@ def dynamic_partitions(spark: SparkSession) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
+def insert_by_position(df: DataFrame, name: str, overwrite: bool) -> None:
+    """``df.write.insertInto(name, overwrite=...)``, also for a ``spark_catalog.``-qualified name
+    while another catalog (the catalog plugin's) is the session's current one.
+
+    Spark's ``DataFrameWriter.insertInto`` takes a session-catalog table only while the session
+    catalog is the current one ("Couldn't find a catalog to handle the identifier"); the same
+    insert as SQL (``INSERT OVERWRITE|INTO TABLE t SELECT * FROM <view>``: by position, every
+    partition column dynamic) resolves the qualified name whatever the current catalog is.
+    """
+    if not name.startswith(SESSION_CATALOG_QUALIFIER):
+        df.write.insertInto(name, overwrite=overwrite)
+        return
+    import uuid
+
+    spark = df.sparkSession
+    view = f"__catalogd_insert_{uuid.uuid4().hex}"
+    target = ".".join(f"`{part.strip('`')}`" for part in name.split("."))
+    df.createOrReplaceTempView(view)
+    try:
+        spark.sql(f"INSERT {'OVERWRITE' if overwrite else 'INTO'} TABLE {target} SELECT * FROM `{view}`")
+    finally:
+        spark.catalog.dropTempView(view)
+
+
 def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count: bool = False) -> int | None:
     """Write ``df`` into an active stage (``insertInto``: by position, so its columns in the table's order).
 
@@ -474,13 +501,13 @@ def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count:
         return None
     with dynamic_partitions(spark), writing_to_session_catalog(spark):
         if not (count and is_connect(spark)):
-            df.write.insertInto(name, overwrite=True)
+            insert_by_position(df, name, overwrite=True)
             return None
         from pyspark.sql.connect import functions as F
 
         # The rows pass through unchanged; the count comes back with the write's answer.
         observed = df.observe(ROWS_OBSERVATION, F.count(F.lit(1)).alias("rows"))
-        observed.write.insertInto(name, overwrite=True)
+        insert_by_position(observed, name, overwrite=True)
         return observed_rows(observed)
 
 

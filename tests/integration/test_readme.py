@@ -188,16 +188,25 @@ def test_readme_walk_through_and_dynamic_tables_example(daemon_factory: Callable
     assert [c["name"] for c in table["columns"]] == ["id", "amount", "customer"]
     assert [k["name"] for k in table["partition_keys"]] == ["ds"]
     spark_conf = output_of(ran, "catalogd spark-conf")
-    assert "spark.hadoop.hive.metastore.uris=thrift://" in spark_conf
+    # The catalog plugin for every catalog, main the default, the session catalog on the endpoint.
+    assert "spark.hadoop.hive.metastore.uris=" + daemon.hms_uri in spark_conf
+    for line in ("spark.sql.catalog.main=catalogd.spark.CatalogdCatalog",
+                 "spark.sql.catalog.scratch=catalogd.spark.CatalogdCatalog", "spark.sql.defaultCatalog=main"):
+        assert line in spark_conf.splitlines(), spark_conf
     no_stack_traces(ran)
 
+    # The Spark part is plain Spark SQL on the plugin's native names: no catalogd helper.
     spark_script, listing = spark_block
-    assert "session_builder" in spark_script and "spark.hadoop.hive.metastore.uris=" + daemon.hms_uri in spark_conf
+    assert "from catalogd.spark import session_builder\n" in spark_script
+    assert not re.search(r"atomic_ctas|insert_into|insert_overwrite|staged_table|write_atomic|\bsql\(spark",
+                         spark_script), spark_script
+    assert "main.sales.orders" in spark_script and "scratch.tmp.big" in spark_script
     ran_spark = session.run([". .venv/bin/activate", spark_script, listing], timeout=600)
     shown = ran_spark[-2][1]
     assert "ada" in shown and "bob" in shown and "19.99" in shown, shown
-    # Through the HMS endpoint the same session wrote into the memory catalog scratch.
-    assert shown.count("19.99") == 2, shown  # sales.orders, then scratch__tmp.big
+    assert re.search(r"^\|\s*tmp\s*\|$", shown, flags=re.M), shown  # SHOW NAMESPACES IN scratch
+    # Through the plugin the same session wrote into the memory catalog scratch.
+    assert shown.count("19.99") == 2, shown  # main.sales.orders, then scratch.tmp.big
     assert ran_spark[-1][1].split() == ["table", "big"], ran_spark[-1]
     no_stack_traces(ran_spark)
 
