@@ -171,7 +171,6 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     from pyspark.sql import SparkSession
 
     from catalogd.spark.conf import spark_conf_for
-    from catalogd.spark.plugin import plugin_jar
 
     local_dir = tmp_path_factory.mktemp("spark-local")
     # The JVM's temporary files (Hive's <uuid>_resources, native libraries) in the session's tmp dir.
