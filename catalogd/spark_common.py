@@ -412,8 +412,10 @@ def writing_to_session_catalog(spark: SparkSession) -> Iterator[None]:
     (``spark_catalog.db.t``, as ``spark_prefix`` names it in a session whose default catalog is the
     catalog plugin's) only while the session catalog is the current one (Spark's
     ``AsTableIdentifier``); otherwise they fail with "Couldn't find a catalog to handle the
-    identifier". The current catalog and database are restored after. Nothing changes in a session
-    already on the session catalog (every session before the plugin, every refresh job's).
+    identifier". The current catalog and database are restored after; meanwhile another thread's
+    unqualified names in the same session meet the session catalog (a qualified name is safe).
+    Nothing changes in a session already on the session catalog (every session before the plugin,
+    every refresh job's).
     """
     catalog = spark.catalog.currentCatalog()
     if catalog == "spark_catalog":

@@ -140,7 +140,7 @@ def test_a_stage_is_written_through_the_session_catalog_under_the_plugin() -> No
         "scratch__tmp.__catalogd_stage_s1")
 
 
-class _Catalog:
+class _CurrentCatalog:
     """``spark.catalog``'s current catalog and database, and its calls (PySpark's method names)."""
 
     def __init__(self, catalog: str, database: str) -> None:
@@ -162,23 +162,23 @@ class _Catalog:
         self.database = name
 
 
-class _CatalogSpark:
+class _CurrentCatalogSession:
     def __init__(self, catalog: str, database: str) -> None:
-        self.catalog = _Catalog(catalog, database)
+        self.catalog = _CurrentCatalog(catalog, database)
 
 
 def test_helpers_write_with_the_session_catalog_current_and_restore_the_plugin_s() -> None:
     """insertInto / saveAsTable take spark_catalog.db.t only while spark_catalog is current."""
     from catalogd.spark_common import writing_to_session_catalog
 
-    spark = _CatalogSpark("main", "sales")
+    spark = _CurrentCatalogSession("main", "sales")
     with writing_to_session_catalog(spark):  # type: ignore[arg-type]
         assert spark.catalog.catalog == "spark_catalog"
     assert (spark.catalog.catalog, spark.catalog.database) == ("main", "sales")
     assert spark.catalog.calls == ["catalog spark_catalog", "catalog main", "database sales"]
 
     # Restored when the write fails too.
-    failing = _CatalogSpark("main", "sales")
+    failing = _CurrentCatalogSession("main", "sales")
     try:
         with writing_to_session_catalog(failing):  # type: ignore[arg-type]
             raise RuntimeError("the write failed")
@@ -187,7 +187,7 @@ def test_helpers_write_with_the_session_catalog_current_and_restore_the_plugin_s
     assert (failing.catalog.catalog, failing.catalog.database) == ("main", "sales")
 
     # A session on the session catalog (before the plugin; every refresh job's): nothing changes.
-    plain = _CatalogSpark("spark_catalog", "sales")
+    plain = _CurrentCatalogSession("spark_catalog", "sales")
     with writing_to_session_catalog(plain):  # type: ignore[arg-type]
         pass
     assert plain.catalog.calls == []
