@@ -6,16 +6,16 @@ Hive functions refused with the name that calls them), and the SQL extension
 DYNAMIC TABLE statements to catalogd.
 
 Views and functions run on a session of the shared SparkSession's application with the plugin's
-catalogs; the SQL extension is fixed when a session starts, so the dynamic-table test runs one
-child PySpark driver configured as ``catalogd spark-conf main`` configures one.
+catalogs; the SQL extension is fixed when a session starts, so the dynamic-table test runs the
+``spark-sql`` shell with the settings ``catalogd spark-conf main`` prints.
 """
 
 from __future__ import annotations
 
-import json
+import queue
+import re
 import subprocess
-import sys
-import textwrap
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,13 +29,10 @@ from catalogd.metastore.jars import pyspark_jars_dir
 from catalogd.model import RunStatus
 from catalogd.spark.plugin import CATALOG_CLASS
 
-from .conftest import source_database
+from .conftest import CliResult, source_database
 from .helpers import Daemon, clean_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-TESTS = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def plugin_session(spark: Any, daemon: Daemon) -> Any:
@@ -144,78 +141,98 @@ def test_catalog_functions_are_called_by_their_catalog_names_or_refused_with_the
         plugin_session.sql(f"SELECT {db}.nope('a')").collect()
 
 
-# The child driver: catalogd's statements through spark.sql, as spark-sql and notebooks send them.
-DRIVER = textwrap.dedent("""
-    import json, sys
-    sys.path.insert(0, sys.argv[4])
-    from polling import wait_until
-    from catalogd.client import CatalogClient
-    from catalogd.spark import session_builder
+#: What the shell prints besides a statement's rows: its prompt, timings, progress bars, logs.
+NOISE = re.compile(r"spark-sql|Time taken:|\[Stage |Picked up |WARNING:|Using |Setting |To adjust |Spark master:"
+                   r"|\{\"ts\"|\d\d/\d\d/\d\d \d\d:\d\d:\d\d ")
 
-    address, db, local = sys.argv[1:4]
-    with CatalogClient(address) as client:
-        builder = session_builder("main", client)
-    spark = (builder.master("local[1]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.local.dir", local).getOrCreate())
 
-    def run(sql):
+class SparkSqlShell:
+    """The ``spark-sql`` shell shipped in pyspark, fed one statement at a time on its standard
+    input (as a user types them); each statement's output is read up to a marker query's row."""
+
+    def __init__(self, properties: Path, local: Path) -> None:
+        import pyspark
+
+        shell = Path(pyspark.__file__).parent / "bin" / "spark-sql"
+        self.proc = subprocess.Popen(
+            [str(shell), "--properties-file", str(properties), "--master", "local[1]",
+             "--conf", "spark.ui.enabled=false", "--conf", "spark.ui.showConsoleProgress=false",
+             "--conf", "spark.sql.shuffle.partitions=2",
+             "--conf", f"spark.local.dir={local}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            env=clean_env())
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.marks = 0
+        assert self.proc.stdout is not None
+        threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stdout or []],
+                         daemon=True).start()
+
+    def run(self, statement: str, timeout: float = 300.0, raw: bool = False) -> list[str]:
+        """The rows ``statement`` printed, tab-separated (``raw``: every line, logs and errors too)."""
+        assert self.proc.stdin is not None
+        self.marks += 1
+        mark = f"mark_{self.marks}"
+        self.proc.stdin.write(f"{statement};\nSELECT '{mark}';\n")
+        self.proc.stdin.flush()
+        out: list[str] = []
+        while True:
+            line = self.lines.get(timeout=timeout).rstrip("\n")
+            if line.strip() == mark:
+                if raw:
+                    return out
+                # The shell echoes the statement first, wrapped at 80 columns: up to its ';'.
+                echoed = next((i for i, x in enumerate(out) if x.rstrip().endswith(";")), -1)
+                return [x for x in out[echoed + 1:] if x.strip() and not NOISE.match(x)]
+            out.append(line)
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
         try:
-            return [list(r) for r in spark.sql(sql).collect()]
-        except Exception as e:
-            return {"error": type(e).__name__, "message": str(e).splitlines()[0]}
+            return self.proc.wait(120)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
 
-    def describe(name):
-        return {k: v for k, v in run(f"DESCRIBE DYNAMIC TABLE {name}")}
 
-    name = f"main.{db}.dt"
-    out = {"current": run("SELECT current_catalog()")}
-    # Two parts: the session's current catalog (main, the default catalog spark-conf sets).
-    out["create"] = run(f"CREATE DYNAMIC TABLE {db}.dt WITH ('initialize' = 'on_schedule') "
-                        "FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = FULL AS SELECT id, amount FROM src")
-    out["refresh"] = run(f"ALTER MATERIALIZED TABLE {name} REFRESH")
-    out["refreshed"] = wait_until(
-        lambda: (d := describe(name)).get("last_refresh", "") and not d["last_refresh"].endswith("RUNNING")
-        and not d["last_refresh"].endswith("PENDING") and d, 300, "the refresh to end", every=1.0)
-    out["rows"] = sorted(run(f"SELECT id, amount FROM {name}"))
-    out["suspend"] = run(f"ALTER DYNAMIC TABLE {name} SUSPEND")
-    out["state"] = describe(name)["state"]
-    out["show"] = run(f"SHOW CREATE DYNAMIC TABLE {name}")
-    out["spark"] = run("SELECT 1 AS one")
-    out["bad"] = run(f"CREATE DYNAMIC TABLE main.{db}.bad AS SELEC")
-    out["drop"] = run(f"/* dropped */ DROP DYNAMIC TABLE {name}")
-    out["gone"] = run(f"DESCRIBE DYNAMIC TABLE {name}")
-    print("RESULT " + json.dumps(out))
-    spark.stop()
-""")
+def one(lines: list[str]) -> str:
+    assert len(lines) == 1, lines
+    return lines[0]
 
 
 def test_dynamic_table_created_refreshed_suspended_and_dropped_in_spark_sql(
-        daemon: Daemon, sc: CatalogClient, src_db: str, tmp_path: Path) -> None:
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
+        sc: CatalogClient, src_db: str, tmp_path: Path, run_cli: Callable[..., CliResult]) -> None:
+    conf = run_cli("spark-conf", "main")
+    assert conf.code == 0, conf.stderr
+    assert "spark.sql.extensions=catalogd.spark.CatalogdExtensions" in conf.stdout
+    properties = tmp_path / "spark-defaults.conf"
+    properties.write_text(conf.stdout)
     local = tmp_path / "local"
     local.mkdir()
-    done = subprocess.run([sys.executable, str(script), daemon.address, src_db, str(local), str(TESTS)],
-                          capture_output=True, text=True, timeout=600, env=clean_env())
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, f"{done.stdout}\n{done.stderr[-4000:]}"
-    out = json.loads(lines[-1][len("RESULT "):])
+    shell = SparkSqlShell(properties, local)
     name = f"main.{src_db}.dt"
-
-    assert out["current"] == [["main"]]
-    [[kind, message, table, _]] = out["create"]
-    assert (kind, table) == ("created", name), message
-    [[kind, message, _, job]] = out["refresh"]
-    assert kind == "refreshing" and job, message
-    assert out["refreshed"]["last_refresh"].endswith("SUCCEEDED"), out["refreshed"]
-    assert sc.get_refresh_job(job).status is RunStatus.SUCCEEDED
-    assert out["rows"] == [[i, i * 1.5] for i in range(5)]
-    assert out["suspend"][0][:2] == ["suspended", f"{name} is SUSPENDED"]
-    assert out["state"] == "SUSPENDED"
-    assert out["show"][0][0] == "show-create" and out["show"][0][1].startswith(f"CREATE DYNAMIC TABLE {name}\n")
-    assert out["spark"] == [[1]]
-    assert out["bad"]["error"] == "AnalysisException"
-    assert out["bad"]["message"].startswith("catalogd invalid argument:"), out["bad"]
-    assert out["drop"][0][:2] == ["dropped", f"dropped dynamic table {name}"]
-    assert out["gone"]["message"].startswith("catalogd not found:"), out["gone"]
-    assert not sc.table_exists(name)
+    try:
+        shell.run("SELECT 'started'")  # what the shell prints as it starts goes with this one
+        # Two parts: the session's current catalog (main, the default catalog spark-conf sets).
+        created = one(shell.run(f"CREATE DYNAMIC TABLE {src_db}.dt WITH ('initialize' = 'on_schedule') "
+                              "FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = FULL AS SELECT id, amount FROM src"))
+        assert created.split("\t")[::2] == ["created", name], created
+        refreshing = one(shell.run(f"ALTER MATERIALIZED TABLE {name} REFRESH"))
+        kind, _, _, job = refreshing.split("\t")
+        assert kind == "refreshing", refreshing
+        assert sc.wait_refresh_job(job, timeout=300).status is RunStatus.SUCCEEDED
+        assert shell.run(f"SELECT id, amount FROM {name} ORDER BY id") == [f"{i}\t{i * 1.5}" for i in range(5)]
+        assert shell.run(f"ALTER DYNAMIC TABLE {name} SUSPEND") == [f"suspended\t{name} is SUSPENDED\t{name}\tNULL"]
+        described = dict(line.split("\t", 1) for line in shell.run(f"DESCRIBE DYNAMIC TABLE {name}"))
+        assert (described["state"], described["refresh_mode"]) == ("SUSPENDED", "FULL"), described
+        assert described["last_refresh"].endswith("SUCCEEDED"), described
+        shown = shell.run(f"SHOW CREATE DYNAMIC TABLE {name}")
+        assert shown[0] == f"show-create\tCREATE DYNAMIC TABLE {name}", shown
+        assert shell.run("SELECT 1 AS one") == ["1"]  # every other statement is Spark's
+        bad = "\n".join(shell.run(f"CREATE DYNAMIC TABLE {name}2 AS SELEC", raw=True))
+        assert "catalogd invalid argument:" in bad, bad
+        dropped = shell.run(f"/* gone */ DROP DYNAMIC TABLE {name}")
+        assert dropped == [f"dropped\tdropped dynamic table {name}\tNULL\tNULL"], dropped
+        assert not sc.table_exists(name)
+    finally:
+        assert shell.close() == 0

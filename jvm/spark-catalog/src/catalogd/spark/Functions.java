@@ -45,6 +45,8 @@ final class Functions {
         List<String> names;
         try {
             names = catalog.connection().call(c -> c.listFunctions(path));
+        } catch (catalogd.thrift.Unsupported e) {
+            return new Identifier[0];  // a catalog without functions (jdbc): none to list
         } catch (TException e) {
             throw Errors.forNamespace(e, namespace);
         }
@@ -58,7 +60,7 @@ final class Functions {
         Function function;
         try {
             function = catalog.connection().call(c -> c.getFunction(catalog.path(ident)));
-        } catch (NotFound e) {
+        } catch (NotFound | catalogd.thrift.Unsupported e) {
             throw new NoSuchFunctionException(ident);
         } catch (TException e) {
             throw Errors.of(e);

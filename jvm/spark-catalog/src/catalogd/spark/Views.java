@@ -73,15 +73,6 @@ final class Views {
         return toSpark(ident, view);
     }
 
-    boolean exists(Identifier ident) {
-        try {
-            load(ident);
-            return true;
-        } catch (NoSuchViewException e) {
-            return false;
-        }
-    }
-
     View create(Identifier ident, View view) throws ViewAlreadyExistsException, NoSuchNamespaceException {
         Table made;
         try {
