@@ -31,7 +31,10 @@ measures three things:
    ``spark_catalog.bench.parts`` (the endpoint). Reported: total and p50/p90 per query,
    plugin/endpoint of the totals (goal: at most 1.0), and, for where the plugin's time goes,
    the p50 of the catalogd calls it makes per query (``getTable``, ``listPartitions`` of the
-   whole table), timed from Python's client.
+   whole table), timed from Python's client. ``--discovery-threshold N`` sets Spark's
+   ``spark.sql.sources.parallelPartitionDiscovery.threshold`` in the plugin's session first
+   (a file index over more paths than that lists them with a Spark job): how much of the
+   plugin's planning is that listing.
 
 3. **A stage's begin + commit as the driver sees it.** The plugin's ``beginStage`` and
    ``commitStage`` Thrift calls, made by catalogd's Python client the way the plugin makes them
@@ -40,7 +43,8 @@ measures three things:
    p50 of a 1-row CTAS through the plugin versus a 1-row plain saveAsTable.
 
     .venv/bin/python benchmarks/spark_catalog.py [--rows 1000000,5000000] [--repeat 3] [--queries 100]
-                                                 [--partitions 200] [--stage-iterations 30] [--output FILE]
+                                                 [--partitions 200] [--stage-iterations 30]
+                                                 [--discovery-threshold N] [--output FILE]
 
 Prints one JSON document (and writes it to FILE when --output is given). Spark and the daemon
 are shut down at the end, also when something fails. The default run takes several minutes on
@@ -75,6 +79,7 @@ WARMUP_ROWS = 10_000
 BLOCK = 10
 STAGE_WARMUP = 5
 SMALL_CTAS_ROUNDS = 10
+DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 COLUMNS = "id, id * 2 AS amount, cast(id AS string) AS name"
 
 
@@ -297,7 +302,8 @@ def stage_latency(spark: Any, hms: Any, client: CatalogClient, iterations: int) 
 # ---------------------------------------------------------------- run
 
 
-def run(rows_list: list[int], repeat: int, queries: int, partitions: int, stage_iterations: int) -> dict[str, Any]:
+def run(rows_list: list[int], repeat: int, queries: int, partitions: int, stage_iterations: int,
+        discovery_threshold: int | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="catalogd-bench-spark-catalog-") as tmp:
         daemon = Daemon(Path(tmp))
         client: CatalogClient | None = None
@@ -323,7 +329,10 @@ def run(rows_list: list[int], repeat: int, queries: int, partitions: int, stage_
             ctas = Ctas(spark, hms)
             ctas.one_round(WARMUP_ROWS, plugin_first=True)  # untimed: JIT, class loading, connections
             cases = [ctas.case(rows, repeat, index) for index, rows in enumerate(rows_list)]
+            if discovery_threshold is not None:
+                spark.conf.set(DISCOVERY_THRESHOLD, str(discovery_threshold))
             plans = planning(spark, hms, client, partitions, queries)
+            plans["plugin_session_discovery_threshold"] = spark.conf.get(DISCOVERY_THRESHOLD, None)
             stage = stage_latency(spark, hms, client, stage_iterations)
             leftovers = client.list_tables(f"{CATALOG}.{DATABASE}")
             if leftovers:
@@ -361,11 +370,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=100, help="queries planned per side")
     parser.add_argument("--partitions", type=int, default=200, help="partitions of the planned table")
     parser.add_argument("--stage-iterations", type=int, default=30, help="timed stage begin + commit rounds")
+    parser.add_argument("--discovery-threshold", type=int, default=None,
+                        help="spark.sql.sources.parallelPartitionDiscovery.threshold in the plugin's session "
+                             "(default: Spark's, 32)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     if min(args.repeat, args.queries, args.partitions, args.stage_iterations) < 1:
         parser.error("--repeat, --queries, --partitions and --stage-iterations must be at least 1")
-    return report(lambda: run(args.rows, args.repeat, args.queries, args.partitions, args.stage_iterations),
+    return report(lambda: run(args.rows, args.repeat, args.queries, args.partitions, args.stage_iterations,
+                              args.discovery_threshold),
                   args.output, (PySparkException,))
 
 
