@@ -37,6 +37,7 @@ import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.sql.execution.datasources.FileStatusCache;
 import org.apache.thrift.TException;
 
 /**
@@ -154,8 +155,47 @@ public class CatalogdCatalog implements StagingTableCatalog, SupportsNamespaces,
             + Inserts.quote(ident.name());
     }
 
+    /** A table's file listings, kept while its metastore definition stays the same. */
+    private record Listings(String fingerprint, FileStatusCache cache) {}
+
+    private final Map<String, Listings> listings = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * The file listings to read {@code ident} with: the ones kept for it while {@code fingerprint}
+     * (its location, properties and partitions as catalogd answered them) is unchanged, else new
+     * ones. Every commit through catalogd changes the table's properties (catalogd.last-commit), so
+     * a write through catalogd is seen at once; files written behind catalogd's back into an
+     * existing directory are seen after {@code REFRESH TABLE}, as with Spark's own file index.
+     * Memory catalogs' tables are listed afresh each time (their writes leave no such mark).
+     */
+    FileStatusCache listings(Identifier ident, String fingerprint) {
+        org.apache.spark.sql.SparkSession spark = org.apache.spark.sql.SparkSession.active();
+        if (fingerprint == null) {
+            return FileStatusCache.getOrCreate(spark);
+        }
+        String key = String.join(".", ident.namespace()) + "." + ident.name();
+        String digest = sha256(fingerprint);  // kept small: a table may have thousands of partitions
+        return listings.compute(key, (k, kept) -> kept != null && kept.fingerprint().equals(digest) ? kept
+            : new Listings(digest, FileStatusCache.getOrCreate(spark))).cache();
+    }
+
+    private static String sha256(String text) {
+        try {
+            byte[] hash = java.security.MessageDigest.getInstance("SHA-256")
+                .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return java.util.HexFormat.of().formatHex(hash);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);  // every JVM has SHA-256
+        }
+    }
+
     void invalidated(Identifier ident) {
-        // Tables are loaded afresh for every query; nothing is kept to drop.
+        listings.remove(String.join(".", ident.namespace()) + "." + ident.name());
+    }
+
+    @Override
+    public void invalidateTable(Identifier ident) {
+        invalidated(ident);  // REFRESH TABLE: list the files again
     }
 
     // ------------------------------------------------------------ names

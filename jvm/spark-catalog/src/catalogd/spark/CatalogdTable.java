@@ -113,7 +113,7 @@ final class CatalogdTable implements SupportsRead, SupportsWrite {
                 }
             }
             files = Reads.fileTable(name(), table.getFormat(), table.getLocation(), schema, partitionSchema,
-                partitions);
+                partitions, catalog.listings(ident, fingerprint(partitions)));
             if (files == null) {
                 throw Errors.unsupported(name() + " is stored as " + table.getFormat() + ": the catalogd plugin reads "
                     + "parquet and orc tables; read it through the HMS endpoint (spark_catalog."
@@ -147,7 +147,25 @@ final class CatalogdTable implements SupportsRead, SupportsWrite {
             }
         }
         return Reads.fileTable(name(), table.getFormat(), meta.location().toString(), schema, partitionSchema,
-            partitions);
+            partitions, catalog.listings(ident, null));
+    }
+
+    /** The table as catalogd answered it, in one string: its listings are kept while it is the same. */
+    private String fingerprint(List<Partition> partitions) {
+        StringBuilder out = new StringBuilder();
+        out.append(table.getLocation()).append('\0').append(table.getFormat()).append('\0');
+        if (table.isSetProperties()) {
+            new java.util.TreeMap<>(table.getProperties()).forEach((k, v) -> out.append(k).append('=').append(v)
+                .append('\0'));
+        }
+        for (Partition p : partitions) {
+            out.append(p.getValues()).append('@').append(p.getLocation());
+            if (p.isSetProperties()) {
+                new java.util.TreeMap<>(p.getProperties()).forEach((k, v) -> out.append(k).append('=').append(v)
+                    .append('\0'));
+            }
+        }
+        return out.toString();
     }
 
     @Override

@@ -1,12 +1,9 @@
 package catalogd.spark;
 
 import catalogd.thrift.Partition;
-import java.io.IOException;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -38,12 +35,12 @@ final class Reads {
 
     /** Spark's file table for {@code format}; null when Spark has no v2 reader for it here. */
     static FileTable fileTable(String name, String format, String location, StructType schema,
-                               StructType partitionSchema, List<Partition> partitions) {
+                               StructType partitionSchema, List<Partition> partitions, FileStatusCache listings) {
         SparkSession spark = SparkSession.active();
         CaseInsensitiveStringMap options = CaseInsensitiveStringMap.empty();
         scala.collection.immutable.Seq<String> paths = CollectionConverters.asScala(List.of(location)).toList();
         Option<StructType> userSchema = Option.apply(schema);
-        IndexMaker maker = () -> index(spark, location, partitionSchema, partitions);
+        IndexMaker maker = () -> index(spark, location, partitionSchema, partitions, listings);
         switch (format == null ? "parquet" : format.toLowerCase(java.util.Locale.ROOT)) {
             case "parquet":
                 return new Parquet(name, spark, options, paths, userSchema, maker);
@@ -58,19 +55,24 @@ final class Reads {
         PartitioningAwareFileIndex make();
     }
 
+    /**
+     * The index of the table's files: its location, or its partitions' own locations. A location
+     * that does not exist (a table or partition without files yet) is an empty one: Spark's listing
+     * takes a missing root path as empty, so it is not asked of the file system first. Listings
+     * come from {@code listings}, kept while the table stays as it is (see CatalogdCatalog).
+     */
     static PartitioningAwareFileIndex index(SparkSession spark, String location, StructType partitionSchema,
-                                            List<Partition> partitions) {
-        Configuration hadoop = spark.sparkContext().hadoopConfiguration();
+                                            List<Partition> partitions, FileStatusCache listings) {
         List<Path> roots = new ArrayList<>();
         List<PartitionPath> specs = new ArrayList<>();
         ZoneId zone = ZoneId.of(spark.conf().get("spark.sql.session.timeZone"));
         if (partitionSchema.isEmpty()) {
-            if (location != null && exists(hadoop, location)) {
+            if (location != null) {
                 roots.add(new Path(location));
             }
         } else {
             for (Partition p : partitions) {
-                if (!p.isSetLocation() || !exists(hadoop, p.getLocation())) {
+                if (!p.isSetLocation()) {
                     continue;
                 }
                 Object[] values = new Object[partitionSchema.size()];
@@ -89,17 +91,7 @@ final class Reads {
         PartitionSpec spec = new PartitionSpec(partitionSchema, CollectionConverters.asScala(specs).toList());
         return new InMemoryFileIndex(spark, CollectionConverters.asScala(roots).toList(),
             scala.collection.immutable.Map$.MODULE$.empty(), Option.apply(partitionSchema),
-            FileStatusCache.getOrCreate(spark), Option.apply(spec), Option.empty());
-    }
-
-    private static boolean exists(Configuration hadoop, String location) {
-        try {
-            Path path = new Path(location);
-            FileSystem fs = path.getFileSystem(hadoop);
-            return fs.exists(path);
-        } catch (IOException e) {
-            throw Errors.sneaky(Errors.analysis("unavailable", "cannot read " + location + ": " + e.getMessage(), e));
-        }
+            listings, Option.apply(spec), Option.empty());
     }
 
     /** Spark's parquet table over catalogd's partitions. */
