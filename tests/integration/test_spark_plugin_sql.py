@@ -125,16 +125,26 @@ def test_catalog_functions_are_called_by_their_catalog_names_or_refused_with_the
     db = f"main.{src_db}"
     # A Spark connector function, its jar a resource: added to the session on first use.
     client.create_function(f"{db}.twice", "psqltest.Twice", resources=[f"jar:{scalar_function_jar(tmp_path).as_uri()}"])
-    # A Hive function: Spark calls those through its session catalog only (catalogd's HMS endpoint).
+    # A Hive GenericUDF, run by the plugin; a Hive aggregate and an old-style UDF are refused with
+    # the call that works (Spark's session catalog, catalogd's HMS endpoint).
     client.create_function(f"{db}.up", "org.apache.hadoop.hive.ql.udf.generic.GenericUDFUpper")
+    client.create_function(f"{db}.asc", "org.apache.hadoop.hive.ql.udf.UDFAscii")
+    client.create_function(f"{db}.total", "org.apache.hadoop.hive.ql.udf.generic.GenericUDAFSum")
     client.create_function(f"{db}.gone", "com.example.Missing")
 
-    assert rows(plugin_session, f"SHOW USER FUNCTIONS IN {db}") == [(f"{db}.gone",), (f"{db}.twice",), (f"{db}.up",)]
+    assert rows(plugin_session, f"SHOW USER FUNCTIONS IN {db}") == [
+        (f"{db}.{f}",) for f in ("asc", "gone", "total", "twice", "up")]
     assert rows(plugin_session, f"SELECT {db}.twice(id) FROM {db}.src") == [(0,), (2,), (4,), (6,), (8,)]
-    with pytest.raises(AnalysisException, match=rf"main\.{src_db}\.up is a Hive function .* call it as "
-                                                rf"spark_catalog.`{src_db}`.up\(...\)"):
-        plugin_session.sql(f"SELECT {db}.up('a')").collect()
-    assert rows(plugin_session, f"SELECT spark_catalog.`{src_db}`.up('a')") == [("A",)]
+    assert rows(plugin_session, f"SELECT {db}.up('a'), {db}.up(NULL)") == [("A", None)]
+    assert rows(plugin_session, f"SELECT {db}.up(CAST(id AS STRING)) FROM {db}.src WHERE id < 2") == [("0",), ("1",)]
+    call = rf"call it as spark_catalog.`{src_db}`.total\(...\)"
+    with pytest.raises(AnalysisException, match=rf"main\.{src_db}\.total is a Hive function .*{call}"):
+        plugin_session.sql(f"SELECT {db}.total(id) FROM {db}.src").collect()
+    assert rows(plugin_session, f"SELECT spark_catalog.`{src_db}`.total(id) FROM {db}.src") == [(10,)]
+    with pytest.raises(AnalysisException, match=rf"UDFAscii\) that is not a GenericUDF.*spark_catalog.`{src_db}`.asc"):
+        plugin_session.sql(f"SELECT {db}.asc('a')").collect()
+    with pytest.raises(AnalysisException, match=r"argument 1 is array<string>; .* primitive types only"):
+        plugin_session.sql(f"SELECT {db}.up(array('a'))").collect()
     with pytest.raises(AnalysisException, match=r"com\.example\.Missing is not on the driver's classpath"):
         plugin_session.sql(f"SELECT {db}.gone('a')").collect()
     with pytest.raises(AnalysisException, match="UNRESOLVED_ROUTINE"):

@@ -22,9 +22,10 @@ import org.apache.thrift.TException;
  * {@code UnboundFunction}, or a {@code BoundFunction} ({@code ScalarFunction},
  * {@code AggregateFunction}) taken as it is, is loaded from the driver's classpath, or from its jar
  * resources (added to the session as Spark adds a Hive function's), and called.
- * A Hive function (a {@code UDF} / {@code GenericUDF} / {@code UDAF} class, what catalogd's
- * functions usually are) is not one: Spark calls those only through its session catalog, so it is
- * refused with the name to call it by there ({@code spark_catalog.<database on the HMS endpoint>.f}).
+ * A Hive {@code GenericUDF} runs through {@link HiveFunction} over primitive types. Other Hive
+ * functions (old-style {@code UDF}s, whose method resolution needs Hive's function registry, which
+ * pyspark's Hive jars cannot load; UDAFs; UDTFs) and other types are refused with the name that
+ * calls them through Spark's session catalog ({@code spark_catalog.<database on the HMS endpoint>.f}).
  */
 final class Functions {
     private final CatalogdCatalog catalog;
@@ -87,11 +88,18 @@ final class Functions {
         if (BoundFunction.class.isAssignableFrom(cls)) {
             return new Bound((BoundFunction) instance(cls, full));
         }
-        throw Errors.unsupported(full + " is a Hive function (" + function.getClassName() + "): a Spark catalog "
-            + "plugin can only return Spark's own functions (UnboundFunction / ScalarFunction / AggregateFunction), "
-            + "and Spark calls Hive functions through its session catalog only: call it as "
-            + catalog.sessionCatalogName() + ".`" + catalog.hmsPrefix() + ident.namespace()[0] + "`." + ident.name()
-            + "(...) (catalogd's HMS endpoint)");
+        String elsewhere = "call it as " + catalog.sessionCatalogName() + ".`" + catalog.hmsPrefix()
+            + ident.namespace()[0] + "`." + ident.name() + "(...) (Spark's session catalog on catalogd's HMS endpoint)";
+        try {
+            if (org.apache.hadoop.hive.ql.udf.generic.GenericUDF.class.isAssignableFrom(cls)) {
+                return new HiveFunction(full, function.getClassName(), false, elsewhere);
+            }
+        } catch (LinkageError e) {
+            // A Spark without Hive's classes: no Hive function runs here.
+        }
+        throw Errors.unsupported(full + " is a Hive function (" + function.getClassName() + ") that is not a "
+            + "GenericUDF: through a Spark catalog plugin run Spark's own functions and Hive GenericUDFs only; "
+            + elsewhere);
     }
 
     private static Class<?> find(String className) {
