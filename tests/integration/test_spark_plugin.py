@@ -107,6 +107,9 @@ def test_inserts(plugin_spark, client, main_db):
     def content() -> list[tuple[Any, ...]]:
         return sql(plugin_spark, f"SELECT id, ds FROM {t} ORDER BY ds, id")
 
+    # Read first: the plugin keeps the table's file listings while catalogd's definition stays the
+    # same; the append's commit (files renamed into partition b's directory) changes it.
+    assert content() == [(1, "a"), (2, "a"), (3, "b")]
     plugin_spark.sql(f"INSERT INTO {t} VALUES (4, 'b')")
     assert content() == [(1, "a"), (2, "a"), (3, "b"), (4, "b")]
     assert staged(client, t) is StageState.COMMITTED
@@ -118,6 +121,13 @@ def test_inserts(plugin_spark, client, main_db):
     # Without a PARTITION clause (static mode, Spark's default) an overwrite replaces the whole table.
     plugin_spark.sql(f"INSERT OVERWRITE {t} SELECT 5, 'z'")
     assert content() == [(5, "z")]
+
+    # A table made empty (no directory yet) reads as empty, then with its appended rows.
+    empty = f"{main_db}.empty"
+    plugin_spark.sql(f"CREATE TABLE {empty} (id BIGINT, ds STRING) USING parquet PARTITIONED BY (ds)")
+    assert sql(plugin_spark, f"SELECT count(*) FROM {empty}") == [(0,)]
+    plugin_spark.sql(f"INSERT INTO {empty} VALUES (1, 'x')")
+    assert sql(plugin_spark, f"SELECT id, ds FROM {empty}") == [(1, "x")]
 
     # An unpartitioned table's INSERT OVERWRITE replaces it.
     flat = f"{main_db}.flat"
