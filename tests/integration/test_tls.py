@@ -127,7 +127,7 @@ def test_mutual_tls_on_the_api_and_http_and_tls_on_the_hms_endpoint(daemon_facto
     assert "PRIVATE KEY" not in log and TRUSTSTORE_PASSWORD not in log
 
 
-def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path):
+def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path, spark):
     certs = make_certs(tmp_path / "certs", truststore=True)
     daemon = daemon_factory(name="tls-spark", extra=_tls(certs, mutual=False))
     with CatalogClient(daemon.address, timeout=120, tls_ca=str(certs.ca)) as client:
@@ -141,6 +141,14 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path)
     assert conf["spark.sql.catalog.main"] == "catalogd.spark.CatalogdCatalog"
     assert (conf["spark.sql.catalog.main.tls"], conf["spark.sql.catalog.main.truststore"]) == ("true", str(certs.ca))
     assert TRUSTSTORE_PASSWORD not in done.stdout
+    # ... and the plugin verifies catalogd's certificate with that PEM file (the shared Spark
+    # application, a session of its own with the printed options).
+    plugin = spark.newSession()
+    plugin.conf.set("spark.sql.catalog.tls_main", conf["spark.sql.catalog.main"])
+    plugin.conf.set("spark.sql.catalog.tls_main.catalog", "main")
+    for option in ("address", "tls", "truststore"):
+        plugin.conf.set(f"spark.sql.catalog.tls_main.{option}", conf[f"spark.sql.catalog.main.{option}"])
+    assert [row[1] for row in plugin.sql("SHOW TABLES IN tls_main.tls_spark").collect()] == ["t"]
 
     # Unmodified Spark on the endpoint: the HMS settings alone.
     done = _cli(daemon, "--tls-ca", str(certs.ca), "spark-conf", "main", "--hms-only")

@@ -96,11 +96,24 @@ final class Connection implements AutoCloseable {
                 context.init(null, null, null);  // the JVM's own trusted authorities
                 return context;
             }
-            String passwordEnv = options.get("truststore-password-env");
-            String password = passwordEnv == null ? null : System.getenv(passwordEnv);
-            KeyStore store = KeyStore.getInstance(truststore.endsWith(".p12") ? "PKCS12" : KeyStore.getDefaultType());
-            try (FileInputStream in = new FileInputStream(truststore)) {
-                store.load(in, password == null ? null : password.toCharArray());
+            KeyStore store;
+            byte[] content = Files.readAllBytes(Path.of(truststore));
+            if (new String(content, 0, Math.min(content.length, 64), StandardCharsets.US_ASCII).contains("-----BEGIN")) {
+                // PEM: the authorities catalogd's own clients are given (--tls-ca, CATALOGD_TLS_CA).
+                store = KeyStore.getInstance(KeyStore.getDefaultType());
+                store.load(null, null);
+                int n = 0;
+                for (java.security.cert.Certificate cert : java.security.cert.CertificateFactory.getInstance("X.509")
+                        .generateCertificates(new java.io.ByteArrayInputStream(content))) {
+                    store.setCertificateEntry("ca-" + n++, cert);
+                }
+            } else {
+                String passwordEnv = options.get("truststore-password-env");
+                String password = passwordEnv == null ? null : System.getenv(passwordEnv);
+                store = KeyStore.getInstance(truststore.endsWith(".p12") ? "PKCS12" : KeyStore.getDefaultType());
+                try (FileInputStream in = new FileInputStream(truststore)) {
+                    store.load(in, password == null ? null : password.toCharArray());
+                }
             }
             TrustManagerFactory factory = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
             factory.init(store);
