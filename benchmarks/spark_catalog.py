@@ -66,7 +66,7 @@ from typing import Any
 
 # The sibling benchmarks (benchmarks/ is on sys.path when this file is run as a script).
 from catalog_ops import CATALOG, DATABASE, Daemon, percentile, report, tear_down
-from ctas import row_counts
+from ctas import row_counts, start_spark
 from pyspark.errors import PySparkException
 
 from catalogd.client import CatalogClient
@@ -101,28 +101,6 @@ def endpoint_session(spark: Any) -> Any:
     hms.catalog.setCurrentCatalog("spark_catalog")
     hms.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
     return hms
-
-
-def start_spark(settings: dict[str, str], local_dir: Path) -> Any:
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("catalogd-bench-spark-catalog")
-        .enableHiveSupport()
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.local.dir", str(local_dir))
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
-    return spark
 
 
 # ---------------------------------------------------------------- 1. CTAS
