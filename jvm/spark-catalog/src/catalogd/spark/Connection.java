@@ -38,6 +38,7 @@ final class Connection implements AutoCloseable {
     private final String token;
     private final SSLContext tls;
     private final int timeoutMillis;
+    private final long reconnectMillis;
     private int current;
     private TTransport transport;
     private CatalogService.Client client;
@@ -62,6 +63,7 @@ final class Connection implements AutoCloseable {
         this.token = readToken(options);
         this.tls = "true".equalsIgnoreCase(options.getOrDefault("tls", "false")) ? tlsContext(options) : null;
         this.timeoutMillis = Integer.parseInt(options.getOrDefault("timeout-ms", "120000"));
+        this.reconnectMillis = Long.parseLong(options.getOrDefault("reconnect-ms", "30000"));
     }
 
     private static String first(Map<String, String> options, String... keys) {
@@ -124,12 +126,18 @@ final class Connection implements AutoCloseable {
         }
     }
 
-    /** Runs {@code call}, translating catalogd's errors (see {@link Errors}). */
+    /**
+     * Runs {@code call}. A call whose connection broke is made once more, on a new connection (the
+     * next member first); while no member accepts a connection (a daemon restarting: its port
+     * refuses until the new one has bound it), connecting is tried again every second for up to
+     * {@code reconnect-ms} (default 30 s), as the session catalog's metastore client waits.
+     */
     synchronized <T> T call(Call<T> call) throws TException {
         TTransportException lost = null;
         for (int attempt = 0; attempt < 2; attempt++) {
+            CatalogService.Client ready = connectedWithin(reconnectMillis);
             try {
-                return call.apply(connected());
+                return call.apply(ready);
             } catch (TTransportException e) {
                 lost = e;
                 closeQuietly();
@@ -137,6 +145,25 @@ final class Connection implements AutoCloseable {
             }
         }
         throw lost;
+    }
+
+    private CatalogService.Client connectedWithin(long windowMillis) throws TException {
+        long deadline = System.nanoTime() + windowMillis * 1_000_000L;
+        while (true) {
+            try {
+                return connected();
+            } catch (TTransportException e) {
+                if (e.getType() != TTransportException.NOT_OPEN || System.nanoTime() > deadline) {
+                    throw e;
+                }
+            }
+            try {
+                Thread.sleep(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TTransportException(TTransportException.NOT_OPEN, "interrupted while reconnecting");
+            }
+        }
     }
 
     private CatalogService.Client connected() throws TException {
