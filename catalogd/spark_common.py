@@ -333,8 +333,14 @@ def staged_table(
     with client_or_own(client) as c:
         stage = c.begin_stage(target, data, partition_keys, format=format, purpose=purpose,
                               properties=properties, comment=comment, lease=lease)
-        info = _catalog_info(c, stage)
-        staged = StagedTable(stage, spark_prefix(info, spark) if info is not None else "", info)
+        try:
+            # Asks the session (a Spark Connect server may die here): the stage is open already.
+            info = _catalog_info(c, stage)
+            staged = StagedTable(stage, spark_prefix(info, spark) if info is not None else "", info)
+        except BaseException:
+            if stage.state is StageState.OPEN:
+                _abort_quietly(c, stage)
+            raise
         if not staged.active:
             yield staged
             staged.result = stage
@@ -345,14 +351,21 @@ def staged_table(
             with heartbeat, _job_group(spark, group, f"writing stage {stage.id} for {stage.target_name}"):
                 yield staged
         except BaseException:
-            try:
-                staged.result = c.abort_stage(stage.id, writer_stopped=True)
-            except CatalogError as e:
-                logger.error("aborting stage %s failed (the janitor will, once its lease lapses): %s", stage.id, e)
+            staged.result = _abort_quietly(c, stage) or staged.result
             raise
         if heartbeat.error is not None:
             raise heartbeat.error
         staged.result = c.commit_stage(stage.id)
+
+
+def _abort_quietly(client: CatalogClient, stage: Stage) -> Stage | None:
+    """Abort ``stage`` for a write that failed; the aborted stage, or None when the abort failed
+    too (logged: the janitor aborts it once its lease lapses)."""
+    try:
+        return client.abort_stage(stage.id, writer_stopped=True)
+    except CatalogError as e:
+        logger.error("aborting stage %s failed (the janitor will, once its lease lapses): %s", stage.id, e)
+        return None
 
 
 def _catalog_info(client: CatalogClient, stage: Stage) -> CatalogInfo | None:

@@ -229,6 +229,24 @@ def plugin_spark(spark: Any, daemon: Daemon) -> Any:
     return session
 
 
+@pytest.fixture(autouse=True)
+def _shared_spark_session_stays_active(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test that used the shared SparkSession (or a session of it, ``plugin_spark``),
+    make the shared one the active session again. PySpark's ``createDataFrame`` makes its
+    session the JVM's active one for the calling thread, and Spark resolves some names outside
+    a session's own scope with the active session's conf (``DataFrameWriter.insertInto``'s
+    current catalog, from ``spark.sql.defaultCatalog``): a ``plugin_spark`` left active made the
+    next modules' two-part names resolve in the plugin's ``main``."""
+    yield
+    if "spark" not in request.fixturenames:
+        return
+    from pyspark.sql import SparkSession
+
+    shared = request.getfixturevalue("spark")
+    SparkSession._activeSession = shared
+    shared._jvm.SparkSession.setActiveSession(shared._jsparkSession)
+
+
 # ---------------------------------------------------------------- per-test objects
 
 @pytest.fixture

@@ -191,3 +191,46 @@ def test_helpers_write_with_the_session_catalog_current_and_restore_the_plugin_s
     with writing_to_session_catalog(plain):  # type: ignore[arg-type]
         pass
     assert plain.catalog.calls == []
+
+
+class _DeadConf:
+    def get(self, key: str, default: Any = None) -> Any:
+        raise RuntimeError("NO_ACTIVE_SESSION: the Spark Connect server died")
+
+
+class _DeadSpark:
+    conf = _DeadConf()
+
+
+class _StageClient:
+    """A catalogd client that opens a stage and records what is done with it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def begin_stage(self, target: str, *args: Any, **kwargs: Any) -> Any:
+        from catalogd.model import Stage, StagePurpose, StageState
+
+        self.calls.append("begin")
+        return Stage("main.db.s1", "main", "db", "t", StagePurpose.REPLACE, StageState.OPEN,
+                     staging_table="__catalogd_stage_s1")
+
+    def get_catalog(self, name: str) -> CatalogInfo:
+        return CatalogInfo("main", "hive", default=True, hms_endpoint=ENDPOINT)
+
+    def abort_stage(self, stage_id: str, writer_stopped: bool = False) -> Any:
+        self.calls.append(f"abort {stage_id}")
+        return None
+
+
+def test_a_session_that_dies_right_after_the_stage_opens_leaves_no_open_stage() -> None:
+    # A Connect server killed between the stage's begin and the write: the session's first
+    # question (its default catalog) fails, and the stage is aborted at once, not left to the janitor.
+    import pytest
+
+    client = _StageClient()
+    with pytest.raises(RuntimeError, match="NO_ACTIVE_SESSION"), \
+            spark_common.staged_table("main.db.t", "id int", client=client,  # type: ignore[arg-type]
+                                      spark=_DeadSpark()):  # type: ignore[arg-type]
+        raise AssertionError("the block must not run")
+    assert client.calls == ["begin", "abort main.db.s1"]
