@@ -56,6 +56,10 @@ def main(argv: list[str]) -> dict[str, Any]:
 
             sock.open()
             send_key(sock.handle, file_key(Path(argv[6])))
+            # thrift's TSocket.isOpen() peeks, and closes a socket its peer has closed; the SASL
+            # transport's open() then connects again, without the key (from this OS user, which
+            # the metastore serves). A connection the key check refused must fail, not be remade.
+            sock.isOpen = lambda: sock.handle is not None  # type: ignore[method-assign]
         transport.open()
     except Exception as e:
         return {"open": f"{type(e).__name__}: {e}", "results": []}
