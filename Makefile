@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 CONFIG ?= conf/catalogd.yaml
 
-.PHONY: run test unit integration lint docs idl install java jvm postgresql chromium kerberos clean bench lock
+.PHONY: run test unit integration lint docs idl install java jvm postgresql chromium kerberos engines clean bench lock
 
 # uv installs the pinned set in requirements.lock (made by `make lock`) in seconds; pip only
 # bootstraps uv itself.
@@ -72,19 +72,25 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "the console's browser test needs Chromium: install chromium and re-run" >&2; exit 1; fi
 
+# The real engines and metastores the integration tests start (Trino, Flink, Hive's standalone
+# metastores), from Maven Central and PyPI into one cache shared by every checkout
+# ($$CATALOGD_ENGINES, by default ~/.cache/catalogd-engines): about a gigabyte, downloaded once.
+engines: $(STAMP)
+	@$(BIN)/python -m tests.integration.engines
+
 run: $(STAMP) jvm
 	$(BIN)/catalogd serve --config $(CONFIG)
 
 # Two test processes (pytest-xdist), each module whole in one of them so module fixtures (a
 # module's daemon, its Spark application) are still made once: an integration test mostly waits on
 # JVMs, deadlines and leases, so two processes on 2 cores take about half the time of one.
-test: $(STAMP) jvm postgresql chromium lint docs
+test: $(STAMP) jvm postgresql chromium engines lint docs
 	$(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadfile tests
 
 unit: $(STAMP) jvm
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: $(STAMP) jvm postgresql chromium
+integration: $(STAMP) jvm postgresql chromium engines
 	$(BIN)/python -m pytest -q -m integration tests
 
 lint: $(STAMP)

@@ -1,0 +1,17 @@
+"""``python -m tests.integration.engines``: install every engine the integration tests start (``make engines``)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    installers: list[tuple[str, object]] = []
+    for name, install in installers:
+        print(f"installing {name}", flush=True)
+        install()  # type: ignore[operator]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
