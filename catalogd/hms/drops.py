@@ -137,8 +137,8 @@ class Drops:
         what = f"table {name}.{table}"
         params = tbl.parameters or {}
         if tbl.tableType == "VIRTUAL_VIEW" or str(params.get("EXTERNAL", "")).upper() == "TRUE":
-            raise meta_error(f"catalogd: {method} of {what} refused: only a managed table's files are deleted "
-                             "(catalogd deletes only what it owns)")
+            raise meta_error(f"catalogd: {method} of {what} refused: it is not a managed table, and catalogd "
+                             "deletes only the files of what it owns")
         uris: list[tuple[str, str]] = []
         if tbl.partitionKeys and upstream is not None:
             names = list(request.partNames or [])
