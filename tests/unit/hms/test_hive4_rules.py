@@ -120,7 +120,8 @@ def test_rename_partition_req_never_moves_a_directory_outside_its_table() -> Non
 
 @pytest.fixture
 def policy(tmp_path: Path) -> Policy:
-    config = parse_config(f"server: {{data-dir: {tmp_path}}}\ncatalogs:\n  - {{name: main, type: memory, default: true}}\n")
+    config = parse_config(f"server: {{data-dir: {tmp_path}}}\ncatalogs:\n"
+                          "  - {name: main, type: memory, default: true}\n")
     return Policy(CatalogManager(config))  # type: ignore[arg-type]
 
 
