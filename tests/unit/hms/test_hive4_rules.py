@@ -11,7 +11,6 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T
 from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.config import parse_config
-from catalogd.errors import PermissionDeniedError
 from catalogd.hms import rules
 from catalogd.hms.claims import check_move, claims_of
 from catalogd.hms.drops import Drops
@@ -151,43 +150,48 @@ def test_the_policy_judges_the_new_writes_as_their_equivalents(policy: Policy) -
 
 
 class Target:
-    """A relay target whose allowed location is the warehouse (``claim`` as the hive catalog's checks it)."""
+    """A relay target judging a truncate as the hive catalog's session does: here, by where the files lie."""
 
     def __init__(self) -> None:
-        self.claimed: list[str] = []
+        self.judged: list[tuple[Any, Any]] = []
 
     def files(self) -> Any:
         return nullcontext()
 
-    def claim(self, uri: str, what: str, own_table: Any = None, check_others: bool = True, within: Any = None) -> Any:
-        self.claimed.append(uri)
-        if not uri.startswith(WAREHOUSE + "/"):
-            raise PermissionDeniedError(f"{what}: {uri} is outside the allowed locations")
+    def truncation_blocker(self, tbl: Any, parts: list[Any] | None = None) -> str | None:
+        self.judged.append((tbl, parts))
+        if (tbl.parameters or {}).get("EXTERNAL") == "TRUE":
+            return "it is not a managed table"
+        for obj in [tbl] if parts is None else parts:
+            if not obj.sd.location.startswith(WAREHOUSE + "/"):
+                return f"{obj.sd.location} is outside the allowed locations"
         return None
 
 
-def test_a_truncate_is_relayed_only_for_a_managed_table_on_catalogd_s_directories(tmp_path: Path) -> None:
+def test_a_truncate_is_relayed_only_when_the_session_may_empty_its_directories() -> None:
     drops = Drops(None, None)  # type: ignore[arg-type]
     target = Target()
 
     def truncate(found: Any, parts: list[str] | None = None, answers: Any = None) -> Any:
-        req = T.truncate_table_req_args(req=hms.TruncateTableRequest(dbName="db", tableName="t", partNames=parts))
+        req = T.truncate_table_req_args(req=hms.TruncateTableRequest(dbName="db", tableName="T", partNames=parts))
         return drops.drop("truncate_table_req", req, None, target, same,  # type: ignore[arg-type]
                           lambda d, t: found, answers or upstream_of())
 
-    assert truncate(table()) is None  # judged: relayed
-    assert target.claimed == [f"{WAREHOUSE}/db.db/t"]
+    mine = table()
+    assert truncate(mine) is None  # judged: relayed
+    assert target.judged == [(mine, None)]
     assert "outside the allowed locations" in refusal(lambda: truncate(table(location="file:/victim")))
-    external = table(EXTERNAL="TRUE")
-    assert "not a managed table" in refusal(lambda: truncate(external))
+    assert "not a managed table" in refusal(lambda: truncate(table(EXTERNAL="TRUE")))
     assert "not found" in refusal(lambda: truncate(None))
     outside = hms.Partition(values=["1"], sd=hms.StorageDescriptor(location="file:/victim"))
     parts = upstream_of(get_partitions_by_names=[outside])
-    assert "truncate_table_req refused" in refusal(lambda: truncate(table(partitioned=True), ["ds=1"], parts))
+    assert "truncate_table_req of table db.t refused" in refusal(
+        lambda: truncate(table(partitioned=True), ["ds=1"], parts))
+    assert target.judged[-1][1] == [outside]
     old = T.truncate_table_args(dbName="db", tableName="t", partNames=None)
-    assert "truncate_table refused" in refusal(lambda: drops.drop(
+    assert "truncate_table of table db.t refused" in refusal(lambda: drops.drop(
         "truncate_table", old, None, target, same,  # type: ignore[arg-type]
-        lambda d, t: table(partitioned=True), upstream_of(get_partitions=[outside])))
+        lambda d, t: table(location="file:/victim"), upstream_of()))
 
 
 def test_a_drop_2_3_cannot_say_is_refused_not_relayed() -> None:
