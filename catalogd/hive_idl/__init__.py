@@ -36,7 +36,7 @@ from thrift.transport import TTransport
 from thrift.TRecursive import fix_spec
 
 from catalogd.errors import UnsupportedError
-from catalogd.hive_idl.build import idl_path
+from catalogd.hive_idl.build import build, idl_path, tool_root
 
 __all__ = ["NEW_METHODS", "ThriftHiveMetastore", "ttypes"]
 
@@ -272,6 +272,10 @@ def _apply(idl: dict[str, Any]) -> None:
 
 def _load() -> None:
     path = idl_path()
+    if not path.is_file() and (root := tool_root()) is not None:
+        # A checkout that has not run `make jvm` since the IDL came in builds it once (~20 s),
+        # as the Spark plugin's jar is built on first use.
+        build(root, path)
     try:
         idl = json.loads(path.read_text())
     except FileNotFoundError:
