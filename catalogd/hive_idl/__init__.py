@@ -224,8 +224,8 @@ def _apply(idl: dict[str, Any]) -> None:
         for name, value in values.items():
             setattr(enum, name, int(value))
             names.setdefault(int(value), name)
-        enum._VALUES_TO_NAMES = names
-        enum._NAMES_TO_VALUES = {v: k for k, v in names.items()}
+        setattr(enum, "_VALUES_TO_NAMES", names)  # noqa: B010 (the class may be one made just above)
+        setattr(enum, "_NAMES_TO_VALUES", {v: k for k, v in names.items()})  # noqa: B010
 
     created: dict[str, type] = {}
     for name, struct in idl["structs"].items():
