@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 from thrift.Thrift import TType
+
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +146,7 @@ _HIVE4_STRUCT_DB_FIELDS: dict[str, tuple[str, ...]] = {
     "WriteNotificationLogBatchRequest": ("db",),
     "WriteNotificationLogRequest": ("db",),
 }
-# Only the structs the IDL has (before the overlay, the Hive 2.3 IDL has none of them).
-STRUCT_DB_FIELDS.update({getattr(ttypes, name): fields for name, fields in _HIVE4_STRUCT_DB_FIELDS.items()
-                         if hasattr(ttypes, name)})
+STRUCT_DB_FIELDS.update({getattr(ttypes, name): fields for name, fields in _HIVE4_STRUCT_DB_FIELDS.items()})
 
 
 @dataclass(frozen=True)

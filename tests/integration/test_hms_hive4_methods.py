@@ -15,13 +15,14 @@ from contextlib import closing
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T4
-from hmsclient.genthrift.hive_metastore import ttypes as t4
 from pymetastore.hive_metastore import ThriftHiveMetastore as h3
 from pymetastore.hive_metastore import ttypes as t3
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
+
+from catalogd.hive_idl import ThriftHiveMetastore as T4
+from catalogd.hive_idl import ttypes as t4
 
 from .helpers import hms_connection
 from .test_write_rules import direct_partition, direct_table, intact, make_victim

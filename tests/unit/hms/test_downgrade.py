@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
+from catalogd.hive_idl import ThriftHiveMetastore as T
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import downgrade, methods
 from catalogd.metastore.messages import EXCEPTION, REPLY, decode, encode, parse_message
 

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.config import parse_config
+from catalogd.hive_idl import ThriftHiveMetastore as T
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import rules
 from catalogd.hms.claims import check_move, claims_of
 from catalogd.hms.drops import Drops
