@@ -196,3 +196,36 @@ def _as_hive4(struct: Any) -> Any:
     from thrift.TSerialization import deserialize, serialize
 
     return deserialize(getattr(t4, type(struct).__name__)(), serialize(struct))
+
+
+def test_memory_and_read_only_catalogs_answer_hive4_calls_as_their_2_3_equivalents(clients, main_db,
+                                                                                    unique_name) -> None:
+    hive3, hive4 = clients
+    db = f"scratch__{unique_name('h4')}"
+    hive3.create_database(t3.Database(name=db, parameters={}))
+    try:
+        new = t4.Table(tableName="t", dbName=db, tableType="MANAGED_TABLE", parameters={}, partitionKeys=[
+            t4.FieldSchema("ds", "string", None)], sd=t4.StorageDescriptor(
+            cols=[t4.FieldSchema("id", "int", None)], serdeInfo=t4.SerDeInfo(parameters={}), parameters={}))
+        # A memory catalog answers the 2.3 IDL: each call is said there.
+        hive4.call("create_table_req", request=t4.CreateTableRequest(table=new))
+        assert hive4.call("get_database_req", request=t4.GetDatabaseRequest(name=db)).name == db
+        hive4.call("append_partition_req", appendPartitionsReq=t4.AppendPartitionsRequest(
+            dbName=db, tableName="t", partVals=["1"]))
+        parts = hive4.call("get_partitions_by_names_req", req=t4.GetPartitionsByNamesRequest(
+            db_name=db, tbl_name="t", names=["ds=1"])).partitions
+        assert [(p.dbName, p.values) for p in parts] == [(db, ["1"])]
+        table = hive3.get_table(db, "t")
+        table.parameters = {**(table.parameters or {}), "made.by": "hive 4"}
+        hive4.call("alter_table_req", req=t4.AlterTableRequest(dbName=db, tableName="t", table=_as_hive4(table)))
+        assert hive3.get_table(db, "t").parameters["made.by"] == "hive 4"
+        hive4.call("drop_table_req", dropTableReq=t4.DropTableRequest(dbName=db, tableName="t"))
+        assert hive3.get_all_tables(db) == []
+    finally:
+        hive3.drop_database(db, True, True)
+    # A read-only catalog refuses the new writes as it refuses the old.
+    ro = f"ro__{main_db.split('.')[1]}"
+    assert "read-only" in _message(lambda: hive4.call("truncate_table_req", req=t4.TruncateTableRequest(
+        dbName=ro, tableName="t")))
+    assert "read-only" in _message(lambda: hive3.alter_table_req(t3.AlterTableRequest(
+        dbName=ro, tableName="t", table=t3.Table(dbName=ro, tableName="t"))))
