@@ -21,6 +21,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 
+from catalogd.client import CatalogClient
 from catalogd.hive_idl import ThriftHiveMetastore as T4
 from catalogd.hive_idl import ttypes as t4
 
@@ -229,3 +230,42 @@ def test_memory_and_read_only_catalogs_answer_hive4_calls_as_their_2_3_equivalen
         dbName=ro, tableName="t")))
     assert "read-only" in _message(lambda: hive3.alter_table_req(t3.AlterTableRequest(
         dbName=ro, tableName="t", table=t3.Table(dbName=ro, tableName="t"))))
+
+
+def test_hive4_reads_share_the_cache_and_hive4_writes_invalidate_it(daemon_factory) -> None:
+    from .helpers import embedded_catalog, free_port, metastore_key_file
+    from .test_cache import backing, metric
+
+    cached = daemon_factory(catalogs=[embedded_catalog("main", metastore_port=free_port())], name="h4cache",
+                            extra={"cache": {"ttl": "30s"}})
+    with CatalogClient(cached.address, timeout=60.0) as client, hms_connection(cached.hms_address) as endpoint:
+        client.create_database("main.shop")
+        client.create_table("main.shop.orders", "id bigint", partitioned_by="ds string")
+        client.add_partition("main.shop.orders", {"ds": "1"})
+        hive4 = Hive4(endpoint._oprot)
+        by_names = t4.GetPartitionsByNamesRequest(db_name="shop", tbl_name="orders", names=["ds=1"])
+
+        def params() -> dict[str, str]:
+            return hive4.call("get_partitions_by_names_req", req=by_names).partitions[0].parameters or {}
+
+        assert "behind" not in params()  # cached now
+        hits = metric(cached, "catalogd_cache_hits_total", '{catalog="main"}')
+        with hms_connection(backing(cached), key_file=metastore_key_file(cached.data_dir)) as direct:
+            part = direct.get_partition("shop", "orders", ["1"])
+            part.parameters["behind"] = "yes"
+            direct.alter_partition("shop", "orders", part)
+        # Within the TTL the Hive 4 read answers from the cache, as get_partitions_by_names does.
+        assert "behind" not in params()
+        assert metric(cached, "catalogd_cache_hits_total", '{catalog="main"}') >= hits + 1
+        # A Hive 4 write through the endpoint invalidates the table's entries: both changes show.
+        mine = endpoint.get_partition("shop", "orders", ["1"])
+        mine.parameters["mine"] = "1"
+        hive4.call("alter_partitions_req", req=t4.AlterPartitionsRequest(dbName="shop", tableName="orders",
+                                                                         partitions=[mine]))
+        assert (params().get("behind"), params().get("mine")) == ("yes", "1")
+        fields = t4.GetFieldsRequest(dbName="shop", tblName="orders")
+        assert [f.name for f in hive4.call("get_fields_req", req=fields).fields] == ["id"]
+        table = endpoint.get_table("shop", "orders")
+        table.sd.cols = [*table.sd.cols, t4.FieldSchema("name", "string", None)]
+        hive4.call("alter_table_req", req=t4.AlterTableRequest(dbName="shop", tableName="orders", table=table))
+        assert [f.name for f in hive4.call("get_fields_req", req=fields).fields] == ["id", "name"]
