@@ -95,11 +95,23 @@ HMS_ADMIN_METHODS = frozenset({
     "create_role", "drop_role", "grant_role", "revoke_role", "grant_revoke_role", "grant_privileges",
     "revoke_privileges", "grant_revoke_privileges", "setMetaConf", "add_master_key", "update_master_key",
     "remove_master_key", "add_token", "remove_token",
+    # Hive 3.1 / 4.x: the metastore's privileges and properties, its connections to other databases,
+    # workload management, scheduled queries (run as any user), replication state, the compactor's own calls
+    "refresh_privileges", "set_properties", "create_dataconnector_req", "alter_dataconnector_req",
+    "drop_dataconnector_req", "create_resource_plan", "alter_resource_plan", "drop_resource_plan",
+    "create_wm_trigger", "alter_wm_trigger", "drop_wm_trigger", "create_wm_pool", "alter_wm_pool", "drop_wm_pool",
+    "create_or_update_wm_mapping", "drop_wm_mapping", "create_or_drop_wm_trigger_to_pool_mapping",
+    "scheduled_query_maintenance", "scheduled_query_poll", "scheduled_query_progress", "seed_txn_id",
+    "seed_write_id", "repl_tbl_writeid_state", "add_replication_metrics", "find_next_compact", "find_next_compact2",
+    "update_compactor_state", "mark_cleaned", "mark_compacted", "mark_failed", "mark_refused", "set_hadoop_jobid",
+    "update_compaction_metrics_data", "remove_compaction_metrics_data",
 })
 #: Global HMS writes a reader makes while reading (locks, transactions, its session's delegation tokens).
 HMS_READER_WRITES = frozenset({
     "lock", "check_lock", "unlock", "heartbeat", "heartbeat_txn_range", "open_txns", "commit_txn", "abort_txn",
     "abort_txns", "get_delegation_token", "renew_delegation_token", "cancel_delegation_token", "show_locks",
+    # Hive 4: a reader's open transaction records the write ids it reads (for the cleaner).
+    "add_write_ids_to_min_history",
 })
 
 

@@ -71,3 +71,16 @@ def test_hms_roles() -> None:
     assert hms_role("global-write", "compact") is Role.WRITER
     # Unknown to the IDL: catalogd cannot tell whether it writes.
     assert hms_role(None, "get_catalogs") is Role.ADMIN
+
+
+def test_hive4_roles() -> None:
+    from catalogd.auth.operations import HMS_ADMIN_METHODS, HMS_READER_WRITES
+
+    assert not (HMS_ADMIN_METHODS | HMS_READER_WRITES) - methods.IDL_METHODS  # every one a method of the IDL
+    for method in ("refresh_privileges", "set_properties", "create_dataconnector_req", "create_resource_plan",
+                   "scheduled_query_maintenance", "seed_write_id", "mark_cleaned"):
+        assert hms_role(methods.kind(method).value, method) is Role.ADMIN, method  # type: ignore[union-attr]
+    assert hms_role("global-write", "add_write_ids_to_min_history") is Role.READER
+    assert hms_role("global-read", "get_valid_write_ids") is Role.READER
+    assert hms_role("global-write", "allocate_table_write_ids") is Role.WRITER
+    assert hms_role("write", "alter_table_req") is Role.WRITER
