@@ -44,6 +44,11 @@ def test_listings_leave_stages_out() -> None:
         hms.Table(tableName="orders"), hms.Table(tableName=STAGE)]))
     hide_stages(tables)
     assert [t.tableName for t in tables.success.tables] == ["orders"]
+    # Hive 4's extended listing names its tables tblName.
+    extended = T.get_tables_ext_result(success=[hms.ExtendedTableInfo(tblName="orders"),
+                                                hms.ExtendedTableInfo(tblName=STAGE)])
+    hide_stages(extended)
+    assert [t.tblName for t in extended.success] == ["orders"]
 
 
 def test_only_the_location_spark_makes_up_is_taken_out() -> None:
