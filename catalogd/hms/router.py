@@ -40,6 +40,7 @@ from catalogd.errors import (
     CatalogError,
 )
 from catalogd.hms import limits, methods, rules
+from catalogd.hms.catalog_names import CatalogNames, Door, Spelling
 from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
@@ -61,6 +62,7 @@ from catalogd.metastore.messages import (
     decode,
     encode,
     header,
+    parse_message,
 )
 from catalogd.names import ObjectPath
 
@@ -157,6 +159,7 @@ class Router:
         self.delegation: EndpointAuth | None = None
         self._memory_store = memory_store
         self._federation: tuple[object, Federation] | None = None
+        self._names: tuple[object, CatalogNames] | None = None
         #: Calls answered, by method and outcome (for /metrics).
         self.calls: dict[tuple[str, str], int] = {}
         self._calls_lock = threading.Lock()
@@ -170,6 +173,16 @@ class Router:
         if cached is None or cached[0] is not config:
             cached = (config, Federation.from_config(config))
             self._federation = cached
+        return cached[1]
+
+    @property
+    def names(self) -> CatalogNames:
+        """HMS 3's ``@catalog#db`` grammar for the current configuration."""
+        config = self.manager.config
+        cached = self._names
+        if cached is None or cached[0] is not config:
+            cached = (config, CatalogNames(self.federation, [c.name for c in config.catalogs]))
+            self._names = cached
         return cached[1]
 
     def call_counts(self) -> dict[tuple[str, str], int]:
@@ -265,14 +278,64 @@ class Router:
         if method in ("get_databases", "get_all_databases", "get_table_meta"):
             # Across catalogs: a reader of any catalog may list, and sees the catalogs it reads.
             policy.authorize(conn, method, kind, None, call)
+            door = self._pattern_door(method, args)
             if method == "get_table_meta":
-                return self._table_meta(conn, message, args, call.principal)
-            return self._databases(conn, message, args, call.principal)
+                return self._table_meta(conn, message, args, call.principal, door)
+            return self._databases(conn, message, args, call.principal, door)
         if kind in (methods.Kind.GLOBAL_READ, methods.Kind.GLOBAL_WRITE):
             policy.authorize(conn, method, kind, self.federation.default, call)
             if kind is methods.Kind.GLOBAL_WRITE and method not in READER_GLOBAL_WRITES:
                 policy.check_writable(self.federation.default, method)
             return self._global(conn, message)
+        # A Hive 3+ client's ``@catalog#db`` names: served as the 2.3 names they mean, answered
+        # in the client's spelling.
+        spelling = self.names.unwrap(method, args)
+        if spelling is not None:
+            return self._spelt(conn, message, args, kind, call, spelling)
+        return self._routed(conn, message, args, kind, call)
+
+    def _spelt(self, conn: ClientConnection, message: Message, args: Any, kind: methods.Kind,
+               call: CallRecord, spelling: Spelling) -> bytes:
+        """A call with catalog-qualified names (already unwrapped in ``args``): served as a 2.3
+        client's call, its answer and errors put back in the client's spelling."""
+        method = message.name
+        inner = parse_message(encode(method, message.type, message.seqid, args))
+        try:
+            reply = self._routed(conn, inner, args, kind, call)
+        except Refused as refused:
+            raise Refused(spelling.error(refused.exc)) from None
+        except CatalogError as e:
+            raise Refused(spelling.error(to_hms_error(e, method))) from None
+        answer = parse_message(reply)
+        if answer.type != REPLY:
+            return reply
+        result = decode(_RESULTS[method](), answer.body)
+        for name in _field_names(type(result)):
+            value = getattr(result, name, None)
+            if value is None:
+                continue
+            if name == "success":
+                result.success = spelling.result(method, value)
+            elif isinstance(value, Exception):
+                spelling.error(value)
+        return self._reply(method, message.seqid, result)
+
+    def _pattern_door(self, method: str, args: Any) -> Door | None:
+        """A listing's ``@catalog#pattern``: its door, the pattern left in ``args`` without it."""
+        field = methods.PATTERN_METHODS.get(method)
+        value = getattr(args, field, None) if field is not None else None
+        if not isinstance(value, str):
+            return None
+        door, rest = self.names.pattern(value)
+        if door is not None:
+            setattr(args, field, rest)  # type: ignore[arg-type]
+        return door
+
+    def _routed(self, conn: ClientConnection, message: Message, args: Any, kind: methods.Kind,
+                call: CallRecord) -> bytes:
+        """A decoded call that names databases (2.3 names): routed to their catalog."""
+        method = message.name
+        policy = self.policy
         route = self._route(method, args)
         if route is None:
             policy.authorize(conn, method, kind, self.federation.default, call)
@@ -381,13 +444,17 @@ class Router:
         return header(method, REPLY, message.seqid) + body
 
     def _databases(self, conn: ClientConnection, message: Message, args: Any,
-                   principal: Principal | None = None) -> bytes:
-        """get_databases / get_all_databases: every (readable) catalog's, under their client names."""
+                   principal: Principal | None = None, door: Door | None = None) -> bytes:
+        """get_databases / get_all_databases: every (readable) catalog's, under their client names
+        (through a native ``door``: that catalog's, by their own names)."""
         pattern = getattr(args, "pattern", None)
         federation = self.federation
+        native = door.catalog if door is not None else None
         names: set[str] = set()
         for name, catalog in self.manager.catalogs().items():
             if not catalog.hms_served or not self.policy.readable(principal, name):
+                continue
+            if native is not None and name != native:
                 continue
             target = catalog.relay_target()
             try:
@@ -402,6 +469,10 @@ class Router:
                 logger.warning("HMS endpoint: databases of catalog %s left out: %s", name, e)
                 continue
             for database in found:
+                if native is not None:
+                    if matches_pattern(database, pattern):
+                        names.add(database)
+                    continue
                 if federation.visible(name, database):
                     client = federation.client_name(name, database)
                     if matches_pattern(client, pattern):
@@ -410,12 +481,16 @@ class Router:
         return self._reply(message.name, message.seqid, result)
 
     def _table_meta(self, conn: ClientConnection, message: Message, args: Any,
-                    principal: Principal | None = None) -> bytes:
-        """get_table_meta(db_patterns, tbl_patterns, tbl_types) across (readable) catalogs, stages left out."""
+                    principal: Principal | None = None, door: Door | None = None) -> bytes:
+        """get_table_meta(db_patterns, tbl_patterns, tbl_types) across (readable) catalogs, stages left out
+        (through a native ``door``: that catalog's, by their own names; a ``door`` sets ``catName``)."""
         federation = self.federation
+        native = door.catalog if door is not None else None
         metas: list[Any] = []
         for name, catalog in self.manager.catalogs().items():
             if not catalog.hms_served or not self.policy.readable(principal, name):
+                continue
+            if native is not None and name != native:
                 continue
             target = catalog.relay_target()
             if target is None:
@@ -430,10 +505,15 @@ class Router:
                                                   tbl_types=args.tbl_types)
                 found = self._upstream(target, conn, "get_table_meta", request).success or []
             for meta in found:
-                if is_stage_table(meta.tableName) or not federation.visible(name, meta.dbName):
+                if is_stage_table(meta.tableName):
                     continue
-                meta.dbName = federation.client_name(name, meta.dbName)
+                if native is None:
+                    if not federation.visible(name, meta.dbName):
+                        continue
+                    meta.dbName = federation.client_name(name, meta.dbName)
                 if matches_pattern(meta.dbName, args.db_patterns):
+                    if door is not None and hasattr(meta, "catName"):
+                        meta.catName = door.written
                     metas.append(meta)
         return self._reply(message.name, message.seqid, _RESULTS[message.name](success=metas))
 
