@@ -189,7 +189,8 @@ def _declared_form(method: str, exc: Exception) -> Exception:
     if isinstance(exc, hms.NoSuchObjectException):
         declared = _declared(method)
         if hms.NoSuchObjectException not in declared and hms.InvalidObjectException in declared:
-            return hms.InvalidObjectException(message=exc.message)
+            invalid: Exception = hms.InvalidObjectException(message=exc.message)
+            return invalid
     return exc
 
 
