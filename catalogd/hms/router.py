@@ -39,7 +39,7 @@ from catalogd.catalog.caching_client import RAW
 from catalogd.errors import (
     CatalogError,
 )
-from catalogd.hms import limits, methods, rules
+from catalogd.hms import catalog_calls, limits, methods, rules
 from catalogd.hms.catalog_names import CatalogNames, Door, Spelling
 from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
@@ -268,6 +268,8 @@ class Router:
             return self._delegation_call(conn, message, call)
         if method in _LOCK_METHODS:
             return self._locks(conn, message, call)
+        if method in catalog_calls.METHODS and method in _ARGS:
+            return self._catalog_call(conn, message, call)
         if kind is None or method not in _ARGS:
             policy.authorize(conn, method, kind, self.federation.default, call)
             return self._global(conn, message)
@@ -319,6 +321,29 @@ class Router:
             elif isinstance(value, Exception):
                 spelling.error(value)
         return self._reply(method, message.seqid, result)
+
+    def _catalog_call(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
+        """get_catalogs / get_catalog answered from catalogd's catalogs; create/alter/drop_catalog refused."""
+        method = message.name
+        refused = method in catalog_calls.REFUSED
+        kind = methods.Kind.GLOBAL_WRITE if refused else methods.Kind.GLOBAL_READ
+        # A reader of any catalog may ask; each answer shows only the catalogs it reads.
+        self.policy.authorize(conn, method, kind, None, call)
+        args = decode(_ARGS[method](), message.body)
+        value = catalog_calls.answer(method, args, self.manager.catalogs(), self.federation.default,
+                                     lambda name: self.policy.readable(call.principal, name), self._location)
+        return self._reply(method, message.seqid, _RESULTS[method](success=value))
+
+    def _location(self, catalog: Catalog) -> str | None:
+        """A catalog's warehouse (a memory catalog's: where the endpoint keeps its files)."""
+        info = catalog.info()
+        if info.warehouse:
+            return info.warehouse
+        if catalog.relay_target() is None and catalog.hms_served:
+            from catalogd.hms.endpoint import SCRATCH_WAREHOUSE
+
+            return (self.manager.config.server.data_dir / SCRATCH_WAREHOUSE / info.name).as_uri()
+        return None
 
     def _pattern_door(self, method: str, args: Any) -> Door | None:
         """A listing's ``@catalog#pattern``: its door, the pattern left in ``args`` without it."""
