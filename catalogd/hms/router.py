@@ -288,22 +288,25 @@ class Router:
             policy.authorize(conn, method, kind, self.federation.default, call)
             if kind is methods.Kind.GLOBAL_WRITE and method not in READER_GLOBAL_WRITES:
                 policy.check_writable(self.federation.default, method)
+            # A privilege object's or an event's database, say, in a Hive 3+ client's spelling.
+            spelling = self.names.unwrap(method, args)
+            if spelling is not None:
+                return self._spelt(message, args, spelling, lambda inner: self._global(conn, inner))
             return self._global(conn, message)
         # A Hive 3+ client's ``@catalog#db`` names: served as the 2.3 names they mean, answered
         # in the client's spelling.
         spelling = self.names.unwrap(method, args)
         if spelling is not None:
-            return self._spelt(conn, message, args, kind, call, spelling)
+            return self._spelt(message, args, spelling, lambda inner: self._routed(conn, inner, args, kind, call))
         return self._routed(conn, message, args, kind, call)
 
-    def _spelt(self, conn: ClientConnection, message: Message, args: Any, kind: methods.Kind,
-               call: CallRecord, spelling: Spelling) -> bytes:
-        """A call with catalog-qualified names (already unwrapped in ``args``): served as a 2.3
-        client's call, its answer and errors put back in the client's spelling."""
+    def _spelt(self, message: Message, args: Any, spelling: Spelling, serve: Callable[[Message], bytes]) -> bytes:
+        """A call with catalog-qualified names (already unwrapped in ``args``): served (``serve``)
+        as a 2.3 client's call, its answer and errors put back in the client's spelling."""
         method = message.name
         inner = parse_message(encode(method, message.type, message.seqid, args))
         try:
-            reply = self._routed(conn, inner, args, kind, call)
+            reply = serve(inner)
         except Refused as refused:
             raise Refused(spelling.error(refused.exc)) from None
         except CatalogError as e:

@@ -101,6 +101,13 @@ def test_unwrap_rewrites_envelopes_and_catalog_fields(grammar: CatalogNames) -> 
         grammar.unwrap("get_database", ThriftHiveMetastore.get_database_args(name="@hive#"))
 
 
+def test_names_in_calls_that_go_to_the_default_catalog_are_unwrapped_too(grammar: CatalogNames) -> None:
+    ref = hms.HiveObjectRef(objectType=hms.HiveObjectType.TABLE, dbName="@scratch#tmp", objectName="t")
+    bag = hms.PrivilegeBag(privileges=[hms.HiveObjectPrivilege(hiveObject=ref, principalName="u")])
+    spelling = grammar.unwrap("grant_privileges", ThriftHiveMetastore.grant_privileges_args(privileges=bag))
+    assert spelling is not None and ref.dbName == "scratch__tmp"
+
+
 def test_errors_name_the_database_as_the_client_wrote_it(grammar: CatalogNames) -> None:
     args = ThriftHiveMetastore.get_database_args(name="@hive#scratch__x")
     spelling = grammar.unwrap("get_database", args)
