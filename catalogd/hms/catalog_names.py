@@ -214,7 +214,8 @@ class Spelling:
     def through(self, door: Door) -> Door:
         if self.door is None:
             self.door = door
-        elif self.door != door:
+        elif self.door.catalog != door.catalog:
+            # ``hive`` and the default catalog's name are one door: the first spelling answers.
             raise meta_error(f"catalogd: one call names databases through two catalog parts "
                              f"({self.door.written!r} and {door.written!r})")
         return door

@@ -96,6 +96,11 @@ def test_unwrap_rewrites_envelopes_and_catalog_fields(grammar: CatalogNames) -> 
                                                  new_tbl=hms.Table(dbName="@scratch#tmp", tableName="t"))
     with pytest.raises(Refused, match="two catalog parts"):
         grammar.unwrap("alter_table", mixed)
+    # hive and the default catalog's name are one door.
+    same = ThriftHiveMetastore.alter_table_args(dbname="@hive#d", tbl_name="t",
+                                                new_tbl=hms.Table(dbName="@MAIN#d", tableName="t"))
+    spelling = grammar.unwrap("alter_table", same)
+    assert spelling is not None and spelling.door == Door("hive", None) and same.new_tbl.dbName == "d"
     # "@cat#" where a database is needed.
     with pytest.raises(Refused, match="names no database"):
         grammar.unwrap("get_database", ThriftHiveMetastore.get_database_args(name="@hive#"))
