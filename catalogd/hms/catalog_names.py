@@ -210,6 +210,8 @@ class Spelling:
     door: Door | None = None
     #: 2.3 spelling -> the client's, for error messages.
     names: dict[str, str] = field(default_factory=dict)
+    #: Set by a read that answered in this spelling already (cached so).
+    spelt: bool = False
 
     def through(self, door: Door) -> Door:
         if self.door is None:
@@ -219,6 +221,23 @@ class Spelling:
             raise meta_error(f"catalogd: one call names databases through two catalog parts "
                              f"({self.door.written!r} and {door.written!r})")
         return door
+
+    def form(self) -> str:
+        """What the answer depends on besides the 2.3 call (a cache key's part)."""
+        door = self.door
+        assert door is not None
+        return f"{door.written}:{door.catalog or ''}:{sorted(self.names.items())!r}"
+
+    def reply(self, method: str, result: Any) -> None:
+        """A decoded ``<method>_result`` in the client's spelling: its success value and the
+        message of its exception (in place)."""
+        for name, value in list(vars(result).items()):
+            if value is None:
+                continue
+            if name == "success":
+                result.success = self.result(method, value)
+            elif isinstance(value, Exception):
+                self.error(value)
 
     def result(self, method: str, value: Any) -> Any:
         """A success value in the client's spelling (structs changed in place)."""

@@ -297,7 +297,8 @@ class Router:
         # in the client's spelling.
         spelling = self.names.unwrap(method, args)
         if spelling is not None:
-            return self._spelt(message, args, spelling, lambda inner: self._routed(conn, inner, args, kind, call))
+            return self._spelt(message, args, spelling,
+                               lambda inner: self._routed(conn, inner, args, kind, call, spelling))
         return self._routed(conn, message, args, kind, call)
 
     def _spelt(self, message: Message, args: Any, spelling: Spelling, serve: Callable[[Message], bytes]) -> bytes:
@@ -311,18 +312,13 @@ class Router:
             raise Refused(spelling.error(refused.exc)) from None
         except CatalogError as e:
             raise Refused(spelling.error(to_hms_error(e, method))) from None
+        if spelling.spelt:  # a read that spelt its answer before caching it
+            return reply
         answer = parse_message(reply)
         if answer.type != REPLY:
             return reply
         result = decode(_RESULTS[method](), answer.body)
-        for name in _field_names(type(result)):
-            value = getattr(result, name, None)
-            if value is None:
-                continue
-            if name == "success":
-                result.success = spelling.result(method, value)
-            elif isinstance(value, Exception):
-                spelling.error(value)
+        spelling.reply(method, result)
         return self._reply(method, message.seqid, result)
 
     def _catalog_call(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
@@ -360,8 +356,9 @@ class Router:
         return door
 
     def _routed(self, conn: ClientConnection, message: Message, args: Any, kind: methods.Kind,
-                call: CallRecord) -> bytes:
-        """A decoded call that names databases (2.3 names): routed to their catalog."""
+                call: CallRecord, spelling: Spelling | None = None) -> bytes:
+        """A decoded call that names databases (2.3 names): routed to their catalog (``spelling``:
+        how a Hive 3+ client named them, for a read to cache its answer in that spelling)."""
         method = message.name
         policy = self.policy
         route = self._route(method, args)
@@ -391,7 +388,7 @@ class Router:
             return self._memory(conn, message, args, route)
         if writes:
             return self._write(conn, message, args, route, catalog, target, call)
-        return self._read(conn, message, args, route, target)
+        return self._read(conn, message, args, route, target, spelling)
 
     # ------------------------------------------------------------ routing
 
@@ -436,11 +433,11 @@ class Router:
         return target.cached_calls()
 
     def _read(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
-              target: RelayTarget) -> bytes:
+              target: RelayTarget, spelling: Spelling | None = None) -> bytes:
         method = message.name
         prefix = self.rewriting.prefix(route.catalog)
         prefixed = bool(prefix)
-        rewritten = prefixed or method in LISTINGS
+        rewritten = prefixed or method in LISTINGS or spelling is not None
         # A cache that is off (cache.ttl 0s) is skipped, so the reply goes back as it came.
         caching = self._caching(target)
         found = None
@@ -448,6 +445,9 @@ class Router:
                 self._scope(route, method, args)):
             # The metastore's reply as relayed (RAW), or the one rewritten here for the client.
             form = f"hms:{prefix}" if rewritten else RAW
+            if spelling is not None:  # the answer as a Hive 3+ client's spelling has it
+                form = f"{form}:{spelling.form()}"
+                spelling.spelt = True
             found = caching.lookup(self._scope(route, method, args), method, message.body, form)
             if found.body is not None:
                 return header(method, REPLY, message.seqid) + found.body
@@ -466,6 +466,9 @@ class Router:
             if method in LISTINGS:
                 hide_stages(result)
             self._to_client(method, result, route.catalog)
+            if spelling is not None:
+                spelling.reply(method, result)
+                spelling.spelt = True
             body = encode(method, REPLY, message.seqid, result)[len(header(method, REPLY, message.seqid)):]
         if found is not None:
             found.keep(body)

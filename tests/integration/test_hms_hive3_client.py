@@ -147,3 +147,42 @@ def test_hive_3_calls_a_2_3_metastore_does_not_have(hive3) -> None:
     with pytest.raises(TApplicationException) as e:
         hive3.get_valid_write_ids(t3.GetValidWriteIdsRequest(fullTableNames=["default.t"], validTxnList=""))
     assert e.value.type == TApplicationException.UNKNOWN_METHOD
+
+
+def test_the_cache_answers_each_spelling_in_its_own(daemon_factory, unique_name) -> None:
+    """With the metadata cache on, a Hive 3 read is cached in its client's spelling: the 2.3
+    client's answer and error for the same call stay the 2.3 ones, and a write invalidates both."""
+    from catalogd.client import CatalogClient
+
+    from .helpers import embedded_catalog, free_port
+    from .test_cache import metric
+
+    cached = daemon_factory(catalogs=[embedded_catalog("main", metastore_port=free_port())], name="h3cache",
+                            extra={"cache": {"ttl": "30s"}})
+    db = unique_name("h3c")
+    with CatalogClient(cached.address, timeout=60.0) as client:
+        client.create_database(f"main.{db}")
+        client.create_table(f"main.{db}.t", "id bigint")
+    from thrift.protocol import TBinaryProtocol
+    from thrift.transport import TSocket, TTransport
+
+    transport = TTransport.TBufferedTransport(TSocket.TSocket(*cached.hms_address))
+    hive3 = h3.Client(TBinaryProtocol.TBinaryProtocol(transport))
+    transport.open()
+    with closing(transport), hms_connection(cached.hms_address) as h2:
+        for _ in range(2):
+            assert hive3.get_table(f"@hive#{db}", "t").dbName == db
+            assert h2.get_table(db, "t").dbName == db
+            with pytest.raises(t3.NoSuchObjectException) as e:
+                hive3.get_database(f"@hive#{db}_no")
+            assert f"@hive#{db}_no" in e.value.message
+            with pytest.raises(Exception) as plain:
+                h2.get_database(f"{db}_no")
+            assert "@hive#" not in str(plain.value)
+        assert metric(cached, "catalogd_cache_hits_total", '{catalog="main"}') >= 4
+        # A write through either spelling invalidates what both read.
+        table = hive3.get_table(f"@hive#{db}", "t")
+        table.parameters["h3"] = "yes"
+        hive3.alter_table(f"@hive#{db}", "t", table)
+        assert h2.get_table(db, "t").parameters.get("h3") == "yes"
+        assert hive3.get_table(f"@hive#{db}", "t").parameters.get("h3") == "yes"
