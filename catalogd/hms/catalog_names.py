@@ -27,8 +27,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 from catalogd.hms.errors import _declared
 from catalogd.hms.federation import Federation

@@ -50,7 +50,7 @@ def _table(db: str, name: str, catalog: str | None = None) -> Any:
 
 def _overlay() -> bool:
     """Whether the endpoint's IDL has Hive 3's fields (catalogd's IDL overlay)."""
-    from hmsclient.genthrift.hive_metastore import ttypes
+    from catalogd.hive_idl import ttypes
 
     return hasattr(ttypes.Table(), "catName")
 

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.config import parse_config
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.catalog_calls import REFUSED, answer
 from catalogd.hms.catalog_names import CatalogNames, Door, join, split
 from catalogd.hms.federation import Federation
