@@ -36,7 +36,7 @@ from thrift.transport import TTransport
 from thrift.TRecursive import fix_spec
 
 from catalogd.errors import UnsupportedError
-from catalogd.hive_idl.build import idl_path
+from catalogd.hive_idl.build import build, idl_path, tool_root
 
 __all__ = ["NEW_METHODS", "ThriftHiveMetastore", "ttypes"]
 
@@ -224,8 +224,8 @@ def _apply(idl: dict[str, Any]) -> None:
         for name, value in values.items():
             setattr(enum, name, int(value))
             names.setdefault(int(value), name)
-        enum._VALUES_TO_NAMES = names
-        enum._NAMES_TO_VALUES = {v: k for k, v in names.items()}
+        setattr(enum, "_VALUES_TO_NAMES", names)  # noqa: B010 (the class may be one made just above)
+        setattr(enum, "_NAMES_TO_VALUES", {v: k for k, v in names.items()})  # noqa: B010
 
     created: dict[str, type] = {}
     for name, struct in idl["structs"].items():
@@ -272,6 +272,10 @@ def _apply(idl: dict[str, Any]) -> None:
 
 def _load() -> None:
     path = idl_path()
+    if not path.is_file() and (root := tool_root()) is not None:
+        # A checkout that has not run `make jvm` since the IDL came in builds it once (~20 s),
+        # as the Spark plugin's jar is built on first use.
+        build(root, path)
     try:
         idl = json.loads(path.read_text())
     except FileNotFoundError:

@@ -24,7 +24,7 @@ from pathlib import Path
 from catalogd.errors import UnsupportedError
 from catalogd.jdk import find_javac, pyspark_jars
 
-__all__ = ["HIVE_VERSION", "IDL_NAME", "build", "idl_path"]
+__all__ = ["HIVE_VERSION", "IDL_NAME", "build", "idl_path", "tool_root"]
 
 #: The Hive release whose metastore IDL the endpoint speaks (besides hmsclient's 2.3).
 HIVE_VERSION = "4.0.1"
@@ -40,7 +40,8 @@ def idl_path() -> Path:
     return Path(__file__).resolve().parents[1] / "jars" / IDL_NAME
 
 
-def _tool_root() -> Path | None:
+def tool_root() -> Path | None:
+    """``jvm/hms-idl`` of a checkout (None in an installed package)."""
     root = Path(__file__).resolve().parents[2] / "jvm" / "hms-idl"
     return root if (root / "src").is_dir() else None
 
@@ -124,7 +125,7 @@ def build(root: Path, out: Path) -> Path:
 
 
 def main() -> None:
-    root = _tool_root()
+    root = tool_root()
     try:
         if root is None:
             if not idl_path().is_file():
