@@ -159,8 +159,8 @@ class CatalogNames:
             beside = _catalog_field(holder) if fields else None
             for f in fields:
                 value = getattr(holder, f, None)
-                if not isinstance(value, str):
-                    continue
+                if not isinstance(value, str) or not value:
+                    continue  # no database here (a global privilege object's, say)
                 part, database = split(value)
                 if part is None and beside is not None:
                     part = beside
