@@ -13,6 +13,7 @@ from typing import Any, Protocol, cast
 from thrift.Thrift import TApplicationException
 
 from catalogd.hive_idl import ttypes as hms
+from catalogd.metastore.dialect import Dialect, typed_call
 
 __all__ = ["HiveClient", "RpcPool"]
 
@@ -34,17 +35,25 @@ class HiveClient:
     Reads are retried once on a broken connection (on a fresh one, which fails
     over); writes are not, since they may have run before the connection broke.
 
+    Reads are made in the metastore's dialect (``catalogd.metastore.dialect``): on an HMS 4,
+    which lacks ``get_table`` and ``get_table_objects_by_name``, as their ``*_req`` calls.
+
     Args:
         pool: runs the RPCs (``MetastoreClient``, or a fake in unit tests).
     """
 
     def __init__(self, pool: RpcPool) -> None:
         self._pool = pool
+        #: What this metastore was found to lack (learnt from its answers, kept with the pool).
+        self.dialect = Dialect()
 
     def close(self) -> None:
         self._pool.close()
 
     def _read(self, method: str, *args: Any) -> Any:
+        return typed_call(self.dialect, self._read_rpc, method, args)
+
+    def _read_rpc(self, method: str, *args: Any) -> Any:
         return self._pool.call(method, *args, idempotent=True)
 
     def _write(self, method: str, *args: Any, retry: bool = False) -> Any:
@@ -92,6 +101,10 @@ class HiveClient:
     def get_table_objects_by_name(self, database: str, names: list[str]) -> list[hms.Table]:
         try:
             return list(self._read("get_table_objects_by_name", database, names))
+        except hms.UnknownDBException:
+            # An HMS 4 (get_table_objects_by_name_req) says so itself: the same as HMS 2.3's answer below.
+            self.get_database(database)
+            raise
         except TApplicationException as e:
             # HMS 2.3 answers a database that is gone (dropped since its tables were listed) with
             # no result at all ("unknown result"): say which, so that callers skip the database.

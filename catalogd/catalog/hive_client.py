@@ -480,9 +480,16 @@ class HiveSession:
     # ------------------------------------------------------------ drops
 
     def _managed(self, tbl: hms.Table) -> bool:
-        """Whether HMS deletes this table's files on a drop (a managed table; views have none)."""
+        """Whether HMS deletes this table's files on a drop (a managed table; views have none).
+
+        An external table with ``external.table.purge`` counts too: HMS 3.1+ deletes its files,
+        and HMS 4 makes every managed table of a Hive 2.3 client (Spark's) such a table
+        (``TRANSLATED_TO_EXTERNAL``); it is judged by the managed tables' rules (HMS 2.3
+        ignores the parameter and keeps the files whatever catalogd passes)."""
         params: dict[str, str] = tbl.parameters or {}
-        return bool(tbl.tableType != codec.VIRTUAL_VIEW and params.get("EXTERNAL", "").upper() != "TRUE")
+        if tbl.tableType == codec.VIRTUAL_VIEW:
+            return False
+        return params.get("EXTERNAL", "").upper() != "TRUE" or params.get("external.table.purge", "").upper() == "TRUE"
 
     def _others(self, location: Location, database: str, name: str) -> list[Occupant]:
         """The objects in or around ``location`` but table ``database.name`` (and its partitions)

@@ -236,8 +236,14 @@ def _signed_stage(upstream: Upstream, database: str, table: str, stage_owner: St
 
 
 def _managed(tbl: Any) -> bool:
+    """Whether the metastore treats the table's directory as its own (moves it, deletes it): a
+    managed table, or an external one with ``external.table.purge`` (HMS 4 makes a Hive 2.3
+    client's managed tables so), as ``HiveSession._managed`` judges drops."""
     params = tbl.parameters or {}
-    return bool(tbl.tableType != "VIRTUAL_VIEW" and str(params.get("EXTERNAL", "")).upper() != "TRUE")
+    if tbl.tableType == "VIRTUAL_VIEW":
+        return False
+    return str(params.get("EXTERNAL", "")).upper() != "TRUE" or \
+        str(params.get("external.table.purge", "")).upper() == "TRUE"
 
 
 def check_claims(claims: list[Claim], target: RelayTarget, method: str) -> None:

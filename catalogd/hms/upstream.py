@@ -3,7 +3,8 @@
 The router hands a call to a catalog's metastore as the bytes the client sent (``relay``) or
 as a call it builds itself (``call``, decoded). Where to relay comes from the catalog's
 ``RelayTarget`` (addresses, timeouts, call limit); a catalog replaced by a reload gets a new
-pool, the old one is closed.
+pool, the old one is closed. Each pool keeps the dialect of its metastore
+(``backend_dialect``: an HMS 4 is asked ``get_table_req`` for a client's ``get_table``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import MetastoreUnavailableError
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
+from catalogd.hms.backend_dialect import relay_in_dialect
 from catalogd.hms.refused import Refused, meta_error
+from catalogd.metastore.dialect import Dialect
 from catalogd.metastore.messages import CALL, EXCEPTION, Message, decode, encode
 from catalogd.metastore.relay import Identity, RelayPool
 
@@ -33,29 +36,29 @@ class Upstreams:
 
     def __init__(self, max_message: int) -> None:
         self._max_message = max_message
-        self._pools: dict[tuple[str, int], RelayPool] = {}
+        self._pools: dict[tuple[str, int], tuple[RelayPool, Dialect]] = {}
         self._lock = threading.Lock()
 
-    def _pool(self, target: RelayTarget) -> RelayPool:
+    def _pool(self, target: RelayTarget) -> tuple[RelayPool, Dialect]:
         # Keyed by the target object too: a reload that replaces the catalog replaces its session.
         key = (target.name, id(target))
         with self._lock:
-            pool = self._pools.get(key)
-            if pool is None:
+            found = self._pools.get(key)
+            if found is None:
                 for stale in [k for k in self._pools if k[0] == target.name]:
-                    self._pools.pop(stale).close()
+                    self._pools.pop(stale)[0].close()
                 pool = RelayPool(f"catalog {target.name}", target.addresses,
                                  connect_timeout=target.connect_timeout, socket_timeout=target.socket_timeout,
                                  max_in_flight=target.max_concurrent_calls, max_message=self._max_message,
                                  kerberos=target.kerberos, key=target.key)
-                self._pools[key] = pool
-        return pool
+                found = self._pools[key] = (pool, Dialect())
+        return found
 
     def close(self) -> None:
         with self._lock:
             pools = list(self._pools.values())
             self._pools.clear()
-        for pool in pools:
+        for pool, _ in pools:
             pool.close()
 
     def relay(self, target: RelayTarget, identity: Identity, request: bytes, retry: bool) -> Message:
@@ -70,7 +73,9 @@ class Upstreams:
         except MetastoreUnavailableError as e:
             raise meta_error(f"catalogd: {e.message}") from e
         try:
-            return self._pool(target).call(identity, request, retry)
+            pool, dialect = self._pool(target)
+            return relay_in_dialect(dialect, lambda message: pool.call(identity, message, retry), request,
+                                    f"catalog {target.name}")
         except MetastoreUnavailableError as e:
             raise meta_error(f"catalogd: {e.message}") from e
 
