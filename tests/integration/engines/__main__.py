@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sys
 
+from . import trino
+
 
 def main() -> int:
-    installers: list[tuple[str, object]] = []
+    installers: list[tuple[str, object]] = [("trino", trino.install)]
     for name, install in installers:
         print(f"installing {name}", flush=True)
         install()  # type: ignore[operator]
