@@ -43,7 +43,7 @@ JVM_OPTIONS = (
 class TrinoError(Exception):
     """A query failed in Trino: ``message`` is Trino's, ``name`` its error name (``HIVE_METASTORE_ERROR``...),
     ``causes`` the messages of the exceptions under it (Trino wraps some metastore errors: a failed
-    DROP TABLE says "metastore delete operations failed", the metastore's own message is a cause)."""
+    DROP TABLE says "metastore delete operations failed", the metastore's own message is under it)."""
 
     def __init__(self, message: str, name: str = "", causes: tuple[str, ...] = ()) -> None:
         text = f"{name}: {message}" if name else message
@@ -89,6 +89,18 @@ def iceberg_catalog(metastore: str) -> dict[str, str]:
 
 def _properties(values: Mapping[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in values.items())
+
+
+def _causes(failure: Mapping[str, Any]) -> list[str]:
+    """The distinct messages under a failure: its causes' and its suppressed exceptions' (Trino puts
+    the metastore's error of a failed DROP TABLE among the suppressed), depth first."""
+    found: list[str] = []
+    for child in [failure.get("cause"), *(failure.get("suppressed") or [])]:
+        if child:
+            for message in [str(child.get("message") or ""), *_causes(child)]:
+                if message and message != failure.get("message") and message not in found:
+                    found.append(message)
+    return found
 
 
 def _free_port() -> int:
@@ -190,12 +202,8 @@ class TrinoServer:
             rows.extend(tuple(row) for row in answer.get("data") or [])
             if "error" in answer:
                 error = answer["error"]
-                causes = []
-                info = (error.get("failureInfo") or {}).get("cause")
-                while info:
-                    causes.append(str(info.get("message") or ""))
-                    info = info.get("cause")
-                raise TrinoError(error.get("message", ""), error.get("errorName", ""), tuple(causes))
+                raise TrinoError(error.get("message", ""), error.get("errorName", ""),
+                                 tuple(_causes(error.get("failureInfo") or {})))
             next_uri = answer.get("nextUri")
             if not next_uri:
                 return rows
