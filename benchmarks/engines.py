@@ -39,12 +39,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hms_endpoint import KEYS, Daemon, KeyForwarder, _client, _ms, _timed  # noqa: E402
-from hmsclient.genthrift.hive_metastore import ttypes as hms  # noqa: E402
+from hms_endpoint import KEYS, Daemon, KeyForwarder, _client, _ms, _timed
+from hmsclient.genthrift.hive_metastore import ttypes as hms
 
-from catalogd.client import CatalogClient  # noqa: E402
-from catalogd.metastore.access_key import KEY_FILE, file_key  # noqa: E402
-from tests.integration.trino_server import hive_catalog, running_trino  # noqa: E402
+from catalogd.client import CatalogClient
+from catalogd.metastore.access_key import KEY_FILE, file_key
+from tests.integration.trino_server import hive_catalog, running_trino
 
 DATABASE = "enginesbench"
 PARTITIONS = 20
@@ -67,7 +67,7 @@ def trino_queries(trino: Any, sides: list[str], queries: int) -> dict[str, Any]:
     for i in range(queries):
         order = sides[i % len(sides):] + sides[:i % len(sides)]
         for side in order:
-            seconds[side] += _timed(lambda s=side: trino.query(statement(s, i)))
+            seconds[side] += _timed(lambda s=side, n=i: trino.query(statement(s, n)))
     return {side: {"seconds": round(value, 3), "per_query_ms": round(value / queries * 1000, 1)}
             for side, value in seconds.items()}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+
 import pytest
 
 from catalogd.client import CatalogClient
@@ -62,7 +63,8 @@ def test_a_table_and_a_view_written_by_spark_read_in_trino(trino: TrinoServer, s
     spark.sql(f"CREATE TABLE {trino_db}.events (id INT, kind STRING) USING parquet PARTITIONED BY (kind)")
     spark.sql(f"INSERT INTO {trino_db}.events VALUES (1, 'click'), (2, 'view'), (3, 'click')")
     spark.sql(f"CREATE VIEW {trino_db}.clicks AS SELECT id FROM {trino_db}.events WHERE kind = 'click'")
-    assert sorted(trino.query(f"SELECT id, kind FROM hive.{trino_db}.events")) == [(1, "click"), (2, "view"), (3, "click")]
+    events = sorted(trino.query(f"SELECT id, kind FROM hive.{trino_db}.events"))
+    assert events == [(1, "click"), (2, "view"), (3, "click")]
     assert trino.query(f"SELECT count(*) FROM hive.{trino_db}.events WHERE kind = 'view'") == [(1,)]
     tables = {row[0] for row in trino.query(f"SHOW TABLES FROM hive.{trino_db}")}
     assert tables == {"events", "clicks"}
@@ -138,7 +140,7 @@ def test_trino_and_pyiceberg_commit_concurrently_to_one_iceberg_table_and_lose_n
     def run(target: Callable[[], None]) -> None:
         try:
             target()
-        except BaseException as e:  # noqa: BLE001 - reported by the test thread below
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(w,)) for w in (trino_writer, pyiceberg_writer)]

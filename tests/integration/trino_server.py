@@ -168,10 +168,10 @@ class TrinoServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"Trino exited with {self.proc.returncode} while starting:\n{self.log()}")
-            with contextlib.suppress(OSError, ValueError):
-                with urllib.request.urlopen(f"{self.url}/v1/info", timeout=5) as response:
-                    if json.loads(response.read()).get("starting") is False:
-                        return
+            with contextlib.suppress(OSError, ValueError), \
+                    urllib.request.urlopen(f"{self.url}/v1/info", timeout=5) as response:
+                if json.loads(response.read()).get("starting") is False:
+                    return
             time.sleep(1.0)
         raise RuntimeError(f"Trino not started within {timeout:.0f}s:\n{self.log()}")
 
