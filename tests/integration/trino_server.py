@@ -103,6 +103,15 @@ def _causes(failure: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _die_with_parent() -> None:
+    # The server dies with the process that started it, even when that one is killed (no finalizer
+    # runs then): PR_SET_PDEATHSIG.
+    import ctypes
+
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def _free_port() -> int:
     import socket
 
@@ -154,7 +163,8 @@ class TrinoServer:
         self.log_path = workdir / "stdout.log"
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
 
     def log(self, lines: int = 60) -> str:
         # server.log once Trino's logging is up, the JVM's stdout before that (the same lines).
