@@ -45,6 +45,7 @@ from .helpers import (
 from .kdc import Kdc, running_kdc
 from .pg_pair import PgPairs
 from .postgres import PostgresServer, running_postgres
+from .trino_server import TrinoServer, hive_catalog, iceberg_catalog, running_trino
 
 # Spark's Python workers (in-process sessions here and every child process) run this venv's
 # interpreter: with pandas installed pyspark plans Arrow-optimised UDFs, which a bare system
@@ -336,3 +337,13 @@ def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
     for data_dir in {proc.data_dir for proc in started}:
         for pid in metastore_pids(data_dir):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def trino(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrinoServer]:
+    """One real Trino 476 server for the session (tests/integration/trino_server.py), started when a
+    test first asks for it: catalog ``hive`` (Hive connector) and ``iceberg`` (Iceberg connector,
+    ``iceberg.catalog.type=hive_metastore``), both on the session daemon's HMS endpoint."""
+    catalogs = {"hive": hive_catalog(daemon.hms_uri), "iceberg": iceberg_catalog(daemon.hms_uri)}
+    with running_trino(tmp_path_factory.mktemp("trino"), catalogs) as server:
+        yield server

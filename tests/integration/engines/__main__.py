@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from . import hive
+from . import hive, trino
 
 
 def main() -> int:
     installers: list[tuple[str, object]] = [
         ("Hive standalone metastores 4.0.1 and 3.1.3", hive.install),
+        ("trino", trino.install),
     ]
     for name, install in installers:
         print(f"installing {name}", flush=True)
