@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import sys
 
+from . import flink
+
 
 def main() -> int:
-    installers: list[tuple[str, object]] = []
+    installers: list[tuple[str, object]] = [
+        (f"Flink {flink.FLINK_VERSION} (PyPI apache-flink, own venv) and its Hive 3.1.3 connector", flink.install),
+    ]
     for name, install in installers:
         print(f"installing {name}", flush=True)
         install()  # type: ignore[operator]
