@@ -47,12 +47,15 @@ java:
 
 # The Java code (jvm/), compiled against the pyspark jars: the embedded metastore's key check
 # (jvm/metastore-guard) into jvm/build/<hash of the sources>/, and the Spark catalog plugin
-# (jvm/spark-catalog) into catalogd/jars/catalogd-spark.jar, which the Python package ships.
+# (jvm/spark-catalog) into catalogd/jars/catalogd-spark.jar, which the Python package ships; and
+# the Hive 4 metastore IDL the HMS endpoint speaks, described from Hive's jar on Maven Central by
+# jvm/hms-idl into catalogd/jars/hive-metastore-idl.json (catalogd.hive_idl).
 # Nothing to do when the builds match their sources.
 jvm:
 	@test -x $(BIN)/python || { echo "run make install first" >&2; exit 1; }
 	@$(BIN)/python -m catalogd.metastore.guard_classes >/dev/null
 	@$(BIN)/python -m catalogd.spark.plugin >/dev/null
+	@$(BIN)/python -m catalogd.hive_idl.build >/dev/null
 
 # A PostgreSQL server and its JDBC driver: the integration tests start a real server under
 # embedded metastores (`make run` stays on Derby and needs neither).

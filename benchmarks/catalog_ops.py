@@ -65,13 +65,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport import TSocket, TTransport
 
 from catalogd.client import CatalogClient
 from catalogd.errors import CatalogError
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.metastore.access_key import KEY_FILE, file_key, send_key
 from catalogd.model import Column
 

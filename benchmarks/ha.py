@@ -65,7 +65,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests")]
 
 from hmsclient import hmsclient  # noqa: E402
-from hmsclient.genthrift.hive_metastore import ttypes  # noqa: E402
 from integration.helpers import (  # noqa: E402
     Daemon,
     embedded_catalog,
@@ -78,6 +77,7 @@ from integration.postgres import PostgresServer, running_postgres  # noqa: E402
 
 from catalogd.client import CatalogClient  # noqa: E402
 from catalogd.errors import CatalogError, ServerUnavailableError  # noqa: E402
+from catalogd.hive_idl import ttypes  # noqa: E402
 
 SECRET = "ha-benchmark-stage-secret-0123456789"
 DB = "ha"

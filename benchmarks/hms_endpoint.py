@@ -47,12 +47,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport import TSocket, TTransport
 
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.metastore.access_key import KEY_FILE, KeySource, file_key, send_key
 
 #: The key each direct port takes first (the embedded metastore's); ports not here take none.

@@ -24,8 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
-
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 from catalogd.hms import methods, view_text
 from catalogd.hms.view_text import view_to_client
 

@@ -25,9 +25,9 @@ from typing import Any
 
 # The sibling benchmark (benchmarks/ is on sys.path when this file is run as a script).
 from catalog_ops import CATALOG, DATABASE, Daemon, DirectHms, hms_table, report, summary, tear_down
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import Column
 
 

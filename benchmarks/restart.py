@@ -49,9 +49,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
+
+from catalogd.hive_idl import ThriftHiveMetastore
 
 START_TIMEOUT = 600.0
 STOP_TIMEOUT = 120.0

@@ -32,13 +32,13 @@ from typing import Any
 
 # The sibling benchmark (benchmarks/ is on sys.path when this file is run as a script).
 from catalog_ops import CATALOG, DATABASE, Daemon, DirectHms, report, tear_down
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport import TSocket, TTransport
 
 from catalogd.client import CatalogClient
 from catalogd.errors import PermissionDeniedError
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import Column
 
 

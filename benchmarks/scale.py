@@ -40,10 +40,10 @@ from typing import Any
 
 # The sibling benchmark (benchmarks/ is on sys.path when this file is run as a script).
 from catalog_ops import Daemon, DirectHms, hms_table, report, summary
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.client import CatalogClient
 from catalogd.errors import CatalogError
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import Column
 
 CATALOG = "main"  # catalog_ops.Daemon's catalog

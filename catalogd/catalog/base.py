@@ -36,9 +36,8 @@ from catalogd.model import (
 )
 
 if TYPE_CHECKING:
-    from hmsclient.genthrift.hive_metastore import ttypes as hms
-
     from catalogd.catalog.relay_target import RelayTarget
+    from catalogd.hive_idl import ttypes as hms
 
 #: Names of hidden staging tables start with this; no user table may.
 STAGE_TABLE_PREFIX = "__catalogd_stage_"

@@ -30,12 +30,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
 from thrift.TSerialization import deserialize, serialize
 
 from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.hms_cache import MetadataCache, Scope
+from catalogd.hive_idl import ThriftHiveMetastore
 
 __all__ = ["DECODED", "FUNCTION_WRITES", "RAW", "CachingHiveClient", "Lookup", "WriteListener", "call_key",
            "written_keys"]

@@ -30,8 +30,6 @@ from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, StageBackend, is_stage_table
@@ -58,6 +56,7 @@ from catalogd.errors import (
     ViewAlreadyExistsError,
     ViewNotFoundError,
 )
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hive_types import parse_type
 from catalogd.metastore.access_key import KeySource, file_key
 from catalogd.metastore.client import parse_uris

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, cast
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
+
+from catalogd.hive_idl import ttypes as hms
 
 __all__ = ["HiveClient", "RpcPool"]
 

@@ -30,7 +30,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog import hive_codec as codec
@@ -60,6 +59,7 @@ from catalogd.errors import (
     TableNotFoundError,
     UnsupportedError,
 )
+from catalogd.hive_idl import ttypes as hms
 from catalogd.metastore.access_key import KeySource
 from catalogd.metastore.client import MetastoreClient, parse_uris
 from catalogd.metastore.embedded import EmbeddedMetastore

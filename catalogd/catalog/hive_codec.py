@@ -10,10 +10,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog import spark_schema
 from catalogd.catalog.base import DYNAMIC_TABLE_PREFIX
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hive_types import parse_type
 from catalogd.model import (
     Column,

@@ -15,10 +15,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog.base import LEASE_TABLE_PREFIX
 from catalogd.errors import AlreadyExistsError, NotFoundError
+from catalogd.hive_idl import ttypes as hms
 
 if TYPE_CHECKING:
     from catalogd.catalog.hive_client import HiveSession

@@ -47,14 +47,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import is_stage_table
 from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.location_index import LocationIndex
 from catalogd.catalog.locations import Location, Occupant
 from catalogd.errors import CatalogError, MetastoreUnavailableError, NotFoundError
+from catalogd.hive_idl import ttypes as hms
 
 logger = logging.getLogger(__name__)
 

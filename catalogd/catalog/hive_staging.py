@@ -47,8 +47,6 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import (
     STAGE_KEY_LENGTH,
@@ -77,6 +75,7 @@ from catalogd.errors import (
     UnsupportedError,
 )
 from catalogd.faults import fault_point
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hive_types import parse_type
 from catalogd.model import Column, Stage, StagePurpose, StageRequest, StageState, Table, TableFormat, TableKind
 

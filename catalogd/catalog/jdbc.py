@@ -56,9 +56,8 @@ from catalogd.model import (
 )
 
 if TYPE_CHECKING:
-    from hmsclient.genthrift.hive_metastore import ttypes as hms
-
     from catalogd.config import CatalogConfig
+    from catalogd.hive_idl import ttypes as hms
 
 #: Names catalogd can address (it lower-cases every name it is given).
 _ADDRESSABLE = re.compile(r"[a-z0-9_]+")

@@ -8,8 +8,6 @@ CLI see what Spark made and Spark sees what the API made, with nothing to keep i
 
 from __future__ import annotations
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog import spark_schema
 from catalogd.catalog.base import BaseCatalog, check_name
@@ -27,6 +25,7 @@ from catalogd.errors import (
     TableNotFoundError,
     ViewAlreadyExistsError,
 )
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hive_types import parse_type
 from catalogd.model import (
     CatalogInfo,

@@ -16,12 +16,12 @@ import logging
 import threading
 from typing import Any, TypeVar
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.protocol import TBinaryProtocol
 from thrift.TSerialization import deserialize, serialize
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.memory_files import ScratchWarehouse, file_uri, path_of, strictly_inside
+from catalogd.hive_idl import ttypes as hms
 
 __all__ = ["MemoryStore", "is_external"]
 

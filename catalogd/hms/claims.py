@@ -27,14 +27,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog.base import is_stage_table
 from catalogd.catalog.hive_codec import STAGE_PREFIX, spark_path
 from catalogd.catalog.locations import parse
 from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import CatalogError
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.refused import Refused, meta_error
 from catalogd.hms.rules import Rule, rule_of
 

@@ -16,12 +16,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog.base import Catalog
 from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import CatalogError, NotFoundError, UnsupportedError
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.policy import DROP_TABLE, CurrentTable, is_dynamic
 from catalogd.hms.refused import Refused, meta_error
 from catalogd.manager import CatalogManager, parse_stage_id

@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TType
 
 from catalogd.errors import (
@@ -23,6 +21,8 @@ from catalogd.errors import (
     InvalidArgumentError,
     NotFoundError,
 )
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 
 __all__ = ["to_hms_error"]
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 
 __all__ = ["MAX_SET_UGI_BYTES", "MAX_USER_NAME", "VIEW_TEXT_METHODS", "identity_error", "set_ugi_error",

@@ -28,9 +28,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.auth.model import Role
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.locks import Holder
 from catalogd.hms.refused import Refused
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import is_stage_table
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.refused import meta_error
 
 if TYPE_CHECKING:

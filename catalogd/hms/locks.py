@@ -29,9 +29,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.errors import InvalidArgumentError
+from catalogd.hive_idl import ttypes as hms
 
 logger = logging.getLogger(__name__)
 

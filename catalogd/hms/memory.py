@@ -19,14 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import check_name
 from catalogd.catalog.memory import MemoryCatalog
 from catalogd.catalog.memory_files import ScratchWarehouse, path_of
 from catalogd.catalog.memory_store import decode, encode, is_external
 from catalogd.errors import CatalogError, InvalidArgumentError, TableAlreadyExistsError
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.partition_filter import FilterError, PartitionFilter
 

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 from thrift.Thrift import TType
+
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 
 log = logging.getLogger(__name__)
 

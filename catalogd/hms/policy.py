@@ -27,14 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.auth.model import ANONYMOUS, Principal, Role
 from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, is_stage_table
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.metastore.messages import EXCEPTION, decode, parse_message

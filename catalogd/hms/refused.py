@@ -6,7 +6,7 @@ catalog can take); the router turns it into the reply the method declares for it
 
 from __future__ import annotations
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
+from catalogd.hive_idl import ttypes as hms
 
 __all__ = ["Refused", "message_of", "meta_error"]
 

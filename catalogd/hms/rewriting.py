@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog.base import is_stage_table
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods, view_text
 from catalogd.hms.federation import Federation
 from catalogd.hms.refused import meta_error

@@ -30,8 +30,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog.base import is_stage_table
@@ -39,6 +37,8 @@ from catalogd.catalog.caching_client import RAW
 from catalogd.errors import (
     CatalogError,
 )
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import limits, methods, rules
 from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops

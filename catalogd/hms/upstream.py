@@ -11,12 +11,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import MetastoreUnavailableError
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.refused import Refused, meta_error
 from catalogd.metastore.messages import CALL, EXCEPTION, Message, decode, encode
 from catalogd.metastore.relay import Identity, RelayPool

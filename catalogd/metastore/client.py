@@ -17,12 +17,12 @@ from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import urlparse
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from catalogd.errors import InvalidArgumentError, MetastoreUnavailableError
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.metastore.access_key import KeySource, send_key
 from catalogd.metastore.sasl import MetastoreKerberos, SaslClientTransport
 

@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-
 from catalogd.errors import MetastoreUnavailableError
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.metastore.access_key import KeySource, send_key
 from catalogd.metastore.messages import CALL, EXCEPTION, Message, MessageStream, ProtocolError, decode, encode
 from catalogd.metastore.sasl import MetastoreKerberos, SaslChannel, SaslError

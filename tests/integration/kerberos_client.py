@@ -21,9 +21,10 @@ import json
 import sys
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
+
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 
 
 def _call(client: Any, step: list[Any]) -> Any:

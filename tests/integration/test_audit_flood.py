@@ -13,11 +13,11 @@ from typing import Any
 
 import hmsclient
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes
 from thrift.Thrift import TException
 
 from catalogd.auth.audit import read_audit
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ttypes
 
 from .helpers import CATALOGD, clean_env
 

@@ -309,7 +309,7 @@ def test_an_hms_client_that_only_claims_admin_with_set_ugi_is_refused(authd: Dae
     """Issue 31 row 10: with auth on and neither Kerberos nor client certificates, set_ugi("ops")
     made a client admin (it created and dropped databases). A user only asserted is refused now
     unless auth.trust-asserted-users trusts it (this daemon keeps the default, none)."""
-    from hmsclient.genthrift.hive_metastore import ttypes
+    from catalogd.hive_idl import ttypes
 
     from .helpers import hms_connection
 

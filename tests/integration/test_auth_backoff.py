@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 from certs import Certs, make_certs
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSSLSocket, TTransport
 
 from catalogd.auth.throttle import THROTTLED
 from catalogd.client import CatalogClient
 from catalogd.errors import PermissionDeniedError
+from catalogd.hive_idl import ThriftHiveMetastore
 
 pytestmark = pytest.mark.integration
 

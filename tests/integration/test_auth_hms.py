@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 
 from catalogd.auth.audit import read_audit
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 
 from .helpers import (
     CATALOGD,

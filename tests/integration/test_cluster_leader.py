@@ -264,7 +264,7 @@ def test_locks_through_either_member_are_the_remote_metastore_s(cluster: Cluster
     """Members in front of a remote metastore relay the lock calls to it: an exclusive lock held
     through one member makes the same request through the other wait, either member checks and
     releases it, and then the waiting lock is granted (both see one set of locks)."""
-    from hmsclient.genthrift.hive_metastore import ttypes
+    from catalogd.hive_idl import ttypes
 
     a, b = cluster.members
     with CatalogClient(a.address, timeout=60) as client:

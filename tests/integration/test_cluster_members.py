@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 
 from catalogd.client import CatalogClient
 from catalogd.errors import TableNotFoundError
+from catalogd.hive_idl import ttypes
 from catalogd.model import StageState
 from catalogd.server.cache_peers import INVALIDATIONS, SIGNATURE_HEADER, invalidation_key, sign
 from catalogd.spark.conf import spark_conf_for

@@ -717,7 +717,8 @@ def test_drop_during_a_refresh_stops_it_and_nothing_comes_back(
 def test_the_hms_endpoint_protects_a_dynamic_table_and_drops_it_as_dt_drop_does(
         dtd: DtDaemon, dc: CatalogClient, spark: Any, dt_db: str, orders: str) -> None:
     from hmsclient import hmsclient
-    from hmsclient.genthrift.hive_metastore import ttypes
+
+    from catalogd.hive_idl import ttypes
 
     name = f"main.{dt_db}.guarded"
     dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {dt_db}.orders GROUP BY ds", "1 day",

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 from hmsclient import hmsclient
-from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 from thrift.Thrift import TApplicationException
+
+from catalogd.hive_idl import ttypes
 
 from .helpers import Daemon, answer_within, free_port, start_daemon, write_config
 

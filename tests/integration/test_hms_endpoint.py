@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 
+from catalogd.hive_idl import ttypes
 from catalogd.model import Column, StageState
 
 from .helpers import hms_connection, sql
@@ -269,9 +269,10 @@ def test_read_only_is_metadata_only_files_need_storage_permissions(spark, client
 
 
 def test_a_framed_client_is_served_too(hms_address, spark_db):
-    from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
     from thrift.protocol.TBinaryProtocol import TBinaryProtocol
     from thrift.transport import TSocket, TTransport
+
+    from catalogd.hive_idl import ThriftHiveMetastore
 
     transport = TTransport.TFramedTransport(TSocket.TSocket(*hms_address))
     transport.open()

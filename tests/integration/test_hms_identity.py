@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from polling import wait_until
 
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.metastore.access_key import file_key, send_key
 from catalogd.metastore.messages import MessageStream, decode
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes
 from polling import holds_for, wait_until
 
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ttypes
 
 from .helpers import Daemon, free_port, hms_connection, start_daemon, write_config
 

@@ -139,7 +139,7 @@ def test_table_made_through_the_api_is_read_by_spark_and_one_dropped_there_is_go
 def test_daemon_stop_removes_the_scratch_warehouse_and_nothing_else(daemon_factory, tmp_path):
     """A plain HMS client on a daemon whose only (default) catalog is memory: the files of its
     managed tables go at stop; an external table's directory outside survives."""
-    from hmsclient.genthrift.hive_metastore import ttypes
+    from catalogd.hive_idl import ttypes
 
     victim = tmp_path / "victim"
     victim.mkdir()

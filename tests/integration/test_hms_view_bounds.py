@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes
+
+from catalogd.hive_idl import ttypes
 
 from .helpers import Daemon, answer_within, free_port, hms_connection, http_get, start_daemon, write_config
 

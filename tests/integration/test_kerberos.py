@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from polling import wait_until
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from catalogd.auth.audit import read_audit
 from catalogd.auth.delegation import _vlong, decode_token, encode_token
+from catalogd.hive_idl import ThriftHiveMetastore
 
 from .helpers import CATALOGD, SparkChild, clean_env, free_port, start_daemon, write_config
 from .kdc import Kdc

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 import yaml
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.metastore.access_key import file_key, send_key
 from catalogd.metastore.messages import MessageStream, decode
 

@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms_types
 from polling import wait_until
 
 from catalogd.catalog import hive_codec as codec
@@ -26,6 +25,7 @@ from catalogd.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from catalogd.hive_idl import ttypes as hms_types
 from catalogd.metastore.client import MetastoreClient
 from catalogd.model import Column, Table, TableKind
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from polling import wait_until
 
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.metastore.access_key import MAGIC
 from catalogd.metastore.messages import CALL, REPLY, decode, encode, parse_message
 

@@ -95,8 +95,7 @@ def test_restarted_metastore_is_reconnected(tmp_path: Path) -> None:
 
 def test_a_declared_metastore_error_keeps_the_connection(client, daemon):
     """NoSuchObject & co. are answers, not broken connections: the next call reuses the socket."""
-    from hmsclient.genthrift.hive_metastore import ttypes as hms
-
+    from catalogd.hive_idl import ttypes as hms
     from catalogd.metastore.access_key import file_key
     from catalogd.metastore.client import MetastoreClient, parse_uris
 

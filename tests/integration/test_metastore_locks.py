@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 
+from catalogd.hive_idl import ttypes
 from catalogd.metastore.embedded import EmbeddedMetastore
 
 from .helpers import (

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes
 from polling import wait_until
 from thrift.transport.TTransport import TTransportException
 
@@ -26,6 +25,7 @@ from catalogd.catalog.base import LEASE_TABLE_PREFIX
 from catalogd.catalog.hive_lease import lease_view
 from catalogd.client import CatalogClient
 from catalogd.errors import DatabaseNotFoundError
+from catalogd.hive_idl import ttypes
 
 from .helpers import (
     CATALOGD,

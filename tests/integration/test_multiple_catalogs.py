@@ -55,7 +55,8 @@ def test_two_embedded_a_remote_and_a_memory_catalog(client, daemon, daemon_facto
         # Through the HMS endpoint: hr's databases are hr__<db>. A database created with the
         # location Spark makes up (the session's warehouse/<name>.db) lands in hr's own warehouse.
         from hmsclient import hmsclient
-        from hmsclient.genthrift.hive_metastore import ttypes
+
+        from catalogd.hive_idl import ttypes
 
         with hmsclient.HMSClient(host="127.0.0.1", port=extra.hms_address[1]) as hms:
             made_up = f"{infos['sales'].warehouse.rstrip('/')}/hr__by_spark.db"

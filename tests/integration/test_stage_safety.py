@@ -46,7 +46,7 @@ def remote(client: CatalogClient, daemon: Daemon, daemon_factory: Callable[..., 
 
 def forge(hms: Any, database: str, key: str, state: str, location: Path, **params: str) -> str:
     """A staging table written straight into the metastore over ``location``; returns its stage id."""
-    from hmsclient.genthrift.hive_metastore import ttypes as t
+    from catalogd.hive_idl import ttypes as t
 
     name = f"__catalogd_stage_{key}"
     parameters = {

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from certs import TRUSTSTORE_PASSWORD, Certs, make_certs
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from polling import wait_until
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TSSLSocket, TTransport
@@ -26,6 +25,7 @@ from thrift.transport.TTransport import TTransportException
 
 from catalogd.client import CatalogClient
 from catalogd.errors import ServerUnavailableError
+from catalogd.hive_idl import ThriftHiveMetastore
 
 from .helpers import CATALOGD, SparkChild, clean_env, closed_by_server, http_get
 
@@ -206,9 +206,8 @@ def test_a_refresh_job_reaches_its_daemon_under_mutual_tls(daemon_factory, tmp_p
 
 
 def test_a_client_certificate_is_the_hms_connection_s_principal(daemon_factory, tmp_path: Path):
-    from hmsclient.genthrift.hive_metastore import ttypes
-
     from catalogd.auth.audit import read_audit
+    from catalogd.hive_idl import ttypes
 
     certs = make_certs(tmp_path / "certs", truststore=True)
     extra = _tls(certs, mutual=True)

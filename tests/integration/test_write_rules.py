@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as T
 
 from catalogd.catalog import hive_codec as codec
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as T
 from catalogd.model import Column, Table, TableKind
 
 from .helpers import hms_connection, local_path

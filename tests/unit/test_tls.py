@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from certs import Certs, make_certs
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from polling import wait_until
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TSSLSocket, TTransport
@@ -24,6 +23,7 @@ from catalogd.client import CatalogClient
 from catalogd.config import TlsConfig
 from catalogd.errors import InvalidArgumentError, ServerUnavailableError
 from catalogd.gen.catalogd_thrift import CatalogService
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hms.server import ClientConnection, HmsServer
 from catalogd.metastore.messages import REPLY, Message, encode
 from catalogd.server.thrift_server import ThriftServer

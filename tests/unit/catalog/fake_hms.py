@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import re
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
+from catalogd.hive_idl import ttypes as hms
 
 WAREHOUSE = "file:/warehouse"
 

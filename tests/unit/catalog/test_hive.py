@@ -13,7 +13,6 @@ import re
 
 import pytest
 from fake_hms import WAREHOUSE, FakeHms
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.base import STAGE_TABLE_PREFIX
@@ -35,6 +34,7 @@ from catalogd.errors import (
     TableNotFoundError,
     UnsupportedError,
 )
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import (
     Column,
     Database,

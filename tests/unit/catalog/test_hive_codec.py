@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog import spark_schema
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import (
     Column,
     Database,

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog.hive import HiveCatalog
@@ -32,6 +31,7 @@ from catalogd.errors import (
     TableNotFoundError,
     UnsupportedError,
 )
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import Column, Database, DatabaseUpdate, Table, TableUpdate
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from fake_hms import WAREHOUSE, FakeHms
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog import hive_codec as codec
 from catalogd.catalog.hive_location_tracker import LocationTracker
 from catalogd.catalog.locations import Location, parse
 from catalogd.errors import MetastoreUnavailableError
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import Column, Table
 
 

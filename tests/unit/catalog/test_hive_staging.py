@@ -113,9 +113,8 @@ def test_partition_and_statistics_wire():
 # ---------------------------------------------------------------- stage signatures (issue 11)
 
 def _signed_table(secret: bytes, location: str = "file:/wh/db.db/__catalogd_stage_0123456789abcdef"):
-    from hmsclient.genthrift.hive_metastore import ttypes as hms
-
     from catalogd.catalog.hive_staging import SIGNATURE, stage_signature
+    from catalogd.hive_idl import ttypes as hms
 
     params = {"catalogd.stage.id": "main.db.0123456789abcdef", "catalogd.stage.state": "OPEN",
               "catalogd.stage.target": "t", "spark.sql.statistics.numRows": "3"}

@@ -9,13 +9,13 @@ from unittest.mock import MagicMock
 
 import pytest
 from fake_hms import FakeHms
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.catalog.caching_client import CachingHiveClient
 from catalogd.catalog.caching_client import written_keys as _written_keys
 from catalogd.catalog.hive import HiveCatalog
 from catalogd.catalog.hive_api import HiveClient
 from catalogd.catalog.hms_cache import MetadataCache
+from catalogd.hive_idl import ttypes as hms
 from catalogd.model import Column, Database, Function, FunctionLanguage, Table, TableUpdate
 
 

@@ -6,10 +6,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
 from catalogd.catalog.memory import MemoryCatalog
+from catalogd.hive_idl import ThriftHiveMetastore as T
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.memory import MemoryMetastore
 from catalogd.model import Column, Database, DatabaseUpdate, Function, Table
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.errors import (
     CatalogError,
@@ -13,6 +12,7 @@ from catalogd.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 from catalogd.hms.errors import to_hms_error
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 import threading
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hms.listener import listen, listen_early
 from catalogd.hms.server import ClientConnection, HmsServer
 from catalogd.metastore.messages import REPLY, Message, encode

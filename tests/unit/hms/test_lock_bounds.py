@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.locks import EPOCH_FILE, ID_BITS, Holder, LockManager, next_epoch
 
 SR = hms.LockType.SHARED_READ

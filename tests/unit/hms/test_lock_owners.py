@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.auth.model import Authority, Role
 from catalogd.config import parse_config
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.federation import Federation
 from catalogd.hms.lock_owners import LockOwners, guard_for, holders_in, owner_of
 from catalogd.hms.locks import Holder, LockManager

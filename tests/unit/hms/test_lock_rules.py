@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.auth.model import Authority, Role
 from catalogd.config import parse_config
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.federation import Federation
 from catalogd.hms.lock_rules import check_components, locked_scopes, lower_names, visible_locks
 from catalogd.hms.policy import CallRecord, Policy

@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.errors import InvalidArgumentError
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.locks import LockManager
 
 SR = hms.LockType.SHARED_READ

@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 from thrift.Thrift import TType
 
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 from catalogd.hms import methods
 from catalogd.hms.methods import PATTERN_METHODS, STRUCT_DB_FIELDS, Kind
 

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.auth.model import ANONYMOUS
 from catalogd.config import parse_config
+from catalogd.hive_idl import ThriftHiveMetastore as T
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 from catalogd.hms.policy import CallRecord, Policy
 from catalogd.hms.refused import Refused

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
+from catalogd.hive_idl import ThriftHiveMetastore as T
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.federation import Federation
 from catalogd.hms.rewriting import Rewriting, hide_stages, spark_default_location
 

@@ -9,11 +9,11 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 from polling import wait_until
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 from catalogd.hms.server import ClientConnection, HmsServer
 from catalogd.metastore.messages import CALL, REPLY, Message, MessageStream, ProtocolError, decode, encode
 from catalogd.metastore.relay import RelayPool

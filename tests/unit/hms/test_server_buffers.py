@@ -11,9 +11,9 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 from polling import wait_until
 
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 from catalogd.hms import limits
 from catalogd.hms.server import ClientConnection, HmsServer
 from catalogd.metastore.messages import CALL, REPLY, Message, MessageStream, encode

@@ -6,8 +6,8 @@ import logging
 import threading
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes
 
+from catalogd.hive_idl import ThriftHiveMetastore, ttypes
 from catalogd.hms import view_text
 from catalogd.hms.federation import Federation
 from catalogd.hms.refused import Refused

@@ -12,8 +12,8 @@ import logging
 
 import pytest
 import sqlglot
-from hmsclient.genthrift.hive_metastore import ttypes
 
+from catalogd.hive_idl import ttypes
 from catalogd.hms.view_text import foreign_references, rewrite_text, view_to_backing, view_to_client
 
 P = "p__"

@@ -14,10 +14,10 @@ import threading
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport.TTransport import TTransportException
 
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.metastore import sasl
 from catalogd.metastore.messages import REPLY, MessageStream, encode
 
