@@ -323,7 +323,8 @@ def database_pattern(method: str, args: Any) -> str | None:
 
 
 #: Methods whose success value is a list of database names.
-_DB_LIST_RESULTS = frozenset({"get_databases", "get_all_databases"})
+DB_LIST_RESULTS = frozenset({"get_databases", "get_all_databases"})
+_DB_LIST_RESULTS = DB_LIST_RESULTS
 
 #: Every method of the IDL (the Hive 2.3 ThriftHiveMetastore service, not its fb303 base).
 IDL_METHODS: frozenset[str] = frozenset(n[:-5] for n in dir(ThriftHiveMetastore) if n.endswith("_args"))
@@ -551,6 +552,37 @@ def rename_args(method: str, args: Any, fn: Rename, on_table: Callable[[Any], No
     for value in _struct_args(method, args):
         for struct in value if isinstance(value, list) else [value]:
             _walk_struct(struct, visit)
+
+
+def visit_args(method: str, args: Any, visit: Callable[[Any, tuple[str, ...]], None]) -> None:
+    """Call ``visit(holder, fields)`` for the args themselves (their direct database-name
+    fields) and for every struct in them that holds a database name (patterns excepted).
+
+    ``visit`` may change the fields in place (``catalog_names`` reads a struct's ``catName``
+    beside its database name, so it needs the holder, not only the name).
+    """
+    spec = _SPECS.get(method)
+    if spec is None:
+        return
+    direct = tuple(f for f in spec.db if "." not in f and "[]" not in f)
+    if direct:
+        visit(args, direct)
+    for value in _struct_args(method, args):
+        for struct in value if isinstance(value, list) else [value]:
+            _walk_struct(struct, visit)
+
+
+def visit_result(method: str, result_value: Any, visit: Callable[[Any, tuple[str, ...]], None]) -> Any:
+    """Call ``visit(struct, fields)`` for every struct in a call's success value that holds a
+    database name; returns the value."""
+    if result_value is None:
+        return None
+    cls = _result_class(method)
+    spec = getattr(cls, "thrift_spec", None) or ()
+    success = spec[0] if spec and spec[0] is not None and spec[0][2] == "success" else None
+    if success is not None:
+        _walk(result_value, success[1], success[3], visit)
+    return result_value
 
 
 def _renamer(fn: Rename, on_table: Callable[[Any], None] | None) -> Callable[[Any, tuple[str, ...]], None]:

@@ -39,7 +39,8 @@ from catalogd.errors import (
 )
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
-from catalogd.hms import limits, methods, rules
+from catalogd.hms import catalog_calls, limits, methods, rules
+from catalogd.hms.catalog_names import CatalogNames, Door, Spelling
 from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
 from catalogd.hms.errors import to_hms_error
@@ -61,6 +62,7 @@ from catalogd.metastore.messages import (
     decode,
     encode,
     header,
+    parse_message,
 )
 from catalogd.names import ObjectPath
 
@@ -157,6 +159,7 @@ class Router:
         self.delegation: EndpointAuth | None = None
         self._memory_store = memory_store
         self._federation: tuple[object, Federation] | None = None
+        self._names: tuple[object, CatalogNames] | None = None
         #: Calls answered, by method and outcome (for /metrics).
         self.calls: dict[tuple[str, str], int] = {}
         self._calls_lock = threading.Lock()
@@ -170,6 +173,16 @@ class Router:
         if cached is None or cached[0] is not config:
             cached = (config, Federation.from_config(config))
             self._federation = cached
+        return cached[1]
+
+    @property
+    def names(self) -> CatalogNames:
+        """HMS 3's ``@catalog#db`` grammar for the current configuration."""
+        config = self.manager.config
+        cached = self._names
+        if cached is None or cached[0] is not config:
+            cached = (config, CatalogNames(self.federation, [c.name for c in config.catalogs]))
+            self._names = cached
         return cached[1]
 
     def call_counts(self) -> dict[tuple[str, str], int]:
@@ -255,6 +268,8 @@ class Router:
             return self._delegation_call(conn, message, call)
         if method in _LOCK_METHODS:
             return self._locks(conn, message, call)
+        if method in catalog_calls.METHODS and method in _ARGS:
+            return self._catalog_call(conn, message, call)
         if kind is None or method not in _ARGS:
             policy.authorize(conn, method, kind, self.federation.default, call)
             return self._global(conn, message)
@@ -265,14 +280,87 @@ class Router:
         if method in ("get_databases", "get_all_databases", "get_table_meta"):
             # Across catalogs: a reader of any catalog may list, and sees the catalogs it reads.
             policy.authorize(conn, method, kind, None, call)
+            door = self._pattern_door(method, args)
             if method == "get_table_meta":
-                return self._table_meta(conn, message, args, call.principal)
-            return self._databases(conn, message, args, call.principal)
+                return self._table_meta(conn, message, args, call.principal, door)
+            return self._databases(conn, message, args, call.principal, door)
         if kind in (methods.Kind.GLOBAL_READ, methods.Kind.GLOBAL_WRITE):
             policy.authorize(conn, method, kind, self.federation.default, call)
             if kind is methods.Kind.GLOBAL_WRITE and method not in READER_GLOBAL_WRITES:
                 policy.check_writable(self.federation.default, method)
+            # A privilege object's or an event's database, say, in a Hive 3+ client's spelling.
+            spelling = self.names.unwrap(method, args)
+            if spelling is not None:
+                return self._spelt(message, args, spelling, lambda inner: self._global(conn, inner))
             return self._global(conn, message)
+        # A Hive 3+ client's ``@catalog#db`` names: served as the 2.3 names they mean, answered
+        # in the client's spelling.
+        spelling = self.names.unwrap(method, args)
+        if spelling is not None:
+            return self._spelt(message, args, spelling,
+                               lambda inner: self._routed(conn, inner, args, kind, call, spelling))
+        return self._routed(conn, message, args, kind, call)
+
+    def _spelt(self, message: Message, args: Any, spelling: Spelling, serve: Callable[[Message], bytes]) -> bytes:
+        """A call with catalog-qualified names (already unwrapped in ``args``): served (``serve``)
+        as a 2.3 client's call, its answer and errors put back in the client's spelling."""
+        method = message.name
+        inner = parse_message(encode(method, message.type, message.seqid, args))
+        try:
+            reply = serve(inner)
+        except Refused as refused:
+            raise Refused(spelling.error(refused.exc)) from None
+        except CatalogError as e:
+            raise Refused(spelling.error(to_hms_error(e, method))) from None
+        if spelling.spelt:  # a read that spelt its answer before caching it
+            return reply
+        answer = parse_message(reply)
+        if answer.type != REPLY:
+            return reply
+        result = decode(_RESULTS[method](), answer.body)
+        spelling.reply(method, result)
+        return self._reply(method, message.seqid, result)
+
+    def _catalog_call(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
+        """get_catalogs / get_catalog answered from catalogd's catalogs; create/alter/drop_catalog refused."""
+        method = message.name
+        refused = method in catalog_calls.REFUSED
+        kind = methods.Kind.GLOBAL_WRITE if refused else methods.Kind.GLOBAL_READ
+        # A reader of any catalog may ask; each answer shows only the catalogs it reads.
+        self.policy.authorize(conn, method, kind, None, call)
+        args = decode(_ARGS[method](), message.body)
+        value = catalog_calls.answer(method, args, self.manager.catalogs(), self.federation.default,
+                                     lambda name: self.policy.readable(call.principal, name), self._location)
+        return self._reply(method, message.seqid, _RESULTS[method](success=value))
+
+    def _location(self, catalog: Catalog) -> str | None:
+        """A catalog's warehouse (a memory catalog's: where the endpoint keeps its files)."""
+        info = catalog.info()
+        if info.warehouse:
+            return info.warehouse
+        if catalog.relay_target() is None and catalog.hms_served:
+            from catalogd.hms.endpoint import SCRATCH_WAREHOUSE
+
+            return (self.manager.config.server.data_dir / SCRATCH_WAREHOUSE / info.name).as_uri()
+        return None
+
+    def _pattern_door(self, method: str, args: Any) -> Door | None:
+        """A listing's ``@catalog#pattern``: its door, the pattern left in ``args`` without it."""
+        field = methods.PATTERN_METHODS.get(method)
+        value = getattr(args, field, None) if field is not None else None
+        if not isinstance(value, str):
+            return None
+        door, rest = self.names.pattern(value)
+        if door is not None:
+            setattr(args, field, rest)  # type: ignore[arg-type]
+        return door
+
+    def _routed(self, conn: ClientConnection, message: Message, args: Any, kind: methods.Kind,
+                call: CallRecord, spelling: Spelling | None = None) -> bytes:
+        """A decoded call that names databases (2.3 names): routed to their catalog (``spelling``:
+        how a Hive 3+ client named them, for a read to cache its answer in that spelling)."""
+        method = message.name
+        policy = self.policy
         route = self._route(method, args)
         if route is None:
             policy.authorize(conn, method, kind, self.federation.default, call)
@@ -300,7 +388,7 @@ class Router:
             return self._memory(conn, message, args, route)
         if writes:
             return self._write(conn, message, args, route, catalog, target, call)
-        return self._read(conn, message, args, route, target)
+        return self._read(conn, message, args, route, target, spelling)
 
     # ------------------------------------------------------------ routing
 
@@ -345,11 +433,11 @@ class Router:
         return target.cached_calls()
 
     def _read(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
-              target: RelayTarget) -> bytes:
+              target: RelayTarget, spelling: Spelling | None = None) -> bytes:
         method = message.name
         prefix = self.rewriting.prefix(route.catalog)
         prefixed = bool(prefix)
-        rewritten = prefixed or method in LISTINGS
+        rewritten = prefixed or method in LISTINGS or spelling is not None
         # A cache that is off (cache.ttl 0s) is skipped, so the reply goes back as it came.
         caching = self._caching(target)
         found = None
@@ -357,6 +445,9 @@ class Router:
                 self._scope(route, method, args)):
             # The metastore's reply as relayed (RAW), or the one rewritten here for the client.
             form = f"hms:{prefix}" if rewritten else RAW
+            if spelling is not None:  # the answer as a Hive 3+ client's spelling has it
+                form = f"{form}:{spelling.form()}"
+                spelling.spelt = True
             found = caching.lookup(self._scope(route, method, args), method, message.body, form)
             if found.body is not None:
                 return header(method, REPLY, message.seqid) + found.body
@@ -375,19 +466,26 @@ class Router:
             if method in LISTINGS:
                 hide_stages(result)
             self._to_client(method, result, route.catalog)
+            if spelling is not None:
+                spelling.reply(method, result)
+                spelling.spelt = True
             body = encode(method, REPLY, message.seqid, result)[len(header(method, REPLY, message.seqid)):]
         if found is not None:
             found.keep(body)
         return header(method, REPLY, message.seqid) + body
 
     def _databases(self, conn: ClientConnection, message: Message, args: Any,
-                   principal: Principal | None = None) -> bytes:
-        """get_databases / get_all_databases: every (readable) catalog's, under their client names."""
+                   principal: Principal | None = None, door: Door | None = None) -> bytes:
+        """get_databases / get_all_databases: every (readable) catalog's, under their client names
+        (through a native ``door``: that catalog's, by their own names)."""
         pattern = getattr(args, "pattern", None)
         federation = self.federation
+        native = door.catalog if door is not None else None
         names: set[str] = set()
         for name, catalog in self.manager.catalogs().items():
             if not catalog.hms_served or not self.policy.readable(principal, name):
+                continue
+            if native is not None and name != native:
                 continue
             target = catalog.relay_target()
             try:
@@ -402,6 +500,10 @@ class Router:
                 logger.warning("HMS endpoint: databases of catalog %s left out: %s", name, e)
                 continue
             for database in found:
+                if native is not None:
+                    if matches_pattern(database, pattern):
+                        names.add(database)
+                    continue
                 if federation.visible(name, database):
                     client = federation.client_name(name, database)
                     if matches_pattern(client, pattern):
@@ -410,12 +512,16 @@ class Router:
         return self._reply(message.name, message.seqid, result)
 
     def _table_meta(self, conn: ClientConnection, message: Message, args: Any,
-                    principal: Principal | None = None) -> bytes:
-        """get_table_meta(db_patterns, tbl_patterns, tbl_types) across (readable) catalogs, stages left out."""
+                    principal: Principal | None = None, door: Door | None = None) -> bytes:
+        """get_table_meta(db_patterns, tbl_patterns, tbl_types) across (readable) catalogs, stages left out
+        (through a native ``door``: that catalog's, by their own names; a ``door`` sets ``catName``)."""
         federation = self.federation
+        native = door.catalog if door is not None else None
         metas: list[Any] = []
         for name, catalog in self.manager.catalogs().items():
             if not catalog.hms_served or not self.policy.readable(principal, name):
+                continue
+            if native is not None and name != native:
                 continue
             target = catalog.relay_target()
             if target is None:
@@ -430,10 +536,15 @@ class Router:
                                                   tbl_types=args.tbl_types)
                 found = self._upstream(target, conn, "get_table_meta", request).success or []
             for meta in found:
-                if is_stage_table(meta.tableName) or not federation.visible(name, meta.dbName):
+                if is_stage_table(meta.tableName):
                     continue
-                meta.dbName = federation.client_name(name, meta.dbName)
+                if native is None:
+                    if not federation.visible(name, meta.dbName):
+                        continue
+                    meta.dbName = federation.client_name(name, meta.dbName)
                 if matches_pattern(meta.dbName, args.db_patterns):
+                    if door is not None and hasattr(meta, "catName"):
+                        meta.catName = door.written
                     metas.append(meta)
         return self._reply(message.name, message.seqid, _RESULTS[message.name](success=metas))
 
