@@ -34,6 +34,7 @@ from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import CatalogError
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
+from catalogd.hms.downgrade import judged_as
 from catalogd.hms.refused import Refused, meta_error
 from catalogd.hms.rules import Rule, rule_of
 
@@ -131,17 +132,22 @@ def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Ups
     """
     if rule_of(method) is not Rule.CLAIM:
         return []
+    # A Hive 3/4 call (create_table_req, alter_table_req, ...) claims what its Hive 2.3 equivalent does.
+    method, args = judged_as(method, args)
     out: list[Claim] = []
     if method == "create_database":
         db = args.database
-        if db.locationUri:
-            out.append(Claim(db.locationUri, f"database {place(db.name)}"))
+        for uri in (db.locationUri, getattr(db, "managedLocationUri", None)):
+            if uri:
+                out.append(Claim(uri, f"database {place(db.name)}"))
     elif method == "alter_database":
         name = place(args.dbname)
-        new = str(args.db.locationUri or "") if args.db is not None else ""
         old = _get(upstream, "get_database", name)
-        if new and (old is None or (old.locationUri or "").rstrip("/") != new.rstrip("/")):
-            out.append(Claim(new, f"database {name}"))
+        # Hive 4's databases have a second directory for their managed tables.
+        for field in ("locationUri", "managedLocationUri"):
+            new = str(getattr(args.db, field, None) or "") if args.db is not None else ""
+            if new and (old is None or str(getattr(old, field, None) or "").rstrip("/") != new.rstrip("/")):
+                out.append(Claim(new, f"database {name}"))
     elif method in _CREATE_TABLE:
         tbl = args.tbl
         database = place(tbl.dbName)
@@ -265,7 +271,10 @@ def check_move(method: str, args: Any, place: Callable[[str], str], upstream: Up
     Raises:
         Refused: a MetaException saying which directory would move.
     """
-    if rule_of(method) is not Rule.MOVE or method != "rename_partition":
+    if rule_of(method) is not Rule.MOVE:
+        return
+    judged, args = judged_as(method, args)
+    if judged != "rename_partition":
         return
     database, table = place(args.db_name), args.tbl_name.lower()
     tbl = _get(upstream, "get_table", database, table)

@@ -6,7 +6,10 @@ first (as ``dt drop`` does); a database dropped with cascade has its open stages
 first. A drop that deletes nothing is relayed as it is, but for a database dropped with cascade and
 deleteData=false: its tables are unregistered with deleteData=false first, so no metastore
 deletes a managed table's files on a keep-data drop. Partitions dropped by name
-(``drop_partition_by_name*``, ``drop_partitions_req``) go by ``drop_partition``'s rule.
+(``drop_partition_by_name*``, ``drop_partitions_req``) go by ``drop_partition``'s rule. Hive 3/4's
+drops (``drop_table_req``, ``drop_partition_req``, ``drop_database_req``) are made as their Hive 2.3
+equivalents (``downgrade``); a truncate (``truncate_table*``) is relayed only when every directory
+it would empty is catalogd's.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import CatalogError, NotFoundError, UnsupportedError
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
+from catalogd.hms import downgrade
 from catalogd.hms.policy import DROP_TABLE, CurrentTable, is_dynamic
 from catalogd.hms.refused import Refused, meta_error
+from catalogd.hms.rules import Rule, rule_of
 from catalogd.manager import CatalogManager, parse_stage_id
 from catalogd.names import NamespacePath, ObjectPath
 
@@ -32,6 +37,8 @@ __all__ = ["Drops"]
 
 _DROP_PARTITION = frozenset({"drop_partition", "drop_partition_with_environment_context"})
 _DROP_PARTITION_BY_NAME = frozenset({"drop_partition_by_name", "drop_partition_by_name_with_environment_context"})
+#: Hive 3/4's truncate: deletes a table's (or its named partitions') files, keeps the table.
+_TRUNCATE = frozenset({"truncate_table", "truncate_table_req"})
 #: One decoded call on the catalog's metastore (method, args) -> its result struct.
 Upstream = Callable[[str, Any], Any]
 
@@ -58,6 +65,22 @@ class Drops:
             upstream: one decoded call on the catalog's metastore (method, args) -> its result
                 struct; None: the drops that need one are relayed (unit tests of the others).
         """
+        if method in _TRUNCATE:
+            self._check_truncate(method, args, target, database, current, upstream)
+            return None  # judged: relayed as it is
+        if method in downgrade.EQUIVALENTS and rule_of(method) is Rule.DROP:
+            # A Hive 3/4 drop (drop_table_req, ...) is made as its Hive 2.3 equivalent is.
+            said = downgrade.as_hive2(method, args)
+            if said is None:
+                raise meta_error(f"catalogd: {method} refused: what it asks beyond its Hive 2.3 equivalent (a "
+                                 "soft delete, a table dropped without its partitions) is not a drop catalogd "
+                                 "can make by its deletion rules")
+            made = self._drop(said[0], said[1], catalog, target, database, current, upstream)
+            return downgrade.result_of(method, args, made) if made is not None else None
+        return self._drop(method, args, catalog, target, database, current, upstream)
+
+    def _drop(self, method: str, args: Any, catalog: Catalog, target: RelayTarget, database: Callable[[str], str],
+              current: CurrentTable, upstream: Upstream | None = None) -> Any | None:
         if method in DROP_TABLE:
             name = database(args.dbname)
             path = ObjectPath(catalog.name, name, args.name.lower())
@@ -100,6 +123,42 @@ class Drops:
         return None
 
 
+    def _check_truncate(self, method: str, args: Any, target: RelayTarget, database: Callable[[str], str],
+                        current: CurrentTable, upstream: Upstream | None) -> None:
+        """Refuse a truncate unless every directory it would empty is catalogd's: the table is
+        managed and its directory (or each partition's) lies strictly inside the allowed
+        locations, apart from every other object's (as a drop's files are judged)."""
+        request = args.req if method == "truncate_table_req" else args
+        if request is None:
+            raise meta_error(f"catalogd: {method} without a request refused")
+        name, table = database(request.dbName), str(request.tableName or "").lower()
+        tbl = _table(current, name, table)
+        what = f"table {name}.{table}"
+        params = tbl.parameters or {}
+        if tbl.tableType == "VIRTUAL_VIEW" or str(params.get("EXTERNAL", "")).upper() == "TRUE":
+            raise meta_error(f"catalogd: {method} of {what} refused: it is not a managed table, and catalogd "
+                             "deletes only the files of what it owns")
+        uris: list[tuple[str, str]] = []
+        if tbl.partitionKeys and upstream is not None:
+            names = list(request.partNames or [])
+            if names:
+                found = _value(upstream("get_partitions_by_names", ThriftHiveMetastore.get_partitions_by_names_args(
+                    name, table, names))) or []
+            else:
+                found = _value(upstream("get_partitions", ThriftHiveMetastore.get_partitions_args(
+                    name, table, -1))) or []
+            uris += [(_location(p.sd), f"partition {list(p.values or [])} of {what}") for p in found]
+        if not request.partNames:
+            uris.append((_location(tbl.sd), what))
+        with target.files():
+            for uri, of in uris:
+                if not uri:
+                    continue
+                try:
+                    target.claim(uri, of, (name, table))
+                except CatalogError as e:
+                    raise meta_error(f"catalogd: {method} refused: {e}") from None
+
     def _drop_partitions(self, req: Any, target: RelayTarget, database: Callable[[str], str], current: CurrentTable,
                          upstream: Upstream | None) -> Any | None:
         """drop_partitions_req: with deleteData (its default), each partition by drop_partition's rule."""
@@ -138,6 +197,10 @@ class Drops:
             for table in tables:
                 _value(upstream("drop_table", ThriftHiveMetastore.drop_table_args(name, table, False)))
         return None
+
+
+def _location(sd: Any) -> str:
+    return str(getattr(sd, "location", None) or "") if sd is not None else ""
 
 
 def _value(result: Any) -> Any:

@@ -35,7 +35,7 @@ from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, 
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
-from catalogd.hms import methods
+from catalogd.hms import downgrade, methods
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.metastore.messages import EXCEPTION, decode, parse_message
 
@@ -55,8 +55,12 @@ __all__ = ["DROP_TABLE", "READER_GLOBAL_WRITES", "CallRecord", "CurrentTable", "
 READER_GLOBAL_WRITES = frozenset({
     "lock", "check_lock", "unlock", "heartbeat", "heartbeat_txn_range", "open_txns", "commit_txn", "abort_txn",
     "abort_txns", "get_delegation_token", "renew_delegation_token", "cancel_delegation_token",
+    # Hive 4's reader records the write ids its open transaction reads (for the cleaner).
+    "add_write_ids_to_min_history",
 })
 DROP_TABLE = frozenset({"drop_table", "drop_table_with_environment_context"})
+#: A dynamic table is written only by these (and by catalogd): its drop.
+_DROPS_OF_A_TABLE = DROP_TABLE | {"drop_table_req"}
 _CREATE_TABLE = frozenset({"create_table", "create_table_with_environment_context", "create_table_with_constraints"})
 _ALTER_TABLE = frozenset({"alter_table", "alter_table_with_environment_context", "alter_table_with_cascade"})
 
@@ -211,15 +215,17 @@ class Policy:
             stage_owner: the owner of a staging table (``Catalog.stage_owner``); None: no
                 staging table has an owner catalogd vouches for (only an admin writes one).
         """
+        # A Hive 3/4 call (create_table_req, alter_table_req, ...) is judged as its Hive 2.3 equivalent.
+        judged, judged_args = downgrade.judged_as(method, args)
         new_tables = list(methods.tables_in(args))
         for table in new_tables:
             reserved = _reserved(table.parameters)
-            if method in _CREATE_TABLE and reserved:
+            if judged in _CREATE_TABLE and reserved:
                 raise meta_error(f"catalogd: parameters {reserved} are catalogd's own (a dynamic table's "
                                  f"definition, a stage's marks); {method} refused")
-        for database in methods.databases_in_args(method, args) if method in ("create_database",
-                                                                                 "alter_database") else []:
-            db_obj = getattr(args, "database", None) or getattr(args, "db", None)
+        for database in methods.databases_in_args(judged, judged_args) if judged in ("create_database",
+                                                                                      "alter_database") else []:
+            db_obj = getattr(judged_args, "database", None) or getattr(judged_args, "db", None)
             if db_obj is not None and _reserved(getattr(db_obj, "parameters", None)):
                 raise meta_error(f"catalogd: parameters starting with {RESERVED_PROPERTY_PREFIX!r} on database "
                                  f"{database} are catalogd's own; {method} refused")
@@ -243,10 +249,11 @@ class Policy:
                 self._check_stage_owner(conn, call, method, catalog, database, table,
                                         stage_owner(found) if stage_owner is not None else None)
             params = found.parameters or {}
-            if is_dynamic(params) and not is_stage_table(table) and method not in DROP_TABLE:
+            if is_dynamic(params) and not is_stage_table(table) and method not in _DROPS_OF_A_TABLE:
                 raise meta_error(f"catalogd: {catalog}.{database}.{table} is a dynamic table: {method} "
                                  "refused (catalogd refreshes it; change it with `catalogd dt`)")
-            if method in _ALTER_TABLE and _reserved_map(args.new_tbl.parameters) != _reserved_map(params):
+            if judged in _ALTER_TABLE and judged_args.new_tbl is not None and \
+                    _reserved_map(judged_args.new_tbl.parameters) != _reserved_map(params):
                 raise meta_error(f"catalogd: {method} of {catalog}.{database}.{table} would set or "
                                  f"remove catalogd's own parameters ({RESERVED_PROPERTY_PREFIX}*); refused")
 

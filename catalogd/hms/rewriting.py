@@ -23,7 +23,7 @@ __all__ = ["LISTINGS", "Rewriting", "hide_stages", "spark_default_location"]
 #: Listing calls whose answers leave out staging tables.
 LISTINGS = frozenset({
     "get_tables", "get_all_tables", "get_table_meta", "get_table_names_by_filter", "get_table_objects_by_name",
-    "get_table_objects_by_name_req", "get_tables_by_type",
+    "get_table_objects_by_name_req", "get_tables_by_type", "get_tables_ext", "get_materialized_views_for_rewriting",
 })
 
 
@@ -90,7 +90,8 @@ def hide_stages(result: Any) -> None:
 def _table_name(item: Any) -> str:
     if isinstance(item, str):
         return item
-    return getattr(item, "tableName", "") or ""
+    # Hive 4's ExtendedTableInfo (get_tables_ext) calls it tblName.
+    return getattr(item, "tableName", None) or getattr(item, "tblName", None) or ""
 
 
 def spark_default_location(database: Any) -> None:

@@ -39,7 +39,7 @@ from catalogd.errors import (
 )
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
-from catalogd.hms import catalog_calls, limits, methods, rules
+from catalogd.hms import catalog_calls, downgrade, limits, methods, rules
 from catalogd.hms.catalog_names import CatalogNames, Door, Spelling
 from catalogd.hms.claims import check_claims, check_move, claims_of
 from catalogd.hms.drops import Drops
@@ -94,6 +94,11 @@ _CACHED_READS = frozenset({
     "get_partitions_with_auth", "get_num_partitions_by_filter", "get_fields", "get_schema",
     "get_fields_with_environment_context", "get_schema_with_environment_context", "get_table_meta",
     "get_partitions_by_expr", "get_function", "get_functions",
+    # Hive 3.1 / 4.x requests of the same objects (scoped and invalidated as their 2.3 equivalents)
+    "get_database_req", "get_fields_req", "get_schema_req", "get_partitions_req", "get_partition_req",
+    "get_partition_names_req", "get_partitions_by_names_req", "get_partitions_by_filter_req",
+    "get_partitions_ps_with_auth_req", "get_partition_names_ps_req", "fetch_partition_names_req",
+    "get_partitions_spec_by_expr",
 })
 
 
@@ -205,7 +210,20 @@ class Router:
         self.rewriting.close()
 
     def _relay(self, target: RelayTarget, conn: ClientConnection, request: bytes, retry: bool) -> Message:
-        return self.upstreams.relay(target, conn.identity, request, retry)
+        reply = self.upstreams.relay(target, conn.identity, request, retry)
+        if reply.type == EXCEPTION and downgrade.is_unknown_method(reply):
+            # A Hive 2.3 metastore does not know a Hive 3/4 call: said in 2.3 where it can be.
+            said = self._downgraded(target, conn, parse_message(request), retry)
+            if said is not None:
+                return parse_message(said)
+        return reply
+
+    def _downgraded(self, target: RelayTarget, conn: ClientConnection, call: Message, retry: bool) -> bytes | None:
+        if call.name not in downgrade.EQUIVALENTS:
+            return None
+        args = decode(_ARGS[call.name](), call.body)
+        return downgrade.answer(call.name, call.seqid, args,
+                                lambda method, hive2: self._upstream(target, conn, method, hive2, retry))
 
     def _upstream(self, target: RelayTarget, conn: ClientConnection, method: str, args: Any,
                   retry: bool = True) -> Any:
@@ -288,6 +306,9 @@ class Router:
             policy.authorize(conn, method, kind, self.federation.default, call)
             if kind is methods.Kind.GLOBAL_WRITE and method not in READER_GLOBAL_WRITES:
                 policy.check_writable(self.federation.default, method)
+                refused = rules.refusal(method)  # a global write that moves or deletes any path
+                if refused is not None:
+                    raise meta_error(refused)
             # A privilege object's or an event's database, say, in a Hive 3+ client's spelling.
             spelling = self.names.unwrap(method, args)
             if spelling is not None:
@@ -607,7 +628,16 @@ class Router:
         method = message.name
         store = self._store(route.catalog)
         self._to_backing(method, args, route.catalog)
+        # A memory catalog answers the Hive 2.3 IDL: a Hive 3/4 call is said in 2.3 (None: it cannot be).
+        said = downgrade.as_hive2(method, args) if method in downgrade.EQUIVALENTS else None
         try:
+            if said is not None:
+                value = store.call(*said)
+                hive2_result = _RESULTS[said[0]]
+                made = hive2_result(success=value) if "success" in _field_names(hive2_result) else hive2_result()
+                result = downgrade.result_of(method, args, made)
+                self._to_client(method, result, route.catalog)
+                return self._reply(method, message.seqid, result)
             value = store.call(method, args)
         except (hms.MetaException, hms.NoSuchObjectException, hms.AlreadyExistsException,
                 hms.InvalidObjectException, hms.InvalidOperationException, hms.InvalidInputException,

@@ -27,7 +27,7 @@ import enum
 
 from catalogd.hms import methods
 
-__all__ = ["WRITE_RULES", "Rule", "refusal", "rule_of"]
+__all__ = ["REFUSED_GLOBAL_WRITES", "WRITE_RULES", "Rule", "refusal", "rule_of"]
 
 
 class Rule(enum.Enum):
@@ -98,6 +98,46 @@ WRITE_RULES: dict[str, Rule] = {
     "drop_function": _N,
     "alter_function": _N,
     "fire_listener_event": _N,
+    # -- Hive 3.1 and 4.x: each judged as its Hive 2.3 equivalent (``downgrade.judged_as``)
+    "create_database_req": _C,
+    "alter_database_req": _C,
+    "drop_database_req": _D,
+    "create_table_req": _C,
+    "alter_table_req": _C,
+    "drop_table_req": _D,
+    # Deletes the files of a table (or of its named partitions) and keeps the table: judged as
+    # a drop of its data (a managed table whose directories are catalogd's: drops.py).
+    "truncate_table": _D,
+    "truncate_table_req": _D,
+    "update_creation_metadata": _N,
+    "add_unique_constraint": _N,
+    "add_not_null_constraint": _N,
+    "add_default_constraint": _N,
+    "add_check_constraint": _N,
+    "append_partition_req": _N,
+    "drop_partition_req": _D,
+    "alter_partitions_req": _C,
+    "rename_partition_req": _M,
+    "update_table_column_statistics_req": _N,
+    "update_partition_column_statistics_req": _N,
+    # HPL/SQL stored procedures and packages, the schema registry: metadata of a database
+    "create_stored_procedure": _N,
+    "drop_stored_procedure": _N,
+    "add_package": _N,
+    "drop_package": _N,
+    "create_ischema": _N,
+    "alter_ischema": _N,
+    "drop_ischema": _N,
+    "add_schema_version": _N,
+    "drop_schema_version": _N,
+    "map_schema_version_to_serde": _N,
+    "set_schema_version_state": _N,
+}
+
+#: Global writes (they name no database) that move or delete files of whatever path they are
+#: given: refused, never relayed.
+REFUSED_GLOBAL_WRITES: dict[str, str] = {
+    "cm_recycle": "it moves (or, with purge, deletes) the files of any path it is given",
 }
 
 
@@ -109,8 +149,13 @@ def rule_of(method: str) -> Rule | None:
 def refusal(method: str) -> str | None:
     """Why catalogd refuses ``method`` outright (None: it does not): a write it cannot judge.
 
-    A ``Kind.WRITE`` method missing from ``WRITE_RULES`` is refused too: unjudged means refused.
+    A ``Kind.WRITE`` method missing from ``WRITE_RULES`` is refused too: unjudged means refused;
+    so are the global writes of ``REFUSED_GLOBAL_WRITES``.
     """
+    why = REFUSED_GLOBAL_WRITES.get(method)
+    if why is not None:
+        return (f"catalogd: {method} refused: {why}, and catalogd deletes only what it owns "
+                "(docs/operations.md, safety)")
     if methods.kind(method) is not methods.Kind.WRITE:
         return None
     rule = WRITE_RULES.get(method)
