@@ -28,7 +28,11 @@ def _error(e: BaseException) -> str:
     """The Java exception's chain of messages (py4j's text alone is the Python side's)."""
     java = getattr(e, "java_exception", None)
     if java is None:
-        return f"{type(e).__name__}: {e}"
+        # pyflink's own exception types carry the Java stack trace as their text: its messages
+        # and causes without the frames.
+        lines = [line for line in str(e).splitlines()
+                 if not line.lstrip().startswith("at ") and not line.lstrip().startswith("... ")]
+        return f"{type(e).__name__}: " + "\n".join(lines)
     parts = []
     while java is not None and len(parts) < 12:
         parts.append(f"{java.getClass().getName()}: {java.getMessage()}")
