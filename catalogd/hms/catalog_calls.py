@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
-
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.catalog_names import HIVE
 from catalogd.hms.refused import Refused, meta_error
 

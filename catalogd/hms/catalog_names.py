@@ -27,8 +27,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ttypes as hms
+from thrift.Thrift import TType
 
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 from catalogd.hms.errors import _declared
 from catalogd.hms.federation import Federation
@@ -41,8 +42,10 @@ HIVE = "hive"
 CAT_MARK = "@"
 CAT_SEP = "#"
 DB_EMPTY = "!"
-#: Struct fields that carry the catalog beside a plain database name (Database has ``catalogName``).
-CATALOG_FIELDS = ("catName", "catalogName")
+#: Struct fields that carry the catalog beside a plain database name (Hive 4's IDL spells it three
+#: ways: ``catName`` mostly, ``catalogName`` in Database and some requests, ``catalog`` in
+#: GetTablesExtRequest and two others); only string fields count.
+CATALOG_FIELDS = ("catName", "catalogName", "catalog")
 
 
 def split(name: str) -> tuple[str | None, str | None]:
@@ -156,8 +159,8 @@ class CatalogNames:
             beside = _catalog_field(holder) if fields else None
             for f in fields:
                 value = getattr(holder, f, None)
-                if not isinstance(value, str):
-                    continue
+                if not isinstance(value, str) or not value:
+                    continue  # no database here (a global privilege object's, say)
                 part, database = split(value)
                 if part is None and beside is not None:
                     part = beside
@@ -172,9 +175,8 @@ class CatalogNames:
                 setattr(holder, f, plain)
             if beside is not None:
                 # Behind the endpoint a metastore has its own default catalog: the door chose already.
-                for attr in CATALOG_FIELDS:
-                    if getattr(holder, attr, None) is not None:
-                        setattr(holder, attr, None)
+                for attr in _catalog_fields(type(holder)):
+                    setattr(holder, attr, None)
 
         try:
             methods.visit_args(method, args, visit)
@@ -194,8 +196,20 @@ def _declared_form(method: str, exc: Exception) -> Exception:
     return exc
 
 
+_catalog_fields_of: dict[type, tuple[str, ...]] = {}
+
+
+def _catalog_fields(cls: type) -> tuple[str, ...]:
+    """The string fields of a struct class that name a catalog."""
+    found = _catalog_fields_of.get(cls)
+    if found is None:
+        strings = {s[2] for s in getattr(cls, "thrift_spec", None) or () if s is not None and s[1] == TType.STRING}
+        found = _catalog_fields_of[cls] = tuple(f for f in CATALOG_FIELDS if f in strings)
+    return found
+
+
 def _catalog_field(struct: Any) -> str | None:
-    for attr in CATALOG_FIELDS:
+    for attr in _catalog_fields(type(struct)):
         value = getattr(struct, attr, None)
         if isinstance(value, str) and value:
             return value
@@ -280,8 +294,7 @@ def spell_result(method: str, value: Any, door: Door, shown: Callable[[str], str
             v = getattr(struct, f, None)
             if isinstance(v, str):
                 setattr(struct, f, shown(v))
-        for attr in CATALOG_FIELDS:
-            if hasattr(struct, attr):
-                setattr(struct, attr, door.written)
+        for attr in _catalog_fields(type(struct)):
+            setattr(struct, attr, door.written)
 
     return methods.visit_result(method, value, visit)

@@ -48,13 +48,6 @@ def _table(db: str, name: str, catalog: str | None = None) -> Any:
                     tableType="MANAGED_TABLE", catName=catalog)
 
 
-def _overlay() -> bool:
-    """Whether the endpoint's IDL has Hive 3's fields (catalogd's IDL overlay)."""
-    from hmsclient.genthrift.hive_metastore import ttypes
-
-    return hasattr(ttypes.Table(), "catName")
-
-
 def test_hive_is_the_view_a_hive_2_3_client_has(hive3, hms_address, unique_name) -> None:
     db = unique_name("h3db")
     # Created as Hive 3 creates: the catalog beside the name, and in the envelope.
@@ -72,8 +65,10 @@ def test_hive_is_the_view_a_hive_2_3_client_has(hive3, hms_address, unique_name)
         assert found.name == "default"
         table = hive3.get_table(f"@hive#{db}", "t1")
         assert (table.dbName, table.tableName) == (db, "t1")
-        if _overlay():
-            assert found.catalogName == "hive" and table.catName == "hive"
+        assert found.catalogName == "hive" and table.catName == "hive"
+        # Hive 3's getTable(): get_table_req with the catalog beside the name.
+        req = hive3.get_table_req(t3.GetTableRequest(dbName=db, tblName="t1", catName="hive")).table
+        assert (req.dbName, req.catName) == (db, "hive")
         assert hive3.get_tables(f"@hive#{db}", "*") == ["t1"]
         metas = hive3.get_table_meta(f"@hive#{db}", "*", None)
         assert [(m.dbName, m.tableName) for m in metas] == [(db, "t1")]
@@ -108,11 +103,12 @@ def test_a_memory_catalog_natively(hive3, hms_address, unique_name) -> None:
         with hms_connection(hms_address) as h2:
             assert f"scratch__{db}" in h2.get_all_databases()
             assert h2.get_table(f"scratch__{db}", "t").tableName == "t"
-        if _overlay():
-            # Hive 3's own spelling: a plain name, the catalog in catName.
-            hive3.create_table(_table(db, "t2", "scratch"))
-            made = hive3.get_table_req(t3.GetTableRequest(dbName=db, tblName="t2", catName="scratch")).table
-            assert (made.dbName, made.catName) == (db, "scratch")
+        # Hive 3's own spelling: a plain name, the catalog in catName.
+        hive3.create_table(_table(db, "t2", "scratch"))
+        made = hive3.get_table_req(t3.GetTableRequest(dbName=db, tblName="t2", catName="scratch")).table
+        assert (made.dbName, made.catName) == (db, "scratch")
+        with hms_connection(hms_address) as h2:
+            assert sorted(h2.get_all_tables(f"scratch__{db}")) == ["t", "t2"]
     finally:
         hive3.drop_database(f"@scratch#{db}", True, True)
 
@@ -139,6 +135,26 @@ def test_an_invalid_database_part_is_refused_as_a_plain_one_is(hive3, hms_addres
     with hms_connection(hms_address) as h2, pytest.raises(Exception) as plain:
         h2.get_database("scratch__../")
     assert type(plain.value).__name__ == "NoSuchObjectException"
+
+
+def test_the_catalogs(hive3, daemon) -> None:
+    assert set(hive3.get_catalogs().names) >= {"main", "scratch", "ro"}
+    hive = hive3.get_catalog(t3.GetCatalogRequest(name="hive")).catalog
+    assert hive.name == "hive" and "default catalog 'main' (hive)" in hive.description
+    assert hive.locationUri
+    scratch = hive3.get_catalog(t3.GetCatalogRequest(name="scratch")).catalog
+    assert "(memory)" in scratch.description
+    assert scratch.locationUri.endswith("/scratch-warehouse/scratch")
+    with pytest.raises(t3.NoSuchObjectException, match="no catalog 'x'"):
+        hive3.get_catalog(t3.GetCatalogRequest(name="x"))
+    before = hive3.get_catalogs().names
+    with pytest.raises(t3.MetaException, match="catalogs are configured in catalogd's YAML"):
+        hive3.create_catalog(t3.CreateCatalogRequest(t3.Catalog(name="x", locationUri="file:///tmp/x")))
+    with pytest.raises(t3.MetaException, match="catalogs are configured in catalogd's YAML"):
+        hive3.drop_catalog(t3.DropCatalogRequest(name="scratch"))
+    with pytest.raises(t3.MetaException, match="catalogs are configured in catalogd's YAML"):
+        hive3.alter_catalog(t3.AlterCatalogRequest(name="scratch", newCat=t3.Catalog(name="scratch")))
+    assert hive3.get_catalogs().names == before
 
 
 def test_hive_3_calls_a_2_3_metastore_does_not_have(hive3) -> None:

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.config import parse_config
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.catalog_calls import REFUSED, answer
 from catalogd.hms.catalog_names import CatalogNames, Door, join, split
 from catalogd.hms.federation import Federation
@@ -85,12 +85,11 @@ def test_unwrap_rewrites_envelopes_and_catalog_fields(grammar: CatalogNames) -> 
     assert spelling.door == Door("scratch", "scratch")
     plain = ThriftHiveMetastore.get_table_args(dbname="tmp", tbl_name="t")
     assert grammar.unwrap("get_table", plain) is None and plain.dbname == "tmp"
-    # A struct's catName beside a plain name (an overlay IDL's field; set by hand here).
-    table = hms.Table(dbName="tmp", tableName="t")
-    table.catName = "scratch"  # type: ignore[attr-defined]
+    # A struct's catName beside a plain name.
+    table = hms.Table(dbName="tmp", tableName="t", catName="scratch")
     create = ThriftHiveMetastore.create_table_args(tbl=table)
     spelling = grammar.unwrap("create_table", create)
-    assert spelling is not None and table.dbName == "scratch__tmp" and table.catName is None  # type: ignore[attr-defined]
+    assert spelling is not None and table.dbName == "scratch__tmp" and table.catName is None
     # Two doors in one call: refused.
     mixed = ThriftHiveMetastore.alter_table_args(dbname="@hive#scratch__tmp", tbl_name="t",
                                                  new_tbl=hms.Table(dbName="@scratch#tmp", tableName="t"))
@@ -160,11 +159,12 @@ class Endpoint:
         return getattr(result, "success", None)
 
 
-def _table(db: str, name: str) -> hms.Table:
+def _table(db: str, name: str, catalog: str | None = None) -> hms.Table:
     sd = hms.StorageDescriptor(cols=[hms.FieldSchema("id", "int")], serdeInfo=hms.SerDeInfo(parameters={}),
                                inputFormat="org.apache.hadoop.mapred.TextInputFormat",
                                outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat")
-    return hms.Table(dbName=db, tableName=name, sd=sd, tableType="MANAGED_TABLE", parameters={}, partitionKeys=[])
+    return hms.Table(dbName=db, tableName=name, sd=sd, tableType="MANAGED_TABLE", parameters={}, partitionKeys=[],
+                     catName=catalog)
 
 
 def test_the_default_door_and_a_native_door_through_the_router(tmp_path: Path) -> None:
@@ -226,15 +226,6 @@ class _Catalog:
         return self._info
 
 
-@pytest.fixture
-def catalog_structs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hive 3's catalog structs where the endpoint's IDL has none yet (before the IDL overlay)."""
-    t3 = pytest.importorskip("pymetastore.hive_metastore.ttypes")
-    for name in ("Catalog", "GetCatalogResponse", "GetCatalogsResponse"):
-        if not hasattr(hms, name):
-            monkeypatch.setattr(hms, name, getattr(t3, name), raising=False)
-
-
 def _answer(method: str, args: Any, readable: Any = lambda name: True) -> Any:
     catalogs = {"main": _Catalog("main", "hive", "file:/wh"), "scratch": _Catalog("scratch", "memory"),
                 "pg": _Catalog("pg", "jdbc")}
@@ -243,7 +234,7 @@ def _answer(method: str, args: Any, readable: Any = lambda name: True) -> Any:
                                                    if c.info().type == "memory" else None))
 
 
-def test_get_catalogs_and_get_catalog(catalog_structs: None) -> None:
+def test_get_catalogs_and_get_catalog() -> None:
     assert _answer("get_catalogs", None).names == ["main", "pg", "scratch"]
     assert _answer("get_catalogs", None, lambda name: name != "pg").names == ["main", "scratch"]
     hive = _answer("get_catalog", SimpleNamespace(catName=SimpleNamespace(name="hive"))).catalog
@@ -268,3 +259,37 @@ def test_catalogs_are_not_made_through_the_hms_api(method: str) -> None:
         _answer(method, SimpleNamespace())
     assert isinstance(e.value.exc, hms.MetaException)
     assert "catalogs are configured in catalogd's YAML" in e.value.exc.message
+
+
+def test_catalog_fields_route_and_come_back_set(tmp_path: Path) -> None:
+    e = Endpoint(tmp_path)
+    e.call("create_database", database=hms.Database(name="tmp", parameters={}, catalogName="scratch"))
+    e.call("create_table", tbl=_table("tmp", "t1", catalog="scratch"))
+    assert "scratch__tmp" in e.call("get_all_databases")
+    found = e.call("get_table_req", req=hms.GetTableRequest(dbName="tmp", tblName="t1", catName="scratch")).table
+    assert (found.dbName, found.catName) == ("tmp", "scratch")
+    through_hive = e.call("get_table_req", req=hms.GetTableRequest(dbName="scratch__tmp", tblName="t1",
+                                                                      catName="hive")).table
+    assert (through_hive.dbName, through_hive.catName) == ("scratch__tmp", "hive")
+    assert e.call("get_database", name="@SCRATCH#tmp").catalogName == "scratch"
+    metas = e.call("get_table_meta", db_patterns="@scratch#", tbl_patterns="*", tbl_types=None)
+    assert [(m.catName, m.dbName) for m in metas] == [("scratch", "tmp")]
+    # A 2.3 client's answer carries no catalog (as HMS 2.3's).
+    assert e.call("get_table", dbname="scratch__tmp", tbl_name="t1").catName is None
+
+
+def test_the_catalog_calls_through_the_router(tmp_path: Path) -> None:
+    e = Endpoint(tmp_path)
+    assert e.call("get_catalogs").names == ["main", "scratch"]
+    hive = e.call("get_catalog", catName=hms.GetCatalogRequest(name="hive")).catalog
+    assert hive.name == "hive" and "'main' (memory)" in hive.description
+    assert hive.locationUri == (tmp_path / "scratch-warehouse" / "main").as_uri()
+    with pytest.raises(hms.NoSuchObjectException, match="no catalog 'x'"):
+        e.call("get_catalog", catName=hms.GetCatalogRequest(name="x"))
+    with pytest.raises(hms.MetaException, match="catalogs are configured in catalogd's YAML"):
+        e.call("create_catalog", catalog=hms.CreateCatalogRequest(catalog=hms.Catalog(name="x", locationUri="/x")))
+    with pytest.raises(hms.MetaException, match="catalogs are configured"):
+        e.call("drop_catalog", catName=hms.DropCatalogRequest(name="scratch"))
+    with pytest.raises(hms.MetaException, match="catalogs are configured"):
+        e.call("alter_catalog", rqst=hms.AlterCatalogRequest(name="scratch", newCat=hms.Catalog(name="scratch")))
+    assert e.call("get_catalogs").names == ["main", "scratch"]
