@@ -522,6 +522,29 @@ class HiveSession:
                     kept.append(list(part.values))
         return True, kept, None
 
+    def truncation_blocker(self, tbl: hms.Table, parts: list[hms.Partition] | None = None) -> str | None:
+        """Why the metastore may not empty a table's directories on a truncate (None: it may).
+
+        Judged as a drop of the table (``parts`` None: all of it) or of those partitions would
+        judge their files, but all or nothing: a truncate cannot keep some of them. Call with the
+        files lock held.
+        """
+        if not self._managed(tbl):
+            return "it is not a managed table (catalogd deletes only the files of what it owns)"
+        if parts is None:
+            delete, kept, why = self._table_deletion(tbl)
+            if not delete:
+                return why
+            if kept:
+                return f"the directories of partitions {kept} are outside the allowed locations or used by another " \
+                       "object"
+            return None
+        for part in parts:
+            why = self._partition_deletion(tbl, part)
+            if why:
+                return f"partition {list(part.values or [])}: {why}"
+        return None
+
     def read_tables(self, database: str, names: list[str]) -> TablesRead:
         """Read ``names`` of ``database`` in one metastore call, for ``drop_table(read=...)``
         (a cascade drops a database's tables a batch at a time, not a read and a drop each).

@@ -9,7 +9,7 @@ endpoint learns where and how to relay from here, never from a concrete catalog 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from catalogd.catalog.locations import Location
@@ -80,6 +80,10 @@ class RelayTarget(Protocol):
 
     def drop_partition(self, database: str, table: str, values: list[str], purge: bool = False) -> None:
         """Drop a partition by the catalog's deletion rules (its files deleted only where allowed)."""
+
+    def truncation_blocker(self, tbl: Any, parts: list[Any] | None = None) -> str | None:
+        """Why a truncate of the table (``parts``: of those partitions) may not empty its directories
+        (None: it may): judged as a drop's files are. Call with ``files()`` held."""
 
     def claim(self, uri: str, what: str, own_table: tuple[str, str] | None = None,
               check_others: bool = True, within: tuple[str, str] | None = None) -> Location:

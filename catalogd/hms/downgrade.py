@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 from catalogd.metastore.messages import EXCEPTION, REPLY, Message, decode, encode
 
@@ -267,13 +267,21 @@ def _append_partition(a: Any) -> tuple[str, Any] | None:
     r = a.appendPartitionsReq
     if r is None:
         return None
+    # Without a context, 2.3's plainest spelling (the one every 2.3 metastore, and a memory catalog, answers).
+    context = r.environmentContext
     if r.name:
+        if context is None:
+            return "append_partition_by_name", _args("append_partition_by_name", db_name=r.dbName,
+                                                     tbl_name=r.tableName, part_name=r.name)
         return "append_partition_by_name_with_environment_context", _args(
             "append_partition_by_name_with_environment_context", db_name=r.dbName, tbl_name=r.tableName,
-            part_name=r.name, environment_context=r.environmentContext)
+            part_name=r.name, environment_context=context)
+    if context is None:
+        return "append_partition", _args("append_partition", db_name=r.dbName, tbl_name=r.tableName,
+                                         part_vals=list(r.partVals or []))
     return "append_partition_with_environment_context", _args(
         "append_partition_with_environment_context", db_name=r.dbName, tbl_name=r.tableName,
-        part_vals=list(r.partVals or []), environment_context=r.environmentContext)
+        part_vals=list(r.partVals or []), environment_context=context)
 
 
 def _drop_partition(a: Any) -> tuple[str, Any] | None:
@@ -281,13 +289,20 @@ def _drop_partition(a: Any) -> tuple[str, Any] | None:
     if r is None:
         return None
     delete = True if r.deleteData is None else bool(r.deleteData)
+    context = r.environmentContext
     if r.partName:
+        if context is None:
+            return "drop_partition_by_name", _args("drop_partition_by_name", db_name=r.dbName, tbl_name=r.tblName,
+                                                   part_name=r.partName, deleteData=delete)
         return "drop_partition_by_name_with_environment_context", _args(
             "drop_partition_by_name_with_environment_context", db_name=r.dbName, tbl_name=r.tblName,
-            part_name=r.partName, deleteData=delete, environment_context=r.environmentContext)
+            part_name=r.partName, deleteData=delete, environment_context=context)
+    if context is None:
+        return "drop_partition", _args("drop_partition", db_name=r.dbName, tbl_name=r.tblName,
+                                       part_vals=list(r.partVals or []), deleteData=delete)
     return "drop_partition_with_environment_context", _args(
         "drop_partition_with_environment_context", db_name=r.dbName, tbl_name=r.tblName,
-        part_vals=list(r.partVals or []), deleteData=delete, environment_context=r.environmentContext)
+        part_vals=list(r.partVals or []), deleteData=delete, environment_context=context)
 
 
 def _alter_partitions(a: Any) -> tuple[str, Any] | None:

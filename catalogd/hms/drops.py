@@ -125,39 +125,23 @@ class Drops:
 
     def _check_truncate(self, method: str, args: Any, target: RelayTarget, database: Callable[[str], str],
                         current: CurrentTable, upstream: Upstream | None) -> None:
-        """Refuse a truncate unless every directory it would empty is catalogd's: the table is
-        managed and its directory (or each partition's) lies strictly inside the allowed
-        locations, apart from every other object's (as a drop's files are judged)."""
+        """Refuse a truncate unless every directory it would empty is catalogd's: a managed table's
+        whose files a drop of it (or of the named partitions) would delete."""
         request = args.req if method == "truncate_table_req" else args
         if request is None:
             raise meta_error(f"catalogd: {method} without a request refused")
         name, table = database(request.dbName), str(request.tableName or "").lower()
         tbl = _table(current, name, table)
-        what = f"table {name}.{table}"
-        params = tbl.parameters or {}
-        if tbl.tableType == "VIRTUAL_VIEW" or str(params.get("EXTERNAL", "")).upper() == "TRUE":
-            raise meta_error(f"catalogd: {method} of {what} refused: it is not a managed table, and catalogd "
-                             "deletes only the files of what it owns")
-        uris: list[tuple[str, str]] = []
-        if tbl.partitionKeys and upstream is not None:
-            names = list(request.partNames or [])
-            if names:
-                found = _value(upstream("get_partitions_by_names", ThriftHiveMetastore.get_partitions_by_names_args(
-                    name, table, names))) or []
-            else:
-                found = _value(upstream("get_partitions", ThriftHiveMetastore.get_partitions_args(
-                    name, table, -1))) or []
-            uris += [(_location(p.sd), f"partition {list(p.values or [])} of {what}") for p in found]
-        if not request.partNames:
-            uris.append((_location(tbl.sd), what))
+        parts = None
+        if request.partNames:
+            if upstream is None:
+                raise meta_error(f"catalogd: {method} of partitions refused: they cannot be read")
+            parts = _value(upstream("get_partitions_by_names", ThriftHiveMetastore.get_partitions_by_names_args(
+                name, table, list(request.partNames)))) or []
         with target.files():
-            for uri, of in uris:
-                if not uri:
-                    continue
-                try:
-                    target.claim(uri, of, (name, table))
-                except CatalogError as e:
-                    raise meta_error(f"catalogd: {method} refused: {e}") from None
+            why = target.truncation_blocker(tbl, parts)
+        if why:
+            raise meta_error(f"catalogd: {method} of table {name}.{table} refused: {why}")
 
     def _drop_partitions(self, req: Any, target: RelayTarget, database: Callable[[str], str], current: CurrentTable,
                          upstream: Upstream | None) -> Any | None:
@@ -197,10 +181,6 @@ class Drops:
             for table in tables:
                 _value(upstream("drop_table", ThriftHiveMetastore.drop_table_args(name, table, False)))
         return None
-
-
-def _location(sd: Any) -> str:
-    return str(getattr(sd, "location", None) or "") if sd is not None else ""
 
 
 def _value(result: Any) -> Any:

@@ -130,6 +130,8 @@ _HIVE4_STRUCT_DB_FIELDS: dict[str, tuple[str, ...]] = {
     # transactions, write ids, compactions, notifications (global calls: read by the lock and
     # compaction rules, never renamed)
     "AllocateTableWriteIdsRequest": ("dbName",),
+    "BasicTxnInfo": ("dbname",),
+    "NotificationEventRequest": ("dbName",),
     "CompactionInfoStruct": ("dbname",),
     "CompactionMetricsDataRequest": ("dbName",),
     "CompactionMetricsDataStruct": ("dbname",),
@@ -144,9 +146,7 @@ _HIVE4_STRUCT_DB_FIELDS: dict[str, tuple[str, ...]] = {
     "WriteNotificationLogBatchRequest": ("db",),
     "WriteNotificationLogRequest": ("db",),
 }
-# Only the structs the IDL has (before the overlay, the Hive 2.3 IDL has none of them).
-STRUCT_DB_FIELDS.update({getattr(ttypes, name): fields for name, fields in _HIVE4_STRUCT_DB_FIELDS.items()
-                         if hasattr(ttypes, name)})
+STRUCT_DB_FIELDS.update({getattr(ttypes, name): fields for name, fields in _HIVE4_STRUCT_DB_FIELDS.items()})
 
 
 @dataclass(frozen=True)
@@ -475,8 +475,8 @@ _SPECS.update({
     # materialized views (the rebuild lock is a transaction-table lock)
     "get_all_materialized_view_objects_for_rewriting": _GR,
     "get_materialization_invalidation_info": _GR,
-    "get_lock_materialization_rebuild": _GW,
-    "heartbeat_lock_materialization_rebuild": _GW,
+    "get_lock_materialization_rebuild": _Spec(Kind.GLOBAL_WRITE, ("dbName",)),
+    "heartbeat_lock_materialization_rebuild": _Spec(Kind.GLOBAL_WRITE, ("dbName",)),
     # compactions
     "abort_Compactions": _GW,
     "find_next_compact": _GW,

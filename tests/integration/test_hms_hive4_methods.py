@@ -15,13 +15,14 @@ from contextlib import closing
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T4
-from hmsclient.genthrift.hive_metastore import ttypes as t4
 from pymetastore.hive_metastore import ThriftHiveMetastore as h3
 from pymetastore.hive_metastore import ttypes as t3
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
+
+from catalogd.hive_idl import ThriftHiveMetastore as T4
+from catalogd.hive_idl import ttypes as t4
 
 from .helpers import hms_connection
 from .test_write_rules import direct_partition, direct_table, intact, make_victim
@@ -125,9 +126,9 @@ def test_hive4_writes_are_made_and_judged_as_their_2_3_equivalents(clients, clie
     made = client.create_table(f"{main_db}.t", "id bigint")
     # Hive 3's alter_table_req: made as alter_table_with_environment_context.
     table = hive3.get_table(db, "t")
-    table.parameters = {**(table.parameters or {}), "comment": "by hive 3"}
+    table.parameters = {**(table.parameters or {}), "made.by": "hive 3"}
     hive3.alter_table_req(t3.AlterTableRequest(catName="hive", dbName=db, tableName="t", table=table))
-    assert client.get_table(f"{main_db}.t").properties.get("comment") == "by hive 3"
+    assert hms.call("get_table", db, "t").parameters.get("made.by") == "hive 3"
     # ... and judged as one: a move onto a victim is refused, the table stays where it is.
     table.sd.location = victim.as_uri()
     assert "alter_table_req refused" in _message(lambda: hive3.alter_table_req(
@@ -162,8 +163,8 @@ def test_partition_renames_and_truncates_are_confined(clients, client, main_db, 
     assert "outside its table" in _message(lambda: hive4.call("rename_partition_req", req=t4.RenamePartitionRequest(
         dbName=db, tableName="p", partVals=["1"], newPart=_as_hive4(part))))
     # A truncate of a partition on a victim: refused before any metastore sees it (Hive 3's and 4's).
-    assert "truncate_table refused" in _message(lambda: hive3.truncate_table(db, "p", ["ds=1"]))
-    assert "truncate_table_req refused" in _message(lambda: hive4.call(
+    assert "truncate_table of table" in _message(lambda: hive3.truncate_table(db, "p", ["ds=1"]))
+    assert "truncate_table_req of table" in _message(lambda: hive4.call(
         "truncate_table_req", req=t4.TruncateTableRequest(dbName=db, tableName="p", partNames=["ds=1"])))
     # Inside its table, a partition is renamed through rename_partition.
     hive4.call("append_partition_req", appendPartitionsReq=t4.AppendPartitionsRequest(
@@ -195,3 +196,36 @@ def _as_hive4(struct: Any) -> Any:
     from thrift.TSerialization import deserialize, serialize
 
     return deserialize(getattr(t4, type(struct).__name__)(), serialize(struct))
+
+
+def test_memory_and_read_only_catalogs_answer_hive4_calls_as_their_2_3_equivalents(clients, main_db,
+                                                                                    unique_name) -> None:
+    hive3, hive4 = clients
+    db = f"scratch__{unique_name('h4')}"
+    hive3.create_database(t3.Database(name=db, parameters={}))
+    try:
+        new = t4.Table(tableName="t", dbName=db, tableType="MANAGED_TABLE", parameters={}, partitionKeys=[
+            t4.FieldSchema("ds", "string", None)], sd=t4.StorageDescriptor(
+            cols=[t4.FieldSchema("id", "int", None)], serdeInfo=t4.SerDeInfo(parameters={}), parameters={}))
+        # A memory catalog answers the 2.3 IDL: each call is said there.
+        hive4.call("create_table_req", request=t4.CreateTableRequest(table=new))
+        assert hive4.call("get_database_req", request=t4.GetDatabaseRequest(name=db)).name == db
+        hive4.call("append_partition_req", appendPartitionsReq=t4.AppendPartitionsRequest(
+            dbName=db, tableName="t", partVals=["1"]))
+        parts = hive4.call("get_partitions_by_names_req", req=t4.GetPartitionsByNamesRequest(
+            db_name=db, tbl_name="t", names=["ds=1"])).partitions
+        assert [(p.dbName, p.values) for p in parts] == [(db, ["1"])]
+        table = hive3.get_table(db, "t")
+        table.parameters = {**(table.parameters or {}), "made.by": "hive 4"}
+        hive4.call("alter_table_req", req=t4.AlterTableRequest(dbName=db, tableName="t", table=_as_hive4(table)))
+        assert hive3.get_table(db, "t").parameters["made.by"] == "hive 4"
+        hive4.call("drop_table_req", dropTableReq=t4.DropTableRequest(dbName=db, tableName="t"))
+        assert hive3.get_all_tables(db) == []
+    finally:
+        hive3.drop_database(db, True, True)
+    # A read-only catalog refuses the new writes as it refuses the old.
+    ro = f"ro__{main_db.split('.')[1]}"
+    assert "read-only" in _message(lambda: hive4.call("truncate_table_req", req=t4.TruncateTableRequest(
+        dbName=ro, tableName="t")))
+    assert "read-only" in _message(lambda: hive3.alter_table_req(t3.AlterTableRequest(
+        dbName=ro, tableName="t", table=t3.Table(dbName=ro, tableName="t"))))

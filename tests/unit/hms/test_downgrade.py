@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as T
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
+from catalogd.hive_idl import ThriftHiveMetastore as T
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import downgrade, methods
 from catalogd.metastore.messages import EXCEPTION, REPLY, decode, encode, parse_message
 
@@ -22,6 +22,7 @@ HIVE2 = frozenset({
     "get_partitions_with_auth", "append_partition_with_environment_context",
     "append_partition_by_name_with_environment_context", "drop_partition_with_environment_context",
     "drop_partition_by_name_with_environment_context", "alter_partitions_with_environment_context",
+    "append_partition", "append_partition_by_name", "drop_partition", "drop_partition_by_name",
     "rename_partition", "set_aggr_stats_for", "get_open_txns",
 })
 
@@ -210,12 +211,21 @@ def test_partition_writes() -> None:
     by_name = args("drop_partition_req", dropPartitionReq=hms.DropPartitionRequest(dbName="db", tblName="t",
                                                                                     partName="ds=1"))
     method, said = downgrade.as_hive2("drop_partition_req", by_name)
-    assert (method, said.part_name, said.deleteData) == ("drop_partition_by_name_with_environment_context",
-                                                         "ds=1", True)
+    assert (method, said.part_name, said.deleteData) == ("drop_partition_by_name", "ds=1", True)
     assert downgrade.result_of("drop_partition_req", by_name, result(method, success=True)).success is True
+    by_name.dropPartitionReq.environmentContext = hms.EnvironmentContext(properties={"ifPurge": "true"})
+    assert downgrade.as_hive2("drop_partition_req", by_name)[0] == "drop_partition_by_name_with_environment_context"
+    by_values = args("drop_partition_req", dropPartitionReq=hms.DropPartitionRequest(dbName="db", tblName="t",
+                                                                                      partVals=["1"]))
+    assert downgrade.as_hive2("drop_partition_req", by_values)[1].part_vals == ["1"]
     append = args("append_partition_req", appendPartitionsReq=hms.AppendPartitionsRequest(
         dbName="db", tableName="t", partVals=["1"]))
+    assert downgrade.as_hive2("append_partition_req", append)[0] == "append_partition"
+    append.appendPartitionsReq.environmentContext = hms.EnvironmentContext(properties={})
     assert downgrade.as_hive2("append_partition_req", append)[0] == "append_partition_with_environment_context"
+    append.appendPartitionsReq.name = "ds=1"
+    assert downgrade.as_hive2("append_partition_req", append)[0] == \
+        "append_partition_by_name_with_environment_context"
     alter = args("alter_partitions_req", req=hms.AlterPartitionsRequest(dbName="db", tableName="t",
                                                                          partitions=[part]))
     method, said = downgrade.as_hive2("alter_partitions_req", alter)

@@ -19,8 +19,8 @@ from catalogd.hms.errors import to_hms_error
 
 @pytest.mark.parametrize(("error", "method", "expected"), [
     (TableNotFoundError("t"), "get_table", hms.NoSuchObjectException),
-    # get_partition_names declares only a MetaException.
-    (TableNotFoundError("t"), "get_partition_names", hms.MetaException),
+    # get_all_functions declares only a MetaException (Hive 4 gave get_partition_names a NoSuchObjectException).
+    (TableNotFoundError("t"), "get_all_functions", hms.MetaException),
     (TableAlreadyExistsError("t"), "create_table", hms.AlreadyExistsException),
     (DatabaseNotEmptyError("d"), "drop_database", hms.InvalidOperationException),
     # A bad definition: InvalidObjectException where declared (create_*), InvalidOperationException
