@@ -29,6 +29,7 @@ from catalogd.metastore.access_key import file_key
 from catalogd.metastore.client import MetastoreClient, parse_uris
 from catalogd.spark.plugin import CATALOG_CLASS, EXTENSIONS_CLASS, plugin_jar
 
+from .flink import FlinkSql, running_flink
 from .helpers import (
     CATALOGD,
     SESSION_STAGE_SECRET,
@@ -207,6 +208,16 @@ def spark(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     session.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def flink(hms_address: tuple[str, int], tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlinkSql]:
+    """Flink SQL for the session (pyflink's local mini cluster, batch mode), started when a test
+    first asks for it: catalog ``c`` is Flink's ``HiveCatalog`` (Hive 3.1.3 client) on the session
+    daemon's HMS endpoint, and the current catalog."""
+    host, port = hms_address
+    with running_flink(tmp_path_factory.mktemp("flink"), host, port) as session:
+        yield session
 
 
 @pytest.fixture(scope="session")

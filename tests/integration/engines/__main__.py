@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from . import hive, trino
+from . import flink, hive, trino
 
 
 def main() -> int:
     installers: list[tuple[str, object]] = [
         ("Hive standalone metastores 4.0.1 and 3.1.3", hive.install),
         ("trino", trino.install),
+        (f"Flink {flink.FLINK_VERSION} (PyPI apache-flink, own venv) and its Hive 3.1.3 connector", flink.install),
     ]
     for name, install in installers:
         print(f"installing {name}", flush=True)
