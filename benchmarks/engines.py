@@ -40,9 +40,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hms_endpoint import KEYS, Daemon, KeyForwarder, _client, _ms, _timed
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 
 from catalogd.client import CatalogClient
+from catalogd.hive_idl import ttypes as hms
 from catalogd.metastore.access_key import KEY_FILE, file_key
 from tests.integration.trino_server import hive_catalog, running_trino
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from thrift.Thrift import TApplicationException
 
+from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.metastore.dialect import REPLACEMENTS, Dialect, old_result, request_args
 from catalogd.metastore.messages import CALL, EXCEPTION, REPLY, Message, decode, encode, parse_message
 

@@ -21,9 +21,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
+
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 
 __all__ = ["REPLACEMENTS", "Dialect", "is_unknown_method", "old_result", "request_args", "typed_call"]
 

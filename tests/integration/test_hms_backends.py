@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms_types
 
 from catalogd.client import CatalogClient
 from catalogd.dynamic.runner import with_tmp_dir
 from catalogd.errors import PermissionDeniedError, TableNotFoundError
+from catalogd.hive_idl import ttypes as hms_types
 from catalogd.metastore.client import MetastoreClient
 from catalogd.model import StageState
 from catalogd.spark.conf import spark_conf_for

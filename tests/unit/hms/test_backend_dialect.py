@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
+from catalogd.hive_idl import ThriftHiveMetastore
+from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.backend_dialect import relay_in_dialect
 from catalogd.metastore.dialect import Dialect
 from catalogd.metastore.messages import CALL, EXCEPTION, REPLY, Message, decode, encode, parse_message

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hmsclient.genthrift.hive_metastore import ttypes as hms
 from thrift.Thrift import TApplicationException
 
 from catalogd.catalog.hive_api import HiveClient
+from catalogd.hive_idl import ttypes as hms
 from catalogd.metastore.dialect import Dialect, typed_call
 
 
