@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from catalogd.hms.memory import SCRATCH_WAREHOUSE
 from catalogd.hms.router import LockService, MemoryStore, Router
 from catalogd.hms.server import HmsServer
 from catalogd.names import ObjectPath
@@ -26,8 +27,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["SCRATCH_WAREHOUSE", "HmsEndpoint"]
 
-#: Under the data dir: the files of tables Spark writes into memory catalogs, one directory per catalog.
-SCRATCH_WAREHOUSE = "scratch-warehouse"
 #: The largest call or reply the endpoint carries (a 2,000-partition reply is under 2 MB).
 MAX_MESSAGE = 256 * 1024 * 1024
 

@@ -31,7 +31,10 @@ from catalogd.hms.partition_filter import FilterError, PartitionFilter
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MemoryMetastore"]
+__all__ = ["SCRATCH_WAREHOUSE", "MemoryMetastore"]
+
+#: Where the endpoint keeps memory catalogs' files: ``<data dir>/scratch-warehouse/<catalog>``.
+SCRATCH_WAREHOUSE = "scratch-warehouse"
 
 T = TypeVar("T")
 

@@ -49,6 +49,7 @@ from catalogd.hms.lock_owners import GUARDED, Guard, LockOwners, guard_for, owne
 from catalogd.hms.lock_reads import LockedReads
 from catalogd.hms.lock_rules import check_components, locked_scopes, lower_names, visible_locks
 from catalogd.hms.locks import Holder
+from catalogd.hms.memory import SCRATCH_WAREHOUSE
 from catalogd.hms.policy import READER_GLOBAL_WRITES, CallRecord, Policy
 from catalogd.hms.refused import Refused, message_of, meta_error
 from catalogd.hms.rewriting import LISTINGS, Rewriting, hide_stages, spark_default_location
@@ -360,8 +361,6 @@ class Router:
         if info.warehouse:
             return info.warehouse
         if catalog.relay_target() is None and catalog.hms_served:
-            from catalogd.hms.endpoint import SCRATCH_WAREHOUSE
-
             return (self.manager.config.server.data_dir / SCRATCH_WAREHOUSE / info.name).as_uri()
         return None
 
