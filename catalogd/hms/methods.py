@@ -13,8 +13,10 @@ fields that hold a database name); the walk only descends into fields whose
 type can (transitively) hold one, so a 2,000-partition reply costs one
 attribute write per partition.
 
-Hive 3+ clients may spell a database ``@<catalog>#<db>``; the ``@<catalog>#``
-envelope is kept as it is and only the database part is renamed.
+Hive 3+ clients may spell a database ``@<catalog>#<db>``: the router turns those
+names into the 2.3 spelling first (``catalog_names``, through ``visit_args``) and
+back in the answer (``visit_result``); an envelope that reaches the renames here
+anyway is kept as it is and only the database part is renamed.
 """
 
 from __future__ import annotations

@@ -113,6 +113,18 @@ def test_a_memory_catalog_natively(hive3, hms_address, unique_name) -> None:
         hive3.drop_database(f"@scratch#{db}", True, True)
 
 
+def test_a_read_only_catalog_natively(hive3, hms_address) -> None:
+    """``ro`` is main's metastore again, read-only: its databases by their own names, writes refused."""
+    found = hive3.get_database("@ro#default")
+    assert (found.name, found.catalogName) == ("default", "ro")
+    assert "default" in hive3.get_databases("@ro#")
+    with pytest.raises(t3.MetaException) as e:
+        hive3.create_table(_table("default", "h3_refused", "ro"))
+    assert "read-only" in e.value.message
+    with hms_connection(hms_address) as h2:
+        assert "h3_refused" not in h2.get_all_tables("ro__default")
+
+
 @pytest.mark.parametrize(("name", "error", "text"), [
     ("@x#../", "NoSuchObjectException", "no catalog 'x'"),
     ("@#", "MetaException", "empty catalog part"),
