@@ -50,7 +50,9 @@ def main() -> int:
     # through its REST endpoint.
     jvm = get_gateway().jvm
     cluster_conf = jvm.org.apache.flink.configuration.Configuration()
-    cluster_conf.setString("rest.bind-address", "127.0.0.1")
+    # Every server of the mini cluster (REST, blob server, RPC) on the loopback interface only.
+    for key in ("rest.bind-address", "jobmanager.bind-host", "taskmanager.bind-host", "taskmanager.host"):
+        cluster_conf.setString(key, "127.0.0.1")
     cluster_conf.setString("rest.address", "127.0.0.1")
     cluster_conf.setString("rest.port", "0")
     cluster = jvm.org.apache.flink.runtime.minicluster.MiniCluster(
