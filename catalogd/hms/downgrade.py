@@ -357,6 +357,20 @@ def _empty(name: str) -> Callable[[Any, Any], Any]:
     return success
 
 
+def _constraints_table(a: Any) -> tuple[str, Any] | None:
+    # Hive 2.3 has no NOT NULL, UNIQUE, CHECK or DEFAULT constraints: the table's answer is none
+    # (the 2.3 call only checks that the table is there).
+    r = a.request
+    return "get_table", _args("get_table", dbname=r.db_name, tbl_name=r.tbl_name)
+
+
+def _no_constraints(name: str, field: str) -> Callable[[Any, Any], Any]:
+    def success(_a: Any, _value: Any) -> Any:
+        return getattr(hms, name)(**{field: []})
+
+    return success
+
+
 #: Every 3/4-only method with a 2.3 equivalent.
 EQUIVALENTS: dict[str, _Downgrade] = {
     "get_database_req": _Downgrade(_get_database, _same),
@@ -387,6 +401,14 @@ EQUIVALENTS: dict[str, _Downgrade] = {
     "update_partition_column_statistics_req": _Downgrade(_set_stats,
                                                          _response("SetPartitionsStatsResponse", "result")),
     "get_open_txns_req": _Downgrade(_get_open_txns, _same),
+    "get_not_null_constraints": _Downgrade(_constraints_table,
+                                           _no_constraints("NotNullConstraintsResponse", "notNullConstraints")),
+    "get_unique_constraints": _Downgrade(_constraints_table,
+                                         _no_constraints("UniqueConstraintsResponse", "uniqueConstraints")),
+    "get_check_constraints": _Downgrade(_constraints_table,
+                                        _no_constraints("CheckConstraintsResponse", "checkConstraints")),
+    "get_default_constraints": _Downgrade(_constraints_table,
+                                          _no_constraints("DefaultConstraintsResponse", "defaultConstraints")),
 }
 
 

@@ -245,6 +245,25 @@ def test_statistics_and_open_transactions() -> None:
     assert downgrade.as_hive2("get_open_txns_req", txns)[0] == "get_open_txns"
 
 
+@pytest.mark.parametrize(("method", "request_type", "response", "field"), [
+    ("get_not_null_constraints", "NotNullConstraintsRequest", "NotNullConstraintsResponse", "notNullConstraints"),
+    ("get_unique_constraints", "UniqueConstraintsRequest", "UniqueConstraintsResponse", "uniqueConstraints"),
+    ("get_check_constraints", "CheckConstraintsRequest", "CheckConstraintsResponse", "checkConstraints"),
+    ("get_default_constraints", "DefaultConstraintsRequest", "DefaultConstraintsResponse", "defaultConstraints"),
+])
+def test_hive_3_constraints_of_a_2_3_table_are_none(method: str, request_type: str, response: str,
+                                                    field: str) -> None:
+    # Flink's Hive 3.1 shim asks get_not_null_constraints of every table it opens and fails on
+    # any error: a 2.3 table has no such constraints, and a missing table stays missing.
+    req = args(method, request=getattr(hms, request_type)(catName="hive", db_name="db", tbl_name="t"))
+    hive2, said = downgrade.as_hive2(method, req)
+    assert hive2 == "get_table" and (said.dbname, said.tbl_name) == ("db", "t")
+    answer = downgrade.result_of(method, req, result(hive2, success=table()))
+    assert answer.success == getattr(hms, response)(**{field: []})
+    missing = downgrade.result_of(method, req, result(hive2, o2=hms.NoSuchObjectException(message="db.t")))
+    assert missing.success is None and missing.o2 == hms.NoSuchObjectException(message="db.t")
+
+
 # ---------------------------------------------------------------- the reply
 
 
