@@ -102,8 +102,8 @@ def backends(hms4: StandaloneMetastore, hms3: StandaloneMetastore,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     root = tmp_path_factory.mktemp("backends")
     config = write_config(root / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
-                          catalogs=[_catalog("h4", hms4, default=True), _catalog("h3", hms3)],
-                          extra={"cache": {"ttl": "0s"}})
+                          # The metadata cache on, as by default: translated replies are cached like any.
+                          catalogs=[_catalog("h4", hms4, default=True), _catalog("h3", hms3)])
     proc = start_daemon(config, root / "data", root / "catalogd.log")
     yield proc
     assert proc.stop() == 0, proc.log()
@@ -247,7 +247,7 @@ def test_a_victim_directory_is_refused_with_hms_4_behind(child, client, hms4, un
         client.drop_database(f"h4.{db}", if_exists=True, cascade=True)
 
 
-def test_spark_4_and_stages_on_hms_3(child, client, hms3, unique_name):
+def test_spark_4_and_stages_on_hms_3(child, client, hms3, backends, unique_name):
     db = unique_name("h3db")
     spark_db = f"h3__{db}"
     assert child.rows(f"CREATE DATABASE {spark_db}") == []
@@ -265,5 +265,7 @@ def test_spark_4_and_stages_on_hms_3(child, client, hms3, unique_name):
             ms.close()
         assert child.rows(f"DROP TABLE {spark_db}.t") == []
         assert client.list_tables(f"h3.{db}") == ["c"]
+        # HMS 3.1 still answers get_table: asked as the client asked it.
+        assert "metastore of catalog h3 has no" not in log_text(backends)
     finally:
         client.drop_database(f"h3.{db}", if_exists=True, cascade=True)
