@@ -263,6 +263,24 @@ def _get_partitions_ps_with_auth(a: Any) -> tuple[str, Any] | None:
                                                 group_names=r.groupNames)
 
 
+def _partitions_spec_by_expr(a: Any) -> tuple[str, Any] | None:
+    r = a.req
+    if r is None or not _read_only_partitions(r) or _set(_get(r, "order")):
+        return None  # an order (with a limit, which partitions) 2.3 does not keep
+    return "get_partitions_by_expr", _args("get_partitions_by_expr", req=hms.PartitionsByExprRequest(
+        dbName=r.dbName, tblName=r.tblName, expr=r.expr, defaultPartitionName=r.defaultPartitionName,
+        maxParts=r.maxParts))
+
+
+def _partitions_spec_success(a: Any, value: Any) -> Any:
+    # One spec listing the partitions (a spec may also share one storage descriptor; listed is as valid).
+    parts = list(value.partitions or []) if value is not None else []
+    spec = hms.PartitionSpec(dbName=a.req.dbName, tableName=a.req.tblName,
+                             partitionList=hms.PartitionListComposingSpec(partitions=parts))
+    return hms.PartitionsSpecByExprResult(partitionsSpec=[spec] if parts else [],
+                                          hasUnknownPartitions=value.hasUnknownPartitions if value else False)
+
+
 def _append_partition(a: Any) -> tuple[str, Any] | None:
     r = a.appendPartitionsReq
     if r is None:
@@ -392,6 +410,7 @@ EQUIVALENTS: dict[str, _Downgrade] = {
                                              _response("GetPartitionNamesPsResponse", "names")),
     "get_partitions_ps_with_auth_req": _Downgrade(_get_partitions_ps_with_auth,
                                                   _response("GetPartitionsPsWithAuthResponse", "partitions")),
+    "get_partitions_spec_by_expr": _Downgrade(_partitions_spec_by_expr, _partitions_spec_success),
     "append_partition_req": _Downgrade(_append_partition, _same),
     "drop_partition_req": _Downgrade(_drop_partition, _same),
     "alter_partitions_req": _Downgrade(_alter_partitions, _empty("AlterPartitionsResponse")),

@@ -166,6 +166,8 @@ class Router:
         self._memory_store = memory_store
         self._federation: tuple[object, Federation] | None = None
         self._names: tuple[object, CatalogNames] | None = None
+        #: (backend (catalog, addresses), method): Hive 3/4 calls a backend answered UNKNOWN_METHOD.
+        self._hive2_only: set[tuple[tuple[str, tuple[tuple[str, int], ...]], str]] = set()
         #: Calls answered, by method and outcome (for /metrics).
         self.calls: dict[tuple[str, str], int] = {}
         self._calls_lock = threading.Lock()
@@ -211,11 +213,20 @@ class Router:
         self.rewriting.close()
 
     def _relay(self, target: RelayTarget, conn: ClientConnection, request: bytes, retry: bool) -> Message:
+        call = parse_message(request) if self._hive2_only else None
+        if call is not None and call.name in downgrade.EQUIVALENTS and \
+                (_backend(target), call.name) in self._hive2_only:
+            # Known not to be there: said in 2.3 at once (no round trip to be refused first).
+            said = self._downgraded(target, conn, call, retry)
+            if said is not None:
+                return parse_message(said)
         reply = self.upstreams.relay(target, conn.identity, request, retry)
         if reply.type == EXCEPTION and downgrade.is_unknown_method(reply):
             # A Hive 2.3 metastore does not know a Hive 3/4 call: said in 2.3 where it can be.
-            said = self._downgraded(target, conn, parse_message(request), retry)
+            call = call or parse_message(request)
+            said = self._downgraded(target, conn, call, retry)
             if said is not None:
+                self._hive2_only.add((_backend(target), call.name))  # at most every backend's EQUIVALENTS
                 return parse_message(said)
         return reply
 
@@ -830,6 +841,11 @@ class Router:
 
 # ---------------------------------------------------------------- helpers
 
+
+
+def _backend(target: RelayTarget) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A metastore as the calls it lacks are remembered: its catalog and addresses (another one there may have them)."""
+    return target.name, tuple(target.addresses())
 
 
 def _field_names(cls: Any) -> set[str]:

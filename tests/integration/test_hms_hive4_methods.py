@@ -118,6 +118,14 @@ def test_hive4_reads_are_answered_through_their_2_3_equivalents(clients, client,
     assert {p.values[0]: (p.parameters or {}).get("k") for p in again}[part.values[0]] == "v"
     with pytest.raises(t4.NoSuchObjectException):
         hive4.call("get_database_req", request=t4.GetDatabaseRequest(name=f"{db}_none"))
+    # Transactions: what 2.3's TxnHandler has is answered by it; write ids it does not have are
+    # UNKNOWN_METHOD, as an HMS 2.3 server answers them (Hive 3 clients and Trino handle that).
+    txns = hive4.call("get_open_txns_req", getOpenTxnsRequest=t4.GetOpenTxnsRequest(excludeTxnTypes=[]))
+    assert txns.txn_high_water_mark is not None
+    with pytest.raises(TApplicationException) as unknown:
+        hive4.call("get_valid_write_ids", rqst=t4.GetValidWriteIdsRequest(fullTableNames=[f"{db}.p"],
+                                                                          validTxnList=""))
+    assert unknown.value.type == TApplicationException.UNKNOWN_METHOD
 
 
 def test_hive4_writes_are_made_and_judged_as_their_2_3_equivalents(clients, client, main_db, hms, tmp_path) -> None:

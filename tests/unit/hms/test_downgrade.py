@@ -23,7 +23,7 @@ HIVE2 = frozenset({
     "append_partition_by_name_with_environment_context", "drop_partition_with_environment_context",
     "drop_partition_by_name_with_environment_context", "alter_partitions_with_environment_context",
     "append_partition", "append_partition_by_name", "drop_partition", "drop_partition_by_name",
-    "rename_partition", "set_aggr_stats_for", "get_open_txns",
+    "rename_partition", "set_aggr_stats_for", "get_open_txns", "get_partitions_by_expr",
 })
 
 
@@ -196,6 +196,22 @@ def test_partition_reads() -> None:
     assert (said.filter, said.max_parts) == ("ds > '1'", 5)
 
 
+def test_partitions_by_expression_as_a_spec() -> None:
+    req = args("get_partitions_spec_by_expr", req=hms.PartitionsByExprRequest(
+        dbName="db", tblName="t", expr=b"\x01", defaultPartitionName="__HIVE_DEFAULT_PARTITION__", maxParts=-1,
+        catName="hive"))
+    method, said = downgrade.as_hive2("get_partitions_spec_by_expr", req)
+    assert method == "get_partitions_by_expr" and (said.req.expr, said.req.tblName) == (b"\x01", "t")
+    parts = [hms.Partition(values=["1"], dbName="db", tableName="t")]
+    answer = downgrade.result_of("get_partitions_spec_by_expr", req, result(method, success=hms.PartitionsByExprResult(
+        partitions=parts, hasUnknownPartitions=False)))
+    spec = answer.success.partitionsSpec
+    assert [(s.dbName, s.tableName, s.partitionList.partitions) for s in spec] == [("db", "t", parts)]
+    assert answer.success.hasUnknownPartitions is False
+    req.req.order = "ds desc"  # an order 2.3 would not keep
+    assert downgrade.as_hive2("get_partitions_spec_by_expr", req) is None
+
+
 def test_partition_writes() -> None:
     part = hms.Partition(values=["2"], dbName="db", tableName="t")
     rename = args("rename_partition_req", req=hms.RenamePartitionRequest(dbName="db", tableName="t", partVals=["1"],
@@ -282,7 +298,7 @@ def test_answer_makes_the_2_3_call_and_replies_as_the_new_method() -> None:
     assert [p.values for p in decoded.success.partitions] == [["1"]]
     assert [m for m, _ in calls] == ["get_partitions_by_names"]
     assert downgrade.answer("truncate_table_req", 1, args("truncate_table_req"), call) is None
-    assert downgrade.answer("get_partitions_spec_by_expr", 1, args("get_partitions_spec_by_expr"), call) is None
+    assert downgrade.answer("get_partition_names_req", 1, args("get_partition_names_req"), call) is None
 
 
 def test_an_error_with_no_place_in_the_new_result_is_an_application_exception() -> None:
