@@ -8,8 +8,9 @@ Two ``catalogd serve`` daemons share one embedded Hive Metastore 2.3, as in benc
 
 ``direct`` is the metastore itself: a plain client sends the metastore's key first, as catalogd's own
 clients do; Trino cannot send it, so Trino's ``direct`` catalog goes through a local forwarder that
-sends the key and then copies bytes (a loopback hop more than truly direct, which makes the direct
-side a little slower).
+sends the key and then copies bytes: a loopback hop more than truly direct, which Trino pays on
+every metastore call (it opens a connection per call). ``endpoint_cached_hop`` is the cached
+endpoint behind the same hop (without a key): the goal compares it with ``direct``.
 
 One Trino server (installed by ``make engines``) has three Hive catalogs, one per side, all on the
 same tables (``hive.metastore-cache-ttl`` is Trino's default 0s: every query asks the metastore).
@@ -99,7 +100,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="engines-bench-") as tmp:
         workdir = Path(tmp)
         daemons: list[Daemon] = []
-        forwarder: KeyForwarder | None = None
+        forwarders: list[KeyForwarder] = []
         try:
             relay = Daemon(workdir, "relay", "    connection: {hive.metastore.uris: embedded}\n", "0s")
             daemons.append(relay)
@@ -113,10 +114,14 @@ def main() -> int:
             cached = Daemon(workdir, "cached", f"    connection: {{hive.metastore.uris: \"{metastore}\"}}\n"
                                                f"    metastore-key-file: {json.dumps(str(key_path))}\n", "1h")
             daemons.append(cached)
-            forwarder = KeyForwarder(direct_port, KEYS[direct_port])
-            uris = {"direct": f"thrift://127.0.0.1:{forwarder.port}",
+            forwarders.append(KeyForwarder(direct_port, KEYS[direct_port]))
+            # The same hop (no key) in front of the cached endpoint: direct vs this one is the fair
+            # comparison (Trino opens a connection per metastore call, and the hop costs each one).
+            forwarders.append(KeyForwarder(cached.hms_port, None))
+            uris = {"direct": f"thrift://127.0.0.1:{forwarders[0].port}",
                     "endpoint_uncached": f"thrift://127.0.0.1:{relay.hms_port}",
-                    "endpoint_cached": f"thrift://127.0.0.1:{cached.hms_port}"}
+                    "endpoint_cached": f"thrift://127.0.0.1:{cached.hms_port}",
+                    "endpoint_cached_hop": f"thrift://127.0.0.1:{forwarders[1].port}"}
             started = time.monotonic()
             with running_trino(workdir / "trino", {side: hive_catalog(uri) for side, uri in uris.items()}) as trino:
                 trino_start = round(time.monotonic() - started, 1)
@@ -129,11 +134,12 @@ def main() -> int:
             latency = get_table_req_latency({"direct": direct_port, "endpoint_uncached": relay.hms_port,
                                              "endpoint_cached": cached.hms_port}, rounds)
         finally:
-            if forwarder is not None:
+            for forwarder in forwarders:
                 forwarder.close()
             for daemon in reversed(daemons):
                 daemon.stop()
-    trino_ratio = round(planning["endpoint_cached"]["seconds"] / planning["direct"]["seconds"], 3)
+    trino_ratio = round(planning["endpoint_cached_hop"]["seconds"] / planning["direct"]["seconds"], 3)
+    trino_no_hop = round(planning["endpoint_cached"]["seconds"] / planning["direct"]["seconds"], 3)
     trino_uncached = round(planning["endpoint_uncached"]["seconds"] / planning["direct"]["seconds"], 3)
     overhead = round(latency["endpoint_uncached"]["p50_ms"] - latency["direct"]["p50_ms"], 3)
     cached_ratio = round(latency["endpoint_cached"]["p50_ms"] / latency["direct"]["p50_ms"], 3)
@@ -145,7 +151,9 @@ def main() -> int:
                   "queries_100": {**planning, "queries": queries, "partitions": PARTITIONS}},
         "get_table_req": latency,
         "goals": {
-            "trino_queries_cached_vs_direct": {"value": trino_ratio, "goal": "<= 1.0", "met": trino_ratio <= 1.0},
+            "trino_queries_cached_vs_direct": {"value": trino_ratio, "goal": "<= 1.0", "met": trino_ratio <= 1.0,
+                                               "sides": "endpoint_cached_hop / direct (the same hop on both)"},
+            "trino_queries_cached_no_hop_vs_direct": {"value": trino_no_hop, "goal": "(reported)"},
             "trino_queries_uncached_vs_direct": {"value": trino_uncached, "goal": "(reported)"},
             "get_table_req_pass_through_overhead_p50_ms": {"value": overhead, "goal": "<= 0.3", "met": overhead <= 0.3},
             "get_table_req_cached_vs_direct_p50": {"value": cached_ratio, "goal": "<= 0.1", "met": cached_ratio <= 0.1},

@@ -52,6 +52,7 @@ def test_create_table_as_insert_select_drop(trino: TrinoServer, client, spark, t
     # catalogd sees the table, in main's warehouse, and Spark reads the files Trino wrote there.
     info = client.get_table(f"main.{trino_db}.orders")
     location = local_path(info.location)
+    assert location.is_relative_to(local_path(client.get_catalog("main").warehouse or ""))
     assert location.is_dir() and any(location.iterdir())
     assert sorted(sql(spark, f"SELECT id, name FROM {trino_db}.orders")) == [(1, "a"), (2, "b"), (3, "c")]
     trino.query(f"DROP TABLE {table}")
