@@ -38,12 +38,23 @@ from thrift.TRecursive import fix_spec
 from catalogd.errors import UnsupportedError
 from catalogd.hive_idl.build import build, idl_path, tool_root
 
-__all__ = ["NEW_METHODS", "ThriftHiveMetastore", "ttypes"]
+__all__ = ["NEW_METHODS", "ThriftHiveMetastore", "hive2_field_ids", "ttypes"]
 
 log = logging.getLogger(__name__)
 
 #: Methods of Hive 4's service that hmsclient's 2.3 IDL lacks (filled by ``_apply``).
 NEW_METHODS: set[str] = set()
+#: hmsclient class -> the field ids Hive 2.3 gave it (before the overlay grew it).
+_HIVE2_IDS: dict[type, frozenset[int]] = {}
+
+
+def hive2_field_ids(cls: type) -> frozenset[int] | None:
+    """The field ids Hive 2.3's IDL gives ``cls``; None for a class Hive 2.3 does not have.
+
+    A Hive 2.3 client skips a field it does not know: an answer meant for every client must
+    say what matters in these.
+    """
+    return _HIVE2_IDS.get(cls)
 
 
 def _read(self: Any, iprot: Any) -> None:
@@ -145,6 +156,7 @@ def _as_tuple(entries: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
 def _merge(cls: type, new: dict[int, tuple[Any, ...]]) -> int:
     """Add ``new``'s fields that ``cls`` (an hmsclient class) lacks; returns how many were added."""
     old = {s[0]: s for s in getattr(cls, "thrift_spec", None) or () if s is not None}
+    _HIVE2_IDS.setdefault(cls, frozenset(old))
     names = {s[2] for s in old.values()}
     added = 0
     for fid, entry in new.items():

@@ -29,7 +29,7 @@ from typing import Any
 
 from thrift.Thrift import TType
 
-from catalogd.hive_idl import ThriftHiveMetastore, ttypes
+from catalogd.hive_idl import ThriftHiveMetastore, hive2_field_ids, ttypes
 
 log = logging.getLogger(__name__)
 
@@ -853,6 +853,11 @@ def error_result(method: str, exc: Exception) -> Any | None:
     MetaException with ``exc``'s message. ``None`` when the method declares no
     exception field (or only others that do not fit): the router then answers
     with a TApplicationException.
+
+    Hive 4 gave some 2.3 methods exception fields of their own (``get_partitions_by_names``'s
+    ``o3 InvalidObjectException``): a 2.3 client skips such a field and would see no answer at
+    all, so 2.3's own fields are chosen first (a MetaException with the message where none fits),
+    which is also what a Hive 2.3 metastore would answer a Hive 4 client.
     """
     cls = _result_class(method)
     if cls is None:
@@ -862,12 +867,16 @@ def error_result(method: str, exc: Exception) -> Any | None:
         for s in getattr(cls, "thrift_spec", None) or ()
         if s is not None and s[2] != "success" and s[1] == TType.STRUCT
     ]
-    for s in fields:
-        if isinstance(exc, s[3][0]):
-            return cls(**{s[2]: exc})
-    for s in fields:
-        if s[3][0] is ttypes.MetaException:
-            return cls(**{s[2]: ttypes.MetaException(message=_message(exc))})
+    hive2 = hive2_field_ids(cls)
+    groups = [fields] if hive2 is None else [[s for s in fields if s[0] in hive2],
+                                             [s for s in fields if s[0] not in hive2]]
+    for group in groups:
+        for s in group:
+            if isinstance(exc, s[3][0]):
+                return cls(**{s[2]: exc})
+        for s in group:
+            if s[3][0] is ttypes.MetaException:
+                return cls(**{s[2]: ttypes.MetaException(message=_message(exc))})
     return None
 
 

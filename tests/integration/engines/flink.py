@@ -82,7 +82,7 @@ def install() -> Path:
     done = venv / ".installed"
     if done.exists():
         return venv
-    with maven._locked(venv):
+    with maven.locked(venv):
         if done.exists():
             return venv
         if venv.exists():

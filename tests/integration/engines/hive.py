@@ -103,7 +103,7 @@ def derby_template(version: str, java: str = "java") -> Path:
     target = maven.cache_dir() / f"hive-metastore-{version}" / "derby-template"
     if target.exists():
         return target
-    with maven._locked(target):
+    with maven.locked(target):
         if target.exists():
             return target
         work = Path(tempfile.mkdtemp(prefix="derby-template.", dir=target.parent))

