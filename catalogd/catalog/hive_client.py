@@ -515,6 +515,15 @@ class HiveSession:
             exempt.add((database, (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "")))
         blocker = deletion_blocker(own, others, exempt)
         if blocker:
+            # The index may lag a change made behind this daemon's back (another daemon on the same
+            # metastore moved the blocking table away): the objects around are read again, once,
+            # before files are kept for good (a stage's replaced data would be left forever).
+            around = sorted({(o.database, o.table) for o in others if o.kind != "database"})
+            if around:
+                self.locations.written("recheck", around)
+                self.locations.current()
+                blocker = deletion_blocker(own, self._others(own, database, name), exempt)
+        if blocker:
             return False, [], blocker
         kept: list[list[str]] = []
         if tbl.partitionKeys:
