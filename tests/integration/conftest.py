@@ -354,7 +354,10 @@ def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
 def trino(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrinoServer]:
     """One real Trino 476 server for the session (tests/integration/trino_server.py), started when a
     test first asks for it: catalog ``hive`` (Hive connector) and ``iceberg`` (Iceberg connector,
-    ``iceberg.catalog.type=hive_metastore``), both on the session daemon's HMS endpoint."""
-    catalogs = {"hive": hive_catalog(daemon.hms_uri), "iceberg": iceberg_catalog(daemon.hms_uri)}
+    ``iceberg.catalog.type=hive_metastore``), both on the session daemon's HMS endpoint, and
+    ``scratch_native`` (Hive connector with ``hive.metastore.thrift.catalog-name=scratch``)."""
+    catalogs = {"hive": hive_catalog(daemon.hms_uri), "iceberg": iceberg_catalog(daemon.hms_uri),
+                # Trino's Hive 3+ names: `@scratch#db` and catName, catalogd's memory catalog natively.
+                "scratch_native": {**hive_catalog(daemon.hms_uri), "hive.metastore.thrift.catalog-name": "scratch"}}
     with running_trino(tmp_path_factory.mktemp("trino"), catalogs) as server:
         yield server

@@ -43,6 +43,28 @@ def test_show_schemas_lists_every_catalogs_databases(trino: TrinoServer, client,
         client.drop_database(f"scratch.{memory_db}", if_exists=True, cascade=True)
 
 
+def test_a_catalog_name_in_trino_reaches_that_catalog_natively(trino: TrinoServer, client, unique_name):
+    # With hive.metastore.thrift.catalog-name=scratch, Trino's client sends `@scratch#<db>` names and
+    # catName fields: catalogd's memory catalog by its own names, no prefix.
+    db = unique_name("trnat")
+    trino.query(f"CREATE SCHEMA scratch_native.{db}")
+    try:
+        assert client.database_exists(f"scratch.{db}")
+        schemas = {row[0] for row in trino.query("SHOW SCHEMAS FROM scratch_native")}
+        assert db in schemas
+        assert not any(name.startswith("scratch__") for name in schemas)
+        assert trino.query(f"CREATE TABLE scratch_native.{db}.t WITH (format = 'PARQUET') AS "
+                           "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(id, name)") == [(2,)]
+        assert sorted(trino.query(f"SELECT id, name FROM scratch_native.{db}.t")) == [(1, "a"), (2, "b")]
+        assert client.table_exists(f"scratch.{db}.t")
+        # The same table through the default door, as a Hive 2.3 client names it.
+        assert sorted(trino.query(f"SELECT id FROM hive.scratch__{db}.t")) == [(1,), (2,)]
+        trino.query(f"DROP TABLE scratch_native.{db}.t")
+        assert not client.table_exists(f"scratch.{db}.t")
+    finally:
+        client.drop_database(f"scratch.{db}", if_exists=True, cascade=True)
+
+
 def test_create_table_as_insert_select_drop(trino: TrinoServer, client, spark, trino_db):
     table = f"hive.{trino_db}.orders"
     assert trino.query(f"CREATE TABLE {table} WITH (format = 'PARQUET') AS "

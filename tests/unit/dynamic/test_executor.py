@@ -62,9 +62,13 @@ def test_runs_beyond_the_pool_wait_pending_and_a_same_request_joins(tmp_path: Pa
     rig.finish(procs[1], tmp_path, ok=False)
     wait_until(lambda: rig.status(second.id) is RunStatus.FAILED, 30.0, "the second run to fail")
     assert rig.executor.runs.get_job(second.id).error == "main.db.b: bad"
-    done = [r for r in rig.records.recorded if r.status.finished]
-    assert sorted((r.table, r.status) for r in done) == [("main.db.a", RunStatus.SUCCEEDED),
-                                                          ("main.db.b", RunStatus.FAILED)]
+
+    def finished() -> list[tuple[str, RunStatus]]:
+        return sorted((r.table, r.status) for r in rig.records.recorded if r.status.finished)
+
+    # The run's history is written just after its status changes (another thread): waited for.
+    wanted = [("main.db.a", RunStatus.SUCCEEDED), ("main.db.b", RunStatus.FAILED)]
+    wait_until(lambda: finished() == wanted, 30.0, "both runs recorded")
     # A run that ended is not joined: a new request starts anew.
     again = rig.executor.submit([a], trigger="manual")
     assert again.runs[0].id != first.runs[0].id
