@@ -206,7 +206,10 @@ class IcebergDoor:
                 self.router.memory_store(catalog.name).check_claim(location, what, own)
                 return
             with target.files():
-                target.claim(location, what, own)
+                # ``within``: the table's own directory is no conflict (a purge checks the table's
+                # own location; hive's claim would name the table itself as the occupant), as the
+                # memory store's ``used_by_others`` leaves its own table out.
+                target.claim(location, what, own, within=own)
         return check
 
     def catalog(self, request: Request) -> WarehouseCatalog:
@@ -332,12 +335,14 @@ class IcebergDoor:
 
         spec = create.partition_spec or UNPARTITIONED_PARTITION_SPEC
         order = create.write_order or UNSORTED_SORT_ORDER
-        if create.stage_create:
-            wh.load_namespace_properties(database)
-            if wh.table_exists((database, name)):
-                from pyiceberg.exceptions import TableAlreadyExistsError
+        # An existing table is a 409 first: the location check below would otherwise refuse its
+        # default location as that very table's directory (403), naming the wrong problem.
+        wh.load_namespace_properties(database)
+        if wh.table_exists((database, name)):
+            from pyiceberg.exceptions import TableAlreadyExistsError
 
-                raise TableAlreadyExistsError(f"table {'.'.join(ns)}.{name} already exists")
+            raise TableAlreadyExistsError(f"table {'.'.join(ns)}.{name} already exists")
+        if create.stage_create:
             staged = wh._create_staged_table((database, name), create.table_schema, create.location, spec, order,
                                              {**_defaults(), **create.properties})
             metadata = staged.metadata.model_dump_json().encode()
