@@ -161,12 +161,25 @@ class IcebergDoor:
 
     def require(self, request: Request, write: bool) -> None:
         """The caller may read the warehouse's catalog (and write it, for a write); a refresh job's
-        token writes only through its stages."""
+        token writes only through its stages; a read-only catalog refuses every write.
+
+        Checked before anything is written: a commit writes its metadata file before the metastore
+        would refuse the pointer's move (a refused write would leave a file in the table's location).
+        A denial goes to the audit log (surface ``iceberg``), as the HTTP routes' denials do.
+        """
+        operation = "iceberg " + ("write" if write else "read")
         access = self.access
-        if access is None or not access.enabled:
-            return
-        needed = Role.WRITER if write else Role.READER
-        access.require(request.principal, request.warehouse, needed, "iceberg " + ("write" if write else "read"))
+        if access is not None and access.enabled:
+            needed = Role.WRITER if write else Role.READER
+            try:
+                access.require(request.principal, request.warehouse, needed, operation)
+            except PermissionDeniedError as e:
+                access.record(principal=request.principal.name, surface="iceberg", client=request.peer,
+                              operation=operation, object=request.warehouse, outcome="denied", detail=e.message)
+                raise
+        conf = self.manager.config.catalog(request.warehouse)
+        if write and conf is not None and conf.read_only:
+            raise PermissionDeniedError(f"catalog {request.warehouse!r} is read-only: {operation} refused")
 
     def config(self, warehouse: str | None, principal: Principal) -> dict[str, Any]:
         name = self.warehouse(warehouse)
@@ -321,6 +334,14 @@ class IcebergDoor:
             wh.load_namespace_properties(database)
             raise
 
+    def _iceberg_table(self, wh: WarehouseCatalog, database: str, table: str) -> Any:
+        """The HMS table of an Iceberg table: a table the door neither lists nor loads (a Hive
+        table, a view, catalogd's hidden stage) is not one it drops, renames or commits to (404)."""
+        hive_table = self._hive_table(wh, database, table)
+        if ((hive_table.parameters or {}).get("table_type") or "").lower() != "iceberg":
+            raise NoSuchIcebergTableError(f"{database}.{table} is not an Iceberg table")
+        return hive_table
+
     def create_table(self, request: Request, namespace: str, raw: bytes) -> Loaded:
         self.require(request, write=True)
         ns = namespace_of(namespace)
@@ -343,6 +364,10 @@ class IcebergDoor:
 
             raise TableAlreadyExistsError(f"table {'.'.join(ns)}.{name} already exists")
         if create.stage_create:
+            if create.location:
+                # Nothing is written until the transaction's commit, which checks again; a location
+                # that commit would refuse is refused now, not after the client wrote its data.
+                wh.check_location(create.location.rstrip("/"), f"table {database}.{name}", None)
             staged = wh._create_staged_table((database, name), create.table_schema, create.location, spec, order,
                                              {**_defaults(), **create.properties})
             metadata = staged.metadata.model_dump_json().encode()
@@ -385,7 +410,7 @@ class IcebergDoor:
         database = wh.db(namespace_of(namespace))
         name = table.lower()
         if not any(isinstance(r, AssertCreate) for r in requirements):
-            self._hive_table(wh, database, name)  # a missing table is a 404, not a create
+            self._iceberg_table(wh, database, name)  # a missing table is a 404, not a create
         response = wh.commit_table(_Target((database, name)), tuple(requirements), tuple(updates))
         data = response.metadata.model_dump_json().encode()
         return Loaded(response.metadata_location, _commit_result(response.metadata_location, data))
@@ -394,7 +419,7 @@ class IcebergDoor:
         self.require(request, write=True)
         wh = self.catalog(request)
         database = wh.db(namespace_of(namespace))
-        hive_table = self._hive_table(wh, database, table.lower())
+        hive_table = self._iceberg_table(wh, database, table.lower())
         if purge:
             from catalogd.iceberg.purge import purge_table
 
@@ -410,7 +435,7 @@ class IcebergDoor:
         wh = self.catalog(request)
         source = (wh.db(src_ns), src.lower())
         destination = (wh.db(dst_ns), dst.lower())
-        self._hive_table(wh, *source)
+        self._iceberg_table(wh, *source)
         wh.load_namespace_properties(destination[0])
         wh.rename_table(source, destination)
 

@@ -36,6 +36,7 @@ from pyiceberg.catalog.hive import (
 )
 from pyiceberg.exceptions import NoSuchIcebergTableError, NoSuchTableError
 from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.table import StagedTable
 from pyiceberg.table.metadata import TableMetadata
 
 from catalogd.errors import InvalidArgumentError
@@ -220,12 +221,25 @@ class WarehouseCatalog(HiveCatalog):
         """Register a table on an existing metadata file, its location checked first."""
         database, table = identifier
         io = load_file_io(self.properties, metadata_location)
-        metadata = TableMetadataReader.read(self.files.read(metadata_location, io))
+        # Read afresh, not from ``files``: catalogd did not write this file, which may have changed
+        # since it was last read; and the table is made from the very bytes checked (pyiceberg's
+        # ``register_table`` would read the file a second time).
+        with io.new_input(metadata_location).open() as f:
+            data: bytes = f.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        metadata = TableMetadataReader.read(data)
         if not inside(metadata.location, metadata_location):
             raise InvalidArgumentError(f"metadata file {metadata_location} lies outside its table's location "
                                        f"{metadata.location}")
         self.check_location(metadata.location.rstrip("/"), f"table {database}.{table}", None)
-        return super().register_table(identifier, metadata_location)
+        staged = StagedTable(identifier=(database, table), metadata=metadata, metadata_location=metadata_location,
+                             io=io, catalog=self)
+        hive_table = self._convert_iceberg_into_hive(staged)
+        with self._client as open_client:
+            self._create_hive_table(open_client, hive_table)
+            created = open_client.get_table(dbname=database, tbl_name=table)
+        return self._convert_hive_into_iceberg(created)
 
     def default_location(self, database: str, table: str) -> str:
         """Where a new table goes without an explicit location: inside its database's directory
