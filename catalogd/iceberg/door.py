@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import TypeAdapter
 from pyiceberg.catalog import LOCATION
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from catalogd.catalog.base import Catalog
     from catalogd.hms.router import Router
     from catalogd.manager import CatalogManager
-    from catalogd.server.access import Access
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +65,16 @@ ENDPOINTS = [
 
 _REQUIREMENTS: TypeAdapter[list[TableRequirement]] = TypeAdapter(list[TableRequirement])
 _UPDATES: TypeAdapter[list[TableUpdate]] = TypeAdapter(list[TableUpdate])
+
+
+class Access(Protocol):
+    """What the door needs of the daemon's ``catalogd.server.access.Access``."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    def require(self, principal: Principal, catalog: str | None, needed: Role, operation: str,
+                job_write: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
