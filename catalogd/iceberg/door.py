@@ -227,8 +227,11 @@ class IcebergDoor:
         conn = connection(name, request.peer)
         CONNECTION.set(conn)
         client = LoopbackClient(self.router.handle, conn)
-        return WarehouseCatalog(request.warehouse, client, self._spell(request.warehouse),
-                                self._warehouse_location(catalog), self._check_location(catalog), name, self.files)
+        federation = self.router.federation
+        warehouse = request.warehouse
+        return WarehouseCatalog(warehouse, client, self._spell(warehouse), self._warehouse_location(catalog),
+                                self._check_location(catalog), name, self.files,
+                                lambda db: federation.client_name(warehouse, self._unspell(db)))
 
     # ------------------------------------------------------------ namespaces
 
