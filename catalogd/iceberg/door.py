@@ -395,6 +395,7 @@ class IcebergDoor:
             self._hive_table(wh, database, name)  # a missing table is a 404, not a create
         response = wh.commit_table(_Target((database, name)), tuple(requirements), tuple(updates))
         data = response.metadata.model_dump_json().encode()
+        self.files.put(response.metadata_location, data)
         return Loaded(response.metadata_location, _commit_result(response.metadata_location, data))
 
     def drop_table(self, request: Request, namespace: str, table: str, purge: bool) -> None:
