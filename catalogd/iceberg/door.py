@@ -76,6 +76,9 @@ class Access(Protocol):
     def require(self, principal: Principal, catalog: str | None, needed: Role, operation: str,
                 job_write: bool = False) -> None: ...
 
+    def record(self, *, principal: str | None, surface: str, client: str, operation: str, object: str | None,
+               outcome: str, detail: str | None = None) -> None: ...
+
 
 @dataclass(frozen=True)
 class Request:
