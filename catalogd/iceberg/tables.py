@@ -21,6 +21,7 @@ adds is catalogd's:
 from __future__ import annotations
 
 import gzip
+import io as io_module
 import logging
 import threading
 from collections import OrderedDict
@@ -236,19 +237,27 @@ class WarehouseCatalog(HiveCatalog):
     def register(self, identifier: tuple[str, str], metadata_location: str) -> Any:
         """Register a table on an existing metadata file, its location checked first."""
         database, table = identifier
+        what = f"table {database}.{table}"
+        # The file must lie where the table may (inside its location, which the catalog's rules
+        # confine): checked before the daemon reads a file a caller named (``/etc/...``, a device).
+        self.check_location(metadata_location, f"{what}: metadata file", None)
         io = load_file_io(self.properties, metadata_location)
         # Read afresh, not from ``files``: catalogd did not write this file, which may have changed
         # since it was last read; and the table is made from the very bytes checked (pyiceberg's
-        # ``register_table`` would read the file a second time).
+        # ``register_table`` would read the file a second time). Bounded, gzipped or not.
+        limit = self.files.max_bytes // 8
         with io.new_input(metadata_location).open() as f:
-            data: bytes = f.read()
+            data: bytes = f.read(limit + 1)
         if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io_module.BytesIO(data)) as unzipped:
+                data = unzipped.read(limit + 1)
+        if len(data) > limit:
+            raise InvalidArgumentError(f"metadata file {metadata_location} is larger than {limit} bytes")
         metadata = TableMetadataReader.read(data)
         if not inside(metadata.location, metadata_location):
             raise InvalidArgumentError(f"metadata file {metadata_location} lies outside its table's location "
                                        f"{metadata.location}")
-        self.check_location(metadata.location.rstrip("/"), f"table {database}.{table}", None)
+        self.check_location(metadata.location.rstrip("/"), what, None)
         staged = StagedTable(identifier=(database, table), metadata=metadata, metadata_location=metadata_location,
                              io=io, catalog=self)
         hive_table = self._convert_iceberg_into_hive(staged)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -91,11 +92,12 @@ def test_a_victim_directory_is_refused_as_a_new_table_s_location(daemon: Daemon,
     assert [ident for ident in catalog.list_tables(namespace)] == [(namespace, "other")]
 
 
-def _metadata_in(victim: Path, template: dict[str, Any], location: str, name: str) -> str:
-    """A valid metadata file in the victim directory naming ``location`` as its table's."""
+def _metadata_in(directory: Path, template: dict[str, Any], location: str, name: str) -> str:
+    """A valid metadata file in ``directory`` naming ``location`` as its table's."""
     metadata = copy.deepcopy(template)
     metadata["location"] = location
-    path = victim / "metadata" / f"00000-{name}.metadata.json"
+    path = directory / "metadata" / f"00000-{name}.metadata.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(metadata))
     return path.as_uri()
 
@@ -110,11 +112,21 @@ def test_register_of_a_metadata_file_in_a_victim_directory_is_refused(daemon: Da
     before = tree(victim)
     with pytest.raises(ForbiddenError, match="victim"):
         catalog.register_table(f"{namespace}.reg", forged)
-    # The file says the table lives in the warehouse, but the file itself is not there.
+    # The file says the table lives in the warehouse: the file's own place is checked first.
     elsewhere = _metadata_in(victim, template, real.location() + "_twin", "twin")
     before = tree(victim)
-    with pytest.raises(BadRequestError, match="outside its table's location"):
+    with pytest.raises(ForbiddenError, match="victim"):
         catalog.register_table(f"{namespace}.reg", elsewhere)
+    # In the warehouse, but outside the location it names.
+    loose = _metadata_in(local(real.location() + "_loose"), template, real.location() + "_twin", "loose")
+    with pytest.raises(BadRequestError, match="outside its table's location"):
+        catalog.register_table(f"{namespace}.reg", loose)
+    shutil.rmtree(local(real.location() + "_loose"))
+    # A file that is no metadata file at all, or a device: refused before the daemon reads it.
+    with pytest.raises(ForbiddenError, match="outside the catalog's allowed locations"):
+        catalog.register_table(f"{namespace}.reg", (victim / "precious.txt").as_uri())
+    with pytest.raises(ForbiddenError, match="outside the catalog's allowed locations"):
+        catalog.register_table(f"{namespace}.reg", "file:///dev/zero")
     assert tree(victim) == before
     assert not catalog.table_exists(f"{namespace}.reg")
 
