@@ -294,6 +294,21 @@ def test_an_idempotency_key_replays_the_first_answer(daemon: Daemon, namespace: 
     assert (plain.status, plain.error["type"]) == (409, "AlreadyExistsException")
 
 
+def test_a_commit_retried_with_its_idempotency_key_is_applied_once(daemon: Daemon, namespace: str) -> None:
+    table = rest(daemon).create_table(f"{namespace}.once", SCHEMA)
+    path = f"/v1/main/namespaces/{namespace}/tables/once"
+    body = {"requirements": [{"type": "assert-table-uuid", "uuid": str(table.metadata.table_uuid)}],
+            "updates": [{"action": "set-properties", "updates": {"n": "1"}}]}
+    key = {"Idempotency-Key": unique("commit-key-0190d4a8")}
+    first = call(daemon, "POST", path, body, key)
+    assert first.status == 200, first
+    again = call(daemon, "POST", path, body, key)
+    assert (again.status, again.body) == (200, first.body)
+    metadata = local(first.json()["metadata-location"]).parent
+    assert len(list(metadata.glob("*.metadata.json"))) == 2  # the create's and one commit's
+    assert rest(daemon).load_table(f"{namespace}.once").metadata_location == first.json()["metadata-location"]
+
+
 def test_a_load_s_etag_answers_304_until_a_commit(daemon: Daemon, namespace: str) -> None:
     table = rest(daemon).create_table(f"{namespace}.tagged", SCHEMA)
     path = f"/v1/main/namespaces/{namespace}/tables/tagged"
