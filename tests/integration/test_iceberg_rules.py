@@ -175,6 +175,24 @@ def test_a_purge_of_a_table_on_another_table_s_directory_deletes_nothing(daemon:
     hms.call("drop_table", namespace, "alias", False)
 
 
+def test_a_memory_catalog_keeps_each_table_s_directory_its_own(daemon: Daemon) -> None:
+    """``scratch`` has no allowed-locations (anywhere goes), but another table's directory does not."""
+    catalog = rest(daemon, "scratch")
+    with rest_namespace(daemon, "scratch") as ns:
+        other = catalog.create_table(f"{ns}.other", SCHEMA)
+        other.append(pa.table({"id": [1]}, schema=SCHEMA))
+        files = tree(local(other.location()))
+        with pytest.raises(ForbiddenError):
+            catalog.create_table(f"{ns}.inside", SCHEMA, location=other.location() + "/nested")
+        with pytest.raises(ForbiddenError):
+            catalog.create_table(f"{ns}.same", SCHEMA, location=other.location())
+        catalog.create_table(f"{ns}.t", SCHEMA)
+        refused(commit(daemon, ns, "t", [{"action": "set-location", "location": other.location()}], "scratch"),
+                403, "ForbiddenException")
+        assert tree(local(other.location())) == files
+        assert sorted(t for _, t in catalog.list_tables(ns)) == ["other", "t"]
+
+
 # ---------------------------------------------------------------- read-only catalog, stages
 
 def test_the_read_only_catalog_loads_and_refuses_writes(daemon: Daemon, namespace: str) -> None:
