@@ -89,6 +89,14 @@ def test_namespaces_and_their_errors(daemon: Daemon, warehouse: str) -> None:
             catalog.create_table(f"{name}.t", SCHEMA)
         with pytest.raises(NoSuchTableError):
             catalog.drop_table(f"{name}.missing")
+        catalog.create_table(f"{name}.u", SCHEMA)
+        with pytest.raises(TableAlreadyExistsError):
+            catalog.rename_table(f"{name}.u", f"{name}.t")
+        with pytest.raises(NoSuchNamespaceError):
+            catalog.rename_table(f"{name}.u", f"{unique('nope')}.u")
+        with pytest.raises(NoSuchTableError):
+            catalog.rename_table(f"{name}.missing", f"{name}.v")
+        catalog.drop_table(f"{name}.u")
         with pytest.raises(NoSuchNamespaceError):
             catalog.list_tables(unique("nope"))
         with pytest.raises(NoSuchNamespaceError):
