@@ -62,6 +62,13 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
+    "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/views/rename",
 ]
 
 _REQUIREMENTS: TypeAdapter[list[TableRequirement]] = TypeAdapter(list[TableRequirement])
@@ -312,11 +319,15 @@ class IcebergDoor:
 
     def _hive_table(self, wh: WarehouseCatalog, database: str, table: str) -> Any:
         try:
-            return wh.hive_table(database, table.lower())
+            hive_table = wh.hive_table(database, table.lower())
         except NoSuchTableError:
             # Which one is missing: the namespace or the table (the spec names them apart).
             wh.load_namespace_properties(database)
             raise
+        if str((hive_table.parameters or {}).get("table_type", "")).upper() == "ICEBERG-VIEW":
+            # An Iceberg view is no table to the table endpoints (drop, rename, commit, load).
+            raise NoSuchTableError(f"{database}.{table} is a view, not a table")
+        return hive_table
 
     def create_table(self, request: Request, namespace: str, raw: bytes) -> Loaded:
         self.require(request, write=True)
