@@ -28,6 +28,7 @@ from pyiceberg.exceptions import NoSuchIcebergTableError, NoSuchNamespaceError, 
 from pyiceberg.table.update import AssertCreate, TableRequirement, TableUpdate
 
 from catalogd.auth.model import Principal, Role
+from catalogd.catalog.hive_codec import is_iceberg_view
 from catalogd.errors import CatalogNotFoundError, InvalidArgumentError, PermissionDeniedError
 from catalogd.iceberg.errors import CONNECTION
 from catalogd.iceberg.loopback import LoopbackClient, connection
@@ -324,7 +325,7 @@ class IcebergDoor:
             # Which one is missing: the namespace or the table (the spec names them apart).
             wh.load_namespace_properties(database)
             raise
-        if str((hive_table.parameters or {}).get("table_type", "")).upper() == "ICEBERG-VIEW":
+        if is_iceberg_view(hive_table):
             # An Iceberg view is no table to the table endpoints (drop, rename, commit, load).
             raise NoSuchTableError(f"{database}.{table} is a view, not a table")
         return hive_table

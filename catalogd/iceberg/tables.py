@@ -173,6 +173,17 @@ class WarehouseCatalog(HiveCatalog):
     def create_table(self, identifier: Any, schema: Any, location: str | None = None, *args: Any,
                      **kwargs: Any) -> Any:
         database, table = self.identifier_to_database_and_table(identifier)
+        try:
+            existing = self.hive_table(database, table)
+        except NoSuchTableError:
+            existing = None
+        if existing is not None:
+            # Before the location's rules: a view (or table) of that name is a 409, not a refused
+            # location (its directory is where the new table would go).
+            from pyiceberg.exceptions import TableAlreadyExistsError
+
+            what = "a view" if existing.tableType == "VIRTUAL_VIEW" else "a table"
+            raise TableAlreadyExistsError(f"{database}.{table} already exists ({what})")
         self._writing = (database, table, None)
         try:
             return super().create_table(identifier, schema, location, *args, **kwargs)

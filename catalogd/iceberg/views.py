@@ -56,6 +56,7 @@ from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewHistoryEntry, ViewMetadata, ViewVersion
 
 from catalogd.auth.model import Principal
+from catalogd.catalog.hive_codec import ICEBERG_VIEW, VIRTUAL_VIEW, is_iceberg_view
 from catalogd.errors import InvalidArgumentError, PermissionDeniedError
 from catalogd.iceberg.door import IcebergDoor, _body, _identifier, namespace_of
 from catalogd.iceberg.door import Request as DoorRequest
@@ -66,11 +67,8 @@ from catalogd.iceberg.transactions import _acquire
 logger = logging.getLogger(__name__)
 
 __all__ = ["ICEBERG_VIEW", "IcebergViews", "ViewMetadataBuilder", "add_view_routes", "apply_view_updates",
-           "check_view_requirements", "hms_view_parameters", "metadata_file_name", "view_sql"]
+           "check_view_requirements", "hms_view_parameters", "is_iceberg_view", "metadata_file_name", "view_sql"]
 
-#: ``table_type`` of an Iceberg view (``HiveOperationsBase.ICEBERG_VIEW_TYPE_VALUE``, stored upper case).
-ICEBERG_VIEW = "ICEBERG-VIEW"
-VIRTUAL_VIEW = "VIRTUAL_VIEW"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 #: Iceberg's ``TableProperties.UUID`` and ``CURRENT_SCHEMA``, as ``HMSTablePropertyHelper`` sets them.
 UUID_PROPERTY = "uuid"
@@ -463,13 +461,6 @@ def _current_schema(metadata: ViewMetadata) -> Schema:
         if schema.schema_id == schema_id:
             return schema
     raise InvalidArgumentError(f"view metadata: the current version's schema {schema_id} is missing")
-
-
-def is_iceberg_view(hive_table: Any) -> bool:
-    """``HiveOperationsBase.isValidIcebergView``."""
-    parameters = hive_table.parameters or {}
-    return str(hive_table.tableType or "").upper() == VIRTUAL_VIEW \
-        and str(parameters.get(TABLE_TYPE, "")).upper() == ICEBERG_VIEW
 
 
 def _storage_descriptor(metadata: ViewMetadata) -> Any:

@@ -17,7 +17,13 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.hive import _HiveClient
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import NoSuchTableError, NoSuchViewError, TableAlreadyExistsError, ViewAlreadyExistsError
+from pyiceberg.exceptions import (
+    ForbiddenError,
+    NoSuchTableError,
+    NoSuchViewError,
+    TableAlreadyExistsError,
+    ViewAlreadyExistsError,
+)
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewRepresentation, ViewVersion
@@ -205,6 +211,29 @@ def test_view_in_the_metastore(daemon: Daemon, warehouse: str, namespace: str) -
     assert tbl.viewOriginalText == "SELECT 2 AS id, 'b' AS name"
     assert [c.name for c in tbl.sd.cols] == ["id", "name"]
     assert read_metadata(second).current_version_id == 2
+
+
+def test_view_locations(daemon: Daemon, warehouse: str, namespace: str, tmp_path: Path) -> None:
+    """A view's location follows the catalog's rules as a table's does, and its directory is kept
+    clear of tables: outside ``allowed-locations`` or on another object's directory it is refused
+    before any file is written; a table may not take a view's directory."""
+    catalog = rest(daemon, warehouse)
+    if warehouse == "main":  # a memory catalog without allowed-locations takes any directory
+        victim = tmp_path / "victim"
+        victim.mkdir()
+        with pytest.raises(ForbiddenError):
+            catalog.create_view(f"{namespace}.outside", SCHEMA, version("SELECT 1 AS id", namespace),
+                                location=victim.as_uri())
+        assert list(victim.iterdir()) == []
+    table = catalog.create_table(f"{namespace}.t", pa.schema([("id", pa.int64())]))
+    with pytest.raises(ForbiddenError):
+        catalog.create_view(f"{namespace}.in_table", SCHEMA, version("SELECT 1 AS id", namespace),
+                            location=f"{table.location().rstrip('/')}/sub")
+    view = catalog.create_view(f"{namespace}.v", SCHEMA, version("SELECT 1 AS id", namespace))
+    with pytest.raises(ForbiddenError):
+        catalog.create_table(f"{namespace}.on_view", pa.schema([("id", pa.int64())]), location=view.location())
+    assert catalog.list_views(namespace) == [(namespace, "v")]
+    assert catalog.list_tables(namespace) == [(namespace, "t")]
 
 
 def test_read_only_catalog_refuses_a_view(daemon: Daemon) -> None:
