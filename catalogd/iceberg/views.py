@@ -416,11 +416,6 @@ def metadata_file_name(metadata: ViewMetadata, previous: str | None) -> str:
     return path
 
 
-def encode_metadata(metadata: ViewMetadata, path: str) -> bytes:
-    data = metadata.model_dump_json().encode()
-    return gzip.compress(data) if path.endswith(".gz.metadata.json") else data
-
-
 def view_sql(metadata: ViewMetadata) -> str | None:
     """The text Iceberg's ``HiveViewOperations`` puts in ``viewOriginalText``/``viewExpandedText``:
     the current version's ``hive`` SQL, else its first SQL."""
@@ -529,7 +524,7 @@ class IcebergViews:
         if not location:
             raise IcebergError(404, "NoSuchViewException",
                                f"view {hive_table.dbName}.{hive_table.tableName} has no metadata_location")
-        return location, wh.files.read(location, load_file_io(wh.properties, location))
+        return location, wh.files.read(location, lambda: load_file_io(wh.properties, location))
 
     @contextmanager
     def _locked(self, wh: WarehouseCatalog, database: str, name: str) -> Iterator[Any]:
@@ -541,10 +536,13 @@ class IcebergViews:
             finally:
                 client.unlock(UnlockRequest(lockid=lockid))
 
-    def _write(self, wh: WarehouseCatalog, metadata: ViewMetadata, path: str) -> None:
+    def _write(self, wh: WarehouseCatalog, metadata: ViewMetadata, path: str) -> bytes:
+        """Write the metadata file; its JSON (held for the next load once the commit succeeded)."""
+        data = metadata.model_dump_json().encode()
         io = load_file_io(wh.properties, path)
         with io.new_output(path).create(overwrite=False) as f:
-            f.write(encode_metadata(metadata, path))
+            f.write(gzip.compress(data) if path.endswith(".gz.metadata.json") else data)
+        return data
 
     def _forget(self, wh: WarehouseCatalog, path: str) -> None:
         """Delete a metadata file this request wrote and did not commit."""
@@ -599,7 +597,7 @@ class IcebergViews:
                 raced = None
             if raced is not None:
                 raise _exists(ns, name, raced)
-            self._write(wh, metadata, path)
+            data = self._write(wh, metadata, path)
             try:
                 client.create_table(_new_hms_view(database, name, owner, metadata, path))
             except AlreadyExistsException:
@@ -609,7 +607,8 @@ class IcebergViews:
             except BaseException:
                 self._forget(wh, path)
                 raise
-        return _load_result(path, metadata.model_dump_json().encode())
+        wh.files.put(path, data)
+        return _load_result(path, data)
 
     def view_exists(self, request: DoorRequest, namespace: str, view: str) -> None:
         self.door.require(request, write=False)
@@ -645,7 +644,7 @@ class IcebergViews:
             if metadata.location.rstrip("/") != base.location.rstrip("/"):
                 wh.check_location(metadata.location.rstrip("/"), f"view {database}.{name}", (database, name))
             path = metadata_file_name(metadata, base_location)
-            self._write(wh, metadata, path)
+            written = self._write(wh, metadata, path)
             removed = set(base.properties) - set(metadata.properties)
             hive_table.parameters = hms_view_parameters(hive_table.parameters, metadata, path, base_location, removed)
             hive_table.sd = _storage_descriptor(metadata)
@@ -660,7 +659,8 @@ class IcebergViews:
             except BaseException:
                 self._forget(wh, path)
                 raise
-        return _load_result(path, metadata.model_dump_json().encode())
+        wh.files.put(path, written)
+        return _load_result(path, written)
 
     def drop_view(self, request: DoorRequest, namespace: str, view: str) -> None:
         """The HMS view goes; its metadata files stay (catalogd deletes no file it cannot vouch for:
