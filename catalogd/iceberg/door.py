@@ -69,6 +69,7 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
 ]
 
 _REQUIREMENTS: TypeAdapter[list[TableRequirement]] = TypeAdapter(list[TableRequirement])
@@ -339,7 +340,7 @@ class IcebergDoor:
             raise
         if is_iceberg_view(hive_table):
             # An Iceberg view is no table to the table endpoints (drop, rename, commit, load).
-            raise NoSuchTableError(f"{database}.{table} is a view, not a table")
+            raise NoSuchTableError(f"Table does not exist: {self._unspell(database)}.{table} (it is a view)")
         return hive_table
 
     def create_table(self, request: Request, namespace: str, raw: bytes) -> Loaded:
@@ -358,6 +359,7 @@ class IcebergDoor:
         order = create.write_order or UNSORTED_SORT_ORDER
         if create.stage_create:
             wh.load_namespace_properties(database)
+            wh.name_free(database, name)  # a view of that name too
             if wh.table_exists((database, name)):
                 from pyiceberg.exceptions import TableAlreadyExistsError
 
@@ -405,6 +407,8 @@ class IcebergDoor:
         name = table.lower()
         if not any(isinstance(r, AssertCreate) for r in requirements):
             self._hive_table(wh, database, name)  # a missing table is a 404, not a create
+        else:
+            wh.name_free(database, name, views_only=True)  # a view made since the stage-create: 409
         response = wh.commit_table(_Target((database, name)), tuple(requirements), tuple(updates))
         data = response.metadata.model_dump_json().encode()
         self.files.put(response.metadata_location, data)
@@ -432,6 +436,7 @@ class IcebergDoor:
         destination = (wh.db(dst_ns), dst.lower())
         self._hive_table(wh, *source)
         wh.load_namespace_properties(destination[0])
+        wh.name_free(*destination, prefix=f"Cannot rename {'.'.join((*src_ns, src))} to {'.'.join((*dst_ns, dst))}. ")
         wh.rename_table(source, destination)
 
     def report_metrics(self, request: Request, namespace: str, table: str, raw: bytes) -> str:

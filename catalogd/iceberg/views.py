@@ -25,8 +25,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -41,7 +40,7 @@ from hive_metastore.ttypes import (
 from pydantic import Field, TypeAdapter
 from pyiceberg.catalog.hive import DO_NOT_UPDATE_STATS, DO_NOT_UPDATE_STATS_DEFAULT, _construct_hive_storage_descriptor
 from pyiceberg.catalog.rest import CreateViewRequest
-from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
+from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.io import load_file_io
 from pyiceberg.schema import Schema
 from pyiceberg.table.update import (
@@ -138,6 +137,17 @@ def _dialects(version: ViewVersion) -> set[str]:
     return {r.root.dialect.lower() for r in version.representations if isinstance(r.root, SQLViewRepresentation)}
 
 
+def _illegal(message: str) -> IcebergError:
+    """A 400 Iceberg's clients raise as ``IllegalArgumentException`` (the type names it): what
+    Iceberg's own ``ViewMetadata.Builder`` raises, in its words."""
+    return IcebergError(400, "IllegalArgumentException", message)
+
+
+def _invalid(message: str) -> IcebergError:
+    """A 400 ``ValidationException`` (Iceberg's ``ValidationException.check`` in the builder)."""
+    return IcebergError(400, "ValidationException", message)
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() == "true"
 
@@ -150,7 +160,7 @@ class ViewMetadataBuilder:
     ``version.history.num-entries`` (10) are expired, never the current one or those added now;
     a replace may not lose a dialect unless ``replace.drop-dialect.allowed``.
 
-    Raises (every method): ``InvalidArgumentError`` for an update the metadata cannot take.
+    Raises (every method): ``IcebergError`` 400 for an update the metadata cannot take.
     """
 
     def __init__(self, base: ViewMetadata | None = None) -> None:
@@ -192,21 +202,20 @@ class ViewMetadataBuilder:
 
     def assign_uuid(self, new: str) -> None:
         if self.uuid is not None and new != self.uuid:
-            raise InvalidArgumentError(f"cannot reassign a view's uuid ({self.uuid} -> {new})")
+            raise _illegal("Cannot reassign uuid")
         if new != self.uuid:
             self.uuid = new
             self.changes.append("assign-uuid")
 
     def upgrade_format_version(self, version: int) -> None:
         if version < self.format_version:
-            raise InvalidArgumentError(f"cannot downgrade a v{self.format_version} view to v{version}")
+            raise _illegal(f"Cannot downgrade v{self.format_version} view to v{version}")
         if version > _FORMAT_VERSION:
-            raise InvalidArgumentError(f"view format version {version} is not supported (the newest is "
-                                       f"{_FORMAT_VERSION})")
+            raise _illegal(f"Unsupported format version: {version}")
 
     def set_location(self, location: str) -> None:
         if not location:
-            raise InvalidArgumentError("invalid location: empty")
+            raise _illegal("Invalid location: null")
         location = location.rstrip("/")
         if location != self.location:
             self.location = location
@@ -252,14 +261,14 @@ class ViewMetadataBuilder:
             return new_id
         if version.schema_id == LAST_ADDED:
             if self._last_added_schema is None:
-                raise InvalidArgumentError("cannot set the last added schema: no schema has been added")
+                raise _invalid("Cannot set last added schema: no schema has been added")
             version = version.model_copy(update={"schema_id": self._last_added_schema})
         if not any(s.schema_id == version.schema_id for s in self.schemas):
-            raise InvalidArgumentError(f"cannot add a view version with unknown schema {version.schema_id}")
+            raise _illegal(f"Cannot add version with unknown schema: {version.schema_id}")
         seen: set[str] = set()
         for dialect in (r.root.dialect.lower() for r in version.representations):
             if dialect in seen:
-                raise InvalidArgumentError(f"invalid view version: several queries for dialect {dialect}")
+                raise _illegal(f"Invalid view version: Cannot add multiple queries for dialect {dialect}")
             seen.add(dialect)
         self.versions.append(version)
         self._added_versions.add(new_id)
@@ -270,13 +279,13 @@ class ViewMetadataBuilder:
     def set_current_version_id(self, version_id: int) -> None:
         if version_id == LAST_ADDED:
             if self._last_added_version is None:
-                raise InvalidArgumentError("cannot set the last added view version: no view version has been added")
+                raise _invalid("Cannot set last version id: no current version id has been set")
             version_id = self._last_added_version
         if version_id == self.current_version_id:
             return
         version = next((v for v in self.versions if v.version_id == version_id), None)
         if version is None:
-            raise InvalidArgumentError(f"cannot set the current view version to unknown version {version_id}")
+            raise _illegal(f"Cannot set current version to unknown version: {version_id}")
         self.current_version_id = version_id
         self.changes.append("set-current-view-version")
         # A version added by this change became current when it was made; an older one now.
@@ -292,9 +301,9 @@ class ViewMetadataBuilder:
 
     def build(self) -> ViewMetadata:
         if not self.location:
-            raise InvalidArgumentError("invalid view: no location")
+            raise _illegal("Invalid location: null")
         if not self.versions or self.current_version_id is None:
-            raise InvalidArgumentError("invalid view: no versions were added")
+            raise _illegal("Invalid view: no versions were added")
         history = list(self.history)
         if self._history_entry is not None:
             history.append(self._history_entry)
@@ -303,14 +312,16 @@ class ViewMetadataBuilder:
         if self._previous is not None and not _truthy(self.properties.get(REPLACE_DROP_DIALECT_ALLOWED)):
             lost = _dialects(self._previous) - _dialects(current)
             if lost:
-                raise InvalidArgumentError(f"cannot replace the view: it would lose dialect(s) "
-                                           f"{', '.join(sorted(lost))} ({REPLACE_DROP_DIALECT_ALLOWED}=false)")
+                raise IcebergError(400, "IllegalStateException",
+                                   f"Cannot replace view due to loss of view dialects ({REPLACE_DROP_DIALECT_ALLOWED}"
+                                   f"=false):\nPrevious dialects: {sorted(_dialects(self._previous))}\n"
+                                   f"New dialects: {sorted(_dialects(current))}")
         try:
             size = int(self.properties.get(VERSION_HISTORY_SIZE, VERSION_HISTORY_SIZE_DEFAULT))
         except ValueError:
-            raise InvalidArgumentError(f"{VERSION_HISTORY_SIZE} must be an integer") from None
+            raise _illegal(f"{VERSION_HISTORY_SIZE} must be an integer") from None
         if size <= 0:
-            raise InvalidArgumentError(f"{VERSION_HISTORY_SIZE} must be positive but was {size}")
+            raise _illegal(f"{VERSION_HISTORY_SIZE} must be positive but was {size}")
         keep = max(len(self._added_versions | {current.version_id}), size)
         versions = self.versions
         if len(versions) > keep:
@@ -378,7 +389,7 @@ def new_view_metadata(create: CreateViewRequest, location: str) -> ViewMetadata:
     builder.set_properties(dict(create.properties))
     builder.set_location(location)
     if not create.view_version.representations:
-        raise InvalidArgumentError("cannot create a view without a query")
+        raise _illegal("Cannot create view without specifying a query")
     builder.set_current_version(create.view_version.model_copy(update={"version_id": 1}), create.view_schema)
     return builder.build()
 
@@ -481,13 +492,57 @@ def _load_result(metadata_location: str, metadata: bytes) -> bytes:
 # ------------------------------------------------------------ the handlers
 
 
-def _not_found(namespace: tuple[str, ...], name: str) -> IcebergError:
-    return IcebergError(404, "NoSuchViewException", f"view {'.'.join(namespace)}.{name} does not exist")
+def _name(namespace: tuple[str, ...], name: str) -> str:
+    return ".".join((*namespace, name))
 
 
-def _exists(namespace: tuple[str, ...], name: str, hive_table: Any) -> IcebergError:
-    what = "view" if str(hive_table.tableType or "").upper() == VIRTUAL_VIEW else "table"
-    return IcebergError(409, "AlreadyExistsException", f"{what} {'.'.join(namespace)}.{name} already exists")
+def _no_view(text: str) -> IcebergError:
+    """Iceberg's wording (``View does not exist: ns.v``): clients match on it."""
+    return IcebergError(404, "NoSuchViewException", text)
+
+
+def _exists(ident: str, hive_table: Any, prefix: str = "") -> IcebergError:
+    """A create, register or rename onto a name taken by a view or a table (Iceberg's wording)."""
+    if is_iceberg_view(hive_table) or str(hive_table.tableType or "").upper() == VIRTUAL_VIEW:
+        text = f"{prefix}View already exists" if prefix else f"View already exists: {ident}"
+    else:
+        text = f"{prefix}Table already exists" if prefix else f"Table with same name already exists: {ident}"
+    return IcebergError(409, "AlreadyExistsException", text)
+
+
+class _Locked:
+    """The exclusive HMS lock Iceberg's ``HiveViewOperations`` takes (``MetastoreLock``), held
+    while the block runs; the block gets the open client.
+
+    A class, not ``contextlib.contextmanager``: the Thrift exceptions a refused call raises are
+    immutable, and a generator-based manager re-raising one sets its ``__traceback__``.
+    """
+
+    def __init__(self, wh: WarehouseCatalog, database: str, name: str) -> None:
+        self.wh, self.database, self.name = wh, database, name
+        self.lockid: int | None = None
+
+    def __enter__(self) -> Any:
+        client = self.wh._client.__enter__()
+        try:
+            self.lockid = _acquire(self.wh, client, self.database, self.name)
+        except BaseException:
+            self.wh._client.__exit__(None, None, None)
+            raise
+        self.client = client
+        return client
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        try:
+            if self.lockid is not None:
+                self.client.unlock(UnlockRequest(lockid=self.lockid))
+        except Exception:
+            if kind is None:
+                raise
+            # The block's own error is the one to answer (the lock times out with the request).
+            logger.warning("Iceberg REST: could not unlock view %s.%s", self.database, self.name, exc_info=True)
+        finally:
+            self.wh._client.__exit__(None, None, None)
 
 
 class IcebergViews:
@@ -505,36 +560,41 @@ class IcebergViews:
         if conf is not None and conf.read_only:
             raise PermissionDeniedError(f"catalog {request.warehouse!r} is read-only: {operation} refused")
 
-    def _hive_object(self, wh: WarehouseCatalog, database: str, name: str) -> Any | None:
-        """The HMS object of that name, view or table (None: none; a missing namespace is a 404)."""
+    @staticmethod
+    def _lookup(wh: WarehouseCatalog, database: str, name: str) -> Any | None:
+        """The HMS object of that name, view or table (None: none, or no such namespace)."""
         try:
             return wh.hive_table(database, name)
         except NoSuchTableError:
-            wh.load_namespace_properties(database)
             return None
 
+    @staticmethod
+    def _namespace(wh: WarehouseCatalog, namespace: tuple[str, ...], database: str, prefix: str = "") -> None:
+        """A 404 ``NoSuchNamespaceException`` unless the namespace exists."""
+        try:
+            wh.load_namespace_properties(database)
+        except NoSuchNamespaceError:
+            raise IcebergError(404, "NoSuchNamespaceException",
+                               f"{prefix}Namespace does not exist: {'.'.join(namespace)}") from None
+
     def _view(self, wh: WarehouseCatalog, namespace: tuple[str, ...], database: str, name: str) -> Any:
-        hive_table = self._hive_object(wh, database, name)
+        """The Iceberg view's HMS object; a 404 ``NoSuchViewException`` for anything else (a
+        missing namespace too, as Iceberg's ``HiveCatalog``)."""
+        hive_table = self._lookup(wh, database, name)
         if hive_table is None or not is_iceberg_view(hive_table):
-            raise _not_found(namespace, name)
+            raise _no_view(f"View does not exist: {_name(namespace, name)}")
         return hive_table
 
     def _read(self, wh: WarehouseCatalog, hive_table: Any) -> tuple[str, bytes]:
         location = (hive_table.parameters or {}).get(METADATA_LOCATION)
         if not location:
-            raise IcebergError(404, "NoSuchViewException",
-                               f"view {hive_table.dbName}.{hive_table.tableName} has no metadata_location")
+            raise _no_view(f"View does not exist: {hive_table.dbName}.{hive_table.tableName} "
+                           "(it has no metadata_location)")
         return location, wh.files.read(location, lambda: load_file_io(wh.properties, location))
 
-    @contextmanager
-    def _locked(self, wh: WarehouseCatalog, database: str, name: str) -> Iterator[Any]:
-        """The exclusive HMS lock Iceberg's ``HiveViewOperations`` takes (``MetastoreLock``)."""
-        with wh._client as client:
-            lockid = _acquire(wh, client, database, name)
-            try:
-                yield client
-            finally:
-                client.unlock(UnlockRequest(lockid=lockid))
+    @staticmethod
+    def _locked(wh: WarehouseCatalog, database: str, name: str) -> _Locked:
+        return _Locked(wh, database, name)
 
     def _write(self, wh: WarehouseCatalog, metadata: ViewMetadata, path: str) -> bytes:
         """Write the metadata file; its JSON (held for the next load once the commit succeeded)."""
@@ -551,6 +611,31 @@ class IcebergViews:
         except Exception as e:  # the commit's own error is the one to answer
             logger.warning("Iceberg REST: could not delete the uncommitted view metadata file %s: %s", path, e)
 
+    def _create_hms_view(self, wh: WarehouseCatalog, ident: str, database: str, name: str, metadata: ViewMetadata,
+                         metadata_location: str, written: bool) -> None:
+        """Make the HMS view under its lock, the name checked free again under it (a metadata file
+        this request ``written`` is deleted when the create fails)."""
+        owner = metadata.properties.get(HMS_TABLE_OWNER) or wh.owner or getpass.getuser()
+        with self._locked(wh, database, name) as client:
+            try:
+                raced = client.get_table(dbname=database, tbl_name=name)
+            except NoSuchObjectException:
+                raced = None
+            if raced is not None:
+                if written:
+                    self._forget(wh, metadata_location)
+                raise _exists(ident, raced)
+            try:
+                client.create_table(_new_hms_view(database, name, owner, metadata, metadata_location))
+            except AlreadyExistsException:
+                if written:
+                    self._forget(wh, metadata_location)
+                raise IcebergError(409, "AlreadyExistsException", f"View already exists: {ident}") from None
+            except BaseException:
+                if written:
+                    self._forget(wh, metadata_location)
+                raise
+
     # -------------------------------------------------------- operations
 
     def list_views(self, request: DoorRequest, namespace: str) -> dict[str, Any]:
@@ -558,7 +643,7 @@ class IcebergViews:
         ns = namespace_of(namespace)
         wh = self.door.catalog(request)
         database = wh.db(ns)
-        wh.load_namespace_properties(database)  # a missing namespace is a 404, not an empty list
+        self._namespace(wh, ns, database)  # a missing namespace is a 404, not an empty list
         with wh._client as client:
             names = client.get_all_tables(db_name=database)
             found = client.get_table_objects_by_name(dbname=database, tbl_names=names) if names else []
@@ -580,35 +665,46 @@ class IcebergViews:
         name = create.name.lower()
         if not name:
             raise InvalidArgumentError("name: a view needs a name")
+        ident = _name(ns, create.name)
         wh = self.door.catalog(request)
         database = wh.db(ns)
-        existing = self._hive_object(wh, database, name)
+        self._namespace(wh, ns, database)
+        existing = self._lookup(wh, database, name)
         if existing is not None:
-            raise _exists(ns, name, existing)
+            raise _exists(ident, existing)
         location = (create.location or wh.default_location(database, name)).rstrip("/")
         metadata = new_view_metadata(create, location)
         path = metadata_file_name(metadata, None)
-        wh.check_location(location, f"view {database}.{name}", None)
-        owner = metadata.properties.get(HMS_TABLE_OWNER) or wh.owner or getpass.getuser()
-        with self._locked(wh, database, name) as client:
-            try:
-                raced = client.get_table(dbname=database, tbl_name=name)
-            except NoSuchObjectException:
-                raced = None
-            if raced is not None:
-                raise _exists(ns, name, raced)
-            data = self._write(wh, metadata, path)
-            try:
-                client.create_table(_new_hms_view(database, name, owner, metadata, path))
-            except AlreadyExistsException:
-                self._forget(wh, path)
-                raise IcebergError(409, "AlreadyExistsException",
-                                   f"{'.'.join(ns)}.{name} already exists") from None
-            except BaseException:
-                self._forget(wh, path)
-                raise
+        wh.check_location(location, f"view {ident}", None)
+        data = self._write(wh, metadata, path)
+        self._create_hms_view(wh, ident, database, name, metadata, path, written=True)
         wh.files.put(path, data)
         return _load_result(path, data)
+
+    def register_view(self, request: DoorRequest, namespace: str, raw: bytes) -> bytes:
+        """A view on an existing metadata file (lying inside the view's location, which the
+        catalog's rules must admit)."""
+        self._writable(request, "register view")
+        ns = namespace_of(namespace)
+        body = _body(raw)
+        given, metadata_location = body.get("name"), body.get("metadata-location")
+        if not isinstance(given, str) or not given or not isinstance(metadata_location, str) or not metadata_location:
+            raise InvalidArgumentError("a RegisterViewRequest needs its name and metadata-location")
+        name, ident = given.lower(), _name(ns, given)
+        wh = self.door.catalog(request)
+        database = wh.db(ns)
+        self._namespace(wh, ns, database)
+        existing = self._lookup(wh, database, name)
+        if existing is not None:
+            raise _exists(ident, existing)
+        data = wh.files.read(metadata_location, lambda: load_file_io(wh.properties, metadata_location))
+        metadata = ViewMetadata.model_validate_json(data)
+        location = metadata.location.rstrip("/")
+        if not inside(location, metadata_location):
+            raise InvalidArgumentError(f"metadata file {metadata_location} lies outside its view's location {location}")
+        wh.check_location(location, f"view {ident}", None)
+        self._create_hms_view(wh, ident, database, name, metadata, metadata_location, written=False)
+        return _load_result(metadata_location, data)
 
     def view_exists(self, request: DoorRequest, namespace: str, view: str) -> None:
         self.door.require(request, write=False)
@@ -642,7 +738,7 @@ class IcebergViews:
             if not changed:
                 return _load_result(base_location, data)
             if metadata.location.rstrip("/") != base.location.rstrip("/"):
-                wh.check_location(metadata.location.rstrip("/"), f"view {database}.{name}", (database, name))
+                wh.check_location(metadata.location.rstrip("/"), f"view {_name(ns, name)}", (database, name))
             path = metadata_file_name(metadata, base_location)
             written = self._write(wh, metadata, path)
             removed = set(base.properties) - set(metadata.properties)
@@ -675,17 +771,23 @@ class IcebergViews:
             client.drop_table(dbname=database, name=name, deleteData=False)
 
     def rename_view(self, request: DoorRequest, raw: bytes) -> None:
+        """As Iceberg's ``HiveCatalog.renameView``: the destination namespace must exist and the
+        name be free (of tables and views), then the source must be an Iceberg view."""
         self._writable(request, "rename view")
         body = _body(raw)
-        src_ns, src = _identifier(body.get("source"), "source")
-        dst_ns, dst = _identifier(body.get("destination"), "destination")
+        src_ns, src_given = _identifier(body.get("source"), "source")
+        dst_ns, dst_given = _identifier(body.get("destination"), "destination")
+        prefix = f"Cannot rename {_name(src_ns, src_given)} to {_name(dst_ns, dst_given)}. "
         wh = self.door.catalog(request)
         src_db, dst_db = wh.db(src_ns), wh.db(dst_ns)
-        src, dst = src.lower(), dst.lower()
-        hive_table = self._view(wh, src_ns, src_db, src)
-        existing = self._hive_object(wh, dst_db, dst)  # a missing destination namespace is a 404
+        src, dst = src_given.lower(), dst_given.lower()
+        self._namespace(wh, dst_ns, dst_db, prefix)
+        existing = self._lookup(wh, dst_db, dst)
         if existing is not None:
-            raise _exists(dst_ns, dst, existing)
+            raise _exists("", existing, prefix)
+        hive_table = self._lookup(wh, src_db, src)
+        if hive_table is None or not is_iceberg_view(hive_table):
+            raise _no_view(prefix + "View does not exist")
         hive_table.dbName = dst_db
         hive_table.tableName = dst
         with wh._client as client:
@@ -721,6 +823,12 @@ def add_view_routes(router: APIRouter, door: IcebergDoor, serve: Serve,
                           principal: Principal = principal_of) -> Response:
         return await serve(request, principal, "createView", prefix,
                            lambda r, raw: (200, views.create_view(r, namespace, raw), None), True)
+
+    @router.post("/v1/{prefix}/namespaces/{namespace}/register-view")
+    async def register_view(request: Request, prefix: str, namespace: str,
+                            principal: Principal = principal_of) -> Response:
+        return await serve(request, principal, "registerView", prefix,
+                           lambda r, raw: (200, views.register_view(r, namespace, raw), None), True)
 
     @router.get("/v1/{prefix}/namespaces/{namespace}/views/{view}")
     async def load_view(request: Request, prefix: str, namespace: str, view: str,

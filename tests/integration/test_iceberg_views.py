@@ -212,6 +212,19 @@ def test_view_in_the_metastore(daemon: Daemon, warehouse: str, namespace: str) -
     assert [c.name for c in tbl.sd.cols] == ["id", "name"]
     assert read_metadata(second).current_version_id == 2
 
+    # A drop leaves the metadata files: the view can be registered on its last one again.
+    catalog.drop_view(f"{namespace}.v")
+    with httpx.Client(timeout=60) as http:
+        register = f"{daemon.http}/iceberg/v1/{warehouse}/namespaces/{namespace}/register-view"
+        registered = http.post(register, json={"name": "v", "metadata-location": second})
+        assert registered.status_code == 200, registered.text
+        assert registered.json()["metadata-location"] == second
+        again = http.post(register, json={"name": "v", "metadata-location": second})
+        assert again.status_code == 409 and again.json()["error"]["message"] == f"View already exists: {namespace}.v"
+    assert catalog.load_view(f"{namespace}.v").current_version().version_id == 2
+    with _HiveClient(daemon.hms_uri) as hms:
+        assert hms.get_table(hms_name(warehouse, namespace), "v").parameters["metadata_location"] == second
+
 
 def test_view_locations(daemon: Daemon, warehouse: str, namespace: str, tmp_path: Path) -> None:
     """A view's location follows the catalog's rules as a table's does, and its directory is kept
