@@ -790,10 +790,34 @@ class IcebergViews:
             raise _no_view(prefix + "View does not exist")
         hive_table.dbName = dst_db
         hive_table.tableName = dst
+        if src_db != dst_db and self.door._catalog_object(request.warehouse).relay_target() is None:
+            # A memory catalog moves no object between databases (a table's directory would stay
+            # behind); a view has no data, so it is made in the new database and dropped from the old.
+            self._move_between_databases(wh, src_db, src, hive_table, prefix)
+            return
         with wh._client as client:
             client.alter_table_with_environment_context(
                 dbname=src_db, tbl_name=src, new_tbl=hive_table,
                 environment_context=EnvironmentContext(properties={DO_NOT_UPDATE_STATS: DO_NOT_UPDATE_STATS_DEFAULT}))
+
+    def _move_between_databases(self, wh: WarehouseCatalog, src_db: str, src: str, moved: Any, prefix: str) -> None:
+        """Create the view under its new name, then drop the old one, under the old one's HMS lock
+        (its pointer read again under it); a failed drop takes the new one back."""
+        with self._locked(wh, src_db, src) as client:
+            try:
+                current = client.get_table(dbname=src_db, tbl_name=src)
+            except NoSuchObjectException:
+                raise _no_view(prefix + "View does not exist") from None
+            moved.parameters = current.parameters  # the pointer as it is now, under the lock
+            try:
+                client.create_table(moved)
+            except AlreadyExistsException:
+                raise IcebergError(409, "AlreadyExistsException", prefix + "View already exists") from None
+            try:
+                client.drop_table(dbname=src_db, name=src, deleteData=False)
+            except BaseException:
+                client.drop_table(dbname=moved.dbName, name=moved.tableName, deleteData=False)
+                raise
 
 
 # ------------------------------------------------------------ routes

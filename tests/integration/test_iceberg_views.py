@@ -169,6 +169,24 @@ def test_view_lifecycle(daemon: Daemon, warehouse: str, namespace: str) -> None:
     assert not catalog.view_exists(f"{namespace}.v")
     assert catalog.load_view(f"{namespace}.v2").current_version().version_id == 2
 
+    # Into another namespace and back (a memory catalog too: a view has no directory to move).
+    other = f"{namespace}_b"
+    catalog.create_namespace(other)
+    try:
+        with httpx.Client(timeout=60) as http:
+            moved = http.post(rename, json={"source": {"namespace": [namespace], "name": "v2"},
+                                            "destination": {"namespace": [other], "name": "v"}})
+            assert moved.status_code == 204, moved.text
+            assert catalog.list_views(other) == [(other, "v")] and not catalog.view_exists(f"{namespace}.v2")
+            assert catalog.load_view(f"{other}.v").current_version().version_id == 2
+            back = http.post(rename, json={"source": {"namespace": [other], "name": "v"},
+                                           "destination": {"namespace": [namespace], "name": "v2"}})
+            assert back.status_code == 204, back.text
+    finally:
+        for ident in catalog.list_views(other):
+            catalog.drop_view(ident)
+        catalog.drop_namespace(other)
+
     catalog.drop_view(f"{namespace}.v2")
     assert catalog.list_views(namespace) == []
     with pytest.raises(NoSuchViewError):
