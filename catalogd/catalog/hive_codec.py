@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from catalogd.catalog import spark_schema
 from catalogd.catalog.base import DYNAMIC_TABLE_PREFIX
@@ -33,6 +34,20 @@ MANAGED_TABLE = "MANAGED_TABLE"
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 VIRTUAL_VIEW = "VIRTUAL_VIEW"
 _KINDS = {EXTERNAL_TABLE: TableKind.EXTERNAL, VIRTUAL_VIEW: TableKind.VIEW}
+#: ``table_type`` of an Iceberg view as Iceberg's ``HiveCatalog`` stores it (``VIRTUAL_VIEW``).
+ICEBERG_VIEW = "ICEBERG-VIEW"
+
+
+def is_iceberg_view(tbl: Any) -> bool:
+    """An Iceberg view (Iceberg's ``HiveOperationsBase.isValidIcebergView``): unlike a Hive or
+    Spark view it has a directory, its location, where its metadata files lie."""
+    return str(getattr(tbl, "tableType", "") or "").upper() == VIRTUAL_VIEW \
+        and str((getattr(tbl, "parameters", None) or {}).get("table_type", "")).upper() == ICEBERG_VIEW
+
+
+def has_no_directory(tbl: Any) -> bool:
+    """A view other than an Iceberg view: no directory of its own to claim or keep clear."""
+    return getattr(tbl, "tableType", None) == VIRTUAL_VIEW and not is_iceberg_view(tbl)
 
 # ---------------------------------------------------------------------------- parameters
 

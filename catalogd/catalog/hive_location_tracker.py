@@ -367,7 +367,7 @@ class LocationTracker:
     def table_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant]:
         """The directories of a table and of its partitions outside its directory (the others
         lie in or around the table's directory too, so they add nothing to any judgment)."""
-        if tbl.tableType == codec.VIRTUAL_VIEW or tbl.sd is None:
+        if codec.has_no_directory(tbl) or tbl.sd is None:  # an Iceberg view's metadata directory counts
             return []
         stage_of = (tbl.parameters or {}).get(codec.STAGE_PREFIX + "target", "") \
             if is_stage_table(tbl.tableName) else ""

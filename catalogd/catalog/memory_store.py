@@ -165,7 +165,7 @@ class MemoryStore:
         for database, tables in self._tables.items():
             for table, data in tables.items():
                 tbl = decode(hms.Table, data)
-                if tbl.tableType == codec.VIRTUAL_VIEW:
+                if codec.has_no_directory(tbl):  # an Iceberg view's metadata directory counts
                     continue
                 own = (database, table) == own_table
                 places: list[tuple[str, str | None]] = []

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalogd.catalog.base import is_stage_table
-from catalogd.catalog.hive_codec import STAGE_PREFIX, spark_path
+from catalogd.catalog.hive_codec import STAGE_PREFIX, has_no_directory, spark_path
 from catalogd.catalog.locations import parse
 from catalogd.catalog.relay_target import RelayTarget
 from catalogd.errors import CatalogError
@@ -152,8 +152,8 @@ def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Ups
         tbl = args.tbl
         database = place(tbl.dbName)
         what = f"table {database}.{tbl.tableName.lower()}"
-        if tbl.tableType == "VIRTUAL_VIEW":
-            return []  # a view has no directory
+        if has_no_directory(tbl):
+            return []  # a view has no directory (but an Iceberg view's metadata lies in its location)
         uri = _location(tbl.sd)
         if not uri:
             # The metastore's default place, under its database: checked as the Thrift API checks it.
@@ -171,7 +171,7 @@ def claims_of(method: str, args: Any, place: Callable[[str], str], upstream: Ups
         database, name = place(args.dbname), args.tbl_name.lower()
         new = args.new_tbl
         old = _get(upstream, "get_table", database, name)
-        if old is None or new is None or new.tableType == "VIRTUAL_VIEW":
+        if old is None or new is None or has_no_directory(new):
             return []
         new_db, new_name = place(new.dbName or database), (new.tableName or name).lower()
         uri = _location(new.sd)

@@ -70,6 +70,13 @@ _RESERVED = frozenset(
 MapDb = Callable[[str], "str | None"]
 
 
+def _iceberg_view(table: Any) -> bool:
+    """An Iceberg view's SQL is resolved by the engine in the view's own default catalog and
+    namespace (its metadata file says which), never in metastore names: Iceberg's ``HiveCatalog``
+    stores it as it is, and so must the endpoint, both ways."""
+    return str((getattr(table, "parameters", None) or {}).get("table_type", "")).upper() == "ICEBERG-VIEW"
+
+
 def view_to_client(table: Any, prefix: str, parser: ViewParser | None = None) -> None:
     """Rewrite, in place, a view of a prefixed catalog from its backing names to the endpoint's.
 
@@ -80,7 +87,7 @@ def view_to_client(table: Any, prefix: str, parser: ViewParser | None = None) ->
     ``ns`` is the database Spark resolves it in (the view's creation namespace
     from its properties, else the view's own database). Not a view: nothing.
     """
-    if not prefix or getattr(table, "tableType", None) not in VIEW_TYPES:
+    if not prefix or getattr(table, "tableType", None) not in VIEW_TYPES or _iceberg_view(table):
         return
 
     namespace = _namespace(table.parameters) or table.dbName
@@ -108,7 +115,7 @@ def view_to_backing(table: Any, prefix: str, parser: ViewParser | None = None) -
     name), one holding more than one statement, or one whose parse hit a bound
     (time, depth). A text sqlglot cannot parse is stored as it is (logged).
     """
-    if not prefix or getattr(table, "tableType", None) not in VIEW_TYPES:
+    if not prefix or getattr(table, "tableType", None) not in VIEW_TYPES or _iceberg_view(table):
         return
     session_only = _session_only(table.parameters or {})
     parse = (parser or default_parser()).rewrite

@@ -28,6 +28,7 @@ from pyiceberg.exceptions import NoSuchIcebergTableError, NoSuchNamespaceError, 
 from pyiceberg.table.update import AssertCreate, TableRequirement, TableUpdate
 
 from catalogd.auth.model import Principal, Role
+from catalogd.catalog.hive_codec import is_iceberg_view
 from catalogd.errors import CatalogNotFoundError, InvalidArgumentError, PermissionDeniedError
 from catalogd.iceberg.errors import CONNECTION
 from catalogd.iceberg.loopback import LoopbackClient, connection
@@ -61,6 +62,14 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
+    "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
 ]
 
 _REQUIREMENTS: TypeAdapter[list[TableRequirement]] = TypeAdapter(list[TableRequirement])
@@ -343,11 +352,15 @@ class IcebergDoor:
 
     def _hive_table(self, wh: WarehouseCatalog, database: str, table: str) -> Any:
         try:
-            return wh.hive_table(database, table.lower())
+            hive_table = wh.hive_table(database, table.lower())
         except NoSuchTableError:
             # Which one is missing: the namespace or the table (the spec names them apart).
             wh.load_namespace_properties(database)
             raise
+        if is_iceberg_view(hive_table):
+            # An Iceberg view is no table to the table endpoints (drop, rename, commit, load).
+            raise NoSuchTableError(f"Table does not exist: {self._unspell(database)}.{table} (it is a view)")
+        return hive_table
 
     def _iceberg_table(self, wh: WarehouseCatalog, database: str, table: str) -> Any:
         """The HMS table of an Iceberg table: a table the door neither lists nor loads (a Hive
@@ -374,6 +387,7 @@ class IcebergDoor:
         # An existing table is a 409 first: the location check below would otherwise refuse its
         # default location as that very table's directory (403), naming the wrong problem.
         wh.load_namespace_properties(database)
+        wh.name_free(database, name)  # a view of that name too
         if wh.table_exists((database, name)):
             from pyiceberg.exceptions import TableAlreadyExistsError
 
@@ -426,6 +440,8 @@ class IcebergDoor:
         name = table.lower()
         if not any(isinstance(r, AssertCreate) for r in requirements):
             self._iceberg_table(wh, database, name)  # a missing table is a 404, not a create
+        else:
+            wh.name_free(database, name, views_only=True)  # a view made since the stage-create: 409
         response = wh.commit_table(_Target((database, name)), tuple(requirements), tuple(updates))
         data = response.metadata.model_dump_json().encode()
         self.files.put(response.metadata_location, data)
@@ -453,6 +469,7 @@ class IcebergDoor:
         destination = (wh.db(dst_ns), dst.lower())
         self._iceberg_table(wh, *source)
         wh.load_namespace_properties(destination[0])
+        wh.name_free(*destination, prefix=f"Cannot rename {'.'.join((*src_ns, src))} to {'.'.join((*dst_ns, dst))}. ")
         wh.rename_table(source, destination)
 
     def report_metrics(self, request: Request, namespace: str, table: str, raw: bytes) -> str:

@@ -23,6 +23,7 @@ from catalogd.iceberg.door import IcebergDoor, Loaded
 from catalogd.iceberg.door import Request as DoorRequest
 from catalogd.iceberg.errors import IcebergError, error_body, translate
 from catalogd.iceberg.idempotency import IdempotencyKeys
+from catalogd.iceberg.views import add_view_routes
 
 logger = logging.getLogger(__name__)
 
@@ -230,6 +231,8 @@ def iceberg_router(door: IcebergDoor, caller: Callable[[Request], Awaitable[Prin
             door.commit_transaction(r, raw)
             return 204, None, None
         return await serve(request, principal, "commitTransaction", prefix, commit, write=True)
+
+    add_view_routes(router, door, serve, caller)
 
     @router.api_route("/{rest:path}", methods=["GET", "POST", "PUT", "DELETE", "HEAD"])
     async def unknown(request: Request, rest: str) -> Response:

@@ -191,6 +191,7 @@ class WarehouseCatalog(HiveCatalog):
     def create_table(self, identifier: Any, schema: Any, location: str | None = None, *args: Any,
                      **kwargs: Any) -> Any:
         database, table = self.identifier_to_database_and_table(identifier)
+        self.name_free(database, table)
         self._writing = (database, table, None)
         try:
             return super().create_table(identifier, schema, location, *args, **kwargs)
@@ -234,6 +235,27 @@ class WarehouseCatalog(HiveCatalog):
         what = f"table {database}.{table}"
         self.check_location(location, what, (database, table) if current is not None else None)
 
+    def name_free(self, database: str, table: str, prefix: str = "", views_only: bool = False) -> None:
+        """A 409 (``TableAlreadyExistsError``, Iceberg's wording) when a table or a view has the
+        name: checked before the location's rules (a view's directory is where the new table
+        would go, which is no refused location but a taken name). ``prefix``: a rename's
+        ``Cannot rename a to b. ``; ``views_only``: a table of that name is left to the caller."""
+        try:
+            existing = self.hive_table(database, table)
+        except NoSuchTableError:
+            return
+        from pyiceberg.exceptions import TableAlreadyExistsError
+
+        from catalogd.catalog.hive_codec import is_iceberg_view
+
+        name = f"{database.rsplit('#', 1)[-1]}.{table}"
+        if is_iceberg_view(existing):
+            raise TableAlreadyExistsError(f"{prefix}View already exists" if prefix
+                                          else f"View with same name already exists: {name}")
+        if not views_only:
+            raise TableAlreadyExistsError(f"{prefix}Table already exists" if prefix
+                                          else f"Table already exists: {name}")
+
     def register(self, identifier: tuple[str, str], metadata_location: str) -> Any:
         """Register a table on an existing metadata file, its location checked first."""
         database, table = identifier
@@ -241,6 +263,7 @@ class WarehouseCatalog(HiveCatalog):
         # The file must lie where the table may (inside its location, which the catalog's rules
         # confine): checked before the daemon reads a file a caller named (``/etc/...``, a device).
         self.check_location(metadata_location, f"{what}: metadata file", None)
+        self.name_free(database, table)
         io = load_file_io(self.properties, metadata_location)
         # Read afresh, not from ``files``: catalogd did not write this file, which may have changed
         # since it was last read; and the table is made from the very bytes checked (pyiceberg's

@@ -251,6 +251,17 @@ def test_tables_that_are_not_views_are_untouched():
     assert table == before
 
 
+def test_iceberg_views_keep_their_sql():
+    # An Iceberg view's SQL is resolved in its own default namespace by the engine: stored as it is.
+    table = ttypes.Table(dbName="sales", tableName="v", tableType="VIRTUAL_VIEW",
+                         viewOriginalText="SELECT * FROM sales.orders", viewExpandedText="SELECT * FROM sales.orders",
+                         parameters={"table_type": "ICEBERG-VIEW", "metadata_location": "file:/w/v/m.json"})
+    before = copy.deepcopy(table)
+    view_to_client(table, P)
+    view_to_backing(table, P)
+    assert table == before
+
+
 def test_empty_prefix_changes_nothing():
     table = view("sales", "v", "SELECT * FROM orders", "sales")
     before = copy.deepcopy(table)
