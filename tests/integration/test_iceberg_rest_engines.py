@@ -1,0 +1,185 @@
+"""Real Iceberg REST clients on catalogd's Iceberg REST door (``http://127.0.0.1:<http port>/iceberg``,
+warehouse ``main``): Spark 4.1 with Iceberg's ``SparkCatalog`` (``type=rest``, the session's
+``iceberg_spark``), DuckDB 1.5.5's iceberg extension (``ATTACH ... (TYPE iceberg, ENDPOINT ...)``) and
+Trino 476's REST iceberg catalog (the session's ``trino``, catalog ``iceberg_rest``).
+
+Each engine creates a namespace and a table through REST, writes and reads; then "same tables, both
+doors": a table Spark writes through REST is read by DuckDB and Trino through REST and by pyiceberg's
+``HiveCatalog`` through catalogd's HMS endpoint, and a table ``HiveCatalog`` creates on the HMS
+endpoint is read (and written) by the REST clients. With ``$CATALOGD_TEST_ICEBERG_REST`` (conftest)
+the clients talk to another REST server instead (Iceberg's reference one) and the HMS half is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from catalogd.client import CatalogClient
+
+from .conftest import IcebergRest
+from .duckdb_iceberg import EXTENSIONS, attach_rest, connect
+from .helpers import Daemon
+from .iceberg_spark import IcebergSpark
+from .trino_server import TrinoServer
+
+pytestmark = pytest.mark.integration
+
+#: The rows every engine writes: (id, region, score); ``region`` is the partition column.
+ROWS = [(1, "eu", 1.5), (2, "us", 2.5), (3, "eu", 3.5)]
+
+
+def _rows(rows: Any) -> list[tuple[Any, ...]]:
+    """Rows of any engine (lists, tuples) as sorted tuples."""
+    return sorted(tuple(row) for row in rows)
+
+
+def _values(rows: list[tuple[int, str, float]]) -> str:
+    return ", ".join(f"({i}, '{r}', {s})" for i, r, s in rows)
+
+
+def _rest_catalog(rest: IcebergRest) -> Any:
+    from pyiceberg.catalog import load_catalog
+
+    return load_catalog("rest", type="rest", uri=rest.uri, warehouse=rest.warehouse)
+
+
+@pytest.fixture
+def namespace(iceberg_rest: IcebergRest, client: CatalogClient, unique_name) -> Iterator[str]:
+    """A fresh namespace name (the engine under test creates it), dropped with its tables afterwards:
+    on catalogd through its API (a database of main), elsewhere through pyiceberg's REST catalog."""
+    name: str = unique_name("rest")
+    yield name
+    if iceberg_rest.catalogd:
+        client.drop_database(f"main.{name}", if_exists=True, cascade=True)
+        return
+    catalog = _rest_catalog(iceberg_rest)
+    if (name,) in catalog.list_namespaces():
+        for table in catalog.list_tables(name):
+            catalog.purge_table(table)
+        catalog.drop_namespace(name)
+
+
+@pytest.fixture
+def duckdb_rest(iceberg_rest: IcebergRest, tmp_path: Path) -> Iterator[Any]:
+    """A DuckDB connection with the REST catalog attached as ``c``."""
+    con = connect(tmp_path / "duckdb-extensions")
+    attach_rest(con, "c", iceberg_rest.uri, iceberg_rest.warehouse)
+    yield con
+    con.close()
+
+
+def _hive_catalog(daemon: Daemon) -> Any:
+    from pyiceberg.catalog import load_catalog
+
+    return load_catalog("hms", type="hive", uri=f"thrift://127.0.0.1:{daemon.hms_port}")
+
+
+def test_spark_creates_writes_and_reads_a_table_through_rest(iceberg_spark: IcebergSpark, namespace: str):
+    table = f"rest.{namespace}.spark_t"
+    iceberg_spark.sql(f"CREATE NAMESPACE rest.{namespace}")
+    assert [namespace] in iceberg_spark.sql("SHOW NAMESPACES IN rest")
+    iceberg_spark.sql(f"CREATE TABLE {table} (id bigint, region string, score double) USING iceberg "
+                      "PARTITIONED BY (region)")
+    iceberg_spark.sql(f"INSERT INTO {table} VALUES {_values(ROWS[:2])}")
+    iceberg_spark.sql(f"INSERT INTO {table} VALUES {_values(ROWS[2:])}")
+    assert _rows(iceberg_spark.sql(f"SELECT * FROM {table}")) == _rows(ROWS)
+    # A row-level delete (a commit that replaces a data file) and a schema change.
+    iceberg_spark.sql(f"DELETE FROM {table} WHERE id = 1")
+    iceberg_spark.sql(f"ALTER TABLE {table} ADD COLUMN note string")
+    assert _rows(iceberg_spark.sql(f"SELECT * FROM {table}")) == _rows([(*r, None) for r in ROWS[1:]])
+    # One snapshot per write: two appends and the delete.
+    assert iceberg_spark.sql(f"SELECT count(*) FROM {table}.snapshots") == [[3]]
+    assert [namespace, "spark_t", False] in iceberg_spark.sql(f"SHOW TABLES IN rest.{namespace}")
+
+
+def test_duckdb_attaches_creates_inserts_and_reads_through_rest(duckdb_rest: Any, tmp_path: Path, namespace: str):
+    con = duckdb_rest
+    # The extensions are the PyPI packages' files, installed into the test's own folder.
+    loaded = dict(con.execute("SELECT extension_name, install_path FROM duckdb_extensions() WHERE loaded").fetchall())
+    for name in EXTENSIONS:
+        assert Path(loaded[name]).is_relative_to(tmp_path), loaded
+    con.execute(f"CREATE SCHEMA c.{namespace}")
+    con.execute(f"CREATE TABLE c.{namespace}.duck_t (id BIGINT, region VARCHAR, score DOUBLE)")
+    con.execute(f"INSERT INTO c.{namespace}.duck_t VALUES {_values(ROWS[:2])}")
+    con.execute(f"INSERT INTO c.{namespace}.duck_t VALUES {_values(ROWS[2:])}")
+    assert _rows(con.execute(f"SELECT * FROM c.{namespace}.duck_t").fetchall()) == _rows(ROWS)
+    tables = con.execute("SELECT database, schema, name FROM (SHOW ALL TABLES) WHERE database = 'c'").fetchall()
+    assert ("c", namespace, "duck_t") in tables
+
+
+def test_trino_creates_writes_and_reads_a_table_through_rest(trino: TrinoServer, namespace: str):
+    def q(statement: str) -> list[tuple[Any, ...]]:
+        return trino.query(statement, catalog="iceberg_rest")
+
+    q(f"CREATE SCHEMA {namespace}")
+    assert (namespace,) in q("SHOW SCHEMAS")
+    q(f"CREATE TABLE {namespace}.trino_t (id bigint, region varchar, score double) "
+      "WITH (partitioning = ARRAY['region'])")
+    q(f"INSERT INTO {namespace}.trino_t VALUES {_values(ROWS[:2])}")
+    q(f"INSERT INTO {namespace}.trino_t VALUES {_values(ROWS[2:])}")
+    assert _rows(q(f"SELECT * FROM {namespace}.trino_t")) == _rows(ROWS)
+    q(f"DELETE FROM {namespace}.trino_t WHERE region = 'us'")
+    assert _rows(q(f"SELECT * FROM {namespace}.trino_t")) == _rows([ROWS[0], ROWS[2]])
+    assert q(f"SHOW TABLES FROM {namespace}") == [("trino_t",)]
+
+
+def test_a_table_spark_writes_through_rest_is_read_by_duckdb_trino_and_hivecatalog(
+        iceberg_spark: IcebergSpark, trino: TrinoServer, duckdb_rest: Any, iceberg_rest: IcebergRest,
+        daemon: Daemon, namespace: str):
+    """Same tables, both doors: Spark's REST commits are what DuckDB and Trino load through REST and
+    what pyiceberg's ``HiveCatalog`` loads from catalogd's HMS endpoint; a DuckDB append through
+    REST is seen by all of them."""
+    table = f"{namespace}.shared"
+    iceberg_spark.sql(f"CREATE NAMESPACE rest.{namespace}")
+    iceberg_spark.sql(f"CREATE TABLE rest.{table} (id bigint, region string, score double) USING iceberg")
+    iceberg_spark.sql(f"INSERT INTO rest.{table} VALUES {_values(ROWS)}")
+
+    assert _rows(duckdb_rest.execute(f"SELECT * FROM c.{table}").fetchall()) == _rows(ROWS)
+    assert _rows(trino.query(f"SELECT * FROM {table}", catalog="iceberg_rest")) == _rows(ROWS)
+    if iceberg_rest.catalogd:
+        hive_table = _hive_catalog(daemon).load_table(table)
+        assert _rows(tuple(r.values()) for r in hive_table.scan().to_arrow().to_pylist()) == _rows(ROWS)
+        # The same metadata file behind both doors.
+        assert hive_table.metadata_location == _rest_catalog(iceberg_rest).load_table(table).metadata_location
+
+    # Another engine's commit through REST: everyone sees it.
+    extra = (4, "ap", 4.5)
+    duckdb_rest.execute(f"INSERT INTO c.{table} VALUES {_values([extra])}")
+    expected = _rows([*ROWS, extra])
+    assert _rows(iceberg_spark.sql(f"SELECT * FROM rest.{table}")) == expected
+    assert _rows(trino.query(f"SELECT * FROM {table}", catalog="iceberg_rest")) == expected
+    if iceberg_rest.catalogd:
+        rows = _hive_catalog(daemon).load_table(table).scan().to_arrow().to_pylist()
+        assert _rows(tuple(r.values()) for r in rows) == expected
+
+
+def test_a_table_hivecatalog_creates_on_the_hms_endpoint_is_read_and_written_by_the_rest_clients(
+        iceberg_spark: IcebergSpark, trino: TrinoServer, duckdb_rest: Any, iceberg_rest: IcebergRest,
+        daemon: Daemon, namespace: str):
+    """The other way round: pyiceberg's ``HiveCatalog`` on catalogd's HMS endpoint creates and
+    appends; Spark, DuckDB and Trino read it through REST, Trino appends through REST, and the
+    ``HiveCatalog`` reads Trino's rows."""
+    if not iceberg_rest.catalogd:
+        pytest.skip("the HMS endpoint is catalogd's: not with another REST server")
+    import pyarrow as pa
+
+    hive = _hive_catalog(daemon)
+    hive.create_namespace(namespace)
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("region", pa.string()), pa.field("score", pa.float64())])
+    table = f"{namespace}.from_hms"
+    created = hive.create_table(table, schema=schema)
+    created.append(pa.table({"id": [r[0] for r in ROWS], "region": [r[1] for r in ROWS],
+                             "score": [r[2] for r in ROWS]}, schema=schema))
+
+    assert _rows(iceberg_spark.sql(f"SELECT * FROM rest.{table}")) == _rows(ROWS)
+    assert _rows(duckdb_rest.execute(f"SELECT * FROM c.{table}").fetchall()) == _rows(ROWS)
+    assert _rows(trino.query(f"SELECT * FROM {table}", catalog="iceberg_rest")) == _rows(ROWS)
+
+    extra = (5, "sa", 5.5)
+    trino.query(f"INSERT INTO {table} VALUES {_values([extra])}", catalog="iceberg_rest")
+    rows = hive.load_table(table).scan().to_arrow().to_pylist()
+    assert _rows(tuple(r.values()) for r in rows) == _rows([*ROWS, extra])
