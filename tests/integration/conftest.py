@@ -372,7 +372,7 @@ def iceberg_rest_of(daemon: Daemon) -> IcebergRest:
     if override:
         uri, _, warehouse = override.partition("|")
         return IcebergRest(uri, warehouse, catalogd=False)
-    return IcebergRest(f"http://127.0.0.1:{daemon.http_port}/iceberg", "main", catalogd=True)
+    return IcebergRest(f"{daemon.http}/iceberg", "main", catalogd=True)
 
 
 @pytest.fixture(scope="session")

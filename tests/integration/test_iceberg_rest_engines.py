@@ -75,7 +75,7 @@ def duckdb_rest(iceberg_rest: IcebergRest, tmp_path: Path) -> Iterator[Any]:
 def _hive_catalog(daemon: Daemon) -> Any:
     from pyiceberg.catalog import load_catalog
 
-    return load_catalog("hms", type="hive", uri=f"thrift://127.0.0.1:{daemon.hms_port}")
+    return load_catalog("hms", type="hive", uri=daemon.hms_uri)
 
 
 def test_spark_creates_writes_and_reads_a_table_through_rest(iceberg_spark: IcebergSpark, namespace: str):
