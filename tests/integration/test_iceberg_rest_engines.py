@@ -22,8 +22,8 @@ from catalogd.client import CatalogClient
 
 from .conftest import IcebergRest
 from .duckdb_iceberg import EXTENSIONS, attach_rest, connect
-from .helpers import Daemon
-from .iceberg_spark import IcebergSpark
+from .helpers import Daemon, free_port, metastore_key_file, start_daemon, write_config
+from .iceberg_spark import IcebergSpark, SparkSqlError
 from .trino_server import TrinoServer
 
 pytestmark = pytest.mark.integration
@@ -183,3 +183,70 @@ def test_a_table_hivecatalog_creates_on_the_hms_endpoint_is_read_and_written_by_
     trino.query(f"INSERT INTO {table} VALUES {_values([extra])}", catalog="iceberg_rest")
     rows = hive.load_table(table).scan().to_arrow().to_pylist()
     assert _rows(tuple(r.values()) for r in rows) == _rows([*ROWS, extra])
+
+
+#: The auth daemon's principals: a writer and a reader of ``main``.
+TOKENS = {"etl": "rest-etl-token-6b1f0c9e2d", "ana": "rest-ana-token-3e8a5d7c1f"}
+
+
+@pytest.fixture(scope="module")
+def rest_authd(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon with auth on whose ``main`` is the session daemon's metastore (as a remote catalog):
+    ``etl`` writes main, ``ana`` reads it."""
+    with CatalogClient(daemon.address) as c:
+        metastore = c.get_catalog("main").metastore
+    root = tmp_path_factory.mktemp("rest-authd")
+    env = {f"CATALOGD_TEST_REST_{name.upper()}_TOKEN": token for name, token in TOKENS.items()}
+    auth = {
+        "enabled": True,
+        "principals": [{"name": name, "token": f"${{CATALOGD_TEST_REST_{name.upper()}_TOKEN}}"} for name in TOKENS],
+        "grants": [{"principal": "etl", "catalog": "main", "role": "writer"},
+                   {"principal": "ana", "catalog": "main", "role": "reader"}],
+        # The refusals below are on purpose; the back-off has its own tests.
+        "throttle": {"base-delay": "0s"},
+    }
+    config = write_config(root / "authd.yaml", port=free_port(), http_port=free_port(), data_dir=root / "data",
+                          catalogs=[{"name": "main", "type": "hive", "default": True,
+                                     "connection": {"hive.metastore.uris": metastore},
+                                     "metastore-key-file": str(metastore_key_file(daemon.data_dir))}],
+                          extra={"auth": auth})
+    proc = start_daemon(config, root / "data", root / "authd.log", env=env)
+    yield proc
+    code = proc.stop()
+    assert code == 0, proc.log()
+
+
+def test_spark_and_duckdb_send_catalogd_tokens_and_get_their_principals_roles(
+        rest_authd: Daemon, iceberg_spark: IcebergSpark, client: CatalogClient, tmp_path: Path, unique_name):
+    """With auth on, Spark's ``token`` and DuckDB's iceberg secret are catalogd tokens: the writer
+    creates and appends, the reader reads and is refused a write, no token is refused outright."""
+    uri = f"{rest_authd.http}/iceberg"
+    namespace = unique_name("restauth")
+    table = f"{namespace}.t"
+    iceberg_spark.add_catalog("rest_etl", uri, "main", token=TOKENS["etl"])
+    iceberg_spark.add_catalog("rest_ana", uri, "main", token=TOKENS["ana"])
+    iceberg_spark.add_catalog("rest_anon", uri, "main")
+    try:
+        iceberg_spark.sql(f"CREATE NAMESPACE rest_etl.{namespace}")
+        iceberg_spark.sql(f"CREATE TABLE rest_etl.{table} (id bigint, region string, score double) USING iceberg")
+        iceberg_spark.sql(f"INSERT INTO rest_etl.{table} VALUES {_values(ROWS)}")
+        assert _rows(iceberg_spark.sql(f"SELECT * FROM rest_ana.{table}")) == _rows(ROWS)
+        with pytest.raises(SparkSqlError, match="Forbidden"):
+            iceberg_spark.sql(f"INSERT INTO rest_ana.{table} VALUES (9, 'xx', 9.5)")
+        with pytest.raises(SparkSqlError, match=r"Not authorized|NotAuthorized"):
+            iceberg_spark.sql("SHOW NAMESPACES IN rest_anon")
+
+        con = connect(tmp_path / "duckdb-extensions")
+        try:
+            attach_rest(con, "ana", uri, "main", token=TOKENS["ana"])
+            assert _rows(con.execute(f"SELECT * FROM ana.{table}").fetchall()) == _rows(ROWS)
+            with pytest.raises(Exception, match=r"403|Forbidden|forbidden"):
+                con.execute(f"INSERT INTO ana.{table} VALUES (9, 'xx', 9.5)")
+            with pytest.raises(Exception, match=r"401|[Uu]nauthori[sz]ed|[Nn]ot authorized"):
+                attach_rest(con, "anon", uri, "main")
+        finally:
+            con.close()
+        # Nothing the reader or no one tried was written.
+        assert _rows(iceberg_spark.sql(f"SELECT * FROM rest_etl.{table}")) == _rows(ROWS)
+    finally:
+        client.drop_database(f"main.{namespace}", if_exists=True, cascade=True)
