@@ -185,6 +185,30 @@ def test_a_table_hivecatalog_creates_on_the_hms_endpoint_is_read_and_written_by_
     assert _rows(tuple(r.values()) for r in rows) == _rows([*ROWS, extra])
 
 
+def test_spark_and_duckdb_share_a_table_of_the_memory_catalog(
+        iceberg_spark: IcebergSpark, iceberg_rest: IcebergRest, tmp_path: Path, client: CatalogClient, unique_name):
+    """Warehouse ``scratch``, the session daemon's memory catalog: Spark creates and writes a table
+    through REST, DuckDB reads it and appends, Spark reads DuckDB's row."""
+    if not iceberg_rest.catalogd:
+        pytest.skip("warehouse scratch is catalogd's memory catalog")
+    namespace = unique_name("restmem")
+    table = f"{namespace}.t"
+    iceberg_spark.add_catalog("rest_scratch", iceberg_rest.uri, "scratch")
+    con = connect(tmp_path / "duckdb-extensions")
+    try:
+        iceberg_spark.sql(f"CREATE NAMESPACE rest_scratch.{namespace}")
+        iceberg_spark.sql(f"CREATE TABLE rest_scratch.{table} (id bigint, region string, score double) USING iceberg")
+        iceberg_spark.sql(f"INSERT INTO rest_scratch.{table} VALUES {_values(ROWS)}")
+        attach_rest(con, "s", iceberg_rest.uri, "scratch")
+        assert _rows(con.execute(f"SELECT * FROM s.{table}").fetchall()) == _rows(ROWS)
+        extra = (6, "af", 6.5)
+        con.execute(f"INSERT INTO s.{table} VALUES {_values([extra])}")
+        assert _rows(iceberg_spark.sql(f"SELECT * FROM rest_scratch.{table}")) == _rows([*ROWS, extra])
+    finally:
+        con.close()
+        client.drop_database(f"scratch.{namespace}", if_exists=True, cascade=True)
+
+
 #: The auth daemon's principals: a writer and a reader of ``main``.
 TOKENS = {"etl": "rest-etl-token-6b1f0c9e2d", "ana": "rest-ana-token-3e8a5d7c1f"}
 
