@@ -315,7 +315,6 @@ class IcebergDoor:
     def load_table(self, request: Request, namespace: str, table: str) -> Loaded:
         self.require(request, write=False)
         ns = namespace_of(namespace)
-        wh = self.catalog(request)
         if len(ns) > 1:
             # No table lives in a nested namespace here, and the spec's answer to loadTable is
             # NoSuchTableException: Iceberg's Java client loads a metadata table (Spark's
@@ -323,6 +322,7 @@ class IcebergDoor:
             # back to `db.t`'s metadata table only on NoSuchTableException.
             raise NoSuchTableError(f"table {'.'.join((*ns, table))} does not exist: catalogd's namespaces are "
                                    "databases, one level deep")
+        wh = self.catalog(request)
         database = wh.db(ns)
         self.gate.wait(request.warehouse, ns[0], table)
         hive_table = self._hive_table(wh, database, table)
