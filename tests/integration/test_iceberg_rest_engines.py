@@ -12,7 +12,8 @@ the clients talk to another REST server instead (Iceberg's reference one) and th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,63 @@ def test_a_table_hivecatalog_creates_on_the_hms_endpoint_is_read_and_written_by_
     trino.query(f"INSERT INTO {table} VALUES {_values([extra])}", catalog="iceberg_rest")
     rows = hive.load_table(table).scan().to_arrow().to_pylist()
     assert _rows(tuple(r.values()) for r in rows) == _rows([*ROWS, extra])
+
+
+def test_spark_through_rest_and_hivecatalog_through_hms_append_at_once_and_lose_no_commit(
+        iceberg_spark: IcebergSpark, iceberg_rest: IcebergRest, daemon: Daemon, namespace: str):
+    """Spark's REST commits and pyiceberg's ``HiveCatalog`` commits on the HMS endpoint, on one table
+    at once: each commit either lands or is refused (409 through REST, which Iceberg's Java client
+    retries on fresh metadata; ``CommitFailedException`` to ``HiveCatalog``, which retries here),
+    and every commit a writer was told succeeded is in the table at the end."""
+    if not iceberg_rest.catalogd:
+        pytest.skip("the HMS endpoint is catalogd's: not with another REST server")
+    import pyarrow as pa
+    from pyiceberg.exceptions import CommitFailedException
+
+    table = f"{namespace}.commits"
+    iceberg_spark.sql(f"CREATE NAMESPACE rest.{namespace}")
+    iceberg_spark.sql(f"CREATE TABLE rest.{table} (writer string, n int) USING iceberg "
+                      "TBLPROPERTIES ('commit.retry.num-retries'='50', 'commit.retry.min-wait-ms'='20')")
+    commits = 3
+    done: dict[str, list[int]] = {"spark": [], "hive": []}
+    errors: list[BaseException] = []
+
+    def spark_writer() -> None:
+        for n in range(commits):
+            iceberg_spark.sql(f"INSERT INTO rest.{table} VALUES ('spark', {n})")
+            done["spark"].append(n)
+
+    def hive_writer() -> None:
+        from pyiceberg.catalog import load_catalog
+
+        catalog = load_catalog("hms", type="hive", uri=daemon.hms_uri,
+                               **{"lock-check-retries": "50", "lock-check-max-wait-time": "2"})
+        for n in range(commits):
+            while True:
+                loaded = catalog.load_table(table)
+                try:
+                    loaded.append(pa.table({"writer": pa.array(["hive"]), "n": pa.array([n], pa.int32())}))
+                    break
+                except CommitFailedException:  # the other door committed first: reload, retry
+                    continue
+            done["hive"].append(n)
+
+    def run(target: Callable[[], None]) -> None:
+        try:
+            target()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in (spark_writer, hive_writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert not errors, errors
+    assert done == {"spark": list(range(commits)), "hive": list(range(commits))}
+    expected = sorted([("spark", n) for n in range(commits)] + [("hive", n) for n in range(commits)])
+    assert _rows(iceberg_spark.sql(f"SELECT * FROM rest.{table}")) == expected
+    assert iceberg_spark.sql(f"SELECT count(*) FROM rest.{table}.snapshots") == [[2 * commits]]
 
 
 def test_spark_and_duckdb_share_a_table_of_the_memory_catalog(
