@@ -6,7 +6,9 @@ Trino 476's REST iceberg catalog (the session's ``trino``, catalog ``iceberg_res
 Each engine creates a namespace and a table through REST, writes and reads; then "same tables, both
 doors": a table Spark writes through REST is read by DuckDB and Trino through REST and by pyiceberg's
 ``HiveCatalog`` through catalogd's HMS endpoint, and a table ``HiveCatalog`` creates on the HMS
-endpoint is read (and written) by the REST clients. With ``$CATALOGD_TEST_ICEBERG_REST`` (conftest)
+endpoint is read (and written) by the REST clients, and Spark's REST commits and ``HiveCatalog``'s
+HMS commits to one table at once lose none. Auth (Spark's and DuckDB's tokens, a daemon of the
+module's own) and the memory catalog ``scratch`` too. With ``$CATALOGD_TEST_ICEBERG_REST`` (conftest)
 the clients talk to another REST server instead (Iceberg's reference one) and the HMS half is skipped.
 """
 
