@@ -343,6 +343,13 @@ class IcebergDoor:
     def load_table(self, request: Request, namespace: str, table: str) -> Loaded:
         self.require(request, write=False)
         ns = namespace_of(namespace)
+        if len(ns) > 1:
+            # No table lives in a nested namespace here, and the spec's answer to loadTable is
+            # NoSuchTableException: Iceberg's Java client loads a metadata table (Spark's
+            # `db.t.snapshots`) by first asking for table `snapshots` in namespace `db.t`, and falls
+            # back to `db.t`'s metadata table only on NoSuchTableException.
+            raise NoSuchTableError(f"table {'.'.join((*ns, table))} does not exist: catalogd's namespaces are "
+                                   "databases, one level deep")
         wh = self.catalog(request)
         database = wh.db(ns)
         self.gate.wait(request.warehouse, ns[0], table)

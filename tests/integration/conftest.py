@@ -43,10 +43,11 @@ from .helpers import (
     start_daemon,
     write_config,
 )
+from .iceberg_spark import IcebergSpark, running_iceberg_spark
 from .kdc import Kdc, running_kdc
 from .pg_pair import PgPairs
 from .postgres import PostgresServer, running_postgres
-from .trino_server import TrinoServer, hive_catalog, iceberg_catalog, running_trino
+from .trino_server import TrinoServer, hive_catalog, iceberg_catalog, iceberg_rest_catalog, running_trino
 
 # Spark's Python workers (in-process sessions here and every child process) run this venv's
 # interpreter: with pandas installed pyspark plans Arrow-optimised UDFs, which a bare system
@@ -350,14 +351,58 @@ def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
             os.kill(pid, signal.SIGKILL)
 
 
+class IcebergRest(NamedTuple):
+    """The Iceberg REST catalog the REST clients' tests talk to: its URI and warehouse."""
+
+    uri: str
+    warehouse: str
+    #: The session daemon's own door (``/iceberg`` on its HTTP port): its tables are the HMS
+    #: endpoint's too. False when ``$CATALOGD_TEST_ICEBERG_REST`` points the clients elsewhere.
+    catalogd: bool
+
+
+#: ``URI`` or ``URI|WAREHOUSE``: the REST clients' tests (and Trino's ``iceberg_rest`` catalog) on
+#: another REST server, such as Iceberg's reference one, to tell a client's trouble from catalogd's.
+REST_OVERRIDE = "CATALOGD_TEST_ICEBERG_REST"
+
+
+def iceberg_rest_of(daemon: Daemon) -> IcebergRest:
+    """The session daemon's Iceberg REST door (warehouse ``main``: its default catalog), or the override."""
+    override = os.environ.get(REST_OVERRIDE)
+    if override:
+        uri, _, warehouse = override.partition("|")
+        return IcebergRest(uri, warehouse, catalogd=False)
+    return IcebergRest(f"{daemon.http}/iceberg", "main", catalogd=True)
+
+
+@pytest.fixture(scope="session")
+def iceberg_rest(daemon: Daemon) -> IcebergRest:
+    """The REST catalog the REST clients' tests use (:func:`iceberg_rest_of`)."""
+    return iceberg_rest_of(daemon)
+
+
+@pytest.fixture(scope="session")
+def iceberg_spark(iceberg_rest: IcebergRest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergSpark]:
+    """Spark 4.1 with Iceberg's Spark runtime for the session (its own venv, Java 17, one local
+    driver), started when a test first asks for it: catalog ``rest`` is Iceberg's ``SparkCatalog``
+    with ``type=rest`` on :func:`iceberg_rest`."""
+    with running_iceberg_spark(tmp_path_factory.mktemp("iceberg-spark")) as session:
+        session.add_catalog("rest", iceberg_rest.uri, iceberg_rest.warehouse)
+        yield session
+
+
 @pytest.fixture(scope="session")
 def trino(daemon: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrinoServer]:
     """One real Trino 476 server for the session (tests/integration/trino_server.py), started when a
     test first asks for it: catalog ``hive`` (Hive connector) and ``iceberg`` (Iceberg connector,
-    ``iceberg.catalog.type=hive_metastore``), both on the session daemon's HMS endpoint, and
-    ``scratch_native`` (Hive connector with ``hive.metastore.thrift.catalog-name=scratch``)."""
+    ``iceberg.catalog.type=hive_metastore``), both on the session daemon's HMS endpoint,
+    ``scratch_native`` (Hive connector with ``hive.metastore.thrift.catalog-name=scratch``), and
+    ``iceberg_rest`` (Iceberg connector, ``iceberg.catalog.type=rest``) on the daemon's Iceberg REST
+    door, warehouse ``main`` (Trino loads it at its first query, so the other catalogs never wait on it)."""
+    rest = iceberg_rest_of(daemon)
     catalogs = {"hive": hive_catalog(daemon.hms_uri), "iceberg": iceberg_catalog(daemon.hms_uri),
                 # Trino's Hive 3+ names: `@scratch#db` and catName, catalogd's memory catalog natively.
-                "scratch_native": {**hive_catalog(daemon.hms_uri), "hive.metastore.thrift.catalog-name": "scratch"}}
+                "scratch_native": {**hive_catalog(daemon.hms_uri), "hive.metastore.thrift.catalog-name": "scratch"},
+                "iceberg_rest": iceberg_rest_catalog(rest.uri, rest.warehouse)}
     with running_trino(tmp_path_factory.mktemp("trino"), catalogs) as server:
         yield server
