@@ -21,4 +21,5 @@ def test_a_table_in_a_nested_namespace_is_no_such_table(tmp_path: Path) -> None:
         door.load_table(Request(ANONYMOUS, "127.0.0.1", "main"), "db\x1ft", "snapshots")
     error = translate(caught.value)
     assert (error.code, error.type) == (404, "NoSuchTableException")
-    assert not door.manager.method_calls  # answered before any catalog is looked at
+    door.manager.catalogs.assert_not_called()  # answered before any catalog is looked at
+    door.router.handle.assert_not_called()  # and before any metastore call
