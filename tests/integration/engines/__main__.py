@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import flink, hive, trino
+from . import flink, hive, iceberg_rest, trino
 
 
 def main() -> int:
@@ -12,6 +12,8 @@ def main() -> int:
         ("Hive standalone metastores 4.0.1 and 3.1.3", hive.install),
         ("trino", trino.install),
         (f"Flink {flink.FLINK_VERSION} (PyPI apache-flink, own venv) and its Hive 3.1.3 connector", flink.install),
+        (f"Iceberg {iceberg_rest.VERSION} REST test fixtures (reference REST server, REST Compatibility Kit)",
+         iceberg_rest.install),
     ]
     for name, install in installers:
         print(f"installing {name}", flush=True)
