@@ -24,7 +24,7 @@ from catalogd.catalog.base import check_name
 from catalogd.catalog.memory import MemoryCatalog
 from catalogd.catalog.memory_files import ScratchWarehouse, path_of
 from catalogd.catalog.memory_store import decode, encode, is_external
-from catalogd.errors import CatalogError, InvalidArgumentError, TableAlreadyExistsError
+from catalogd.errors import CatalogError, InvalidArgumentError, PermissionDeniedError, TableAlreadyExistsError
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.errors import to_hms_error
 from catalogd.hms.partition_filter import FilterError, PartitionFilter
@@ -266,6 +266,18 @@ class MemoryMetastore:
         self.store.put_table(tbl)
         if not view and not is_external(tbl):
             self.files.make_dir(tbl.sd.location)
+
+    def check_claim(self, location: str, what: str, own_table: tuple[str, str] | None = None) -> None:
+        """Refuse ``location`` for ``what`` as a create or alter of a table would (the REST door
+        checks a table's location before it writes the table's metadata file there).
+
+        Raises:
+            PermissionDeniedError: outside the allowed locations, or another object's directory.
+        """
+        try:
+            self._claim(None, location, what, own_table)
+        except hms.MetaException as e:
+            raise PermissionDeniedError(str(e.message).removeprefix("catalogd: ")) from None
 
     def _claim(self, tbl: hms.Table | None, location: str | None, what: str,
                own_table: tuple[str, str] | None = None) -> None:

@@ -115,7 +115,7 @@ class Policy:
         authority = self.authority
         if call.audited:
             call.object = obj() if obj is not None else catalog
-        if authority is None or not authority.enabled:
+        if authority is None or not authority.enabled or conn.internal:
             call.principal = ANONYMOUS
             return
         user = conn.identity[0] if conn.identity else None
@@ -154,7 +154,7 @@ class Policy:
         call.audited = False
         if self.audit is not None:
             user = conn.identity[0] if conn.identity else None
-            self.audit.record(principal=user or None, surface="hms", client=conn.peer, operation=method,
+            self.audit.record(principal=user or None, surface=conn.surface, client=conn.peer, operation=method,
                               object=call.object, outcome="denied", detail=text)
         return meta_error(text)
 
@@ -172,7 +172,7 @@ class Policy:
         """One audit line for an audited call."""
         assert self.audit is not None
         name = call.principal.name if call.principal is not None else None
-        self.audit.record(principal=name, surface="hms", client=conn.peer, operation=method, object=call.object,
+        self.audit.record(principal=name, surface=conn.surface, client=conn.peer, operation=method, object=call.object,
                           outcome=outcome, detail=detail)
 
     def audit_reply(self, conn: ClientConnection, method: str, call: CallRecord, reply: bytes) -> None:

@@ -78,11 +78,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Router"]
+__all__ = ["LAST_ERROR", "Router"]
 
 _ARGS = {n[:-5]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastore) if n.endswith("_args")}
 _RESULTS = {n[:-7]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetastore) if n.endswith("_result")}
 
+#: ``ClientConnection.state`` key: the refusal or catalogd error of the connection's last failed call
+#: (the REST door's in-process client answers it as its typed error, not the HMS exception's text).
+LAST_ERROR = "last-error"
 _LOCK_METHODS = frozenset({"lock", "check_lock", "unlock", "heartbeat", "show_locks"})
 #: Served by catalogd itself when it issues delegation tokens (auth.kerberos).
 _DELEGATION_METHODS = frozenset({"get_delegation_token", "renew_delegation_token", "cancel_delegation_token"})
@@ -117,6 +120,8 @@ class LockService(Protocol):
 
 class MemoryStore(Protocol):
     def call(self, method: str, args: Any) -> Any: ...
+
+    def check_claim(self, location: str, what: str, own_table: tuple[str, str] | None = None) -> None: ...
 
 
 @dataclass
@@ -270,11 +275,13 @@ class Router:
                 policy.audit_reply(conn, method, call, reply)
         except Refused as refused:
             self._count(method, "refused")
+            conn.state[LAST_ERROR] = refused
             reply = self._error_reply(method, message.seqid, refused.exc)
             if call.audited:
                 policy.record(conn, method, call, "error", message_of(refused.exc))
         except CatalogError as e:
             self._count(method, "refused")
+            conn.state[LAST_ERROR] = e
             reply = self._error_reply(method, message.seqid, to_hms_error(e, method))
             if call.audited:
                 policy.record(conn, method, call, "error", f"{e.kind}: {e.message}")
@@ -629,6 +636,10 @@ class Router:
 
     # ------------------------------------------------------------ memory catalogs, globals, locks
 
+    def memory_store(self, catalog: str) -> MemoryStore:
+        """The store that serves memory catalog ``catalog`` on the endpoint."""
+        return self._store(catalog)
+
     def _store(self, catalog: str) -> MemoryStore:
         if self._memory_store is None:
             raise meta_error(f"catalogd: memory catalog {catalog!r} is not served on the HMS endpoint")
@@ -717,7 +728,7 @@ class Router:
             raise self.policy.denied(conn, method, call, f"catalogd: permission denied: {e.message}") from None
         if self.policy.audit is not None:
             name = conn.identity[0] if conn.identity else None
-            self.policy.audit.record(principal=name, surface="hms", client=conn.peer, operation=method,
+            self.policy.audit.record(principal=name, surface=conn.surface, client=conn.peer, operation=method,
                                      object=None, outcome="ok", detail=detail)
         result = result_type() if method == "cancel_delegation_token" else result_type(success=value)
         return self._reply(method, message.seqid, result)

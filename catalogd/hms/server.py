@@ -169,6 +169,12 @@ class ClientConnection:
     framed: bool = False
     #: Per-connection state the router keeps (e.g. lock ids it took).
     state: dict[str, object] = field(default_factory=dict)
+    #: The door the calls came through, as the audit log names it (``iceberg``: the REST door's
+    #: calls, made in-process by ``catalogd.iceberg.loopback`` for a REST caller).
+    surface: str = "hms"
+    #: catalogd's own calls (the REST door finishing a transaction a dead daemon left): no
+    #: principal's grants apply.
+    internal: bool = False
 
 
 #: Answers one call message: the reply's bytes (None for a oneway call).

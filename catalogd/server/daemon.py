@@ -19,7 +19,7 @@ import threading
 from collections.abc import Collection
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalogd import __version__, ratelog
 from catalogd.auth.audit import AuditLog, audit_path
@@ -49,6 +49,9 @@ from catalogd.server.overview import HealthSources
 from catalogd.server.thrift_server import ThriftServer
 from catalogd.stage_key import check_stage_key
 from catalogd.tls import server_context
+
+if TYPE_CHECKING:
+    from catalogd.iceberg.door import IcebergDoor
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +189,7 @@ class Daemon:
         #: A cluster's cache coherence (made at start-up, once the stage key can be read).
         self.peers: CachePeers | None = None
         self.hms: HmsEndpoint | None = None
+        self.iceberg: IcebergDoor | None = None
         self.authority = Authority.from_config(config)
         throttle = config.auth.throttle
         #: One back-off for every port: a guesser gains nothing by moving to another.
@@ -283,14 +287,21 @@ class Daemon:
                 uri = self.config.cluster.hms_uris or f"thrift://{_public(server.host)}:{self.hms.port}"
                 kerberos = self.hms.auth.kerberos
                 self.manager.serve_endpoint(ServedEndpoint(uri, tls, kerberos.principal if kerberos else None))
+                from catalogd.iceberg.door import IcebergDoor
+
+                self.iceberg = IcebergDoor(self.manager, self.hms.router, self.hms.warehouse_root, access)
                 self.http = HttpServer(server.host, server.http_port, self.manager, self.metrics, self.dynamic,
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
-                                       access=access, console=self._console_sources(), peers=self.peers)
+                                       access=access, console=self._console_sources(), peers=self.peers,
+                                       iceberg=self.iceberg)
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after
             # binding, so that the jobs started now (catch-up runs) can connect back.
             self.dynamic.start()
+            # Before serving: the multi-table commits a dead daemon left half done are finished
+            # first, so no reader sees one half moved (``catalogd.iceberg.transactions``).
+            self._roll_forward()
             self.thrift.start()
             self.hms.start()
             self.http.start()
@@ -365,6 +376,16 @@ class Daemon:
         self.dynamic.lead(leading)
         if leading:
             self.janitor.wake()
+    def _roll_forward(self) -> None:
+        assert self.iceberg is not None
+        try:
+            finished = self.iceberg.roll_forward()
+        except Exception:
+            logger.exception("Iceberg REST: finishing the multi-table commits left half done failed")
+            return
+        if finished:
+            logger.info("Iceberg REST: finished %d multi-table commit(s) a previous run left half done", finished)
+
     def _console_sources(self) -> ConsoleSources:
         """What the console and ``GET /v3/health`` read beyond the manager: cache, connections, cluster, audit."""
         assert self.thrift is not None and self.hms is not None

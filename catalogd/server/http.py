@@ -21,7 +21,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import h11
 import uvicorn
@@ -35,6 +35,9 @@ from catalogd.server.console.app import ConsoleSources
 from catalogd.server.http_app import PeerReceiver, Pinger, RefreshService, create_app
 from catalogd.server.http_models import Error
 from catalogd.server.metrics import Metrics
+
+if TYPE_CHECKING:
+    from catalogd.iceberg.door import IcebergDoor
 
 logger = logging.getLogger(__name__)
 
@@ -220,13 +223,14 @@ class HttpServer:
                  dynamic: RefreshService | None = None, *, shutdown_grace: float = 10.0,
                  request_timeout: float = REQUEST_TIMEOUT, keep_alive: int = KEEP_ALIVE,
                  tls: TlsConfig | None = None, access: Access | None = None,
-                 console: ConsoleSources | None = None, peers: PeerReceiver | None = None) -> None:
+                 console: ConsoleSources | None = None, peers: PeerReceiver | None = None,
+                 iceberg: IcebergDoor | None = None) -> None:
         """Bind the port (so that a port in use fails here, before anything runs).
 
         Raises:
             OSError: the address cannot be bound.
         """
-        self.app = create_app(manager, metrics, dynamic, access, console, peers)
+        self.app = create_app(manager, metrics, dynamic, access, console, peers, iceberg)
         self.shutdown_grace = shutdown_grace
         self._socket = _bind(host, port)
         self._port = int(self._socket.getsockname()[1])

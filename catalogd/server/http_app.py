@@ -29,7 +29,7 @@ import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import Depends, FastAPI, Path, Request
 from fastapi.concurrency import run_in_threadpool
@@ -74,10 +74,15 @@ from catalogd.server.http_models import (
 )
 from catalogd.server.metrics import Metrics
 
+if TYPE_CHECKING:
+    from catalogd.iceberg.door import IcebergDoor
+
 logger = logging.getLogger(__name__)
 
 REFRESH = "/v3/dynamic-tables/refresh"
 OPENAPI = "/v3/openapi.json"
+#: The Iceberg REST catalog's prefix (``catalogd.iceberg.routes``): errors there in its model.
+ICEBERG = "/iceberg"
 #: The largest request body read (a refresh request is a few hundred bytes).
 MAX_BODY = 1 << 20
 #: HTTP status of each catalogd error kind; others are 500.
@@ -221,13 +226,13 @@ def _route(request: Request) -> str:
 
 def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None = None,
                access: Access | None = None, console: ConsoleSources | None = None,
-               peers: PeerReceiver | None = None) -> FastAPI:
+               peers: PeerReceiver | None = None, iceberg: IcebergDoor | None = None) -> FastAPI:
     """The HTTP API of one daemon (``access``: auth and audit; None: open to everyone, unaudited).
 
     ``console``: serve the web console at ``/ui`` too. The read routes it shares with REST
     (dynamic tables, runs, stages, health) need the daemon's ``CatalogManager`` as ``manager``
     and its ``DynamicTables`` as ``dynamic``. ``peers``: the cluster's cache invalidations
-    (None: no cluster).
+    (None: no cluster). ``iceberg``: the Iceberg REST catalog under ``/iceberg`` (None: not served).
     """
     app = _App(title="catalogd REST API", version=__version__,
                description="Refresh dynamic tables from workflow schedulers (FLIP-435's gateway API); "
@@ -387,11 +392,19 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
         return Response(status_code=204)
 
     _overview_routes(app, manager, dynamic, access, console or ConsoleSources(), caller, check)
+    if iceberg is not None:
+        from catalogd.iceberg.routes import iceberg_router  # pyiceberg is loaded only where it serves
+
+        app.include_router(iceberg_router(iceberg, caller, metrics.registry))
     if console is not None:
         app.include_router(console_router(manager, dynamic, access, console))
 
     @app.exception_handler(_Unauthenticated)
     async def unauthenticated(request: Request, e: _Unauthenticated) -> Response:
+        if request.url.path.startswith(ICEBERG + "/"):
+            body = json.dumps({"error": {"message": e.message, "type": "NotAuthorizedException", "code": 401}})
+            return Response(body, status_code=401,
+                            media_type="application/json", headers={"WWW-Authenticate": "Bearer"})
         return _error(401, "permission-denied", e.message, {"WWW-Authenticate": "Bearer"})
 
     @app.exception_handler(HTTPException)

@@ -1,0 +1,134 @@
+"""What the REST door raises, as the Iceberg REST spec's error model.
+
+``{"error": {"message": ..., "type": ..., "code": ...}}``, with the status and type names the
+spec gives (404 ``NoSuchTableException``, 409 ``CommitFailedException``, ...), which Iceberg's
+clients turn back into their own exceptions. A refusal by catalogd's rules (the router's, met
+through the loopback) is answered as catalogd's typed error, not as the HMS exception's text.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+from pyiceberg import exceptions as ice
+
+from catalogd import errors as cd
+from catalogd.hms.server import ClientConnection
+from catalogd.iceberg.loopback import typed_error
+from catalogd.iceberg.tables import NoSuchNamespace
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CONNECTION", "IcebergError", "error_body", "translate"]
+
+#: The loopback connection of the request being served (its router refusals are typed).
+CONNECTION: contextvars.ContextVar[ClientConnection | None] = contextvars.ContextVar("iceberg_conn", default=None)
+
+
+class IcebergError(Exception):
+    """An answer in the spec's error model."""
+
+    def __init__(self, code: int, type: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.type = type
+        self.message = message
+
+
+def error_body(code: int, type: str, message: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": type, "code": code}}).encode()
+
+
+#: catalogd error kinds -> (status, type).
+_KINDS = {
+    "invalid-argument": (400, "BadRequestException"),
+    "usage": (400, "BadRequestException"),
+    "already-exists": (409, "AlreadyExistsException"),
+    "conflict": (409, "CommitFailedException"),
+    "permission-denied": (403, "ForbiddenException"),
+    "unsupported": (406, "UnsupportedOperationException"),
+    "metastore-unavailable": (503, "ServiceUnavailableException"),
+}
+
+
+def _not_found(e: cd.CatalogError) -> IcebergError:
+    if isinstance(e, cd.CatalogNotFoundError):
+        return IcebergError(404, "NoSuchWarehouseException", e.message)
+    if isinstance(e, cd.DatabaseNotFoundError):
+        return IcebergError(404, "NoSuchNamespaceException", e.message)
+    if isinstance(e, cd.ViewNotFoundError):
+        return IcebergError(404, "NoSuchViewException", e.message)
+    return IcebergError(404, "NoSuchTableException", e.message)
+
+
+def _catalogd(e: cd.CatalogError) -> IcebergError:
+    if isinstance(e, cd.NotFoundError):
+        return _not_found(e)
+    if isinstance(e, cd.DatabaseNotEmptyError):
+        return IcebergError(409, "NamespaceNotEmptyException", e.message)
+    code, type = _KINDS.get(e.kind, (500, "InternalServerError"))
+    return IcebergError(code, type, e.message)
+
+
+def translate(exc: BaseException) -> IcebergError:
+    """The REST answer for anything a handler raised."""
+    if isinstance(exc, IcebergError):
+        return exc
+    conn = CONNECTION.get()
+    if conn is not None:
+        typed = typed_error(conn, exc)
+        if typed is not None:
+            return _catalogd(typed)
+    if isinstance(exc, cd.CatalogError):
+        return _catalogd(exc)
+    if isinstance(exc, NoSuchNamespace):
+        return IcebergError(404, "NoSuchNamespaceException", str(exc))
+    mapped = _ICEBERG.get(type(exc))
+    if mapped is not None:
+        return IcebergError(mapped[0], mapped[1], str(exc))
+    for kind, (code, name) in _ICEBERG.items():
+        if isinstance(exc, kind):
+            return IcebergError(code, name, str(exc))
+    if isinstance(exc, ValidationError):
+        return IcebergError(400, "BadRequestException", _validation_message(exc))
+    if isinstance(exc, (ValueError, TypeError, KeyError)):
+        return IcebergError(400, "BadRequestException", str(exc) or type(exc).__name__)
+    message = getattr(exc, "message", None)
+    if type(exc).__name__ in ("MetaException", "InvalidOperationException", "InvalidObjectException"):
+        return IcebergError(400 if type(exc).__name__ != "MetaException" else 500,
+                            "BadRequestException" if type(exc).__name__ != "MetaException" else "InternalServerError",
+                            str(message or exc))
+    logger.exception("Iceberg REST: internal error")
+    return IcebergError(500, "InternalServerError", f"internal error: {exc}")
+
+
+def _validation_message(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(part) for part in error.get("loc", ()))
+        problems.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
+    return "bad request: " + "; ".join(problems)
+
+
+_ICEBERG: dict[type[BaseException], tuple[int, str]] = {
+    ice.NoSuchTableError: (404, "NoSuchTableException"),
+    ice.NoSuchIcebergTableError: (404, "NoSuchTableException"),
+    ice.NoSuchNamespaceError: (404, "NoSuchNamespaceException"),
+    ice.NoSuchViewError: (404, "NoSuchViewException"),
+    ice.TableAlreadyExistsError: (409, "AlreadyExistsException"),
+    ice.NamespaceAlreadyExistsError: (409, "AlreadyExistsException"),
+    ice.NamespaceNotEmptyError: (409, "NamespaceNotEmptyException"),
+    ice.CommitFailedException: (409, "CommitFailedException"),
+    ice.ValidationError: (400, "ValidationException"),
+    ice.NoSuchPropertyException: (404, "NoSuchTableException"),
+    ice.CommitStateUnknownException: (500, "CommitStateUnknownException"),
+    NotImplementedError: (406, "UnsupportedOperationException"),
+}
+
+
+def describe(exc: Any) -> str:
+    return str(getattr(exc, "message", None) or exc)
