@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 from pyiceberg.catalog import LOCATION
 from pyiceberg.catalog.rest import CreateTableRequest, RegisterTableRequest
-from pyiceberg.exceptions import NoSuchIcebergTableError, NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import (
+    NoSuchIcebergTableError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
 from pyiceberg.table.update import AssertCreate, TableRequirement, TableUpdate
 
 from catalogd.auth.model import Principal, Role
@@ -304,19 +309,28 @@ class IcebergDoor:
         self.require(request, write=False)
         ns = namespace_of(namespace)
         wh = self.catalog(request)
-        database = wh.db(ns)
+        database = self._table_database(wh, ns, table)
         self.gate.wait(request.warehouse, ns[0], table)
         hive_table = self._hive_table(wh, database, table)
         location, data = wh.metadata_bytes(hive_table)
         return Loaded(location, _load_result(location, data))
 
+    @staticmethod
+    def _table_database(wh: WarehouseCatalog, ns: tuple[str, ...], table: str) -> str:
+        """The database of a table's namespace; a namespace that cannot be one means no such table."""
+        try:
+            return wh.db(ns)
+        except NoSuchNamespace:
+            raise NoSuchTableError(f"Table does not exist: {'.'.join(ns)}.{table.lower()}") from None
+
     def _hive_table(self, wh: WarehouseCatalog, database: str, table: str) -> Any:
         try:
             return wh.hive_table(database, table.lower())
         except NoSuchTableError:
-            # Which one is missing: the namespace or the table (the spec names them apart).
-            wh.load_namespace_properties(database)
-            raise
+            # As Iceberg's CatalogHandlers: a table of a missing namespace is a missing table (404
+            # NoSuchTableException, "Table does not exist: ns.t"); Java's client loads a metadata
+            # table (ns.t.files) only after that answer for table "files" of namespace ns.t.
+            raise NoSuchTableError(f"Table does not exist: {self._unspell(database)}.{table.lower()}") from None
 
     def create_table(self, request: Request, namespace: str, raw: bytes) -> Loaded:
         self.require(request, write=True)
@@ -332,12 +346,12 @@ class IcebergDoor:
 
         spec = create.partition_spec or UNPARTITIONED_PARTITION_SPEC
         order = create.write_order or UNSORTED_SORT_ORDER
+        # An existing table is a 409 before its location is weighed (a default location is the
+        # existing table's own directory, which the location rules would answer with a 403).
+        if wh.table_exists((database, name)):
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ns)}.{name}")
         if create.stage_create:
             wh.load_namespace_properties(database)
-            if wh.table_exists((database, name)):
-                from pyiceberg.exceptions import TableAlreadyExistsError
-
-                raise TableAlreadyExistsError(f"table {'.'.join(ns)}.{name} already exists")
             staged = wh._create_staged_table((database, name), create.table_schema, create.location, spec, order,
                                              {**_defaults(), **create.properties})
             metadata = staged.metadata.model_dump_json().encode()
@@ -356,6 +370,8 @@ class IcebergDoor:
         wh = self.catalog(request)
         database = wh.db(ns)
         wh.load_namespace_properties(database)
+        if wh.table_exists((database, register.name.lower())):
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ns)}.{register.name.lower()}")
         table = wh.register((database, register.name.lower()), register.metadata_location)
         data = table.metadata.model_dump_json().encode()
         return Loaded(table.metadata_location, _load_result(table.metadata_location, data))
@@ -377,7 +393,7 @@ class IcebergDoor:
         requirements = _REQUIREMENTS.validate_python(body.get("requirements") or [])
         updates = _UPDATES.validate_python(body.get("updates") or [])
         wh = self.catalog(request)
-        database = wh.db(namespace_of(namespace))
+        database = self._table_database(wh, namespace_of(namespace), table)
         name = table.lower()
         if not any(isinstance(r, AssertCreate) for r in requirements):
             self._hive_table(wh, database, name)  # a missing table is a 404, not a create
@@ -388,7 +404,7 @@ class IcebergDoor:
     def drop_table(self, request: Request, namespace: str, table: str, purge: bool) -> None:
         self.require(request, write=True)
         wh = self.catalog(request)
-        database = wh.db(namespace_of(namespace))
+        database = self._table_database(wh, namespace_of(namespace), table)
         hive_table = self._hive_table(wh, database, table.lower())
         if purge:
             from catalogd.iceberg.purge import purge_table
