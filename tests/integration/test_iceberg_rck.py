@@ -1,15 +1,21 @@
 """Iceberg's REST Compatibility Kit (RCK, Iceberg 1.11.0) against catalogd's ``/iceberg`` door.
 
 The whole suite (157 tests: Iceberg's ``CatalogTests`` and ``ViewCatalogTests`` through a
-``RESTCatalog``) runs once per warehouse of the session daemon: ``main`` (hive, the tables in its
-embedded metastore) and ``scratch`` (memory). A first, short run of three of its tests against
-Iceberg's own reference server checks the harness (classpath, configuration, report reading), so
-that a failure against catalogd is catalogd's.
+``RESTCatalog``) runs once per warehouse: ``main`` (hive, its tables in an embedded metastore) and
+``scratch`` (memory). A first, short run of three of its tests against Iceberg's own reference
+server checks the harness (classpath, configuration, report reading), so that a failure against
+catalogd is catalogd's.
+
+The RCK gets a daemon of its own, not the session's: it refuses to start while any of its
+namespaces (``ns``, ``newdb``, ...) exists, drops them before each test, and creates some tables at
+locations it hard-codes (``file:/tmp/<namespace>/<table>``, ``CatalogTests.baseTableLocation``),
+which that daemon's ``allowed-locations`` admit besides the warehouse. Nothing else is relaxed.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,19 +23,21 @@ import pytest
 from catalogd.client import CatalogClient
 
 from .engines.iceberg_rest import reference_server
-from .helpers import Daemon
+from .helpers import Daemon, embedded_catalog, free_port, start_daemon, write_config
 from .iceberg_rck import run_rck
 
 pytestmark = pytest.mark.integration
 
-#: The namespaces the RCK makes (RCKUtils.TEST_NAMESPACES); it refuses to start if one exists.
+#: The namespaces the RCK makes (RCKUtils.TEST_NAMESPACES).
 RCK_NAMESPACES = ("ns", "newdb", "ns1", "ns2", "other_ns")
+#: Where the RCK asks for explicit table locations: file:/tmp/ns/tbl, file:/tmp/newdb/newtable.
+RCK_LOCATIONS = ("file:///tmp/ns", "file:///tmp/newdb")
 
-#: Tests of one class only: the other class's set-up would find the namespaces these leave.
 #: The RCK's own switches, as client properties. A hive catalog (HMS) has no implicit namespaces:
 #: a table's namespace is created first, as Iceberg's own HiveCatalog tests do.
 RCK_PROPERTIES = {"rck.requires-namespace-create": "true"}
 
+#: Tests of one class only: the other class's set-up would find the namespaces these leave.
 HARNESS_TESTS = [
     "method:org.apache.iceberg.rest.RESTCompatibilityKitCatalogTests#testBasicCreateTable",
     "method:org.apache.iceberg.rest.RESTCompatibilityKitCatalogTests#testUpdateTableSchema",
@@ -37,11 +45,27 @@ HARNESS_TESTS = [
 ]
 
 
-def _drop_rck_namespaces(client: CatalogClient, catalog: str) -> None:
-    # What the RCK's last tests leave behind must not reach the session's other tests.
-    for name in RCK_NAMESPACES:
-        with contextlib.suppress(Exception):
-            client.drop_database(f"{catalog}.{name}", if_exists=True, cascade=True, drop_foreign=True)
+@pytest.fixture(scope="module")
+def rck_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    root = tmp_path_factory.mktemp("rck-catalogd")
+    data_dir = root / "data"
+    warehouse = (data_dir / "catalogs" / "main" / "warehouse").as_uri()
+    config = write_config(root / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=data_dir,
+                          catalogs=[embedded_catalog("main", **{"allowed-locations": [warehouse, *RCK_LOCATIONS]}),
+                                    {"name": "scratch", "type": "memory",
+                                     "allowed-locations": list(RCK_LOCATIONS)}])
+    daemon = start_daemon(config, data_dir, root / "catalogd.log")
+    yield daemon
+    code = daemon.stop()
+    assert code == 0, f"the RCK's daemon exited with {code}; log:\n{daemon.log()}"
+
+
+def _drop_rck_namespaces(daemon: Daemon, catalog: str) -> None:
+    # A run cut short leaves its namespaces, which the next run's set-up would refuse.
+    with CatalogClient(daemon.address, timeout=60.0) as client:
+        for name in RCK_NAMESPACES:
+            with contextlib.suppress(Exception):
+                client.drop_database(f"{catalog}.{name}", if_exists=True, cascade=True, drop_foreign=True)
 
 
 def test_rck_harness_on_the_reference_server(tmp_path: Path) -> None:
@@ -53,13 +77,9 @@ def test_rck_harness_on_the_reference_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("warehouse", ["main", "scratch"])
-def test_rck_against_catalogd(daemon: Daemon, client: CatalogClient, tmp_path: Path, warehouse: str) -> None:
-    uri = f"{daemon.http}/iceberg"
-    _drop_rck_namespaces(client, warehouse)
-    try:
-        result = run_rck(uri, warehouse, tmp_path, properties=RCK_PROPERTIES)
-    finally:
-        _drop_rck_namespaces(client, warehouse)
+def test_rck_against_catalogd(rck_daemon: Daemon, tmp_path: Path, warehouse: str) -> None:
+    _drop_rck_namespaces(rck_daemon, warehouse)
+    result = run_rck(f"{rck_daemon.http}/iceberg", warehouse, tmp_path, properties=RCK_PROPERTIES)
     print(result.summary())
     assert not result.failed, result.report()
     assert len(result.passed) >= 100, result.report()
