@@ -220,7 +220,9 @@ class IcebergDoor:
                 self.router.memory_store(catalog.name).check_claim(location, what, own)
                 return
             with target.files():
-                target.claim(location, what, own)
+                # The table's own directory is its own (a purge, a location kept): only the other
+                # objects' directories count, as on memory catalogs (``used_by_others``).
+                target.claim(location, what, own, within=own)
         return check
 
     def catalog(self, request: Request) -> WarehouseCatalog:
