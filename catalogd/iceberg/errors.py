@@ -139,6 +139,12 @@ def _translate(exc: BaseException) -> IcebergError:
             return IcebergError(code, name, str(exc))
     if isinstance(exc, ValidationError):
         return IcebergError(400, "BadRequestException", _validation_message(exc))
+    if isinstance(exc, FileNotFoundError):
+        # A metadata file the metastore names is gone: Iceberg's 404 NotFoundException (Java's
+        # clients raise NotFoundException on it, not NoSuchTableException), in its words.
+        missing = str(exc.filename) if exc.filename else re.sub(
+            r"^Cannot (?:open file|get file info), (?:does not exist|file not found): ", "", str(exc))
+        return IcebergError(404, "NotFoundException", f"Failed to open input stream for file: {missing}")
     if isinstance(exc, (ValueError, TypeError, KeyError)):
         return IcebergError(400, "BadRequestException", str(exc) or type(exc).__name__)
     message = getattr(exc, "message", None)

@@ -79,3 +79,14 @@ def test_error_body_is_the_spec_s_model() -> None:
 ])
 def test_messages_are_in_iceberg_s_words(exc: Exception, message: str) -> None:
     assert translate(exc).message == message
+
+
+@pytest.mark.parametrize("exc", [
+    FileNotFoundError("Cannot open file, does not exist: file:/w/t/metadata/1.json"),
+    FileNotFoundError("Cannot get file info, file not found: file:/w/t/metadata/1.json"),
+    FileNotFoundError(2, "No such file or directory", "file:/w/t/metadata/1.json"),
+])
+def test_a_missing_file_is_iceberg_s_not_found(exc: Exception) -> None:
+    err = translate(exc)
+    assert (err.code, err.type) == (404, "NotFoundException")
+    assert err.message == "Failed to open input stream for file: file:/w/t/metadata/1.json"
