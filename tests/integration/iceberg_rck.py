@@ -108,24 +108,27 @@ def parse_report(path: Path) -> RckResult:
 
 def run_rck(uri: str, warehouse: str, workdir: Path, token: str | None = None,
             properties: Mapping[str, str] | None = None, select: list[str] | None = None,
-            timeout: float = TIMEOUT) -> RckResult:
+            timeout: float = TIMEOUT, tmpdir: Path | None = None) -> RckResult:
     """Run the RCK against the REST catalog at ``uri`` (warehouse ``warehouse``) in a JVM of its own.
 
     ``token``: a bearer token the client sends (its ``token`` property); ``properties``: more client
     properties (the ``rck.*`` switches above, ...); ``select``: JUnit selectors instead of the whole
-    suite (``method:org.apache.iceberg.rest.RESTCompatibilityKitCatalogTests#testRenameTable``).
+    suite (``method:org.apache.iceberg.rest.RESTCompatibilityKitCatalogTests#testRenameTable``);
+    ``tmpdir``: the JVM's ``java.io.tmpdir`` (default ``workdir/tmp``), where the tests' ``@TempDir``
+    folders go, some of them asked for as view locations.
     Raises ``RuntimeError`` with the launcher's output when it wrote no report (a JVM that did not
     start, a time-out).
     """
     reports = workdir / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    (workdir / "tmp").mkdir(exist_ok=True)
+    tmpdir = tmpdir or workdir / "tmp"
+    tmpdir.mkdir(parents=True, exist_ok=True)
     catalog = {"uri": uri, "warehouse": warehouse, **(properties or {})}
     if token is not None:
         catalog["token"] = token
     selectors = [f"--select={s}" for s in select] if select else [f"--select-class={SUITE}"]
     command = [
-        "java", HEAP, f"-Djava.io.tmpdir={workdir / 'tmp'}", "-cp", iceberg_rest.classpath(),
+        "java", HEAP, f"-Djava.io.tmpdir={tmpdir}", "-cp", iceberg_rest.classpath(),
         "org.junit.platform.console.ConsoleLauncher", "execute",
         "--disable-banner", "--disable-ansi-colors", "--details=none",
         *selectors, "--config=rck.local=false", f"--reports-dir={reports}",

@@ -8,8 +8,9 @@ catalogd is catalogd's.
 
 The RCK gets a daemon of its own, not the session's: it refuses to start while any of its
 namespaces (``ns``, ``newdb``, ...) exists, drops them before each test, and creates some tables at
-locations it hard-codes (``file:/tmp/<namespace>/<table>``, ``CatalogTests.baseTableLocation``),
-which that daemon's ``allowed-locations`` admit besides the warehouse. Nothing else is relaxed.
+locations it hard-codes (``file:/tmp/<namespace>/<table>``, ``CatalogTests.baseTableLocation``) and
+some views in its JVM's temporary folders (``@TempDir``), which that daemon's ``allowed-locations``
+admit besides the warehouse. Nothing else is relaxed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -54,17 +56,24 @@ HARNESS_TESTS = [
 ]
 
 
+class RckDaemon(NamedTuple):
+    daemon: Daemon
+    #: The RCK JVM's java.io.tmpdir: its tests' @TempDir folders, some asked for as view locations.
+    tmpdir: Path
+
+
 @pytest.fixture(scope="module")
-def rck_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def rck_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RckDaemon]:
     root = tmp_path_factory.mktemp("rck-catalogd")
     data_dir = root / "data"
+    tmpdir = root / "rck-tmp"
+    allowed = [*RCK_LOCATIONS, tmpdir.as_uri()]
     warehouse = (data_dir / "catalogs" / "main" / "warehouse").as_uri()
     config = write_config(root / "catalogd.yaml", port=free_port(), http_port=free_port(), data_dir=data_dir,
-                          catalogs=[embedded_catalog("main", **{"allowed-locations": [warehouse, *RCK_LOCATIONS]}),
-                                    {"name": "scratch", "type": "memory",
-                                     "allowed-locations": list(RCK_LOCATIONS)}])
+                          catalogs=[embedded_catalog("main", **{"allowed-locations": [warehouse, *allowed]}),
+                                    {"name": "scratch", "type": "memory", "allowed-locations": allowed}])
     daemon = start_daemon(config, data_dir, root / "catalogd.log")
-    yield daemon
+    yield RckDaemon(daemon, tmpdir)
     code = daemon.stop()
     assert code == 0, f"the RCK's daemon exited with {code}; log:\n{daemon.log()}"
 
@@ -86,9 +95,11 @@ def test_rck_harness_on_the_reference_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("warehouse", ["main", "scratch"])
-def test_rck_against_catalogd(rck_daemon: Daemon, tmp_path: Path, warehouse: str) -> None:
-    _drop_rck_namespaces(rck_daemon, warehouse)
-    result = run_rck(f"{rck_daemon.http}/iceberg", warehouse, tmp_path, properties=RCK_PROPERTIES)
+def test_rck_against_catalogd(rck_daemon: RckDaemon, tmp_path: Path, warehouse: str) -> None:
+    daemon = rck_daemon.daemon
+    _drop_rck_namespaces(daemon, warehouse)
+    result = run_rck(f"{daemon.http}/iceberg", warehouse, tmp_path, properties=RCK_PROPERTIES,
+                     tmpdir=rck_daemon.tmpdir)
     failed = {f.name for f in result.failed}
     print(f"{result.summary()}; known failures: {len(failed & KNOWN_FAILURES.keys())}")
     assert failed <= KNOWN_FAILURES.keys(), result.report()
