@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import TypeAdapter
 from pyiceberg.catalog import LOCATION
 from pyiceberg.catalog.rest import CreateTableRequest, RegisterTableRequest
-from pyiceberg.exceptions import NoSuchIcebergTableError, NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import (
+    NoSuchIcebergTableError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
 from pyiceberg.table.update import AssertCreate, TableRequirement, TableUpdate
 
 from catalogd.auth.model import Principal, Role
@@ -351,19 +356,28 @@ class IcebergDoor:
             raise NoSuchTableError(f"table {'.'.join((*ns, table))} does not exist: catalogd's namespaces are "
                                    "databases, one level deep")
         wh = self.catalog(request)
-        database = wh.db(ns)
+        database = self._table_database(wh, ns, table)
         self.gate.wait(request.warehouse, ns[0], table)
         hive_table = self._hive_table(wh, database, table)
         location, data = wh.metadata_bytes(hive_table)
         return Loaded(location, _load_result(location, data))
 
+    @staticmethod
+    def _table_database(wh: WarehouseCatalog, ns: tuple[str, ...], table: str) -> str:
+        """The database of a table's namespace; a namespace that cannot be one means no such table."""
+        try:
+            return wh.db(ns)
+        except NoSuchNamespace:
+            raise NoSuchTableError(f"Table does not exist: {'.'.join(ns)}.{table.lower()}") from None
+
     def _hive_table(self, wh: WarehouseCatalog, database: str, table: str) -> Any:
         try:
             hive_table = wh.hive_table(database, table.lower())
         except NoSuchTableError:
-            # Which one is missing: the namespace or the table (the spec names them apart).
-            wh.load_namespace_properties(database)
-            raise
+            # As Iceberg's CatalogHandlers: a table of a missing namespace is a missing table (404
+            # NoSuchTableException, "Table does not exist: ns.t"); Java's client loads a metadata
+            # table (ns.t.files) only after that answer for table "files" of namespace ns.t.
+            raise NoSuchTableError(f"Table does not exist: {self._unspell(database)}.{table.lower()}") from None
         if is_iceberg_view(hive_table):
             # An Iceberg view is no table to the table endpoints (drop, rename, commit, load).
             raise NoSuchTableError(f"Table does not exist: {self._unspell(database)}.{table} (it is a view)")
@@ -396,9 +410,7 @@ class IcebergDoor:
         wh.load_namespace_properties(database)
         wh.name_free(database, name)  # a view of that name too
         if wh.table_exists((database, name)):
-            from pyiceberg.exceptions import TableAlreadyExistsError
-
-            raise TableAlreadyExistsError(f"table {'.'.join(ns)}.{name} already exists")
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ns)}.{name}")
         if create.stage_create:
             if create.location:
                 # Nothing is written until the transaction's commit, which checks again; a location
@@ -422,6 +434,8 @@ class IcebergDoor:
         wh = self.catalog(request)
         database = wh.db(ns)
         wh.load_namespace_properties(database)
+        if wh.table_exists((database, register.name.lower())):
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ns)}.{register.name.lower()}")
         table = wh.register((database, register.name.lower()), register.metadata_location)
         data = table.metadata.model_dump_json().encode()
         return Loaded(table.metadata_location, _load_result(table.metadata_location, data))
@@ -443,7 +457,7 @@ class IcebergDoor:
         requirements = _REQUIREMENTS.validate_python(body.get("requirements") or [])
         updates = _UPDATES.validate_python(body.get("updates") or [])
         wh = self.catalog(request)
-        database = wh.db(namespace_of(namespace))
+        database = self._table_database(wh, namespace_of(namespace), table)
         name = table.lower()
         if not any(isinstance(r, AssertCreate) for r in requirements):
             self._iceberg_table(wh, database, name)  # a missing table is a 404, not a create
@@ -457,7 +471,7 @@ class IcebergDoor:
     def drop_table(self, request: Request, namespace: str, table: str, purge: bool) -> None:
         self.require(request, write=True)
         wh = self.catalog(request)
-        database = wh.db(namespace_of(namespace))
+        database = self._table_database(wh, namespace_of(namespace), table)
         hive_table = self._iceberg_table(wh, database, table.lower())
         if purge:
             from catalogd.iceberg.purge import purge_table

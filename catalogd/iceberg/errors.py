@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,7 +24,7 @@ from catalogd.iceberg.tables import NoSuchNamespace
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CONNECTION", "IcebergError", "error_body", "translate"]
+__all__ = ["CONNECTION", "IcebergError", "error_body", "iceberg_wording", "translate"]
 
 #: The loopback connection of the request being served (its router refusals are typed).
 CONNECTION: contextvars.ContextVar[ClientConnection | None] = contextvars.ContextVar("iceberg_conn", default=None)
@@ -75,7 +76,50 @@ def _catalogd(e: cd.CatalogError) -> IcebergError:
 
 
 def translate(exc: BaseException) -> IcebergError:
-    """The REST answer for anything a handler raised."""
+    """The REST answer for anything a handler raised, in Iceberg's own words (:func:`iceberg_wording`)."""
+    return iceberg_wording(_translate(exc))
+
+
+#: (error type, pyiceberg's wording, Iceberg's): clients and the REST Compatibility Kit match
+#: Iceberg's messages (``UpdateRequirement``, ``CatalogHandlers``), and pyiceberg's ``HiveCatalog``
+#: and requirement checks, which serve the door, word them their own way. A database of a
+#: catalog other than the default is spelled ``@catalog#db`` there: the REST name is ``db``.
+_WORDING: list[tuple[str, re.Pattern[str], str]] = [
+    ("NoSuchNamespaceException", re.compile(r"^Database does not exists?: (?:@[^#]*#)?(.*)$"),
+     r"Namespace does not exist: \1"),
+    ("AlreadyExistsException", re.compile(r"^Database (?:@[^#]*#)?(\S+) already exists$"),
+     r"Namespace already exists: \1"),
+    ("AlreadyExistsException", re.compile(r"^Table (?:@[^#]*#)?(\S+) already exists$"),
+     r"Table already exists: \1"),
+    ("CommitFailedException", re.compile(r"(^|: )Table already exists$"),
+     r"\1Requirement failed: table already exists"),
+    ("CommitFailedException", re.compile(r"Table UUID does not match: (\S+) != (\S+)"),
+     r"Requirement failed: UUID does not match: expected \2 != \1"),
+    ("CommitFailedException", re.compile(r"last assigned field id has changed: expected (\S+), found (\S+)"),
+     r"last assigned field id changed: expected id \1 != \2"),
+    ("CommitFailedException", re.compile(r"current schema id has changed: expected (\S+), found (\S+)"),
+     r"current schema changed: expected id \1 != \2"),
+    ("CommitFailedException", re.compile(r"last assigned partition id has changed: expected (\S+), found (\S+)"),
+     r"last assigned partition id changed: expected id \1 != \2"),
+    ("CommitFailedException", re.compile(r"default spec id has changed: expected (\S+), found (\S+)"),
+     r"default partition spec changed: expected id \1 != \2"),
+    ("CommitFailedException", re.compile(r"default sort order id has changed: expected (\S+), found (\S+)"),
+     r"default sort order changed: expected id \1 != \2"),
+    ("CommitFailedException", re.compile(r"has changed: expected id (\S+), found (\S+)"),
+     r"has changed: expected id \1 != \2"),
+]
+
+
+def iceberg_wording(err: IcebergError) -> IcebergError:
+    """``err`` with pyiceberg's wording of its message replaced by Iceberg's (same type and code)."""
+    message = err.message
+    for kind, pattern, replacement in _WORDING:
+        if kind == err.type:
+            message = pattern.sub(replacement, message)
+    return err if message == err.message else IcebergError(err.code, err.type, message)
+
+
+def _translate(exc: BaseException) -> IcebergError:
     if isinstance(exc, IcebergError):
         return exc
     conn = CONNECTION.get()
@@ -95,6 +139,12 @@ def translate(exc: BaseException) -> IcebergError:
             return IcebergError(code, name, str(exc))
     if isinstance(exc, ValidationError):
         return IcebergError(400, "BadRequestException", _validation_message(exc))
+    if isinstance(exc, FileNotFoundError):
+        # A metadata file the metastore names is gone: Iceberg's 404 NotFoundException (Java's
+        # clients raise NotFoundException on it, not NoSuchTableException), in its words.
+        missing = str(exc.filename) if exc.filename else re.sub(
+            r"^Cannot (?:open file|get file info), (?:does not exist|file not found): ", "", str(exc))
+        return IcebergError(404, "NotFoundException", f"Failed to open input stream for file: {missing}")
     if isinstance(exc, (ValueError, TypeError, KeyError)):
         return IcebergError(400, "BadRequestException", str(exc) or type(exc).__name__)
     message = getattr(exc, "message", None)

@@ -39,6 +39,7 @@ from pyiceberg.exceptions import NoSuchIcebergTableError, NoSuchTableError
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table import StagedTable
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import AddSortOrderUpdate, SetDefaultSortOrderUpdate
 
 from catalogd.errors import InvalidArgumentError
 from catalogd.iceberg.loopback import LoopbackClient
@@ -206,6 +207,12 @@ class WarehouseCatalog(HiveCatalog):
         finally:
             self._writing = None
 
+    def _update_and_stage_table(self, current_table: Any, table_identifier: Any, requirements: Any,
+                                updates: Any) -> Any:
+        base = current_table.metadata if current_table is not None else None
+        return super()._update_and_stage_table(current_table, table_identifier, requirements,
+                                               sort_order_ids_as_java(base, tuple(updates)))
+
     def _get_hive_table(self, open_client: Any, database_name: str, table_name: str) -> Any:
         hive_table = super()._get_hive_table(open_client, database_name, table_name)
         writing = self._writing
@@ -307,6 +314,38 @@ class TableMetadataReader:
         from pyiceberg.table.metadata import TableMetadataUtil
 
         return TableMetadataUtil.parse_raw(data.decode())
+
+
+def sort_order_ids_as_java(base: TableMetadata | None, updates: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``updates`` with the ids of their added sort orders chosen as Iceberg's ``TableMetadata.Builder``
+    chooses them, not as the client sent them.
+
+    Java's builder gives an added order the id of an existing order with the same fields, else the
+    next id; the client's id is a placeholder. pyiceberg keeps the client's id and refuses it when
+    another order has it: a replace transaction started before another replace that added an
+    order (both send order id 1) would fail with a 400 where Iceberg's catalogs commit it. A
+    ``set-default-sort-order`` of -1 (the last added) then names the chosen id.
+    """
+    if base is None or not any(isinstance(u, AddSortOrderUpdate) for u in updates):
+        return updates
+    orders = list(base.sort_orders)
+    last_added: int | None = None
+    result: list[Any] = []
+    for update in updates:
+        if isinstance(update, AddSortOrderUpdate):
+            same = next((o.order_id for o in orders if o.fields == update.sort_order.fields), None)
+            if same is not None:
+                last_added = same
+                continue
+            last_added = max((o.order_id for o in orders), default=0) + 1
+            order = update.sort_order.model_copy(update={"order_id": last_added})
+            orders.append(order)
+            result.append(update.model_copy(update={"sort_order": order}))
+        elif isinstance(update, SetDefaultSortOrderUpdate) and update.sort_order_id == -1 and last_added is not None:
+            result.append(update.model_copy(update={"sort_order_id": last_added}))
+        else:
+            result.append(update)
+    return tuple(result)
 
 
 class NoSuchNamespace(Exception):

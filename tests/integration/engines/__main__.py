@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import flink, hive, iceberg_spark, trino
+from . import flink, hive, iceberg_rest, iceberg_spark, trino
 
 
 def main() -> int:
@@ -14,6 +14,8 @@ def main() -> int:
         (f"Flink {flink.FLINK_VERSION} (PyPI apache-flink, own venv) and its Hive 3.1.3 connector", flink.install),
         (f"Spark {iceberg_spark.PYSPARK_VERSION} (PyPI pyspark, own venv) with Iceberg "
          f"{iceberg_spark.ICEBERG_VERSION}'s Spark runtime", iceberg_spark.install),
+        (f"Iceberg {iceberg_rest.VERSION} REST test fixtures (reference REST server, REST Compatibility Kit)",
+         iceberg_rest.install),
     ]
     for name, install in installers:
         print(f"installing {name}", flush=True)

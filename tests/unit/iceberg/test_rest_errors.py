@@ -48,3 +48,45 @@ def test_a_refusal_of_catalogd_s_rules_is_answered_as_its_typed_error() -> None:
 def test_error_body_is_the_spec_s_model() -> None:
     assert json.loads(error_body(404, "NoSuchTableException", "m")) == {
         "error": {"message": "m", "type": "NoSuchTableException", "code": 404}}
+
+
+@pytest.mark.parametrize(("exc", "message"), [
+    # pyiceberg's HiveCatalog's words -> Iceberg's (CatalogHandlers), which clients and the RCK match.
+    (ice.NoSuchNamespaceError("Database does not exists: ns"), "Namespace does not exist: ns"),
+    (ice.NoSuchNamespaceError("Database does not exists: @scratch#ns"), "Namespace does not exist: ns"),
+    (ice.NamespaceAlreadyExistsError("Database @scratch#newdb already exists"), "Namespace already exists: newdb"),
+    (ice.TableAlreadyExistsError("Table ns.t already exists"), "Table already exists: ns.t"),
+    # pyiceberg's requirement checks -> Iceberg's UpdateRequirement.
+    (ice.CommitFailedException("Table already exists"), "Requirement failed: table already exists"),
+    (ice.CommitFailedException("db.t: Table already exists"), "db.t: Requirement failed: table already exists"),
+    (ice.CommitFailedException("Table UUID does not match: a != b"),
+     "Requirement failed: UUID does not match: expected b != a"),
+    (ice.CommitFailedException("Requirement failed: current schema id has changed: expected 0, found 1"),
+     "Requirement failed: current schema changed: expected id 0 != 1"),
+    (ice.CommitFailedException("Requirement failed: last assigned field id has changed: expected 1, found 3"),
+     "Requirement failed: last assigned field id changed: expected id 1 != 3"),
+    (ice.CommitFailedException("Requirement failed: last assigned partition id has changed: expected 999, found 1000"),
+     "Requirement failed: last assigned partition id changed: expected id 999 != 1000"),
+    (ice.CommitFailedException("Requirement failed: default spec id has changed: expected 0, found 1"),
+     "Requirement failed: default partition spec changed: expected id 0 != 1"),
+    (ice.CommitFailedException("Requirement failed: default sort order id has changed: expected 0, found 1"),
+     "Requirement failed: default sort order changed: expected id 0 != 1"),
+    (ice.CommitFailedException("Requirement failed: branch main has changed: expected id 1, found 2"),
+     "Requirement failed: branch main has changed: expected id 1 != 2"),
+    # Anything else keeps its words.
+    (ice.NoSuchTableError("Table does not exist: ns.t"), "Table does not exist: ns.t"),
+    (ice.CommitFailedException("could not lock db.t: WAITING"), "could not lock db.t: WAITING"),
+])
+def test_messages_are_in_iceberg_s_words(exc: Exception, message: str) -> None:
+    assert translate(exc).message == message
+
+
+@pytest.mark.parametrize("exc", [
+    FileNotFoundError("Cannot open file, does not exist: file:/w/t/metadata/1.json"),
+    FileNotFoundError("Cannot get file info, file not found: file:/w/t/metadata/1.json"),
+    FileNotFoundError(2, "No such file or directory", "file:/w/t/metadata/1.json"),
+])
+def test_a_missing_file_is_iceberg_s_not_found(exc: Exception) -> None:
+    err = translate(exc)
+    assert (err.code, err.type) == (404, "NotFoundException")
+    assert err.message == "Failed to open input stream for file: file:/w/t/metadata/1.json"

@@ -6,8 +6,10 @@ import gzip
 from pathlib import Path
 
 from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.sorting import SortOrder
 
-from catalogd.iceberg.tables import MetadataFiles, inside
+from catalogd.iceberg.tables import MetadataFiles, inside, sort_order_ids_as_java
 
 
 def test_inside_is_strict_and_spelling_blind() -> None:
@@ -39,3 +41,39 @@ def test_the_cache_is_bounded(tmp_path: Path) -> None:
         path.write_bytes(b"x" * 100)
         files.read(path.as_uri(), io)
     assert files._size <= 800
+
+
+def _sorted_table(*orders: SortOrder) -> TableMetadata:
+    from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.metadata import new_table_metadata
+    from pyiceberg.types import LongType, NestedField
+
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    metadata = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, orders[0], "file:/tmp/t", {})
+    return metadata.model_copy(update={"sort_orders": [*metadata.sort_orders, *orders[1:]]})
+
+
+def test_an_added_sort_order_takes_the_id_iceberg_s_builder_gives() -> None:
+    from pyiceberg.table.sorting import SortDirection, SortField
+    from pyiceberg.table.update import AddSortOrderUpdate, SetDefaultSortOrderUpdate
+    from pyiceberg.transforms import BucketTransform, IdentityTransform
+
+    bucket = SortOrder(SortField(source_id=1, transform=BucketTransform(16), direction=SortDirection.DESC), order_id=1)
+    base = _sorted_table(bucket)
+    # A replace transaction begun before another replace added order 1: its own order 1 is new.
+    identity = SortOrder(SortField(source_id=1, transform=IdentityTransform()), order_id=1)
+    updates = sort_order_ids_as_java(base, (AddSortOrderUpdate(**{"sort-order": identity}),
+                                            SetDefaultSortOrderUpdate(**{"sort-order-id": -1})))
+    assert [type(u).__name__ for u in updates] == ["AddSortOrderUpdate", "SetDefaultSortOrderUpdate"]
+    assert updates[0].sort_order.order_id == 2 and updates[0].sort_order.fields == identity.fields
+    assert updates[1].sort_order_id == 2
+    # The same fields as an existing order: that order is meant (nothing added).
+    again = SortOrder(*bucket.fields, order_id=5)
+    assert sort_order_ids_as_java(base, (AddSortOrderUpdate(**{"sort-order": again}),
+                                         SetDefaultSortOrderUpdate(**{"sort-order-id": -1}))) == (
+        SetDefaultSortOrderUpdate(**{"sort-order-id": 1}),)
+    # No base (a create), or no added order: the updates as sent.
+    plain = (SetDefaultSortOrderUpdate(**{"sort-order-id": 0}),)
+    assert sort_order_ids_as_java(None, plain) is plain
+    assert sort_order_ids_as_java(base, plain) is plain
