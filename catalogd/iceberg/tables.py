@@ -23,10 +23,13 @@ from __future__ import annotations
 import gzip
 import io as io_module
 import logging
+import os
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from pyiceberg.catalog import LOCATION, WAREHOUSE_LOCATION
 from pyiceberg.catalog.hive import (
@@ -41,7 +44,7 @@ from pyiceberg.table import StagedTable
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AddSortOrderUpdate, SetDefaultSortOrderUpdate
 
-from catalogd.errors import InvalidArgumentError
+from catalogd.errors import CatalogError, InvalidArgumentError
 from catalogd.iceberg.loopback import LoopbackClient
 
 logger = logging.getLogger(__name__)
@@ -100,7 +103,16 @@ class MetadataFiles:
             held = self._files.get(location)
             if held is not None:
                 self._files.move_to_end(location)
+        if held is not None:
+            # A file deleted behind catalogd's back (a purge by another client, an operator) is
+            # answered as gone, as a read would: a stat of a local file, not a read.
+            path = _local_path(location)
+            if path is None or os.path.exists(path):
                 return held
+            with self._lock:
+                if self._files.pop(location, None) is not None:
+                    self._size -= len(held)
+            raise FileNotFoundError(location)
         if callable(io):
             io = io()
         with io.new_input(location).open() as f:
@@ -109,6 +121,17 @@ class MetadataFiles:
             data = gzip.decompress(data)
         self.put(location, data)
         return data
+
+
+def _local_path(location: str) -> str | None:
+    """The local path of a ``file:`` location (None for any other scheme)."""
+    if location.startswith("file://"):
+        return unquote(location[len("file://"):])
+    if location.startswith("file:"):
+        return unquote(location[len("file:"):])
+    if location.startswith("/"):
+        return location
+    return None
 
 
 class WarehouseCatalog(HiveCatalog):
@@ -295,6 +318,20 @@ class WarehouseCatalog(HiveCatalog):
             self._create_hive_table(open_client, hive_table)
             created = open_client.get_table(dbname=database, tbl_name=table)
         return self._convert_hive_into_iceberg(created)
+
+    def _resolve_table_location(self, location: str | None, database_name: str, table_name: str) -> str:
+        """A new table's location: the one asked for, else its default (``<db dir>/<table>``); a
+        default that another object holds (the table renamed away from this name kept its
+        directory) gets a unique suffix, as Iceberg's ``unique-table-location`` does, rather than
+        two tables in one directory (a drop or purge of one would take the other's files)."""
+        resolved = super()._resolve_table_location(location, database_name, table_name)
+        if location:
+            return resolved
+        try:
+            self.check_location(resolved, f"table {database_name}.{table_name}", None)
+        except CatalogError:
+            return f"{resolved}-{uuid.uuid4().hex[:12]}"
+        return resolved
 
     def default_location(self, database: str, table: str) -> str:
         """Where a new table goes without an explicit location: inside its database's directory
