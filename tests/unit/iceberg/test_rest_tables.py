@@ -77,3 +77,15 @@ def test_an_added_sort_order_takes_the_id_iceberg_s_builder_gives() -> None:
     plain = (SetDefaultSortOrderUpdate(**{"sort-order-id": 0}),)
     assert sort_order_ids_as_java(None, plain) is plain
     assert sort_order_ids_as_java(base, plain) is plain
+
+
+def test_a_held_file_deleted_behind_catalogd_s_back_is_gone(tmp_path: Path) -> None:
+    import pytest
+
+    path = tmp_path / "c.metadata.json"
+    path.write_bytes(b'{"c": 3}')
+    files = MetadataFiles()
+    assert files.read(path.as_uri(), PyArrowFileIO()) == b'{"c": 3}'
+    path.unlink()
+    with pytest.raises(FileNotFoundError):
+        files.read(path.as_uri(), PyArrowFileIO())
