@@ -74,7 +74,6 @@ if TYPE_CHECKING:
     from catalogd.catalog.relay_target import CachedCalls, RelayTarget
     from catalogd.hms.identity import EndpointAuth
     from catalogd.hms.server import ClientConnection
-    from catalogd.iceberg.transactions import CommitGate
     from catalogd.manager import CatalogManager
 
 logger = logging.getLogger(__name__)
@@ -121,6 +120,17 @@ class LockService(Protocol):
     def heartbeat(self, request: Any, allow: Guard | None = None) -> None: ...
 
     def show_locks(self, request: Any) -> Any: ...
+
+
+class CommitGate(Protocol):
+    """The Iceberg REST door's gate (``catalogd.iceberg.transactions.CommitGate``)."""
+
+    #: The tables whose pointers a multi-table commit is moving (empty: none).
+    tables: dict[Any, Any]
+    #: Counts the commits that began moving pointers.
+    generation: int
+
+    def wait(self, catalog: str, database: str, table: str, timeout: float = ...) -> None: ...
 
 
 class MemoryStore(Protocol):
