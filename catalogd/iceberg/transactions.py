@@ -5,7 +5,8 @@ HMS has no multi-table transaction; catalogd, the door every write passes, makes
 1. **Lock** every table with the exclusive HMS lock Iceberg's ``HiveCatalog`` takes for one
    commit, through the HMS endpoint's router like every other lock (so the lock keeper is the
    one HMS-side Iceberg writers and single-table REST commits wait on: the default catalog's
-   metastore, or catalogd's ``LockManager``), in one fixed order (database, table: the tables
+   metastore, or catalogd's ``LockManager``; under the name a Hive 2.3 client locks,
+   ``WarehouseCatalog.lock_name``), in one fixed order (database, table: the tables
    are of one catalog), so two transactions never wait for each other. The ids of the locks
    held are kept in a *lock record* under the data dir as they are taken, so that a daemon
    that dies now leaves no lock behind it once it starts again (HMS keeps a lock until
@@ -295,7 +296,7 @@ def commit_tables(wh: WarehouseCatalog, changes: list[Change], intents: Intents,
     with wh._client as client:
         try:
             for change in ordered:
-                locks.append(_lock(client, change.database, change.table, lock_wait))
+                locks.append(_lock(client, wh.lock_name(change.database), change.table, lock_wait))
                 record["locks"].append({"database": change.database, "table": change.table, "lockid": locks[-1]})
                 path = intents.write(record, durable=False)
             fault_point("iceberg.txn.locked")
@@ -416,7 +417,7 @@ def finish(wh: WarehouseCatalog, record: dict[str, Any], lock_wait: float = FINI
                 if lockid is not None and _still_held(client, lockid):
                     locks.append(lockid)
                 else:
-                    locks.append(_lock(client, t["database"], t["table"], lock_wait))
+                    locks.append(_lock(client, wh.lock_name(t["database"]), t["table"], lock_wait))
             for t in tables:
                 hive_table = wh._get_hive_table(client, t["database"], t["table"])
                 pointer = (hive_table.parameters or {}).get("metadata_location")

@@ -58,6 +58,9 @@ class FakeWarehouse:
         self.name = name
         self.properties: dict[str, str] = {}
 
+    def lock_name(self, database: str) -> str:
+        return database
+
     def _get_hive_table(self, client: FakeClient, database: str, table: str) -> Any:
         class Hive:
             parameters = {"metadata_location": client.pointers[(database, table)]}
