@@ -410,14 +410,14 @@ def finish(wh: WarehouseCatalog, record: dict[str, Any], lock_wait: float = FINI
             _unlock(client, list(recorded.values()))
             return
         tables = sorted(record["tables"], key=lambda t: (t.get("name") or t["database"], t["table"]))
-        locks: list[int] = []
+        held: list[tuple[dict[str, Any], int]] = []
+        done = False
         try:
             for t in tables:
                 lockid = recorded.pop((t["database"], t["table"]), None)
-                if lockid is not None and _still_held(client, lockid):
-                    locks.append(lockid)
-                else:
-                    locks.append(_lock(client, wh.lock_name(t["database"]), t["table"], lock_wait))
+                if lockid is None or not _still_held(client, lockid):
+                    lockid = _lock(client, wh.lock_name(t["database"]), t["table"], lock_wait)
+                held.append((t, lockid))
             for t in tables:
                 hive_table = wh._get_hive_table(client, t["database"], t["table"])
                 pointer = (hive_table.parameters or {}).get("metadata_location")
@@ -425,7 +425,7 @@ def finish(wh: WarehouseCatalog, record: dict[str, Any], lock_wait: float = FINI
                     continue
                 if pointer != t["old"]:
                     # Only when its lock expired before this roll-forward and another writer
-                    # committed meanwhile: that commit stays (docs/iceberg-rest.md).
+                    # committed meanwhile: that commit stays (docs/iceberg/transactions.md).
                     logger.error("Iceberg transaction %s: %s.%s is at %s, neither its old nor its new pointer: left "
                                  "as it is", record["id"], t["database"], t["table"], pointer)
                     continue
@@ -436,9 +436,16 @@ def finish(wh: WarehouseCatalog, record: dict[str, Any], lock_wait: float = FINI
                 _move(wh, client, t["database"], hive_table, t["new"], t, metadata)
                 logger.info("Iceberg transaction %s: rolled %s.%s forward to %s", record["id"], t["database"],
                             t["table"], t["new"])
+            done = True
         finally:
-            # Done or not: a retry takes them again (or reuses those still held).
-            _unlock(client, locks + list(recorded.values()))
+            if done:
+                _unlock(client, [lockid for _, lockid in held] + list(recorded.values()))
+            else:
+                # Kept for the next try (which reuses them, its check_lock their heartbeat): no
+                # other writer may commit on a table still at its old pointer meanwhile.
+                record["locks"] = [{"database": t["database"], "table": t["table"], "lockid": lockid}
+                                   for t, lockid in held]
+                _unlock(client, list(recorded.values()))
 
 
 class Finisher:
@@ -520,6 +527,11 @@ class Finisher:
         try:
             finish(self.wh_for(record["catalog"]), record, self.lock_wait)
         except Exception:
+            if record.get("state") == MOVING:
+                try:  # the locks it holds now, for a restart to reuse too
+                    self.intents.write(record, durable=True)
+                except OSError:
+                    logger.warning("Iceberg transactions: could not update intent %s", path, exc_info=True)
             logger.warning("Iceberg transactions: rolling %s forward failed (tried again in %.0f s)", path,
                            self.interval, exc_info=True)
             return False

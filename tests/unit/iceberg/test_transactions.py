@@ -274,3 +274,22 @@ def test_what_cannot_be_finished_at_start_is_retried_with_its_tables_gated(
         assert gate.tables == {} and intents.pending() == []
     finally:
         finisher.close()
+
+
+def test_a_roll_forward_that_cannot_finish_keeps_the_locks_it_holds_for_the_next_try(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient()
+    client.next_id = 10
+    client.pointers = {("db", "a"): "old-a", ("db", "b"): "old-b", ("db", "c"): "old-c"}
+
+    def refused(c: Any, database: str, table: str, wait: float) -> int:
+        if table == "c":
+            raise CommitFailedException("db.c stayed locked by another writer for 10 s")
+        return FakeClient.lock(c, tx._lock_request(database, table)).lockid  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(tx, "_lock", refused)
+    record = _record({})
+    with pytest.raises(CommitFailedException):
+        tx.finish(FakeWarehouse(client), record)  # type: ignore[arg-type]
+    assert set(client.held) == {10, 11}
+    assert [(lock["table"], lock["lockid"]) for lock in record["locks"]] == [("a", 10), ("b", 11)]
