@@ -72,7 +72,7 @@ from pyiceberg.table.update import AssertCreate, TableRequirement, TableUpdate
 from pyiceberg.typedef import Identifier
 from pyiceberg.utils.properties import property_as_bool
 
-from catalogd.errors import InvalidArgumentError
+from catalogd.errors import CatalogNotFoundError, InvalidArgumentError
 from catalogd.faults import fault_point
 from catalogd.iceberg.tables import WarehouseCatalog
 
@@ -422,7 +422,13 @@ def finish(wh: WarehouseCatalog, record: dict[str, Any], lock_wait: float = FINI
                     lockid = _lock(client, wh.lock_name(t["database"]), t["table"], lock_wait)
                 held.append((t, lockid))
             for t in tables:
-                hive_table = wh._get_hive_table(client, t["database"], t["table"])
+                try:
+                    hive_table = wh._get_hive_table(client, t["database"], t["table"])
+                except NoSuchTableError:
+                    # Dropped since (or a memory catalog's table, gone with the daemon's restart).
+                    logger.warning("Iceberg transaction %s: %s.%s no longer exists: nothing to roll forward",
+                                   record["id"], t["database"], t["table"])
+                    continue
                 pointer = (hive_table.parameters or {}).get("metadata_location")
                 if pointer == t["new"]:
                     continue
@@ -528,7 +534,16 @@ class Finisher:
 
     def _try(self, path: Path, record: dict[str, Any]) -> bool:
         try:
-            finish(self.wh_for(record["catalog"]), record, self.lock_wait)
+            wh = self.wh_for(record["catalog"])
+        except CatalogNotFoundError:
+            # A catalog taken out of the config: nothing catalogd serves is left to move. Kept
+            # aside (not retried), for whoever put the catalog back.
+            logger.error("Iceberg transaction %s: catalog %s no longer exists: its intent is set aside as %s",
+                         record.get("id"), record["catalog"], path.with_suffix(".abandoned"))
+            path.replace(path.with_suffix(".abandoned"))
+            return True
+        try:
+            finish(wh, record, self.lock_wait)
         except Exception:
             if record.get("state") == MOVING:
                 try:  # the locks it holds now, for a restart to reuse too

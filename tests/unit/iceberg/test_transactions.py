@@ -293,3 +293,38 @@ def test_a_roll_forward_that_cannot_finish_keeps_the_locks_it_holds_for_the_next
         tx.finish(FakeWarehouse(client), record)  # type: ignore[arg-type]
     assert set(client.held) == {10, 11}
     assert [(lock["table"], lock["lockid"]) for lock in record["locks"]] == [("a", 10), ("b", 11)]
+
+
+def test_a_table_gone_since_is_skipped_and_a_catalog_gone_sets_the_intent_aside(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from pyiceberg.exceptions import NoSuchTableError
+
+    from catalogd.errors import CatalogNotFoundError
+
+    client = FakeClient()
+    client.pointers = {("db", "a"): "old-a", ("db", "c"): "new-c"}  # b was dropped
+    wh = FakeWarehouse(client)
+    original = wh._get_hive_table
+
+    def get(c: FakeClient, database: str, table: str) -> Any:
+        if (database, table) not in c.pointers:
+            raise NoSuchTableError(f"{database}.{table}")
+        return original(c, database, table)
+
+    monkeypatch.setattr(wh, "_get_hive_table", get)
+    moved = []
+    monkeypatch.setattr(tx, "_move", lambda wh, c, database, hive, new, t, metadata: moved.append(t["table"]))
+    monkeypatch.setattr("pyiceberg.serializers.FromInputFile.table_metadata", lambda f: None)
+    monkeypatch.setattr("pyiceberg.io.load_file_io", lambda *a, **k: type("IO", (), {"new_input": lambda s, x: x})())
+    tx.finish(wh, _record({}))  # type: ignore[arg-type]
+    assert moved == ["a"] and client.held == {}
+
+    intents = Intents(tmp_path)
+    path = intents.write(_record({}), durable=True)
+
+    def missing(name: str) -> Any:
+        raise CatalogNotFoundError(f"no catalog {name!r}")
+
+    finisher = Finisher(missing, intents, CommitGate())
+    assert finisher.start() == 1
+    assert intents.pending() == [] and path.with_suffix(".abandoned").exists()
