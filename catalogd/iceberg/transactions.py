@@ -307,7 +307,12 @@ def commit_tables(wh: WarehouseCatalog, changes: list[Change], intents: Intents,
             _write_all(moving)
             record.update(state=MOVING, tables=[_intent_of(change, hive_table, current, updated)
                                                 for change, hive_table, current, updated in moving])
-            path = intents.write(record, durable=True)
+            try:
+                path = intents.write(record, durable=True)
+            except BaseException:
+                # Not committed (no durable intent): the new files are referenced by nothing.
+                _delete(moving)
+                raise
             fault_point("iceberg.txn.intent")
             keys = [gate_key(wh.name, c.own_database, c.table) for c, _, _, _ in moving]
             release = gate.hold(keys)
@@ -320,8 +325,9 @@ def commit_tables(wh: WarehouseCatalog, changes: list[Change], intents: Intents,
             except Exception as e:
                 # Past the commit point: the transaction is applied, not undone. The locks stay
                 # held for the roll-forward (it reuses them), and so does the gate.
-                if finisher is None:
+                if finisher is None:  # the intent stays for the next start's roll-forward
                     release()
+                    path = None
                     raise
                 keep_locks = True
                 finisher.hand_over(path, record, release)
@@ -362,19 +368,26 @@ def _stage(wh: WarehouseCatalog, client: Any, change: Change) -> tuple[Change, A
 def _write_all(moving: list[tuple[Change, Any, Any, Any]]) -> None:
     """Write every new metadata file (checked by ``check_write`` already); a failure deletes the
     ones written (new files no pointer names) and raises."""
-    written: list[Any] = []
+    written: list[tuple[Change, Any, Any, Any]] = []
     try:
-        for _, _, _, updated in moving:
+        for staged in moving:
+            updated = staged[3]
             HiveCatalog._write_metadata(updated.metadata, updated.io, updated.metadata_location)
-            written.append(updated)
+            written.append(staged)
     except BaseException:
-        for updated in written:
-            try:
-                updated.io.delete(updated.metadata_location)
-            except Exception:
-                logger.warning("Iceberg transactions: could not delete %s (never referenced)",
-                               updated.metadata_location, exc_info=True)
+        _delete(written)
         raise
+
+
+def _delete(written: list[tuple[Change, Any, Any, Any]]) -> None:
+    """Delete the new metadata files of a transaction that did not commit (catalogd's own, just
+    written, referenced by nothing)."""
+    for _, _, _, updated in written:
+        try:
+            updated.io.delete(updated.metadata_location)
+        except Exception:
+            logger.warning("Iceberg transactions: could not delete %s (never referenced)",
+                           updated.metadata_location, exc_info=True)
 
 
 def _intent_of(change: Change, hive_table: Any, current: Any, updated: Any) -> dict[str, Any]:

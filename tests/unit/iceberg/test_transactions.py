@@ -328,3 +328,29 @@ def test_a_table_gone_since_is_skipped_and_a_catalog_gone_sets_the_intent_aside(
     finisher = Finisher(missing, intents, CommitGate())
     assert finisher.start() == 1
     assert intents.pending() == [] and path.with_suffix(".abandoned").exists()
+
+
+def test_without_a_finisher_a_failed_move_leaves_the_intent_for_the_next_start(flow: dict[str, Any]) -> None:
+    flow["fail_move"] = "b"
+    with pytest.raises(OSError):
+        tx.commit_tables(flow["wh"], changes("db.a", "db.b"), flow["intents"], flow["gate"])
+    [(_, record)] = flow["intents"].pending()
+    assert record["state"] == MOVING and flow["gate"].tables == {}
+
+
+def test_an_intent_that_cannot_be_written_deletes_the_new_metadata_files(
+        flow: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    deleted = []
+    monkeypatch.setattr(tx, "_delete", lambda moving: deleted.extend(m[0].table for m in moving))
+    write = flow["intents"].write
+
+    def full(record: dict[str, Any], durable: bool) -> Path:
+        if durable:
+            raise OSError(28, "No space left on device")
+        return write(record, durable)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(flow["intents"], "write", full)
+    with pytest.raises(OSError, match="No space"):
+        tx.commit_tables(flow["wh"], changes("db.a", "db.b"), flow["intents"], flow["gate"])
+    assert deleted == ["a", "b"] and flow["moved"] == []
+    assert flow["client"].held == {} and flow["intents"].pending() == []
