@@ -252,6 +252,40 @@ def test_readers_through_the_hms_endpoint_never_see_a_mixed_state(daemon: Daemon
           f"{reads[2]} pairs of API reads")
 
 
+def test_hms_side_iceberg_writers_serialize_with_transactions(daemon: Daemon, namespace: str) -> None:
+    """pyiceberg's ``HiveCatalog`` on the HMS endpoint commits to ``a`` (each commit adds its own
+    property) while transactions move ``a`` and ``b``: both take the one HMS lock on ``a``, so no
+    commit of either is lost (a transaction applies its updates to the pointer it reads under
+    the lock; a writer holding another lock would be overwritten)."""
+    catalog = rest(daemon)
+    make_tables(catalog, namespace, ("a", "b"))
+    commits = 15
+    errors: list[str] = []
+
+    def hms_writer() -> None:
+        hive = HiveCatalog("hms", uri=daemon.hms_uri)
+        for i in range(commits):
+            try:
+                table = hive.load_table(f"{namespace}.a")
+                table.transaction().set_properties(**{f"hms_{i}": "x"}).commit_transaction()
+            except Exception as e:  # a commit that failed is one the assertion below need not find
+                errors.append(f"hms_{i}: {e!r}")
+
+    writer = threading.Thread(target=hms_writer, daemon=True)
+    writer.start()
+    for value in range(1, commits + 1):
+        tables = [catalog.load_table(f"{namespace}.{name}") for name in ("a", "b")]
+        status, body = post(daemon, [change(t, set_txn(value)) for t in tables])
+        assert status == 204, body
+    writer.join(300)
+    assert not writer.is_alive()
+    properties = catalog.load_table(f"{namespace}.a").properties
+    landed = {f"hms_{i}" for i in range(commits)} - {e.split(":")[0] for e in errors}
+    assert landed <= set(properties), (sorted(landed - set(properties)), errors)
+    assert properties["txn"] == str(commits)
+    assert len(landed) >= commits // 2, errors
+
+
 # ---------------------------------------------------------------- a daemon killed mid-commit
 
 
