@@ -252,6 +252,43 @@ def test_readers_through_the_hms_endpoint_never_see_a_mixed_state(daemon: Daemon
           f"{reads[2]} pairs of API reads")
 
 
+def test_overlapping_transactions_in_opposite_orders_all_commit(daemon: Daemon, namespace: str) -> None:
+    """Two clients commit {a, b, c} and {c, b, a} (and {b, c}) at once, again and again: one
+    lock order, so none waits on the other for good; each transaction applies on top of the
+    last (its requirements are the table's uuid only), so every one commits."""
+    catalog = rest(daemon)
+    make_tables(catalog, namespace)
+    rounds = 8
+    answers: list[int] = []
+    failures: list[dict[str, Any]] = []
+    done: dict[str, set[int]] = {"a": set(), "b": set(), "c": set()}
+
+    def client(names: tuple[str, ...], base: int) -> None:
+        own = rest(daemon)
+        for i in range(rounds):
+            tables = [own.load_table(f"{namespace}.{name}") for name in names]
+            stage = lambda tx, n=base + i: tx.set_properties(**{f"t{n}": "x"})  # noqa: E731
+            status, body = post(daemon, [change(t, stage) for t in tables])
+            answers.append(status)
+            if status != 204:
+                failures.append(body)
+            if status == 204:
+                for name in names:
+                    done[name].add(base + i)
+
+    threads = [threading.Thread(target=client, args=(names, base), daemon=True)
+               for names, base in ((("a", "b", "c"), 0), (("c", "b", "a"), 100), (("b", "c"), 200))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not any(thread.is_alive() for thread in threads)
+    assert answers == [204] * len(answers) and len(answers) == 3 * rounds, failures
+    for name in TABLES:
+        properties = catalog.load_table(f"{namespace}.{name}").properties
+        assert {f"t{n}" for n in done[name]} <= set(properties), name
+
+
 def test_hms_side_iceberg_writers_serialize_with_transactions(daemon: Daemon, namespace: str) -> None:
     """pyiceberg's ``HiveCatalog`` on the HMS endpoint commits to ``a`` (each commit adds its own
     property) while transactions move ``a`` and ``b``: both take the one HMS lock on ``a``, so no
