@@ -27,6 +27,9 @@ POINTS = (
     "commit.retired",  # the staging table stands for the replaced data
     "jdbc.commit.renamed",  # jdbc: inside the publishing transaction, renames and drop done, not committed
     "jdbc.commit.committed",  # jdbc: the transaction committed, the daemon not yet told
+    "iceberg.txn.locked",  # Iceberg multi-table commit: every table locked, nothing written
+    "iceberg.txn.intent",  # Iceberg multi-table commit: the intent is durable, no pointer moved
+    "iceberg.txn.moved-one",  # Iceberg multi-table commit: after each pointer move (the first kills)
 )
 
 

@@ -111,6 +111,9 @@ class CatalogManager:
         #: dropped or renamed, ("drop-database", catalog, database, "") before a cascading
         #: database drop (the dynamic-table service stops the tables' jobs first).
         self.table_hooks: list[Callable[[str, str, str, str], None]] = []
+        #: Called with (catalog, database, table) before ``get_table`` reads: returns once no
+        #: Iceberg multi-table commit is moving the table's pointer (set by the Iceberg door).
+        self.table_gate: Callable[[str, str, str], None] | None = None
         #: catalogd's HMS endpoint, once it listens (None: not yet, or a manager without one).
         self._endpoint: ServedEndpoint | None = None
 
@@ -389,6 +392,9 @@ class CatalogManager:
 
     def get_table(self, path: ObjectPath) -> Table:
         catalog, db, name = self.resolve_object(path)
+        gate = self.table_gate
+        if gate is not None:
+            gate(catalog.name, db, name)
         with self._helpful(catalog, db, name, "table"):
             return catalog.get_table(db, name)
 

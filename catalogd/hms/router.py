@@ -87,6 +87,10 @@ _RESULTS = {n[:-7]: getattr(ThriftHiveMetastore, n) for n in dir(ThriftHiveMetas
 #: (the REST door's in-process client answers it as its typed error, not the HMS exception's text).
 LAST_ERROR = "last-error"
 _LOCK_METHODS = frozenset({"lock", "check_lock", "unlock", "heartbeat", "show_locks"})
+#: Reads of whole tables (their ``metadata_location``): they wait while an Iceberg multi-table
+#: commit moves the table's pointer (``catalogd.iceberg.transactions.CommitGate``).
+_SINGLE_TABLE_READS = frozenset({"get_table", "get_table_req"})
+_GATED_READS = _SINGLE_TABLE_READS | {"get_table_objects_by_name", "get_table_objects_by_name_req"}
 #: Served by catalogd itself when it issues delegation tokens (auth.kerberos).
 _DELEGATION_METHODS = frozenset({"get_delegation_token", "renew_delegation_token", "cancel_delegation_token"})
 #: Reads answered from the metadata cache (keyed by their exact args).
@@ -116,6 +120,17 @@ class LockService(Protocol):
     def heartbeat(self, request: Any, allow: Guard | None = None) -> None: ...
 
     def show_locks(self, request: Any) -> Any: ...
+
+
+class CommitGate(Protocol):
+    """The Iceberg REST door's gate (``catalogd.iceberg.transactions.CommitGate``)."""
+
+    #: The tables whose pointers a multi-table commit is moving (empty: none).
+    tables: dict[Any, Any]
+    #: Counts the commits that began moving pointers.
+    generation: int
+
+    def wait(self, catalog: str, database: str, table: str, timeout: float = ...) -> None: ...
 
 
 class MemoryStore(Protocol):
@@ -176,6 +191,9 @@ class Router:
         #: Calls answered, by method and outcome (for /metrics).
         self.calls: dict[tuple[str, str], int] = {}
         self._calls_lock = threading.Lock()
+        #: The Iceberg REST door's gate (set by the door): table reads wait while a multi-table
+        #: commit moves the table's pointer. None: no door.
+        self.commit_gate: CommitGate | None = None
 
     # ------------------------------------------------------------ plumbing
 
@@ -405,6 +423,31 @@ class Router:
             return self._global(conn, message)
         policy.authorize(conn, method, kind, route.catalog, call,
                          lambda: ".".join(part for part in self._scope(route, method, args) if part))
+        gate = self.commit_gate
+        if gate is None or method not in _GATED_READS or conn.internal:
+            # catalogd's own reads (the roll-forward's) do not wait on the pointers they move.
+            return self._serve_routed(conn, message, args, route, kind, call, spelling)
+        if method in _SINGLE_TABLE_READS:
+            if gate.tables:  # only while a transaction moves pointers: one truth test otherwise
+                self._wait_gate(gate, method, args)
+            return self._serve_routed(conn, message, args, route, kind, call, spelling)
+        # Several tables in one answer: read again when a transaction began moving pointers
+        # during the read (the answer could hold one table moved and another not).
+        while True:
+            generation = gate.generation
+            if gate.tables:
+                self._wait_gate(gate, method, args)
+            reply = self._serve_routed(conn, message, args, route, kind, call, spelling)
+            if gate.generation == generation:
+                return reply
+            args = decode(_ARGS[method](), message.body)
+            if spelling is not None:
+                spelling.spelt = False
+
+    def _serve_routed(self, conn: ClientConnection, message: Message, args: Any, route: _Route,
+                      kind: methods.Kind, call: CallRecord, spelling: Spelling | None) -> bytes:
+        method = message.name
+        policy = self.policy
         catalog = self.manager.catalogs().get(route.catalog)
         if catalog is None:
             raise Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog {route.catalog!r}"))
@@ -427,6 +470,14 @@ class Router:
         if writes:
             return self._write(conn, message, args, route, catalog, target, call)
         return self._read(conn, message, args, route, target, spelling)
+
+    def _wait_gate(self, gate: CommitGate, method: str, args: Any) -> None:
+        """Wait until no transaction moves the pointer of a table the call reads."""
+        federation = self.federation
+        for database, table in methods.target_in_args(method, args):
+            place = federation.locate(database)
+            if place is not None and table:
+                gate.wait(place.catalog, place.database, table)
 
     # ------------------------------------------------------------ routing
 
@@ -741,6 +792,10 @@ class Router:
         federation = self.federation
         args = decode(_ARGS[method](), message.body)
         guard: Guard | None = None
+        if method in ("lock", "show_locks"):
+            # A Hive 3+ client's (and the REST door's) ``@catalog#db`` in the 2.3 spelling, so
+            # that every door's lock on a table is one lock to the keeper.
+            self.names.unwrap(method, args)
         if method == "lock":
             # Judged per component, each by its own catalog: a reader of any catalog gets this far.
             self.policy.authorize(conn, method, kind, None, call)

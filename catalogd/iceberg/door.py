@@ -38,7 +38,7 @@ from catalogd.errors import CatalogNotFoundError, InvalidArgumentError, Permissi
 from catalogd.iceberg.errors import CONNECTION
 from catalogd.iceberg.loopback import LoopbackClient, connection
 from catalogd.iceberg.tables import MetadataFiles, NoSuchNamespace, WarehouseCatalog
-from catalogd.iceberg.transactions import Change, CommitGate, Intents, commit_tables, roll_forward
+from catalogd.iceberg.transactions import Change, CommitGate, Finisher, Intents, commit_tables
 
 if TYPE_CHECKING:
     from catalogd.catalog.base import Catalog
@@ -172,6 +172,11 @@ class IcebergDoor:
         self.files = MetadataFiles()
         self.gate = CommitGate()
         self.intents = Intents(scratch.parent)
+        self.finisher = Finisher(self._internal, self.intents, self.gate)
+        # Readers through catalogd wait while a transaction moves a table's pointer: the HMS
+        # endpoint's table reads and the catalogd API's get_table, beside the REST loads.
+        router.commit_gate = self.gate
+        manager.table_gate = self.gate.wait
 
     # ------------------------------------------------------------ warehouses
 
@@ -515,23 +520,45 @@ class IcebergDoor:
             if not isinstance(entry, dict):
                 raise InvalidArgumentError(f"table-changes[{i}]: an object")
             ns, name = _identifier(entry.get("identifier"), f"table-changes[{i}].identifier")
-            changes.append(Change(wh.db(ns), name.lower(),
+            database = wh.db(ns)
+            self._own_database(request.warehouse, database, ns[0])
+            changes.append(Change(database, name.lower(),
                                   tuple(_REQUIREMENTS.validate_python(entry.get("requirements") or [])),
-                                  tuple(_UPDATES.validate_python(entry.get("updates") or []))))
-        commit_tables(wh, changes, self.intents, self.gate)
+                                  tuple(_UPDATES.validate_python(entry.get("updates") or [])),
+                                  name=ns[0].lower()))
+        commit_tables(wh, changes, self.intents, self.gate, self.finisher)
+
+    def _own_database(self, warehouse: str, database: str, namespace: str) -> None:
+        """Refuse a namespace the router would route to another catalog than the warehouse's (the
+        default catalog's warehouse sees the others' databases under their prefixes, ``@cat#db``
+        names a catalog): a transaction is over tables of one catalog, the one its prefix names."""
+        if namespace.startswith("@"):
+            raise InvalidArgumentError(f"namespace {namespace!r}: a transaction's tables are in its warehouse's "
+                                       f"catalog ({warehouse}): name them by their own namespaces")
+        if database.startswith("@"):
+            return  # a catalog's native door: always that catalog
+        place = self.router.federation.locate(database)
+        if place is None or place.catalog != warehouse:
+            other = place.catalog if place is not None else "no catalog"
+            raise InvalidArgumentError(f"namespace {namespace!r} is a database of {other}, not of {warehouse}: a "
+                                       f"transaction commits to the tables of one catalog, the one its prefix names")
+
+    def _internal(self, catalog: str) -> WarehouseCatalog:
+        """A catalog's ``WarehouseCatalog`` as catalogd itself (no principal's grants apply)."""
+        wh = self.catalog(Request(Principal("catalogd"), "catalogd", catalog))
+        wh.conn.internal = True
+        return wh
 
     def roll_forward(self) -> int:
-        """Finish the multi-table commits a dead daemon left half done (at start, before serving)."""
+        """Finish the multi-table commits a dead daemon left half done (at start, before serving);
+        what cannot be finished now is retried in the background. Returns how many were finished."""
         if not self.intents.pending():
             return 0
-        system = Principal("catalogd")
+        return self.finisher.start()
 
-        def wh_for(catalog: str) -> WarehouseCatalog:
-            conn_request = Request(system, "catalogd", catalog)
-            wh = self.catalog(conn_request)
-            wh.conn.internal = True  # catalogd itself: no principal's grants apply
-            return wh
-        return roll_forward(wh_for, self.intents)
+    def close(self) -> None:
+        """Stop the background roll-forward (its intents stay for the next start)."""
+        self.finisher.close()
 
     @contextmanager
     def as_caller(self, request: Request) -> Iterator[WarehouseCatalog]:

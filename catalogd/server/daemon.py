@@ -466,6 +466,8 @@ class Daemon:
             self.thrift.shutdown(grace)
         if self.http is not None:
             self.http.stop()
+        if self.iceberg is not None:
+            self.iceberg.close()
         if self.peers is not None:
             self.peers.stop()
         self.manager.close()

@@ -214,3 +214,29 @@ def test_each_connection_is_bounded_on_its_own(tmp_path: Path) -> None:
         endpoint.call(first, "lock", rqst=_lock(SR, "db", "c"))
     # Another client on the same host is not refused.
     assert endpoint.call(second, "lock", rqst=_lock(SR, "db", "c")).state == hms.LockState.ACQUIRED
+
+
+def test_a_native_door_s_lock_is_the_same_lock_as_the_prefixed_name_s(tmp_path: Path) -> None:
+    """``@other#db`` (a Hive 3+ client's, the Iceberg REST door's) and ``other__db`` (a 2.3
+    client's) name one table: the keeper sees one name, so the second lock waits."""
+    endpoint = Endpoint(tmp_path)
+    writer = endpoint.connect("writer")
+    first = endpoint.call(writer, "lock", rqst=_lock(EX, "@other#db", "t"))
+    assert first.state == hms.LockState.ACQUIRED
+    second = endpoint.call(writer, "lock", rqst=_lock(EX, "other__db", "T"))
+    assert second.state == hms.LockState.WAITING
+    [shown, _] = endpoint.call(writer, "show_locks", rqst=hms.ShowLocksRequest(dbname="@other#db")).locks
+    assert (shown.dbname, shown.tablename) == ("other__db", "t")
+
+
+def test_catalogd_itself_checks_and_releases_a_caller_s_lock(tmp_path: Path) -> None:
+    """The Iceberg roll-forward (``conn.internal``) reuses or releases the locks a dead daemon
+    took for its callers."""
+    endpoint = Endpoint(tmp_path)
+    taken = endpoint.call(endpoint.connect("writer"), "lock", rqst=_lock(EX, "db", "t"))
+    internal = ClientConnection("catalogd", internal=True)
+    assert endpoint.call(internal, "check_lock", rqst=hms.CheckLockRequest(lockid=taken.lockid)).state == \
+        hms.LockState.ACQUIRED
+    endpoint.call(internal, "unlock", rqst=hms.UnlockRequest(lockid=taken.lockid))
+    with pytest.raises(hms.NoSuchLockException):
+        endpoint.call(internal, "check_lock", rqst=hms.CheckLockRequest(lockid=taken.lockid))
