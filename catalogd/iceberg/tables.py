@@ -292,8 +292,8 @@ class WarehouseCatalog(HiveCatalog):
         what = f"table {database}.{table}"
         # The file must lie where the table may (inside its location, which the catalog's rules
         # confine): checked before the daemon reads a file a caller named (``/etc/...``, a device).
+        self.name_free(database, table)  # a name taken is a 409 before the rules on places
         self.check_location(metadata_location, f"{what}: metadata file", None)
-        self.name_free(database, table)
         io = load_file_io(self.properties, metadata_location)
         # Read afresh, not from ``files``: catalogd did not write this file, which may have changed
         # since it was last read; and the table is made from the very bytes checked (pyiceberg's
