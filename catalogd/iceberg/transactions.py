@@ -78,7 +78,7 @@ from catalogd.iceberg.tables import WarehouseCatalog
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Change", "CommitGate", "Finisher", "Intents", "commit_tables", "gate_key"]
+__all__ = ["Change", "CommitGate", "Finisher", "Intents", "commit_tables", "gate_key", "lock_table"]
 
 #: Under the data dir: one file per multi-table commit under way (its lock record, then its intent).
 INTENTS_DIR = "iceberg-intents"
@@ -246,6 +246,12 @@ def _lock(client: Any, database: str, table: str, wait: float) -> int:
         _unlock(client, [lockid])
         raise
     return lockid
+
+
+def lock_table(wh: WarehouseCatalog, client: Any, database: str, table: str, wait: float = LOCK_WAIT) -> int:
+    """The exclusive HMS lock on one table of ``wh`` (database as the router takes it), under the
+    name an HMS 2.3 client locks it by: what a single commit of a view takes."""
+    return _lock(client, wh.lock_name(database), table, wait)
 
 
 def _still_held(client: Any, lockid: int) -> bool:

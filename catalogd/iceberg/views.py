@@ -61,7 +61,7 @@ from catalogd.iceberg.door import IcebergDoor, _body, _identifier, namespace_of
 from catalogd.iceberg.door import Request as DoorRequest
 from catalogd.iceberg.errors import IcebergError
 from catalogd.iceberg.tables import METADATA_LOCATION, TABLE_TYPE, WarehouseCatalog, inside
-from catalogd.iceberg.transactions import _acquire
+from catalogd.iceberg.transactions import lock_table
 
 logger = logging.getLogger(__name__)
 
@@ -525,7 +525,7 @@ class _Locked:
     def __enter__(self) -> Any:
         client = self.wh._client.__enter__()
         try:
-            self.lockid = _acquire(self.wh, client, self.database, self.name)
+            self.lockid = lock_table(self.wh, client, self.database, self.name)
         except BaseException:
             self.wh._client.__exit__(None, None, None)
             raise
