@@ -139,6 +139,24 @@ class MemoryStore(Protocol):
     def check_claim(self, location: str, what: str, own_table: tuple[str, str] | None = None) -> None: ...
 
 
+#: ``ClientConnection.state`` key: the plans of the cached reads the connection made (``_known_hit``).
+_PLANS = "read-plans"
+#: Plans kept per connection (a client reading more objects than this starts over).
+_MAX_PLANS = 512
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What serving one cached read decided: where its answer is looked up."""
+
+    scope: tuple[str, str, str]
+    form: str
+    caching: CachedCalls
+    config: object
+    #: The connection's user when it was made (set_ugi may name another one later).
+    identity: object
+
+
 @dataclass
 class _Route:
     """Where one call goes."""
@@ -281,6 +299,11 @@ class Router:
 
     def handle(self, conn: ClientConnection, message: Message) -> bytes | None:
         method = message.name
+        if method in _CACHED_READS and message.type == CALL:
+            hit = self._known_hit(conn, message)
+            if hit is not None:
+                self._count(method, "ok")
+                return hit
         if message.type not in (CALL, ONEWAY):
             app = TApplicationException(TApplicationException.INVALID_MESSAGE_TYPE, "expected a call")
             return encode(method, EXCEPTION, message.seqid, app)
@@ -311,6 +334,42 @@ class Router:
             if call.audited:
                 policy.record(conn, method, call, "error", f"internal error: {e}")
         return None if message.type == ONEWAY else reply
+
+    def _known_hit(self, conn: ClientConnection, message: Message) -> bytes | None:
+        """A cached read this connection made before, answered without decoding it again.
+
+        The first time a connection's read is served from the cache path, ``_read`` notes its
+        plan (scope, cache form, the catalog's cache) under its exact bytes: everything
+        routing, naming and authorization decided for this connection's principal. While the
+        daemon's configuration object is the same one (a reload makes a new one: catalogs,
+        prefixes and grants may change) and the connection's user is the same (``set_ugi``
+        may name another), the same bytes mean the same plan, so only the
+        lookup is left: the same ``lookup`` the full path makes (read-your-writes, the
+        cluster's invalidations and locked tables' fresh reads hold as they do there). A miss
+        goes the full way.
+        """
+        plans = conn.state.get(_PLANS)
+        if plans is None:
+            return None
+        plan = plans.get((message.name, message.body))  # type: ignore[attr-defined]
+        if plan is None or plan.config is not self.manager.config or plan.identity != conn.identity:
+            return None
+        if self.locked_reads.guarded(plan.scope):
+            return None
+        body: bytes | None = plan.caching.lookup(plan.scope, message.name, message.body, plan.form).body
+        if body is None:
+            return None
+        return header(message.name, REPLY, message.seqid) + body
+
+    def _note_plan(self, conn: ClientConnection, message: Message, scope: tuple[str, str, str], form: str,
+                   caching: CachedCalls) -> None:
+        plans = conn.state.get(_PLANS)
+        if plans is None:
+            plans = conn.state[_PLANS] = {}
+        assert isinstance(plans, dict)
+        if len(plans) >= _MAX_PLANS:
+            plans.clear()  # a client that reads many objects: start over (bounded per connection)
+        plans[(message.name, message.body)] = _Plan(scope, form, caching, self.manager.config, conn.identity)
 
     def _handle(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
         method = message.name
@@ -537,7 +596,12 @@ class Router:
             if spelling is not None:  # the answer as a Hive 3+ client's spelling has it
                 form = f"{form}:{spelling.form()}"
                 spelling.spelt = True
-            found = caching.lookup(self._scope(route, method, args), method, message.body, form)
+            scope = self._scope(route, method, args)
+            found = caching.lookup(scope, method, message.body, form)
+            if spelling is None:
+                # The client's own bytes (a spelt call's were re-encoded): its next same call
+                # goes straight to the lookup (``_known_hit``).
+                self._note_plan(conn, message, scope, form, caching)
             if found.body is not None:
                 return header(method, REPLY, message.seqid) + found.body
         if prefixed:
