@@ -220,9 +220,26 @@ class IcebergDoor:
         return {"defaults": {}, "overrides": {"prefix": name}, "endpoints": ENDPOINTS}
 
     def _spell(self, catalog: str) -> Callable[[str], str]:
-        if catalog == self.manager.default_catalog:
-            return lambda db: db.lower()
-        return lambda db: f"@{catalog}#{db.lower()}"
+        """A REST namespace of warehouse ``catalog`` -> the database name the router takes: the
+        plain name for the default catalog, ``@catalog#db`` (its native door) for another. A name
+        the router would send elsewhere (``@x#db``; ``scratch__db``, another catalog's database
+        under its prefix on the default door) is no namespace of this warehouse."""
+        federation = self.router.federation
+        default = catalog == self.manager.default_catalog
+
+        def spell(db: str) -> str:
+            name = db.lower()
+            if name.startswith("@"):
+                raise NoSuchNamespace((db,), f"Namespace does not exist: {db} (a namespace names no catalog: "
+                                             "choose the catalog with the warehouse)")
+            if not default:
+                return f"@{catalog}#{name}"
+            place = federation.locate(name)
+            if place is not None and place.catalog != catalog:
+                raise NoSuchNamespace((db,), f"Namespace does not exist: {db} (it is catalog {place.catalog}'s "
+                                             f"database {place.database}: use warehouse {place.catalog})")
+            return name
+        return spell
 
     def _unspell(self, database: str) -> str:
         return database.rsplit("#", 1)[-1] if database.startswith("@") else database
@@ -520,7 +537,10 @@ class IcebergDoor:
             if not isinstance(entry, dict):
                 raise InvalidArgumentError(f"table-changes[{i}]: an object")
             ns, name = _identifier(entry.get("identifier"), f"table-changes[{i}].identifier")
-            database = wh.db(ns)
+            try:
+                database = wh.db(ns)
+            except NoSuchNamespace as e:  # a transaction's tables name its warehouse's databases
+                raise InvalidArgumentError(f"table-changes[{i}]: {e}") from None
             self._own_database(request.warehouse, database, ns[0])
             changes.append(Change(database, name.lower(),
                                   tuple(_REQUIREMENTS.validate_python(entry.get("requirements") or [])),

@@ -386,11 +386,11 @@ def sort_order_ids_as_java(base: TableMetadata | None, updates: tuple[Any, ...])
 
 
 class NoSuchNamespace(Exception):
-    """A REST namespace that cannot be an HMS database (nested, or empty)."""
+    """A REST namespace that cannot be a database of the warehouse (nested, empty, another catalog's)."""
 
-    def __init__(self, namespace: tuple[str, ...]) -> None:
-        super().__init__(f"namespace {'.'.join(namespace) or '(empty)'} does not exist: catalogd's namespaces are "
-                         "databases, one level deep")
+    def __init__(self, namespace: tuple[str, ...], message: str | None = None) -> None:
+        super().__init__(message or f"namespace {'.'.join(namespace) or '(empty)'} does not exist: catalogd's "
+                                    "namespaces are databases, one level deep")
 
 
 def sd_for(metadata: TableMetadata, location: str) -> Any:
