@@ -124,6 +124,8 @@ def client_settings(info: CatalogInfo, *, auth: bool, name: str | None = None, t
         f"{prefix}.type": "rest",
         f"{prefix}.uri": uri,
         f"{prefix}.warehouse": warehouse,
+        # Spark's own table cache would hide other engines' commits between two statements.
+        f"{prefix}.cache-enabled": "false",
     }
     if auth:
         s.spark[f"{prefix}.token"] = TOKEN_PLACEHOLDER

@@ -20,6 +20,7 @@ def test_every_client_gets_the_uri_and_the_catalog_as_warehouse() -> None:
     assert s.spark["spark.sql.catalog.main.type"] == "rest"
     assert s.spark["spark.sql.catalog.main.uri"] == URI
     assert s.spark["spark.sql.catalog.main.warehouse"] == "main"
+    assert s.spark["spark.sql.catalog.main.cache-enabled"] == "false"
     assert s.trino == {"connector.name": "iceberg", "iceberg.catalog.type": "rest",
                        "iceberg.rest-catalog.uri": URI, "iceberg.rest-catalog.warehouse": "main"}
     assert s.duckdb[-1] == f"ATTACH 'main' AS main (TYPE iceberg, ENDPOINT '{URI}', AUTHORIZATION_TYPE 'none');"
