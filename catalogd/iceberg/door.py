@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import TypeAdapter
 from pyiceberg.catalog import LOCATION
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from catalogd.catalog.base import Catalog
     from catalogd.hms.router import Router
     from catalogd.manager import CatalogManager
-    from catalogd.server.access import Access
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +65,16 @@ ENDPOINTS = [
 
 _REQUIREMENTS: TypeAdapter[list[TableRequirement]] = TypeAdapter(list[TableRequirement])
 _UPDATES: TypeAdapter[list[TableUpdate]] = TypeAdapter(list[TableUpdate])
+
+
+class Access(Protocol):
+    """What the door needs of the daemon's ``catalogd.server.access.Access``."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    def require(self, principal: Principal, catalog: str | None, needed: Role, operation: str,
+                job_write: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -218,8 +227,11 @@ class IcebergDoor:
         conn = connection(name, request.peer)
         CONNECTION.set(conn)
         client = LoopbackClient(self.router.handle, conn)
-        return WarehouseCatalog(request.warehouse, client, self._spell(request.warehouse),
-                                self._warehouse_location(catalog), self._check_location(catalog), name, self.files)
+        federation = self.router.federation
+        warehouse = request.warehouse
+        return WarehouseCatalog(warehouse, client, self._spell(warehouse), self._warehouse_location(catalog),
+                                self._check_location(catalog), name, self.files,
+                                lambda db: federation.client_name(warehouse, self._unspell(db)))
 
     # ------------------------------------------------------------ namespaces
 
@@ -383,6 +395,7 @@ class IcebergDoor:
             self._hive_table(wh, database, name)  # a missing table is a 404, not a create
         response = wh.commit_table(_Target((database, name)), tuple(requirements), tuple(updates))
         data = response.metadata.model_dump_json().encode()
+        self.files.put(response.metadata_location, data)
         return Loaded(response.metadata_location, _commit_result(response.metadata_location, data))
 
     def drop_table(self, request: Request, namespace: str, table: str, purge: bool) -> None:

@@ -78,24 +78,33 @@ class MetadataFiles:
         self._size = 0
         self._lock = threading.Lock()
 
-    def read(self, location: str, io: FileIO) -> bytes:
+    def put(self, location: str, data: bytes) -> None:
+        """Hold the bytes of a metadata file catalogd just wrote (the next load needs no read)."""
+        if len(data) > self.max_bytes // 8:
+            return
+        with self._lock:
+            if location not in self._files:
+                self._files[location] = data
+                self._size += len(data)
+                while self._size > self.max_bytes and self._files:
+                    _, dropped = self._files.popitem(last=False)
+                    self._size -= len(dropped)
+
+    def read(self, location: str, io: FileIO | Callable[[], FileIO]) -> bytes:
+        """The file's bytes (JSON, ungzipped); ``io``: the FileIO to read it with, or what makes
+        one (called only when the file is not held)."""
         with self._lock:
             held = self._files.get(location)
             if held is not None:
                 self._files.move_to_end(location)
                 return held
+        if callable(io):
+            io = io()
         with io.new_input(location).open() as f:
             data: bytes = f.read()
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
-        if len(data) <= self.max_bytes // 8:
-            with self._lock:
-                if location not in self._files:
-                    self._files[location] = data
-                    self._size += len(data)
-                    while self._size > self.max_bytes and self._files:
-                        _, dropped = self._files.popitem(last=False)
-                        self._size -= len(dropped)
+        self.put(location, data)
         return data
 
 
@@ -113,7 +122,8 @@ class WarehouseCatalog(HiveCatalog):
     """
 
     def __init__(self, name: str, client: LoopbackClient, spell: Callable[[str], str], warehouse: str | None,
-                 check_location: LocationCheck, owner: str | None, files: MetadataFiles) -> None:
+                 check_location: LocationCheck, owner: str | None, files: MetadataFiles,
+                 lock_name: Callable[[str], str] | None = None) -> None:
         properties = {HIVE2_COMPATIBLE: "true"}
         if warehouse:
             properties[WAREHOUSE_LOCATION] = warehouse
@@ -126,6 +136,7 @@ class WarehouseCatalog(HiveCatalog):
         # about a minute fails with CommitFailedException (the client retries it).
         self._lock_check_retries = 60
         self.spell = spell
+        self.lock_name = lock_name or (lambda database: database)
         self.check_location = check_location
         self.owner = owner
         self.files = files
@@ -145,6 +156,11 @@ class WarehouseCatalog(HiveCatalog):
             raise NoSuchNamespace(namespace)
         return self.spell(namespace[0])
 
+    def _create_lock_request(self, database_name: str, table_name: str) -> Any:
+        # The name an HMS 2.3 client locks (``scratch__db``): one lock per table whichever door
+        # and spelling a writer comes through (lock names are not translated from ``@cat#db``).
+        return super()._create_lock_request(self.lock_name(database_name), table_name)
+
     # ------------------------------------------------------------ reads
 
     def hive_table(self, database: str, table: str) -> Any:
@@ -160,7 +176,7 @@ class WarehouseCatalog(HiveCatalog):
         location = parameters.get(METADATA_LOCATION)
         if not location:
             raise NoSuchTableError(f"{hive_table.dbName}.{hive_table.tableName} has no metadata_location")
-        return location, self.files.read(location, load_file_io(self.properties, location))
+        return location, self.files.read(location, lambda: load_file_io(self.properties, location))
 
     # ------------------------------------------------------------ writes
 

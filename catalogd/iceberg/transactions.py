@@ -153,7 +153,7 @@ def _lock_request(database: str, table: str) -> LockRequest:
 
 
 def _acquire(wh: WarehouseCatalog, client: Any, database: str, table: str) -> int:
-    response = client.lock(_lock_request(database, table))
+    response = client.lock(_lock_request(wh.lock_name(database), table))
     if response.state == LockState.ACQUIRED:
         return int(response.lockid)
     if response.state == LockState.WAITING:

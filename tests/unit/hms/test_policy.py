@@ -76,6 +76,8 @@ class Ugi:
     """A connection whose set_ugi named ``user``."""
 
     peer = "127.0.0.1:2"
+    surface = "hms"
+    internal = False
 
     def __init__(self, user: str, proven: str | None = None) -> None:
         self.identity = (user, (user,))
