@@ -17,7 +17,8 @@ dir, the daemon's default cache). Measured:
   the writers took (the last commit in flight when the time is up ends after it). Every commit
   a writer was told succeeded (its snapshot id) must be in the table's final history (goal:
   0 lost); commits/s against an HMS-only run (8 ``HiveCatalog`` appenders on the endpoint,
-  another table, the same time): goal within 1.2x.
+  another table, the same time): goal within 1.2x. Before them, one append at a time through
+  each door (alternating): what an uncontended commit costs.
 * ``transaction``: a 3-table ``POST /v1/{prefix}/transactions/commit`` (raw HTTP, one
   ``set-properties`` update per table) p50/p99, next to a 1-table one.
 
@@ -322,11 +323,30 @@ def _run_appenders(daemon: Daemon, table: str, kinds: list[str], seconds: float)
     }
 
 
+def bench_single_appends(daemon: Daemon, count: int = 20) -> dict[str, Any]:
+    """One appender at a time, the doors alternating on one table: what an uncontended append costs
+    through each (the window a concurrent writer's commit can fall into)."""
+    rest = rest_catalog(daemon.rest_uri)
+    rest.create_table(f"{NAMESPACE}.appended_alone", _schema())
+    catalogs = {"rest": rest, "hms": hive_catalog(daemon.hms_uri)}
+    sides: dict[str, list[float]] = {"rest": [], "hms": []}
+    for i in range(count + 2):
+        for side, catalog in catalogs.items():
+            table = catalog.load_table(f"{NAMESPACE}.appended_alone")
+            start = time.perf_counter()
+            table.append(_row(side, i))
+            if i >= 2:  # the first two warm up
+                sides[side].append(time.perf_counter() - start)
+    return {"appends": count, "rest_ms_p50": _ms(sides["rest"], 0.5), "hms_endpoint_ms_p50": _ms(sides["hms"], 0.5)}
+
+
 def bench_appenders(daemon: Daemon, seconds: float) -> dict[str, Any]:
+    alone = bench_single_appends(daemon)
     mixed = _run_appenders(daemon, "appended_mixed", ["rest", "hms"] * 4, seconds)
     hms_only = _run_appenders(daemon, "appended_hms", ["hms"] * 8, seconds)
     ratio = hms_only["commits_per_s"] / mixed["commits_per_s"] if mixed["commits_per_s"] else float("inf")
     return {
+        "one_at_a_time": alone,
         "rest_and_hms": mixed,
         "hms_only": hms_only,
         "lost_commits": mixed["lost_commits"] + hms_only["lost_commits"],
