@@ -89,6 +89,8 @@ class ServedEndpoint:
     tls: TlsConfig | None = None
     #: The endpoint's Kerberos service principal (None: no Kerberos).
     kerberos_principal: str | None = None
+    #: The Iceberg REST catalog's URI on the HTTP port (``http(s)://host:port/iceberg``; None: not served).
+    iceberg_uri: str | None = None
 
 
 class CatalogManager:
@@ -283,6 +285,7 @@ class CatalogManager:
             info.hms_truststore_password_env = endpoint.tls.truststore_password_env if endpoint.tls.truststore else None
         if endpoint is not None:
             info.hms_kerberos_principal = endpoint.kerberos_principal
+            info.iceberg_uri = endpoint.iceberg_uri
         info.hms_prefix = hms_prefix_of(conf)
         return info
 

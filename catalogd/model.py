@@ -68,6 +68,9 @@ class CatalogInfo:
     jdbc_driver_jar: str | None = None
     #: The HMS endpoint's Kerberos service principal (auth.kerberos.principal); None: no Kerberos.
     hms_kerberos_principal: str | None = None
+    #: The Iceberg REST catalog's URI on catalogd's HTTP port (``http(s)://host:port/iceberg``), where
+    #: this catalog is the warehouse of its name (None: a daemon that does not serve it).
+    iceberg_uri: str | None = None
 
 
 @dataclass

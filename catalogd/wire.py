@@ -81,7 +81,7 @@ def catalog_to_thrift(info: CatalogInfo) -> t.CatalogInfo:
                          hmsEndpoint=info.hms_endpoint, hmsPrefix=info.hms_prefix, hmsTls=info.hms_tls,
                          hmsTruststore=info.hms_truststore, hmsTruststorePasswordEnv=info.hms_truststore_password_env,
                          jdbcUser=info.jdbc_user, jdbcDriverJar=info.jdbc_driver_jar,
-                         hmsKerberosPrincipal=info.hms_kerberos_principal)
+                         hmsKerberosPrincipal=info.hms_kerberos_principal, icebergUri=info.iceberg_uri)
 
 
 def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
@@ -92,7 +92,7 @@ def catalog_from_thrift(info: t.CatalogInfo) -> CatalogInfo:
                        hms_prefix=info.hmsPrefix or "", hms_tls=bool(info.hmsTls),
                        hms_truststore=info.hmsTruststore, hms_truststore_password_env=info.hmsTruststorePasswordEnv,
                        jdbc_user=info.jdbcUser, jdbc_driver_jar=info.jdbcDriverJar,
-                       hms_kerberos_principal=info.hmsKerberosPrincipal)
+                       hms_kerberos_principal=info.hmsKerberosPrincipal, iceberg_uri=info.icebergUri)
 
 
 def database_to_thrift(db: Database) -> t.Database:

@@ -95,6 +95,9 @@ struct CatalogInfo {
   // the environment variable Hive clients read the truststore's password from
   // (server.tls.truststore-password-env): spark-conf prints ${env.NAME}, never the password
   17: optional string hmsTruststorePasswordEnv,
+  // the Iceberg REST catalog's URI on catalogd's HTTP port (http(s)://host:port/iceberg); the catalog
+  // is its warehouse there
+  18: optional string icebergUri,
 }
 
 struct Database {

@@ -1,6 +1,6 @@
 """The ``catalogd`` command: root group, global options, and ``main`` (errors -> one line and an exit code).
 
-Command groups live one per module beside this one (serve, config, catalog + spark-conf, db,
+Command groups live one per module beside this one (serve, config, catalog + spark-conf + iceberg-conf, db,
 table + partitions, view, function, stage, sql + dt, audit); each command returns a result that
 ``catalogd.cli.output`` prints, as text or, with ``--json``, as JSON. Errors print one line
 ``error: <kind>: <message>`` on stderr and exit 1 (the operation failed) or 2 (usage or
@@ -70,9 +70,9 @@ def _print_result(result: object, as_json: bool, **_options: object) -> None:
     emit(result, as_json)
 
 
-for _command in (serve.serve, configuration.config, catalogs.catalog, catalogs.spark_conf, databases.db,
-                 tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql, dynamic_tables.dt,
-                 audit.audit, cluster.cluster):
+for _command in (serve.serve, configuration.config, catalogs.catalog, catalogs.spark_conf, catalogs.iceberg_conf,
+                 databases.db, tables.table, views.view, functions.function, stages.stage, dynamic_tables.sql,
+                 dynamic_tables.dt, audit.audit, cluster.cluster):
     cli.add_command(_command)
 
 

@@ -1,4 +1,5 @@
-"""``catalogd catalog list|describe`` and ``catalogd spark-conf``: the configured catalogs."""
+"""``catalogd catalog list|describe``, ``catalogd spark-conf`` and ``catalogd iceberg-conf``: the configured
+catalogs, and how clients reach them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import click
 
 from catalogd.cli.context import Context, pass_ctx
-from catalogd.cli.results import Catalogs, SparkSettings
+from catalogd.cli.results import Catalogs, IcebergSettings, SparkSettings
 from catalogd.model import CatalogInfo
 
 
@@ -50,3 +51,36 @@ def spark_conf(ctx: Context, catalog_name: str, hms_only: bool) -> SparkSettings
 
     ca = ctx.tls[0] or os.environ.get(ENV_CA) or None
     return SparkSettings(plugin_conf(ctx.client, info, ca=ca))
+
+
+# catalogd.client.TOKEN_ENV, not imported: commands that never talk to a daemon start without the client.
+TOKEN_ENV = "CATALOGD_TOKEN"
+
+
+@click.command("iceberg-conf")
+@click.argument("catalog_name", metavar="CATALOG")
+@click.option("--name", "client_name", metavar="NAME", default=None,
+              help="The clients' name for the catalog (Spark's spark.sql.catalog.NAME, Trino's catalog) "
+                   "[default: CATALOG]")
+@click.option("--auth/--no-auth", default=None,
+              help="Whether the settings carry a bearer token [default: as the daemon answered this CLI's token]")
+@click.option("--token-env", metavar="VAR", default=TOKEN_ENV, show_default=True,
+              help="The environment variable the clients that read one take the token from.")
+@pass_ctx
+def iceberg_conf(ctx: Context, catalog_name: str, client_name: str | None, auth: bool | None,
+                 token_env: str) -> IcebergSettings:
+    """Print each client's settings (pyiceberg, Spark, Trino, DuckDB, Flink) to reach CATALOG through
+    catalogd's Iceberg REST catalog: the URI on the HTTP port and the warehouse (the catalog's name).
+    A token is never printed: a placeholder stands for it (or the variable --token-env names)."""
+    from catalogd.auth.model import ANONYMOUS
+    from catalogd.iceberg.client_conf import check_client_name, client_settings
+    from catalogd.tls import ENV_CA
+
+    if client_name is not None:
+        check_client_name(client_name)  # before asking the daemon anything
+    info = ctx.client.get_catalog(catalog_name)
+    if auth is None:
+        # The daemon named a principal for this CLI's token: auth is on (with it off it answers anonymous).
+        auth = ctx.client.principal not in (None, ANONYMOUS.name)
+    ca = ctx.tls[0] or os.environ.get(ENV_CA) or None
+    return IcebergSettings(client_settings(info, auth=auth, name=client_name, token_env=token_env, ca=ca))

@@ -17,6 +17,7 @@ from catalogd.cli.results import (
     DescribedTable,
     Done,
     DynamicTables,
+    IcebergSettings,
     Names,
     PartitionDropped,
     Partitions,
@@ -92,6 +93,14 @@ def catalog_json(info: CatalogInfo) -> dict[str, Any]:
 @to_json.register
 def _spark_settings_json(result: SparkSettings) -> dict[str, str]:
     return result.settings
+
+
+@to_json.register
+def _iceberg_settings_json(result: IcebergSettings) -> dict[str, Any]:
+    s = result.settings
+    return {"catalog": s.catalog, "name": s.name, "uri": s.uri, "warehouse": s.warehouse, "auth": s.auth,
+            "token_env": s.token_env if s.auth else None, "ca": s.ca, "pyiceberg": s.pyiceberg, "spark": s.spark,
+            "trino": s.trino, "duckdb": s.duckdb, "flink": s.flink, "notes": s.notes}
 
 
 @to_json.register

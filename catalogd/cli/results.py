@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalogd.errors import CatalogError
+from catalogd.iceberg.client_conf import IcebergClientSettings
 from catalogd.model import CatalogInfo, DynamicTable, Partition, RefreshRun, Stage, Table
 
 
@@ -33,6 +34,13 @@ class SparkSettings:
     """``spark-conf``: ``key=value`` lines."""
 
     settings: dict[str, str]
+
+
+@dataclass
+class IcebergSettings:
+    """``iceberg-conf``: every client's settings for one catalog through the REST door."""
+
+    settings: IcebergClientSettings
 
 
 @dataclass

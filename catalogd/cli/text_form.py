@@ -23,6 +23,7 @@ from catalogd.cli.results import (
     DescribedTable,
     Done,
     DynamicTables,
+    IcebergSettings,
     Names,
     PartitionDropped,
     Partitions,
@@ -126,6 +127,24 @@ def _catalog_text(info: CatalogInfo) -> None:
 def _spark_settings_text(result: SparkSettings) -> None:
     for key, value in result.settings.items():
         click.echo(f"{key}={value}")
+
+
+@show_text.register
+def _iceberg_settings_text(result: IcebergSettings) -> None:
+    # Each block as its client takes it (a YAML file, key=value lines, SQL), under a comment line.
+    s = result.settings
+    blocks = [
+        (f"Iceberg REST catalog for catalogd catalog {s.catalog!r}", f"uri={s.uri}\nwarehouse={s.warehouse}"),
+        ("pyiceberg: ~/.pyiceberg.yaml (or load_catalog(name, **properties) with the same keys)", s.pyiceberg_yaml),
+        ("Spark: spark-defaults.conf or --conf key=value", "\n".join(f"{k}={v}" for k, v in s.spark.items())),
+        (f"Trino: etc/catalog/{s.name}.properties", "\n".join(f"{k}={v}" for k, v in s.trino.items())),
+        ("DuckDB", "\n".join(s.duckdb)),
+        ("Flink SQL", s.flink),
+    ]
+    for i, (title, body) in enumerate(blocks):
+        click.echo(("\n" if i else "") + f"# {title}\n{body}")
+    if s.notes:
+        click.echo("\n" + "\n".join(f"# {note}" for note in s.notes))
 
 
 @show_text.register

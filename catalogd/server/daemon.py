@@ -286,7 +286,6 @@ class Daemon:
                 # A cluster: every member's endpoint, so that Spark's metastore client fails over.
                 uri = self.config.cluster.hms_uris or f"thrift://{_public(server.host)}:{self.hms.port}"
                 kerberos = self.hms.auth.kerberos
-                self.manager.serve_endpoint(ServedEndpoint(uri, tls, kerberos.principal if kerberos else None))
                 from catalogd.iceberg.door import IcebergDoor
 
                 self.iceberg = IcebergDoor(self.manager, self.hms.router, self.hms.warehouse_root, access)
@@ -294,6 +293,12 @@ class Daemon:
                                        shutdown_grace=server.shutdown_grace.total_seconds(), tls=tls,
                                        access=access, console=self._console_sources(), peers=self.peers,
                                        iceberg=self.iceberg)
+                # After the HTTP port is bound (it may be chosen then): the Iceberg REST URI names it.
+                host = _public(server.host)
+                host = f"[{host}]" if ":" in host else host
+                iceberg_uri = f"{'https' if tls is not None else 'http'}://{host}:{self.http.port}/iceberg"
+                self.manager.serve_endpoint(ServedEndpoint(uri, tls, kerberos.principal if kerberos else None,
+                                                           iceberg_uri))
             except OSError as e:
                 raise ConflictError(f"cannot listen on {server.host}: {e.strerror} (is another daemon running?)") from e
             # Before serving, so that a client sees every dynamic table as restored; after

@@ -253,7 +253,8 @@ def test_databases_round_trip(database: Database) -> None:
 CATALOGS = [
     CatalogInfo(name="scratch", type="memory"),
     CatalogInfo(name="main", type="hive", default=True, default_database="sales", read_only=True,
-                metastore="thrift://h1:9083,thrift://h2:9083", warehouse="s3a://bucket/warehouse"),
+                metastore="thrift://h1:9083,thrift://h2:9083", warehouse="s3a://bucket/warehouse",
+                iceberg_uri="https://h1:9191/iceberg"),
 ]
 
 

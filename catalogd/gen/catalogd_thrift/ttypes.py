@@ -1004,11 +1004,12 @@ class CatalogInfo(object):
      - jdbcDriverJar
      - hmsKerberosPrincipal
      - hmsTruststorePasswordEnv
+     - icebergUri
 
     """
 
 
-    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, jdbcUser=None, jdbcDriverJar=None, hmsKerberosPrincipal=None, hmsTruststorePasswordEnv=None,):
+    def __init__(self, name=None, type=None, isDefault=None, defaultDatabase=None, readOnly=None, metastore=None, warehouse=None, atomicWrites=True, hmsEndpoint=None, hmsPrefix=None, hmsTls=None, hmsTruststore=None, jdbcUser=None, jdbcDriverJar=None, hmsKerberosPrincipal=None, hmsTruststorePasswordEnv=None, icebergUri=None,):
         self.name = name
         self.type = type
         self.isDefault = isDefault
@@ -1025,6 +1026,7 @@ class CatalogInfo(object):
         self.jdbcDriverJar = jdbcDriverJar
         self.hmsKerberosPrincipal = hmsKerberosPrincipal
         self.hmsTruststorePasswordEnv = hmsTruststorePasswordEnv
+        self.icebergUri = icebergUri
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -1115,6 +1117,11 @@ class CatalogInfo(object):
                     self.hmsTruststorePasswordEnv = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 18:
+                if ftype == TType.STRING:
+                    self.icebergUri = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -1188,6 +1195,10 @@ class CatalogInfo(object):
         if self.hmsTruststorePasswordEnv is not None:
             oprot.writeFieldBegin('hmsTruststorePasswordEnv', TType.STRING, 17)
             oprot.writeString(self.hmsTruststorePasswordEnv.encode('utf-8') if sys.version_info[0] == 2 else self.hmsTruststorePasswordEnv)
+            oprot.writeFieldEnd()
+        if self.icebergUri is not None:
+            oprot.writeFieldBegin('icebergUri', TType.STRING, 18)
+            oprot.writeString(self.icebergUri.encode('utf-8') if sys.version_info[0] == 2 else self.icebergUri)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -4489,6 +4500,7 @@ CatalogInfo.thrift_spec = (
     (15, TType.STRING, 'jdbcDriverJar', 'UTF8', None, ),  # 15
     (16, TType.STRING, 'hmsKerberosPrincipal', 'UTF8', None, ),  # 16
     (17, TType.STRING, 'hmsTruststorePasswordEnv', 'UTF8', None, ),  # 17
+    (18, TType.STRING, 'icebergUri', 'UTF8', None, ),  # 18
 )
 all_structs.append(Database)
 Database.thrift_spec = (

@@ -37,10 +37,15 @@ from catalogd.model import (
     TableKind,
 )
 
+#: The daemon's Iceberg REST catalog, as catalog infos carry it.
+ICEBERG_URI = "http://127.0.0.1:9191/iceberg"
+
 CATALOGS = [
-    CatalogInfo("main", "hive", default=True, metastore="thrift://127.0.0.1:9083", warehouse="file:///wh"),
-    CatalogInfo("ro", "hive", read_only=True, metastore="thrift://127.0.0.1:9084", atomic_writes=False),
-    CatalogInfo("scratch", "memory", default_database="tmp", atomic_writes=False),
+    CatalogInfo("main", "hive", default=True, metastore="thrift://127.0.0.1:9083", warehouse="file:///wh",
+                iceberg_uri=ICEBERG_URI),
+    CatalogInfo("ro", "hive", read_only=True, metastore="thrift://127.0.0.1:9084", atomic_writes=False,
+                iceberg_uri=ICEBERG_URI),
+    CatalogInfo("scratch", "memory", default_database="tmp", atomic_writes=False, iceberg_uri=ICEBERG_URI),
 ]
 
 DATABASE = Database("sales", "main", comment="Sales data", location="file:///wh/sales.db",
@@ -158,6 +163,8 @@ class FakeClient:
     def __init__(self, fail_on: dict[str, CatalogError] | None = None) -> None:
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self.fail_on = dict(fail_on or {})
+        #: As CatalogClient's: the principal the daemon named for the token (None: no token, or auth off).
+        self.principal: str | None = None
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
         answer = getattr(self, f"_{method}", None)

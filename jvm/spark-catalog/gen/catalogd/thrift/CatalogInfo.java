@@ -26,6 +26,7 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
   private static final org.apache.thrift.protocol.TField JDBC_DRIVER_JAR_FIELD_DESC = new org.apache.thrift.protocol.TField("jdbcDriverJar", org.apache.thrift.protocol.TType.STRING, (short)15);
   private static final org.apache.thrift.protocol.TField HMS_KERBEROS_PRINCIPAL_FIELD_DESC = new org.apache.thrift.protocol.TField("hmsKerberosPrincipal", org.apache.thrift.protocol.TType.STRING, (short)16);
   private static final org.apache.thrift.protocol.TField HMS_TRUSTSTORE_PASSWORD_ENV_FIELD_DESC = new org.apache.thrift.protocol.TField("hmsTruststorePasswordEnv", org.apache.thrift.protocol.TType.STRING, (short)17);
+  private static final org.apache.thrift.protocol.TField ICEBERG_URI_FIELD_DESC = new org.apache.thrift.protocol.TField("icebergUri", org.apache.thrift.protocol.TType.STRING, (short)18);
 
   private static final org.apache.thrift.scheme.SchemeFactory STANDARD_SCHEME_FACTORY = new CatalogInfoStandardSchemeFactory();
   private static final org.apache.thrift.scheme.SchemeFactory TUPLE_SCHEME_FACTORY = new CatalogInfoTupleSchemeFactory();
@@ -46,6 +47,7 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
   public @org.apache.thrift.annotation.Nullable java.lang.String jdbcDriverJar; // optional
   public @org.apache.thrift.annotation.Nullable java.lang.String hmsKerberosPrincipal; // optional
   public @org.apache.thrift.annotation.Nullable java.lang.String hmsTruststorePasswordEnv; // optional
+  public @org.apache.thrift.annotation.Nullable java.lang.String icebergUri; // optional
 
   /** The set of fields this struct contains, along with convenience methods for finding and manipulating them. */
   public enum _Fields implements org.apache.thrift.TFieldIdEnum {
@@ -64,7 +66,8 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
     JDBC_USER((short)14, "jdbcUser"),
     JDBC_DRIVER_JAR((short)15, "jdbcDriverJar"),
     HMS_KERBEROS_PRINCIPAL((short)16, "hmsKerberosPrincipal"),
-    HMS_TRUSTSTORE_PASSWORD_ENV((short)17, "hmsTruststorePasswordEnv");
+    HMS_TRUSTSTORE_PASSWORD_ENV((short)17, "hmsTruststorePasswordEnv"),
+    ICEBERG_URI((short)18, "icebergUri");
 
     private static final java.util.Map<java.lang.String, _Fields> byName = new java.util.HashMap<java.lang.String, _Fields>();
 
@@ -112,6 +115,8 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
           return HMS_KERBEROS_PRINCIPAL;
         case 17: // HMS_TRUSTSTORE_PASSWORD_ENV
           return HMS_TRUSTSTORE_PASSWORD_ENV;
+        case 18: // ICEBERG_URI
+          return ICEBERG_URI;
         default:
           return null;
       }
@@ -160,7 +165,7 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
   private static final int __ATOMICWRITES_ISSET_ID = 2;
   private static final int __HMSTLS_ISSET_ID = 3;
   private byte __isset_bitfield = 0;
-  private static final _Fields optionals[] = {_Fields.METASTORE,_Fields.WAREHOUSE,_Fields.ATOMIC_WRITES,_Fields.HMS_ENDPOINT,_Fields.HMS_PREFIX,_Fields.HMS_TLS,_Fields.HMS_TRUSTSTORE,_Fields.JDBC_USER,_Fields.JDBC_DRIVER_JAR,_Fields.HMS_KERBEROS_PRINCIPAL,_Fields.HMS_TRUSTSTORE_PASSWORD_ENV};
+  private static final _Fields optionals[] = {_Fields.METASTORE,_Fields.WAREHOUSE,_Fields.ATOMIC_WRITES,_Fields.HMS_ENDPOINT,_Fields.HMS_PREFIX,_Fields.HMS_TLS,_Fields.HMS_TRUSTSTORE,_Fields.JDBC_USER,_Fields.JDBC_DRIVER_JAR,_Fields.HMS_KERBEROS_PRINCIPAL,_Fields.HMS_TRUSTSTORE_PASSWORD_ENV,_Fields.ICEBERG_URI};
   public static final java.util.Map<_Fields, org.apache.thrift.meta_data.FieldMetaData> metaDataMap;
   static {
     java.util.Map<_Fields, org.apache.thrift.meta_data.FieldMetaData> tmpMap = new java.util.EnumMap<_Fields, org.apache.thrift.meta_data.FieldMetaData>(_Fields.class);
@@ -195,6 +200,8 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
     tmpMap.put(_Fields.HMS_KERBEROS_PRINCIPAL, new org.apache.thrift.meta_data.FieldMetaData("hmsKerberosPrincipal", org.apache.thrift.TFieldRequirementType.OPTIONAL, 
         new org.apache.thrift.meta_data.FieldValueMetaData(org.apache.thrift.protocol.TType.STRING)));
     tmpMap.put(_Fields.HMS_TRUSTSTORE_PASSWORD_ENV, new org.apache.thrift.meta_data.FieldMetaData("hmsTruststorePasswordEnv", org.apache.thrift.TFieldRequirementType.OPTIONAL, 
+        new org.apache.thrift.meta_data.FieldValueMetaData(org.apache.thrift.protocol.TType.STRING)));
+    tmpMap.put(_Fields.ICEBERG_URI, new org.apache.thrift.meta_data.FieldMetaData("icebergUri", org.apache.thrift.TFieldRequirementType.OPTIONAL, 
         new org.apache.thrift.meta_data.FieldValueMetaData(org.apache.thrift.protocol.TType.STRING)));
     metaDataMap = java.util.Collections.unmodifiableMap(tmpMap);
     org.apache.thrift.meta_data.FieldMetaData.addStructMetaDataMap(CatalogInfo.class, metaDataMap);
@@ -267,6 +274,9 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
     if (other.isSetHmsTruststorePasswordEnv()) {
       this.hmsTruststorePasswordEnv = other.hmsTruststorePasswordEnv;
     }
+    if (other.isSetIcebergUri()) {
+      this.icebergUri = other.icebergUri;
+    }
   }
 
   @Override
@@ -296,6 +306,7 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
     this.jdbcDriverJar = null;
     this.hmsKerberosPrincipal = null;
     this.hmsTruststorePasswordEnv = null;
+    this.icebergUri = null;
   }
 
   @org.apache.thrift.annotation.Nullable
@@ -690,6 +701,31 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
     }
   }
 
+  @org.apache.thrift.annotation.Nullable
+  public java.lang.String getIcebergUri() {
+    return this.icebergUri;
+  }
+
+  public CatalogInfo setIcebergUri(@org.apache.thrift.annotation.Nullable java.lang.String icebergUri) {
+    this.icebergUri = icebergUri;
+    return this;
+  }
+
+  public void unsetIcebergUri() {
+    this.icebergUri = null;
+  }
+
+  /** Returns true if field icebergUri is set (has been assigned a value) and false otherwise */
+  public boolean isSetIcebergUri() {
+    return this.icebergUri != null;
+  }
+
+  public void setIcebergUriIsSet(boolean value) {
+    if (!value) {
+      this.icebergUri = null;
+    }
+  }
+
   @Override
   public void setFieldValue(_Fields field, @org.apache.thrift.annotation.Nullable java.lang.Object value) {
     switch (field) {
@@ -821,6 +857,14 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
       }
       break;
 
+    case ICEBERG_URI:
+      if (value == null) {
+        unsetIcebergUri();
+      } else {
+        setIcebergUri((java.lang.String)value);
+      }
+      break;
+
     }
   }
 
@@ -876,6 +920,9 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
     case HMS_TRUSTSTORE_PASSWORD_ENV:
       return getHmsTruststorePasswordEnv();
 
+    case ICEBERG_URI:
+      return getIcebergUri();
+
     }
     throw new java.lang.IllegalStateException();
   }
@@ -920,6 +967,8 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
       return isSetHmsKerberosPrincipal();
     case HMS_TRUSTSTORE_PASSWORD_ENV:
       return isSetHmsTruststorePasswordEnv();
+    case ICEBERG_URI:
+      return isSetIcebergUri();
     }
     throw new java.lang.IllegalStateException();
   }
@@ -1081,6 +1130,15 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
         return false;
     }
 
+    boolean this_present_icebergUri = true && this.isSetIcebergUri();
+    boolean that_present_icebergUri = true && that.isSetIcebergUri();
+    if (this_present_icebergUri || that_present_icebergUri) {
+      if (!(this_present_icebergUri && that_present_icebergUri))
+        return false;
+      if (!this.icebergUri.equals(that.icebergUri))
+        return false;
+    }
+
     return true;
   }
 
@@ -1147,6 +1205,10 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
     hashCode = hashCode * 8191 + ((isSetHmsTruststorePasswordEnv()) ? 131071 : 524287);
     if (isSetHmsTruststorePasswordEnv())
       hashCode = hashCode * 8191 + hmsTruststorePasswordEnv.hashCode();
+
+    hashCode = hashCode * 8191 + ((isSetIcebergUri()) ? 131071 : 524287);
+    if (isSetIcebergUri())
+      hashCode = hashCode * 8191 + icebergUri.hashCode();
 
     return hashCode;
   }
@@ -1319,6 +1381,16 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
         return lastComparison;
       }
     }
+    lastComparison = java.lang.Boolean.compare(isSetIcebergUri(), other.isSetIcebergUri());
+    if (lastComparison != 0) {
+      return lastComparison;
+    }
+    if (isSetIcebergUri()) {
+      lastComparison = org.apache.thrift.TBaseHelper.compareTo(this.icebergUri, other.icebergUri);
+      if (lastComparison != 0) {
+        return lastComparison;
+      }
+    }
     return 0;
   }
 
@@ -1473,6 +1545,16 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
         sb.append("null");
       } else {
         sb.append(this.hmsTruststorePasswordEnv);
+      }
+      first = false;
+    }
+    if (isSetIcebergUri()) {
+      if (!first) sb.append(", ");
+      sb.append("icebergUri:");
+      if (this.icebergUri == null) {
+        sb.append("null");
+      } else {
+        sb.append(this.icebergUri);
       }
       first = false;
     }
@@ -1662,6 +1744,14 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
               org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
             }
             break;
+          case 18: // ICEBERG_URI
+            if (schemeField.type == org.apache.thrift.protocol.TType.STRING) {
+              struct.icebergUri = iprot.readString();
+              struct.setIcebergUriIsSet(true);
+            } else { 
+              org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
+            }
+            break;
           default:
             org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
         }
@@ -1778,6 +1868,13 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
           oprot.writeFieldEnd();
         }
       }
+      if (struct.icebergUri != null) {
+        if (struct.isSetIcebergUri()) {
+          oprot.writeFieldBegin(ICEBERG_URI_FIELD_DESC);
+          oprot.writeString(struct.icebergUri);
+          oprot.writeFieldEnd();
+        }
+      }
       oprot.writeFieldStop();
       oprot.writeStructEnd();
     }
@@ -1835,7 +1932,10 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
       if (struct.isSetHmsTruststorePasswordEnv()) {
         optionals.set(10);
       }
-      oprot.writeBitSet(optionals, 11);
+      if (struct.isSetIcebergUri()) {
+        optionals.set(11);
+      }
+      oprot.writeBitSet(optionals, 12);
       if (struct.isSetMetastore()) {
         oprot.writeString(struct.metastore);
       }
@@ -1869,6 +1969,9 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
       if (struct.isSetHmsTruststorePasswordEnv()) {
         oprot.writeString(struct.hmsTruststorePasswordEnv);
       }
+      if (struct.isSetIcebergUri()) {
+        oprot.writeString(struct.icebergUri);
+      }
     }
 
     @Override
@@ -1884,7 +1987,7 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
       struct.setDefaultDatabaseIsSet(true);
       struct.readOnly = iprot.readBool();
       struct.setReadOnlyIsSet(true);
-      java.util.BitSet incoming = iprot.readBitSet(11);
+      java.util.BitSet incoming = iprot.readBitSet(12);
       if (incoming.get(0)) {
         struct.metastore = iprot.readString();
         struct.setMetastoreIsSet(true);
@@ -1928,6 +2031,10 @@ public class CatalogInfo implements org.apache.thrift.TBase<CatalogInfo, Catalog
       if (incoming.get(10)) {
         struct.hmsTruststorePasswordEnv = iprot.readString();
         struct.setHmsTruststorePasswordEnvIsSet(true);
+      }
+      if (incoming.get(11)) {
+        struct.icebergUri = iprot.readString();
+        struct.setIcebergUriIsSet(true);
       }
     }
   }
