@@ -44,7 +44,7 @@ AUDIT_DIR = "audit"
 AUDIT_FILE = "audit.jsonl"
 #: Denials, next to AUDIT_FILE, rotated on their own budget.
 DENIED_FILE = "audit-denied.jsonl"
-SURFACES = ("thrift", "http", "hms")
+SURFACES = ("thrift", "http", "hms", "iceberg")
 OUTCOMES = ("ok", "denied", "error")
 #: The fields of a line, in order.
 FIELDS = ("time", "principal", "surface", "client", "operation", "object", "outcome", "detail")
