@@ -139,27 +139,37 @@ def _client(port: int) -> Any:
     return _Client(port)
 
 
+def _serving(serve: Any) -> socket.socket:
+    """A loopback listener whose connections are each given to ``serve`` on a thread of their own."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def accept() -> None:
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(sock,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener
+
+
 class KeyForwarder:
     """A loopback port that sends ``key`` to ``port`` first, then copies bytes both ways (for Spark,
     whose metastore client cannot send the key)."""
 
     def __init__(self, port: int, key: KeySource) -> None:
         self._target, self._key = port, key
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = _serving(self._forward)
         self.port = int(self._listener.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self._target))
-            send_key(upstream, self._key)
-            for a, b in ((client, upstream), (upstream, client)):
-                a.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
+    def _forward(self, client: socket.socket) -> None:
+        upstream = socket.create_connection(("127.0.0.1", self._target))
+        send_key(upstream, self._key)
+        for a, b in ((client, upstream), (upstream, client)):
+            a.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
 
     @staticmethod
     def _copy(src: socket.socket, dst: socket.socket) -> None:
@@ -183,20 +193,11 @@ class EchoServer:
     def __init__(self, reply: bytes) -> None:
         answer = parse_message(reply)
         self._name, self._body = answer.name, answer.body
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = _serving(self._serve)
         self.port = int(self._listener.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
 
     def _serve(self, sock: socket.socket) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         stream = MessageStream(sock.recv, 1 << 20)
         with contextlib.suppress(OSError, EOFError, ProtocolError):
             while True:

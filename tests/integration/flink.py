@@ -12,20 +12,16 @@ so one process serves the whole session rather than paying the start in every te
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import queue
-import signal
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from .engines import flink as flink_install
-from .helpers import clean_env, tail
+from .helpers import clean_env
+from .sql_process import SqlProcess
 
 DRIVER = Path(__file__).with_name("flink_sql_driver.py")
 MARK = "@@flink-sql@@ "
@@ -53,14 +49,13 @@ def hive_site(conf_dir: Path, host: str, port: int) -> Path:
     return path
 
 
-class FlinkSql:
-    """A running ``flink_sql_driver.py``: ``sql(statement)`` returns a statement's rows."""
+class FlinkSql(SqlProcess):
+    """A running ``flink_sql_driver.py``: ``sql(statement)`` returns a statement's rows (an
+    INSERT's job has finished when it returns)."""
 
     def __init__(self, work: Path, host: str, port: int) -> None:
-        self.work = work
         self.hive_conf_dir = work / "hive-conf"
         hive_site(self.hive_conf_dir, host, port)
-        self.log_path = work / "flink.log"
         logs = work / "log"
         logs.mkdir(exist_ok=True)
         env = clean_env()
@@ -74,64 +69,12 @@ class FlinkSql:
         # Spark's and the project's settings would point Flink's Python or JVM elsewhere.
         for key in ("PYTHONPATH", "PYSPARK_PYTHON", "SPARK_HOME"):
             env.pop(key, None)
-        self._log: IO[str] = open(self.log_path, "a")  # noqa: SIM115 (closed in close())
-        self.proc = subprocess.Popen(
-            [str(flink_install.python()), str(DRIVER)], cwd=work, env=env, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            start_new_session=True,  # the driver and its JVM: one process group, killed together
-        )
-        self._answers: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        try:
-            self._answer(START_TIMEOUT, "pyflink's TableEnvironment to start")
-        except BaseException:
-            self.close()  # a JVM that never answered is killed all the same
-            raise
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(MARK):
-                self._answers.put(line[len(MARK):])
-            else:
-                self._log.write(line)
-                self._log.flush()
-        self._answers.put(None)
-
-    def _answer(self, timeout: float, what: str) -> dict[str, Any]:
-        try:
-            line = self._answers.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no answer from Flink in {timeout:.0f}s ({what}); log:\n{self.log()}") from None
-        if line is None:
-            raise AssertionError(f"Flink's process exited ({what}); log:\n{self.log()}")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+        super().__init__([str(flink_install.python()), str(DRIVER)], work, env, work / "flink.log", engine="Flink",
+                         mark=MARK, error=FlinkError, start_timeout=START_TIMEOUT,
+                         started="pyflink's TableEnvironment to start")
 
     def sql(self, statement: str, timeout: float = STATEMENT_TIMEOUT) -> list[list[Any]]:
-        """The rows of one statement (an INSERT's job has finished when it returns)."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(statement) + "\n")
-        self.proc.stdin.flush()
-        answer = self._answer(timeout, statement)
-        if "error" in answer:
-            raise FlinkError(answer["error"])
-        rows: list[list[Any]] = answer["rows"]
-        return rows
-
-    def log(self, lines: int = 60) -> str:
-        return tail(self.log_path, lines)
-
-    def close(self) -> None:
-        # SIGKILL to the group: Flink's JVM holds no state worth a clean stop (the metastore's
-        # state is catalogd's), and pyflink's own shutdown waits on the JVM's.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=60)
-        self._reader.join(timeout=10)  # it writes the process's last lines to the log
-        if not self._log.closed:
-            self._log.close()
+        return super().sql(statement, timeout)
 
 
 @contextlib.contextmanager

@@ -13,20 +13,16 @@ process serves every test whatever REST server it talks to.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import queue
-import signal
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from .engines import iceberg_spark as install
-from .helpers import clean_env, tail
+from .helpers import clean_env
+from .sql_process import SqlProcess
 
 __all__ = ["IcebergSpark", "SparkSqlError", "rest_catalog_conf", "running_iceberg_spark"]
 
@@ -68,13 +64,11 @@ def _java_home() -> str | None:
     return None
 
 
-class IcebergSpark:
+class IcebergSpark(SqlProcess):
     """A running ``iceberg_spark_driver.py``: ``sql(statement)`` returns a statement's rows."""
 
     def __init__(self, work: Path) -> None:
-        self.work = work
         (work / "tmp").mkdir(parents=True, exist_ok=True)
-        self.log_path = work / "spark.log"
         env = clean_env()
         # The project's Spark settings would point this pyspark elsewhere (another SPARK_HOME, the
         # project's interpreter for Python workers).
@@ -84,71 +78,19 @@ class IcebergSpark:
         if java_home is not None:
             env["JAVA_HOME"] = java_home
         env["PYSPARK_PYTHON"] = str(install.python())
-        self._log: IO[str] = open(self.log_path, "a")  # noqa: SIM115 (closed in close())
-        self.proc = subprocess.Popen(
-            [str(install.python()), str(DRIVER), str(install.runtime_jar()), str(work), DRIVER_MEMORY],
-            cwd=work, env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            start_new_session=True,  # the driver and its JVM: one process group, killed together
-        )
-        self._answers: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        self._lock = threading.Lock()
-        try:
-            self.version = str(self._answer(START_TIMEOUT, "Spark to start").get("spark"))
-        except BaseException:
-            self.close()  # a JVM that never answered is killed all the same
-            raise
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(MARK):
-                self._answers.put(line[len(MARK):])
-            else:
-                self._log.write(line)
-                self._log.flush()
-        self._answers.put(None)
-
-    def _answer(self, timeout: float, what: str) -> dict[str, Any]:
-        try:
-            line = self._answers.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no answer from Spark in {timeout:.0f}s ({what}); log:\n{self.log()}") from None
-        if line is None:
-            raise AssertionError(f"Spark's process exited ({what}); log:\n{self.log()}")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+        super().__init__([str(install.python()), str(DRIVER), str(install.runtime_jar()), str(work), DRIVER_MEMORY],
+                         work, env, work / "spark.log", engine="Spark", mark=MARK, error=SparkSqlError,
+                         start_timeout=START_TIMEOUT, started="Spark to start")
+        self.version = str(self.first.get("spark"))
 
     def sql(self, statement: str, timeout: float = STATEMENT_TIMEOUT) -> list[list[Any]]:
-        """The rows of one statement, or :class:`SparkSqlError`."""
-        assert self.proc.stdin is not None
-        with self._lock:
-            self.proc.stdin.write(json.dumps(statement) + "\n")
-            self.proc.stdin.flush()
-            answer = self._answer(timeout, statement)
-        if "error" in answer:
-            raise SparkSqlError(answer["error"])
-        rows: list[list[Any]] = answer["rows"]
-        return rows
+        return super().sql(statement, timeout)
 
     def add_catalog(self, name: str, uri: str, warehouse: str, token: str | None = None) -> None:
         """Catalog ``name``: Iceberg's REST catalog at ``uri`` (see :func:`rest_catalog_conf`)."""
         for key, value in rest_catalog_conf(name, uri, warehouse, token).items():
             # SET's value runs to the end of the statement; the key is quoted for its dots' sake.
             self.sql(f"SET `{key}`={value}")
-
-    def log(self, lines: int = 60) -> str:
-        return tail(self.log_path, lines)
-
-    def close(self) -> None:
-        # SIGKILL to the group: the REST catalog's state is the server's, nothing to flush here.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=60)
-        self._reader.join(timeout=10)
-        if not self._log.closed:
-            self._log.close()
 
 
 @contextlib.contextmanager

@@ -13,12 +13,10 @@ Hive's client and Flink's Hive sink load. They go on the JVM's classpath through
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from . import maven
+from .venvs import installed_venv
 
 __all__ = ["FLINK_VERSION", "classpath", "home", "install", "missing", "python"]
 
@@ -64,35 +62,11 @@ def missing() -> str | None:
     return None
 
 
-def _uv() -> str:
-    # The project's venv has uv (its lock installs it); it builds apache-flink-libraries' sdist
-    # (the jars) in a minute or two where pip takes several.
-    beside = Path(sys.executable).parent / "uv"
-    found = str(beside) if beside.exists() else shutil.which("uv")
-    if found is None:
-        raise RuntimeError("uv is needed to install Flink's virtualenv (it is in the project's test venv)")
-    return found
-
-
 def install() -> Path:
     """The Flink virtualenv (``apache-flink`` from PyPI) and the Hive connector's jars, installed once."""
     for coords in JARS:
         maven.fetch(*coords)
-    venv = home() / "venv"
-    done = venv / ".installed"
-    if done.exists():
-        return venv
-    with maven.locked(venv):
-        if done.exists():
-            return venv
-        if venv.exists():
-            shutil.rmtree(venv)  # an install cut short: start again
-        uv = _uv()
-        # pyflink 1.20 supports Python 3.8-3.11; the project's own interpreter is 3.11.
-        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-        # setuptools: apache-beam 2.48 (pyflink's Python runtime, loaded when a TableEnvironment
-        # starts) imports pkg_resources, which a uv venv lacks and setuptools 81 dropped.
-        subprocess.run([uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-                        f"apache-flink=={FLINK_VERSION}", "setuptools<81"], check=True)
-        done.touch()
-    return venv
+    # pyflink 1.20 supports Python 3.8-3.11; the project's own interpreter is 3.11. setuptools:
+    # apache-beam 2.48 (pyflink's Python runtime, loaded when a TableEnvironment starts) imports
+    # pkg_resources, which a uv venv lacks and setuptools 81 dropped.
+    return installed_venv(home() / "venv", [f"apache-flink=={FLINK_VERSION}", "setuptools<81"])

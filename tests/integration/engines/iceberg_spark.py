@@ -8,12 +8,10 @@ replace), and the runtime jar beside it, from Maven Central.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from . import maven
+from .venvs import installed_venv
 
 __all__ = ["ICEBERG_VERSION", "PYSPARK_VERSION", "RUNTIME", "home", "install", "missing", "python", "runtime_jar"]
 
@@ -49,30 +47,7 @@ def missing() -> str | None:
     return None
 
 
-def _uv() -> str:
-    beside = Path(sys.executable).parent / "uv"
-    found = str(beside) if beside.exists() else shutil.which("uv")
-    if found is None:
-        raise RuntimeError("uv is needed to install Spark's virtualenv (it is in the project's test venv)")
-    return found
-
-
 def install() -> Path:
     """The virtualenv (``pyspark`` from PyPI) and Iceberg's runtime jar, installed once; returns the venv."""
     maven.fetch(*RUNTIME)
-    venv = home() / "venv"
-    done = venv / ".installed"
-    if done.exists():
-        return venv
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with maven.locked(venv):
-        if done.exists():
-            return venv
-        if venv.exists():
-            shutil.rmtree(venv)  # an install cut short: start again
-        uv = _uv()
-        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-        subprocess.run([uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-                        f"pyspark=={PYSPARK_VERSION}"], check=True)
-        done.touch()
-    return venv
+    return installed_venv(home() / "venv", [f"pyspark=={PYSPARK_VERSION}"])
