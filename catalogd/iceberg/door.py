@@ -15,8 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -579,10 +578,6 @@ class IcebergDoor:
     def close(self) -> None:
         """Stop the background roll-forward (its intents stay for the next start)."""
         self.finisher.close()
-
-    @contextmanager
-    def as_caller(self, request: Request) -> Iterator[WarehouseCatalog]:
-        yield self.catalog(request)
 
     def check_job_token(self, principal: Principal, write: bool) -> None:
         if write and principal.job_scope is not None:

@@ -12,7 +12,6 @@ import contextvars
 import json
 import logging
 import re
-from typing import Any
 
 from pydantic import ValidationError
 from pyiceberg import exceptions as ice
@@ -178,7 +177,3 @@ _ICEBERG: dict[type[BaseException], tuple[int, str]] = {
     ice.CommitStateUnknownException: (500, "CommitStateUnknownException"),
     NotImplementedError: (406, "UnsupportedOperationException"),
 }
-
-
-def describe(exc: Any) -> str:
-    return str(getattr(exc, "message", None) or exc)
