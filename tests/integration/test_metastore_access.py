@@ -10,6 +10,7 @@ for the purpose (with a table and a data file in its directory); no daemon of th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pwd
@@ -151,14 +152,17 @@ def test_a_wrong_key_is_refused_and_catalogds_own_user_is_served_without_one(
     address = ("127.0.0.1", _metastore_port(client))
     for preamble in (MAGIC + b"0" * 64, MAGIC + b"not a key", b"c" + b"\x80" * 40):
         with socket.create_connection(address, timeout=30) as s:
-            s.sendall(preamble + _drop_call(name))
-            s.shutdown(socket.SHUT_WR)
             reply = b""
             try:
+                s.sendall(preamble + _drop_call(name))
+                s.shutdown(socket.SHUT_WR)
                 while chunk := s.recv(65536):
                     reply += chunk
-            except ConnectionResetError:
-                pass
+            except (ConnectionResetError, BrokenPipeError, OSError) as e:
+                # The metastore may refuse and close before the call is all sent or the write side
+                # shut (ENOTCONN, EPIPE, a reset): that is the refusal, not a failure of the test
+                # (failed once in twenty-odd full runs on a busy machine).
+                assert isinstance(e, (ConnectionResetError, BrokenPipeError)) or e.errno == errno.ENOTCONN, e
         assert not _dropped(reply), f"dropped with preamble {preamble[:30]!r}"
         assert reply == b"", f"answered with preamble {preamble[:30]!r}: {reply[:200]!r}"
     _intact(client, name, data)
