@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from catalogd.errors import UnsupportedError
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.catalog_names import HIVE
 from catalogd.hms.refused import Refused, meta_error
@@ -43,7 +44,7 @@ def answer(method: str, args: Any, catalogs: Mapping[str, Catalog], default: str
     """
     if method in REFUSED:
         raise meta_error(f"catalogd: {method} refused: catalogs are configured in catalogd's YAML "
-                         "(catalogs:), not made or changed through the HMS API; nothing was changed")
+                         "(catalogs:), not made or changed through the HMS API; nothing was changed", UnsupportedError)
     if method == "get_catalogs":
         return hms.GetCatalogsResponse(names=sorted(name for name in catalogs if readable(name)))
     request = getattr(args, "catName", None)

@@ -29,6 +29,7 @@ from typing import Any
 
 from thrift.Thrift import TType
 
+from catalogd.errors import CatalogNotFoundError, InvalidArgumentError
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
 from catalogd.hms.errors import _declared
@@ -109,14 +110,15 @@ class CatalogNames:
         lowered = part.lower()
         if not lowered.strip():
             raise meta_error(f"catalogd: {shown!r} has an empty catalog part: name a catalog, as in "
-                             f"'@{HIVE}#<database>'")
+                             f"'@{HIVE}#<database>'", InvalidArgumentError)
         if lowered == HIVE or lowered == self.federation.default.lower():
             return Door(lowered, None)
         catalog = self._catalogs.get(lowered)
         if catalog is None:
             known = ", ".join(sorted([HIVE, *self._catalogs.values()]))
             raise Refused(hms.NoSuchObjectException(
-                message=f"catalogd: no catalog {part!r} (in {shown!r}); the catalogs are: {known}"))
+                message=f"catalogd: no catalog {part!r} (in {shown!r}); the catalogs are: {known}"),
+                CatalogNotFoundError(f"no catalog {part!r} (in {shown!r}); the catalogs are: {known}"))
         return Door(lowered, catalog)
 
     def plain(self, door: Door, database: str) -> str:
@@ -169,7 +171,7 @@ class CatalogNames:
                 door = spelling.through(self.door(part, value))
                 if database is None:
                     # "@cat#" where a database is expected: HMS 3 reads it as no database.
-                    raise meta_error(f"catalogd: {value!r} names no database ({method})")
+                    raise meta_error(f"catalogd: {value!r} names no database ({method})", InvalidArgumentError)
                 plain = self.plain(door, database)
                 spelling.names[plain] = value if value.startswith(CAT_MARK) else join(door.written, database)
                 setattr(holder, f, plain)
@@ -181,7 +183,7 @@ class CatalogNames:
         try:
             methods.visit_args(method, args, visit)
         except Refused as refused:
-            raise Refused(_declared_form(method, refused.exc)) from None
+            raise refused.respelt(_declared_form(method, refused.exc)) from None
         return spelling if spelling.door is not None else None
 
 
@@ -233,7 +235,7 @@ class Spelling:
         elif self.door.catalog != door.catalog:
             # ``hive`` and the default catalog's name are one door: the first spelling answers.
             raise meta_error(f"catalogd: one call names databases through two catalog parts "
-                             f"({self.door.written!r} and {door.written!r})")
+                             f"({self.door.written!r} and {door.written!r})", InvalidArgumentError)
         return door
 
     def form(self) -> str:

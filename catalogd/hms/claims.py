@@ -31,7 +31,7 @@ from catalogd.catalog.base import is_stage_table
 from catalogd.catalog.hive_codec import STAGE_PREFIX, has_no_directory, spark_path
 from catalogd.catalog.locations import parse
 from catalogd.catalog.relay_target import RelayTarget
-from catalogd.errors import CatalogError
+from catalogd.errors import CatalogError, PermissionDeniedError
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.downgrade import judged_as
@@ -258,11 +258,11 @@ def check_claims(claims: list[Claim], target: RelayTarget, method: str) -> None:
         try:
             location = target.claim(claim.uri, claim.what, claim.own_table, claim.check_others, claim.within)
         except CatalogError as e:
-            raise meta_error(f"catalogd: {method} refused: {e}") from None
+            raise meta_error(f"catalogd: {method} refused: {e}", PermissionDeniedError) from None
         other = taken.get(location.uri.rstrip("/"))
         if other is not None:
             raise meta_error(f"catalogd: {method} refused: {claim.what} and {other.what} name one "
-                             f"directory {location.uri}")
+                             f"directory {location.uri}", PermissionDeniedError)
         if claim.check_others:
             taken[location.uri.rstrip("/")] = Claim(location.uri, claim.what, claim.own_table)
 
@@ -294,7 +294,7 @@ def check_move(method: str, args: Any, place: Callable[[str], str], upstream: Up
         raise meta_error(f"catalogd: {method} refused: partition {list(args.part_vals or [])} of table "
                          f"{database}.{table} lies at {part_dir}, outside its table's directory {table_dir}; the "
                          "metastore would move that directory into the table's (catalogd deletes and moves only "
-                         "what it owns)")
+                         "what it owns)", PermissionDeniedError)
 
 
 def _inside(outer: str, inner: str) -> bool:

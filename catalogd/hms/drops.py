@@ -21,7 +21,7 @@ from typing import Any
 
 from catalogd.catalog.base import Catalog
 from catalogd.catalog.relay_target import RelayTarget
-from catalogd.errors import CatalogError, NotFoundError, UnsupportedError
+from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnsupportedError
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import downgrade
@@ -74,7 +74,7 @@ class Drops:
             if said is None:
                 raise meta_error(f"catalogd: {method} refused: what it asks beyond its Hive 2.3 equivalent (a "
                                  "soft delete, a table dropped without its partitions) is not a drop catalogd "
-                                 "can make by its deletion rules")
+                                 "can make by its deletion rules", UnsupportedError)
             made = self._drop(said[0], said[1], catalog, target, database, current, upstream)
             return downgrade.result_of(method, args, made) if made is not None else None
         return self._drop(method, args, catalog, target, database, current, upstream)
@@ -129,19 +129,19 @@ class Drops:
         whose files a drop of it (or of the named partitions) would delete."""
         request = args.req if method == "truncate_table_req" else args
         if request is None:
-            raise meta_error(f"catalogd: {method} without a request refused")
+            raise meta_error(f"catalogd: {method} without a request refused", InvalidArgumentError)
         name, table = database(request.dbName), str(request.tableName or "").lower()
         tbl = _table(current, name, table)
         parts = None
         if request.partNames:
             if upstream is None:
-                raise meta_error(f"catalogd: {method} of partitions refused: they cannot be read")
+                raise meta_error(f"catalogd: {method} of partitions refused: they cannot be read", UnsupportedError)
             parts = _value(upstream("get_partitions_by_names", ThriftHiveMetastore.get_partitions_by_names_args(
                 name, table, list(request.partNames)))) or []
         with target.files():
             why = target.truncation_blocker(tbl, parts)
         if why:
-            raise meta_error(f"catalogd: {method} of table {name}.{table} refused: {why}")
+            raise meta_error(f"catalogd: {method} of table {name}.{table} refused: {why}", PermissionDeniedError)
 
     def _drop_partitions(self, req: Any, target: RelayTarget, database: Callable[[str], str], current: CurrentTable,
                          upstream: Upstream | None) -> Any | None:
@@ -152,7 +152,7 @@ class Drops:
             # Which partitions an expression names is the metastore's to tell; their files are not.
             raise meta_error("catalogd: drop_partitions_req with deleteData and partitions given by expression "
                              "refused: catalogd cannot judge which directories it would delete; drop them by "
-                             "name, or with deleteData=false")
+                             "name, or with deleteData=false", UnsupportedError)
         name, table = database(req.dbName), req.tblName.lower()
         tbl = _table(current, name, req.tblName)
         wanted = [_values_of_name(tbl, n) for n in req.parts.names]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import is_stage_table
+from catalogd.errors import DatabaseNotFoundError, InvalidArgumentError, PermissionDeniedError
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms.refused import meta_error
 
@@ -45,19 +46,19 @@ def check_components(request: Any, federation: Federation, policy: Policy, conn:
     if count > max_components:
         # Before any work per component, and before the lock keeper sees it.
         raise meta_error(f"catalogd: a lock request of {count} components is over the limit of {max_components} "
-                         "(server.hms-max-lock-components)")
+                         "(server.hms-max-lock-components)", InvalidArgumentError)
     for component in request.component or []:
         db = component.dbname
         if not db:
             continue  # the lock manager refuses it with its own message
         place = federation.locate(db)
         if place is None:
-            raise meta_error(f"catalogd: no catalog has a database {db!r}: lock refused")
+            raise meta_error(f"catalogd: no catalog has a database {db!r}: lock refused", DatabaseNotFoundError)
         table = component.tablename or ""
         what = f"{db}.{table}" if table else db
         if table and is_stage_table(table):
             raise meta_error(f"catalogd: {what} is a staging table, which only its stage's commit changes: "
-                             "no lock may name it")
+                             "no lock may name it", PermissionDeniedError)
         writes = component.type in _WRITING
         _authorize(policy, conn, call, place.catalog, writes, what)
         if writes:

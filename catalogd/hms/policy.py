@@ -33,6 +33,7 @@ from catalogd.auth.model import ANONYMOUS, Principal, Role
 from catalogd.auth.operations import hms_role
 from catalogd.catalog.base import RESERVED_PROPERTY_PREFIX, STAGE_TABLE_PREFIX, is_stage_table
 from catalogd.catalog.hive_codec import DYNAMIC_PREFIX
+from catalogd.errors import PermissionDeniedError
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import downgrade, methods
@@ -156,7 +157,7 @@ class Policy:
             user = conn.identity[0] if conn.identity else None
             self.audit.record(principal=user or None, surface=conn.surface, client=conn.peer, operation=method,
                               object=call.object, outcome="denied", detail=text)
-        return meta_error(text)
+        return meta_error(text, PermissionDeniedError)
 
     def readable(self, principal: Principal | None, catalog: str) -> bool:
         """Whether a listing across catalogs shows ``catalog`` to ``principal``."""
@@ -200,7 +201,7 @@ class Policy:
         """Refuse a write to a read-only catalog."""
         conf = self.manager.config.catalog(catalog)
         if conf is not None and conf.read_only:
-            raise meta_error(f"catalogd: catalog {catalog!r} is read-only: {method} refused")
+            raise meta_error(f"catalogd: catalog {catalog!r} is read-only: {method} refused", PermissionDeniedError)
 
     def check_write(self, method: str, args: Any, catalog: str, targets: list[tuple[str, str]],
                     current: CurrentTable, conn: ClientConnection | None = None, call: CallRecord | None = None,
@@ -222,13 +223,13 @@ class Policy:
             reserved = _reserved(table.parameters)
             if judged in _CREATE_TABLE and reserved:
                 raise meta_error(f"catalogd: parameters {reserved} are catalogd's own (a dynamic table's "
-                                 f"definition, a stage's marks); {method} refused")
+                                 f"definition, a stage's marks); {method} refused", PermissionDeniedError)
         for database in methods.databases_in_args(judged, judged_args) if judged in ("create_database",
                                                                                       "alter_database") else []:
             db_obj = getattr(judged_args, "database", None) or getattr(judged_args, "db", None)
             if db_obj is not None and _reserved(getattr(db_obj, "parameters", None)):
                 raise meta_error(f"catalogd: parameters starting with {RESERVED_PROPERTY_PREFIX!r} on database "
-                                 f"{database} are catalogd's own; {method} refused")
+                                 f"{database} are catalogd's own; {method} refused", PermissionDeniedError)
         tables = {(d, t) for d, t in targets if t}
         owners = self._owners_checked(conn, call)
         for database, table in sorted(tables):
@@ -241,7 +242,8 @@ class Policy:
                 if owners and is_stage_table(table) and isinstance(refused.exc, hms.MetaException):
                     # Whose stage it is cannot be told: fail closed rather than let anyone write it.
                     raise meta_error(f"catalogd: cannot read staging table {catalog}.{database}.{table} to tell "
-                                     f"whose stage it is ({message_of(refused.exc)}); {method} refused") from None
+                                     f"whose stage it is ({message_of(refused.exc)}); {method} refused",
+                                     PermissionDeniedError) from None
             if found is None:
                 continue
             if owners and is_stage_table(table):
@@ -251,11 +253,12 @@ class Policy:
             params = found.parameters or {}
             if is_dynamic(params) and not is_stage_table(table) and method not in _DROPS_OF_A_TABLE:
                 raise meta_error(f"catalogd: {catalog}.{database}.{table} is a dynamic table: {method} "
-                                 "refused (catalogd refreshes it; change it with `catalogd dt`)")
+                                 "refused (catalogd refreshes it; change it with `catalogd dt`)", PermissionDeniedError)
             if judged in _ALTER_TABLE and judged_args.new_tbl is not None and \
                     _reserved_map(judged_args.new_tbl.parameters) != _reserved_map(params):
                 raise meta_error(f"catalogd: {method} of {catalog}.{database}.{table} would set or "
-                                 f"remove catalogd's own parameters ({RESERVED_PROPERTY_PREFIX}*); refused")
+                                 f"remove catalogd's own parameters ({RESERVED_PROPERTY_PREFIX}*); refused",
+                                 PermissionDeniedError)
 
     # ------------------------------------------------------------ stages
 

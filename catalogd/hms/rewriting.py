@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from catalogd.catalog.base import is_stage_table
+from catalogd.errors import InvalidArgumentError
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods, view_text
 from catalogd.hms.federation import Federation
@@ -60,7 +61,7 @@ class Rewriting:
                 methods.rename_args(method, args, self._federation().unprefix(catalog),
                                     on_table=lambda table: view_text.view_to_backing(table, prefix, self.views))
             except view_text.ViewTextRefused as e:
-                raise meta_error(f"catalogd: {e.message}; {method} refused") from None
+                raise meta_error(f"catalogd: {e.message}; {method} refused", InvalidArgumentError) from None
 
     def to_client(self, method: str, result: Any, catalog: str) -> None:
         """Rename a reply's result from the catalog's names to the client's (in place)."""

@@ -36,6 +36,11 @@ from catalogd.catalog.base import is_stage_table
 from catalogd.catalog.caching_client import RAW
 from catalogd.errors import (
     CatalogError,
+    CatalogNotFoundError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    UnsupportedError,
 )
 from catalogd.hive_idl import ThriftHiveMetastore
 from catalogd.hive_idl import ttypes as hms
@@ -51,7 +56,7 @@ from catalogd.hms.lock_rules import check_components, locked_scopes, lower_names
 from catalogd.hms.locks import Holder
 from catalogd.hms.memory import SCRATCH_WAREHOUSE
 from catalogd.hms.policy import READER_GLOBAL_WRITES, CallRecord, Policy
-from catalogd.hms.refused import Refused, message_of, meta_error
+from catalogd.hms.refused import Refused, message_of, meta_error, plain
 from catalogd.hms.rewriting import LISTINGS, Rewriting, hide_stages, spark_default_location
 from catalogd.hms.upstream import Upstreams
 from catalogd.metastore.messages import (
@@ -390,7 +395,7 @@ class Router:
         args = decode(_ARGS[method](), message.body)
         too_large = limits.view_text_error(method, args, self.manager.config.server.hms_max_view_text)
         if too_large is not None:  # before a view's text is parsed or rewritten
-            raise Refused(too_large)
+            raise Refused(too_large, InvalidArgumentError(plain(message_of(too_large))))
         if method in ("get_databases", "get_all_databases", "get_table_meta"):
             # Across catalogs: a reader of any catalog may list, and sees the catalogs it reads.
             policy.authorize(conn, method, kind, None, call)
@@ -404,7 +409,7 @@ class Router:
                 policy.check_writable(self.federation.default, method)
                 refused = rules.refusal(method)  # a global write that moves or deletes any path
                 if refused is not None:
-                    raise meta_error(refused)
+                    raise meta_error(refused, PermissionDeniedError)
             # A privilege object's or an event's database, say, in a Hive 3+ client's spelling.
             spelling = self.names.unwrap(method, args)
             if spelling is not None:
@@ -426,9 +431,9 @@ class Router:
         try:
             reply = serve(inner)
         except Refused as refused:
-            raise Refused(spelling.error(refused.exc)) from None
+            raise refused.respelt(spelling.error(refused.exc)) from None
         except CatalogError as e:
-            raise Refused(spelling.error(to_hms_error(e, method))) from None
+            raise Refused(spelling.error(to_hms_error(e, method)), e) from None
         if spelling.spelt:  # a read that spelt its answer before caching it
             return reply
         answer = parse_message(reply)
@@ -447,11 +452,12 @@ class Router:
         self.policy.authorize(conn, method, kind, None, call)
         args = decode(_ARGS[method](), message.body)
         value = catalog_calls.answer(method, args, self.manager.catalogs(), self.federation.default,
-                                     lambda name: self.policy.readable(call.principal, name), self._location)
+                                     lambda name: self.policy.readable(call.principal, name), self.warehouse_location)
         return self._reply(method, message.seqid, _RESULTS[method](success=value))
 
-    def _location(self, catalog: Catalog) -> str | None:
-        """A catalog's warehouse (a memory catalog's: where the endpoint keeps its files)."""
+    def warehouse_location(self, catalog: Catalog) -> str | None:
+        """A catalog's warehouse (a memory catalog's: where the endpoint keeps its files); None:
+        neither (a catalog whose metastore keeps its own, or one the endpoint does not serve)."""
         info = catalog.info()
         if info.warehouse:
             return info.warehouse
@@ -509,18 +515,21 @@ class Router:
         policy = self.policy
         catalog = self.manager.catalogs().get(route.catalog)
         if catalog is None:
-            raise Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog {route.catalog!r}"))
+            raise Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog {route.catalog!r}"),
+                          CatalogNotFoundError(f"no catalog {route.catalog!r}"))
         if not catalog.hms_served:
             raise Refused(hms.NoSuchObjectException(
                 message=f"catalogd: catalog {route.catalog!r} is a {catalog.info().type} catalog, which HMS clients "
-                        "cannot read: use catalogd.spark's reader or the database itself"))
+                        "cannot read: use catalogd.spark's reader or the database itself"),
+                UnsupportedError(f"catalog {route.catalog!r} is a {catalog.info().type} catalog, which HMS clients "
+                                 "cannot read"))
         writes = kind is methods.Kind.WRITE
         if writes:
             policy.check_writable(route.catalog, method)
             # Before any catalog sees it: a write catalogd cannot judge is never relayed.
             refused = rules.refusal(method)
             if refused is not None:
-                raise meta_error(refused)
+                raise meta_error(refused, PermissionDeniedError)
             if method == "create_database":
                 spark_default_location(args.database)
         target = catalog.relay_target()
@@ -549,11 +558,13 @@ class Router:
         for name in names:
             place = federation.locate(name)
             if place is None:
-                raise Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog has a database {name!r}"))
+                raise Refused(hms.NoSuchObjectException(message=f"catalogd: no catalog has a database {name!r}"),
+                              DatabaseNotFoundError(f"no catalog has a database {name!r}"))
             places.append(place)
         catalogs = {p.catalog for p in places}
         if len(catalogs) > 1:
-            raise meta_error(f"catalogd: {method} cannot span catalogs ({', '.join(sorted(catalogs))})")
+            raise meta_error(f"catalogd: {method} cannot span catalogs ({', '.join(sorted(catalogs))})",
+                             InvalidArgumentError)
         return _Route(places[0].catalog, places)
 
     def _to_backing(self, method: str, args: Any, catalog: str) -> None:
@@ -757,7 +768,8 @@ class Router:
 
     def _store(self, catalog: str) -> MemoryStore:
         if self._memory_store is None:
-            raise meta_error(f"catalogd: memory catalog {catalog!r} is not served on the HMS endpoint")
+            raise meta_error(f"catalogd: memory catalog {catalog!r} is not served on the HMS endpoint",
+                             UnsupportedError)
         return self._memory_store(catalog)
 
     def _memory(self, conn: ClientConnection, message: Message, args: Any, route: _Route) -> bytes:
@@ -800,11 +812,11 @@ class Router:
     def _set_ugi(self, conn: ClientConnection, message: Message, call: CallRecord) -> bytes:
         too_large = limits.set_ugi_error(len(message.body))
         if too_large is not None:
-            raise Refused(too_large)
+            raise Refused(too_large, InvalidArgumentError(plain(message_of(too_large))))
         args = decode(ThriftHiveMetastore.set_ugi_args(), message.body)
         too_long = limits.identity_error(args.user_name)
         if too_long is not None:
-            raise Refused(too_long)
+            raise Refused(too_long, InvalidArgumentError(plain(message_of(too_long))))
         groups = list(args.group_names or [])
         if conn.proven is not None:
             # A proven identity stays: set_ugi to oneself is a no-op (clients call it), to anyone

@@ -71,13 +71,13 @@ class Upstreams:
             # A metastore being restarted by the supervisor fails now, not after a connect timeout.
             target.check_up()
         except MetastoreUnavailableError as e:
-            raise meta_error(f"catalogd: {e.message}") from e
+            raise meta_error(f"catalogd: {e.message}", MetastoreUnavailableError) from e
         try:
             pool, dialect = self._pool(target)
             return relay_in_dialect(dialect, lambda message: pool.call(identity, message, retry), request,
                                     f"catalog {target.name}")
         except MetastoreUnavailableError as e:
-            raise meta_error(f"catalogd: {e.message}") from e
+            raise meta_error(f"catalogd: {e.message}", MetastoreUnavailableError) from e
 
     def call(self, target: RelayTarget, identity: Identity, method: str, args: Any, retry: bool = True) -> Any:
         """One decoded call on the target's metastore: the result struct."""

@@ -249,14 +249,6 @@ class IcebergDoor:
             raise CatalogNotFoundError(f"no catalog {name!r}")
         return catalog
 
-    def _warehouse_location(self, catalog: Catalog) -> str | None:
-        info = catalog.info()
-        if info.warehouse:
-            return info.warehouse
-        if catalog.relay_target() is None:
-            return (self.scratch / info.name).as_uri()
-        return None
-
     def _check_location(self, catalog: Catalog) -> Callable[[str, str, tuple[str, str] | None], None]:
         def check(location: str, what: str, own: tuple[str, str] | None) -> None:
             target = catalog.relay_target()
@@ -283,7 +275,7 @@ class IcebergDoor:
         client = LoopbackClient(self.router.handle, conn)
         federation = self.router.federation
         warehouse = request.warehouse
-        return WarehouseCatalog(warehouse, client, self._spell(warehouse), self._warehouse_location(catalog),
+        return WarehouseCatalog(warehouse, client, self._spell(warehouse), self.router.warehouse_location(catalog),
                                 self._check_location(catalog), name, self.files,
                                 lambda db: federation.client_name(warehouse, self._unspell(db)))
 

@@ -24,8 +24,8 @@ from pyiceberg.catalog.hive import _HiveClient
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport.TTransport import CReadableTransport, TTransportBase
 
-from catalogd.errors import CatalogError, PermissionDeniedError
-from catalogd.hms.refused import Refused, message_of
+from catalogd.errors import CatalogError
+from catalogd.hms.refused import Refused
 from catalogd.hms.router import LAST_ERROR
 from catalogd.hms.server import ClientConnection
 from catalogd.metastore.messages import Message, parse_message
@@ -119,10 +119,5 @@ def typed_error(conn: ClientConnection, exc: BaseException) -> CatalogError | No
     if isinstance(last, CatalogError):
         return last
     if isinstance(last, Refused):
-        text = message_of(last.exc)
-        if text.startswith("catalogd: "):
-            text = text[len("catalogd: "):]
-        if "permission denied" in text or "read-only" in text or "refused" in text:
-            return PermissionDeniedError(text)
-        return None
+        return last.error
     return None

@@ -9,6 +9,7 @@ import pytest
 
 from catalogd.auth.model import ANONYMOUS
 from catalogd.config import parse_config
+from catalogd.errors import PermissionDeniedError
 from catalogd.hive_idl import ThriftHiveMetastore as T
 from catalogd.hive_idl import ttypes as hms
 from catalogd.hms import methods
@@ -31,8 +32,11 @@ def policy(tmp_path: Path) -> Policy:
 
 
 def refusal(call: Any) -> str:
+    """The refusal's message; a rule of catalogd's carries its typed error too (the REST door answers it)."""
     with pytest.raises(Refused) as caught:
         call()
+    assert isinstance(caught.value.error, PermissionDeniedError)
+    assert caught.value.error.message == str(caught.value.exc.message).removeprefix("catalogd: ")
     return str(caught.value.exc.message)
 
 

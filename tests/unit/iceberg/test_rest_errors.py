@@ -34,7 +34,8 @@ def test_errors_map_to_the_spec(exc: Exception, code: int, kind: str) -> None:
 
 def test_a_refusal_of_catalogd_s_rules_is_answered_as_its_typed_error() -> None:
     conn = connection("alice", "127.0.0.1:1")
-    conn.state[LAST_ERROR] = meta_error("catalogd: permission denied: user 'alice' needs role writer on catalog main")
+    conn.state[LAST_ERROR] = meta_error("catalogd: permission denied: user 'alice' needs role writer on catalog main",
+                                        cd.PermissionDeniedError)
     token = CONNECTION.set(conn)
     try:
         # pyiceberg's HiveCatalog would have turned the MetaException into "no such namespace".
@@ -43,6 +44,18 @@ def test_a_refusal_of_catalogd_s_rules_is_answered_as_its_typed_error() -> None:
         CONNECTION.reset(token)
     assert (err.code, err.type) == (403, "ForbiddenException")
     assert err.message.startswith("permission denied")
+
+
+def test_a_metastore_s_own_answer_carries_no_kind_of_catalogd_s() -> None:
+    # Relayed as the metastore said it: its text is not read for a kind (it may say "refused").
+    conn = connection("alice", "127.0.0.1:1")
+    conn.state[LAST_ERROR] = meta_error("metastore: the lock was refused")
+    token = CONNECTION.set(conn)
+    try:
+        err = translate(ice.NoSuchNamespaceError("Database does not exists: x"))
+    finally:
+        CONNECTION.reset(token)
+    assert (err.code, err.type) == (404, "NoSuchNamespaceException")
 
 
 def test_error_body_is_the_spec_s_model() -> None:
