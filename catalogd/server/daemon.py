@@ -41,6 +41,7 @@ from catalogd.server.cluster_status import cluster_status
 from catalogd.server.console.app import ConsoleSources
 from catalogd.server.forwarding import LeaderForwarding
 from catalogd.server.handler import CatalogHandler
+from catalogd.server.heap import freeze_startup_heap
 from catalogd.server.http import HttpServer
 from catalogd.server.janitor import Janitor
 from catalogd.server.leader import Leadership
@@ -318,6 +319,8 @@ class Daemon:
             self.shutdown()
             raise
         self._write_state()
+        frozen = freeze_startup_heap()
+        logger.debug("start-up heap frozen: %d objects the collector no longer walks", frozen)
         logger.info(
             "catalogd %s ready: thrift %s:%d, http %s:%d, hms %s:%d, catalogs %s (config %s)",
             __version__, server.host, self.thrift.port, server.host, self.http.port, server.host, self.hms.port,
