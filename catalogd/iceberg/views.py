@@ -57,7 +57,7 @@ from pyiceberg.view.metadata import SQLViewRepresentation, ViewHistoryEntry, Vie
 from catalogd.auth.model import Principal
 from catalogd.catalog.hive_codec import ICEBERG_VIEW, VIRTUAL_VIEW, is_iceberg_view
 from catalogd.errors import InvalidArgumentError, PermissionDeniedError
-from catalogd.iceberg.door import IcebergDoor, _body, _identifier, namespace_of
+from catalogd.iceberg.door import IcebergDoor, Loaded, _body, _identifier, namespace_of
 from catalogd.iceberg.door import Request as DoorRequest
 from catalogd.iceberg.errors import IcebergError
 from catalogd.iceberg.tables import METADATA_LOCATION, TABLE_TYPE, WarehouseCatalog, inside
@@ -650,13 +650,14 @@ class IcebergViews:
         views = sorted(t.tableName for t in found if is_iceberg_view(t))
         return {"identifiers": [{"namespace": list(ns), "name": name} for name in views]}
 
-    def load_view(self, request: DoorRequest, namespace: str, view: str) -> bytes:
+    def load_view(self, request: DoorRequest, namespace: str, view: str) -> Loaded:
+        """The view's ``LoadViewResult``, with its metadata location (the ETag's source, as a table's)."""
         self.door.require(request, write=False)
         ns = namespace_of(namespace)
         wh = self.door.catalog(request)
         hive_table = self._view(wh, ns, wh.db(ns), view.lower())
         location, data = self._read(wh, hive_table)
-        return _load_result(location, data)
+        return Loaded(location, _load_result(location, data))
 
     def create_view(self, request: DoorRequest, namespace: str, raw: bytes) -> bytes:
         self._writable(request, "create view")
@@ -857,8 +858,14 @@ def add_view_routes(router: APIRouter, door: IcebergDoor, serve: Serve,
     @router.get("/v1/{prefix}/namespaces/{namespace}/views/{view}")
     async def load_view(request: Request, prefix: str, namespace: str, view: str,
                         principal: Principal = principal_of) -> Response:
-        return await serve(request, principal, "loadView", prefix,
-                           lambda r, _: (200, views.load_view(r, namespace, view), None), False)
+        match = request.headers.get("if-none-match")
+
+        def load(r: DoorRequest, _: bytes) -> tuple[int, bytes | None, dict[str, str] | None]:
+            loaded = views.load_view(r, namespace, view)
+            if match is not None and loaded.etag in {m.strip() for m in match.split(",")}:
+                return 304, None, {"ETag": loaded.etag}
+            return 200, loaded.body, {"ETag": loaded.etag}
+        return await serve(request, principal, "loadView", prefix, load, False)
 
     @router.head("/v1/{prefix}/namespaces/{namespace}/views/{view}")
     async def view_exists(request: Request, prefix: str, namespace: str, view: str,

@@ -140,10 +140,15 @@ def test_view_lifecycle(daemon: Daemon, warehouse: str, namespace: str) -> None:
         assert http.delete(views_url(daemon, warehouse, namespace, "t")).status_code == 404
 
         # Replace: the new version becomes current, the old one stays in the history.
-        current = http.get(views_url(daemon, warehouse, namespace, "v")).json()
+        loaded = http.get(views_url(daemon, warehouse, namespace, "v"))
+        current, etag = loaded.json(), loaded.headers["etag"]
+        unchanged = http.get(views_url(daemon, warehouse, namespace, "v"), headers={"If-None-Match": etag})
+        assert (unchanged.status_code, unchanged.content) == (304, b"")
         replaced = http.post(views_url(daemon, warehouse, namespace, "v"),
                              json=replace_body(current["metadata"], "SELECT 1 AS id, 'a' AS name", namespace))
         assert replaced.status_code == 200, replaced.text
+        changed = http.get(views_url(daemon, warehouse, namespace, "v"), headers={"If-None-Match": etag})
+        assert changed.status_code == 200 and changed.headers["etag"] != etag
         body = replaced.json()
         assert body["metadata"]["current-version-id"] == 2
         assert body["metadata-location"] != current["metadata-location"]
