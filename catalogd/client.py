@@ -776,14 +776,17 @@ class CatalogClient:
         """Until the job ends (or ``timeout`` seconds pass: the job as it is then); ``progress``
         sees each answer.
 
-        Each call is a long poll (``get_refresh_job`` with a wait of up to ``LONG_POLL`` seconds):
-        the daemon answers when the job's runs end. A daemon that answers an unfinished job before
-        the wait lapsed did not wait (one older than long polls, or one with too many waiting): it
-        is asked again after ``poll`` seconds.
+        Each call is a long poll (``get_refresh_job`` with a wait): the daemon answers as soon as
+        the job's runs have ended, so the end is seen at once, not at the next poll. The wait is
+        ``LONG_POLL`` seconds, or ``poll`` seconds with ``progress`` (it sees the job at least that
+        often while it runs). A daemon that answers an unfinished job before the wait lapsed did
+        not wait (one older than long polls, or one with too many waiting): it is asked again
+        after ``poll`` seconds.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        step = LONG_POLL if progress is None else poll
         while True:
-            left = LONG_POLL if deadline is None else min(LONG_POLL, max(0.0, deadline - time.monotonic()))
+            left = step if deadline is None else min(step, max(0.0, deadline - time.monotonic()))
             asked = time.monotonic()
             job = self.get_refresh_job(job_id, wait=left)
             if progress is not None:
