@@ -16,7 +16,8 @@ SparkSession of its own on the same metastore, then measures:
    does (target: a median end-to-end ratio of at most 1.3). Per run: ``e2e_s``
    (the run's ``ended - started``: spark-submit until the job's result, its
    ``spark.stop()`` left out), ``client_wall_s`` (POST until the REST answer
-   says SUCCEEDED, the job's JVM shutdown included), and from the job's own status
+   says SUCCEEDED, the job's JVM shutdown included; the POST is a long poll,
+   ``?wait=``, answered when the run ends), and from the job's own status
    and result files in the daemon's data dir: ``launch_s`` (spark-submit until
    the job script runs), ``session_s`` (SparkSession start), ``plan_s`` (query
    analysis and file listing), ``write_s`` (the in-job write: stage begin, write,
@@ -151,6 +152,7 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -260,12 +262,13 @@ class DynamicDaemon(Daemon):
             "  conf:\n" + spark_conf
         )
 
-    def rest(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def rest(self, method: str, path: str, body: dict[str, Any] | None = None,
+             timeout: float = 60.0) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}", data=data, method=method,
                                          headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=60) as reply:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
                 return json.loads(reply.read())
         except urllib.error.HTTPError as e:
             raise RuntimeError(f"{method} {path}: HTTP {e.code}: {e.read().decode(errors='replace')}") from e
@@ -323,42 +326,81 @@ def parse_time(text: str) -> float:
 # ---------------------------------------------------------------- refresh through REST
 
 
+def _job_over(job: dict[str, Any]) -> bool:
+    # A run's status and end are set one after the other: both (what a waited answer gives).
+    return job["status"] in ("SUCCEEDED", "FAILED") and all(r.get("ended") for r in job["runs"])
+
+
+class _PhaseWatcher:
+    """Watches the run dir that appears after a request (one run at a time here): when the job
+    entered each phase (its status file's ``updated``), while the request waits for its end."""
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.runs_dir = runs_dir
+        self.before = self._dirs()
+        self.phases: dict[str, float] = {}
+        self.job_started: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="phase-watcher", daemon=True)
+        self._thread.start()
+
+    def _dirs(self) -> set[str]:
+        try:
+            return {d.name for d in self.runs_dir.iterdir()}
+        except OSError:
+            return set()
+
+    def _watch(self) -> None:
+        found: Path | None = None
+        while not self._stop.wait(0.05):
+            if found is None:
+                new = sorted(self._dirs() - self.before)
+                if not new:
+                    continue
+                found = self.runs_dir / new[0]
+            status = read_json(found / "status.json")
+            if status:
+                self.job_started = status.get("started", self.job_started)
+                self.phases.setdefault(status.get("phase", "?"), status.get("updated", 0.0))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
-    """One REST refresh of the day DAY, watched until it ends; its timings."""
+    """One REST refresh of the day DAY, its end waited for with a long poll (``?wait=``): the
+    answer comes when the run ends, so ``client_wall_s`` is the REST round trip; its timings."""
+    wait = f"wait={REFRESH_TIMEOUT:.0f}"
+    request_timeout = REFRESH_TIMEOUT + 60.0
+    deadline = time.monotonic() + REFRESH_TIMEOUT
     for _ in range(40):
+        watcher = _PhaseWatcher(daemon.data_dir / "dynamic" / "runs")
+        asked = time.time()
         posted = time.perf_counter()
-        job = daemon.rest("POST", "/v3/dynamic-tables/refresh",
-                          {"tables": [table], "scheduleTime": SCHEDULE_TIME, "configuration": {}})
+        job = daemon.rest("POST", f"/v3/dynamic-tables/refresh?{wait}",
+                          {"tables": [table], "scheduleTime": SCHEDULE_TIME, "configuration": {}},
+                          timeout=request_timeout)
         (run,) = job["runs"]
-        # Right after a run ends (status SUCCEEDED, not yet unregistered), a request for the
-        # same partition still joins it: ask again for a run of its own.
-        if run["status"] not in ("SUCCEEDED", "FAILED"):
+        # A request for the same partition just as the last run ended may join that run: ask
+        # again for a run of its own (submitted after this request was sent).
+        if (run.get("submitted") or 0.0) >= asked - 1.0:
             break
+        watcher.stop()
         time.sleep(0.25)
     else:
         raise RuntimeError(f"every refresh of {table} joined a finished run ({run['id']})")
+    try:
+        while not _job_over(job):  # the wait lapsed (a daemon older than ?wait= answers at once)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"refresh job {job['jobId']} of {table} did not end within {REFRESH_TIMEOUT:.0f}s")
+            job = daemon.rest("GET", f"/v3/dynamic-tables/refresh/{job['jobId']}?{wait}", timeout=request_timeout)
+    finally:
+        watcher.stop()
+    client_wall = time.perf_counter() - posted
     if run["partition"] != {"ds": DAY}:
         raise RuntimeError(f"refresh of {table} at {SCHEDULE_TIME} picked partition {run['partition']}, not ds={DAY}")
-    status_file = daemon.run_dir(run["id"]) / "status.json"
-    phases: dict[str, float] = {}  # phase -> when the job entered it (the status file's "updated")
-    job_started: float | None = None
-    next_poll = 0.0
-    deadline = time.monotonic() + REFRESH_TIMEOUT
-    while True:
-        status = read_json(status_file)
-        if status:
-            job_started = status.get("started", job_started)
-            phases.setdefault(status.get("phase", "?"), status.get("updated", 0.0))
-        if time.monotonic() >= next_poll:
-            job = daemon.rest("GET", f"/v3/dynamic-tables/refresh/{job['jobId']}")
-            next_poll = time.monotonic() + 0.25
-            # A run's status and end are set one after the other: wait for both.
-            if job["status"] in ("SUCCEEDED", "FAILED") and all(r.get("ended") for r in job["runs"]):
-                break
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"refresh job {job['jobId']} of {table} did not end within {REFRESH_TIMEOUT:.0f}s")
-        time.sleep(0.05)
-    client_wall = time.perf_counter() - posted
+    phases, job_started = watcher.phases, watcher.job_started
     (run,) = job["runs"]
     if job["status"] != "SUCCEEDED":
         raise RuntimeError(f"refresh of {table} failed: {job.get('error') or run.get('error')}\n{daemon.log_tail()}")

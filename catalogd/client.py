@@ -68,6 +68,11 @@ DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
 MEMBER_CONNECT_TIMEOUT = 10.0
 #: Where a client finds its token when none is given.
 TOKEN_ENV = "CATALOGD_TOKEN"
+#: The wait ``wait_refresh_job`` asks of each ``getRefreshJob`` (a long poll), seconds.
+LONG_POLL = 60.0
+#: How much longer than its wait a long poll's reply may take (the daemon's own answer, a forwarded
+#: call to the cluster's leader) before the socket gives up, seconds.
+LONG_POLL_MARGIN = 30.0
 T = TypeVar("T")
 
 
@@ -260,7 +265,10 @@ class CatalogClient:
         self._client = client
         return self._client
 
-    def _call(self, fn: Callable[[CatalogService.Client], T], idempotent: bool = True) -> T:
+    def _call(self, fn: Callable[[CatalogService.Client], T], idempotent: bool = True,
+              reply_timeout: float | None = None) -> T:
+        """``fn`` on the connection (made if need be); ``reply_timeout``: seconds this call's reply
+        may take when longer than ``timeout`` (a long poll), the socket's timeout for it alone."""
         with self._lock:
             # Idempotent: once more on the same member (a pooled connection the daemon closed),
             # then once on each other member.
@@ -270,8 +278,15 @@ class CatalogClient:
             for attempt in range(attempts):
                 pooled = self._client is not None
                 client = self._client or self._connect()
+                longer = reply_timeout is not None and reply_timeout > self.timeout and self._socket is not None
                 try:
-                    return fn(client)
+                    if longer:
+                        self._set_reply_timeout(reply_timeout)
+                    try:
+                        return fn(client)
+                    finally:
+                        if longer:
+                            self._set_reply_timeout(None)
                 except wire.THRIFT_ERRORS as e:
                     raise wire.error_from_thrift(e) from None
                 except (TTransport.TTransportException, OSError, EOFError) as e:
@@ -285,6 +300,11 @@ class CatalogClient:
                         continue
                     raise ServerUnavailableError(lost) from e
             raise AssertionError("unreachable")
+
+    def _set_reply_timeout(self, seconds: float | None) -> None:
+        """The socket's timeout: ``seconds``, or back to ``timeout`` (None)."""
+        if self._socket is not None:
+            self._socket.setTimeout((self.timeout if seconds is None else seconds) * 1000)
 
     def _peer_closed(self) -> bool:
         # The daemon never talks unasked: a readable idle socket means it was closed.
@@ -744,20 +764,38 @@ class CatalogClient:
         request = wire.refresh_request_to_thrift(names, schedule_time, spec, dict(configuration or {}), "manual")
         return wire.refresh_job_from_thrift(self._call(lambda c: c.refreshDynamicTables(request), idempotent=False))
 
-    def get_refresh_job(self, job_id: str) -> RefreshJob:
-        return wire.refresh_job_from_thrift(self._call(lambda c: c.getRefreshJob(job_id)))
+    def get_refresh_job(self, job_id: str, wait: float = 0.0) -> RefreshJob:
+        """The job's status; ``wait`` > 0: a long poll, answered once every run of the job has ended
+        or when ``wait`` seconds (at most 300) lapse, with the job as it is then."""
+        wait = max(0.0, float(wait))
+        return wire.refresh_job_from_thrift(self._call(lambda c: c.getRefreshJob(job_id, wait),
+                                                       reply_timeout=wait + LONG_POLL_MARGIN if wait else None))
 
     def wait_refresh_job(self, job_id: str, timeout: float | None = None, poll: float = 1.0,
                          progress: Callable[[RefreshJob], None] | None = None) -> RefreshJob:
-        """Poll until the job ends (or ``timeout`` seconds pass: the job as it is then)."""
+        """Until the job ends (or ``timeout`` seconds pass: the job as it is then); ``progress``
+        sees each answer.
+
+        Each call is a long poll (``get_refresh_job`` with a wait): the daemon answers as soon as
+        the job's runs have ended, so the end is seen at once, not at the next poll. The wait is
+        ``LONG_POLL`` seconds, or ``poll`` seconds with ``progress`` (it sees the job at least that
+        often while it runs). A daemon that answers an unfinished job before the wait lapsed did
+        not wait (one older than long polls, or one with too many waiting): it is asked again
+        after ``poll`` seconds.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
+        step = LONG_POLL if progress is None else poll
         while True:
-            job = self.get_refresh_job(job_id)
+            left = step if deadline is None else min(step, max(0.0, deadline - time.monotonic()))
+            asked = time.monotonic()
+            job = self.get_refresh_job(job_id, wait=left)
             if progress is not None:
                 progress(job)
-            if job.status.finished or (deadline is not None and time.monotonic() >= deadline):
+            now = time.monotonic()
+            if job.status.finished or (deadline is not None and now >= deadline):
                 return job
-            time.sleep(poll)
+            if now - asked < left:
+                time.sleep(poll if deadline is None else min(poll, max(0.0, deadline - now)))
 
     def dynamic_table_history(self, name: str, limit: int = 20) -> list[RefreshRun]:
         path = wire.object_to_thrift(parse_object(name))

@@ -649,8 +649,12 @@ service CatalogService {
   RefreshJob refreshDynamicTables(1: RefreshRequest request)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,
           4: PermissionDenied denied, 5: Unsupported unsupported, 6: InternalError internal),
-  RefreshJob getRefreshJob(1: string jobId)
-  throws (1: NotFound notFound, 2: InternalError internal, 3: PermissionDenied denied),
+  // waitSeconds > 0 (a long poll): answers once every run of the job has ended, or when the wait
+  // lapses (cut to 300 s) with the job as it is then; absent or 0 (older clients): at once. A busy
+  // daemon (too many waiting) may answer at once too: the client asks again.
+  RefreshJob getRefreshJob(1: string jobId, 2: double waitSeconds)
+  throws (1: NotFound notFound, 2: InternalError internal, 3: PermissionDenied denied,
+          4: InvalidArgument invalid),
   // newest first; limit 0: all that are kept
   list<RefreshRun> dynamicTableHistory(1: ObjectPath path, 2: i32 limit)
   throws (1: NotFound notFound, 2: InvalidArgument invalid, 3: MetastoreUnavailable unavailable,

@@ -216,6 +216,7 @@ class RunExecutor:
         """A run that never started: FAILED in memory (nothing of it is in HMS yet)."""
         run.status, run.error, run.ended, run.phase = RunStatus.FAILED, error, self.clock(), None
         self.runs.release(key, run.id)
+        self.runs.ended(run.id)
 
     # ------------------------------------------------------------ one run
 
@@ -247,6 +248,8 @@ class RunExecutor:
         run.ended = run.ended or self.clock()
         run.phase = None
         self.runs.release(key, run.id)
+        # Waiters answer now, as a poll would see it (the history's record follows).
+        self.runs.ended(run.id)
         with self._lock:
             self._procs.pop(run.id, None)
         extra: dict[str, str] = {}
@@ -379,6 +382,8 @@ class RunExecutor:
             run.source_partitions = result.get("source_partitions") or []
             run.ended = self.clock()
             run.status = RunStatus.SUCCEEDED
+            # A waiting client learns of the end now, not after the session's release.
+            self.runs.ended(run.id)
         except Exception as e:
             run.ended = self.clock()
             run.status = RunStatus.FAILED
@@ -389,6 +394,7 @@ class RunExecutor:
                 run.error = e.message if isinstance(e, CatalogError) else shown_error(spark_job._describe(e))
             if why:
                 run.error = f"{why[0]}; {run.error}"
+            self.runs.ended(run.id)
         finally:
             done.set()
             self.jobs.revoke_token(token)

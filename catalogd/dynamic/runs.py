@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from catalogd.dynamic.run_events import RunEvents
 from catalogd.errors import NotFoundError
 from catalogd.model import RefreshJob, RefreshRun, RunStatus
 
@@ -42,6 +43,12 @@ class RunIndex:
         self._active: dict[RunKey, str] = {}
         #: The job that started each run (a request that only joins it answers that job).
         self._origin: dict[str, str] = {}
+        #: Wakes the long polls waiting for runs to end (``ended``).
+        self.events = RunEvents()
+
+    def ended(self, run_id: str) -> None:
+        """The run's final state (status and end time) is written: wake whoever waits for it."""
+        self.events.ended(run_id)
 
     def add(self, run: RefreshRun) -> None:
         with self._lock:

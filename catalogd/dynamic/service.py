@@ -16,10 +16,12 @@ together, runs their threads, and is the one object the server calls.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -36,6 +38,7 @@ from catalogd.dynamic.loader import Loader
 from catalogd.dynamic.lockdown import unguarded
 from catalogd.dynamic.records import Records
 from catalogd.dynamic.registry import Entry, Registry
+from catalogd.dynamic.run_events import MAX_WAIT, job_over
 from catalogd.dynamic.runs import RunIndex
 from catalogd.dynamic.scheduler import Scheduler
 from catalogd.dynamic.supervisor import Supervisor
@@ -55,6 +58,13 @@ from catalogd.names import ObjectPath
 
 logger = logging.getLogger(__name__)
 
+#: Long polls that may hold a thread at once: a Thrift ``getRefreshJob`` with a wait holds one of
+#: the server's workers (``server.workers``, 32 by default), and a member that does not lead holds
+#: one thread per wait it forwards to the leader. More than this many are answered at once, as
+#: without a wait (the client asks again): waiters never take every worker. The REST routes wait
+#: for this member's own jobs without a thread, unbounded.
+MAX_BLOCKING_WAITS = 8
+
 
 class LeaderCalls(Protocol):
     """The same operations, run by the cluster's leader (``catalogd.server.forwarding``): a member
@@ -69,7 +79,7 @@ class LeaderCalls(Protocol):
     def refresh(self, tables: list[str], schedule_time: str | None, partition: dict[str, str] | None,
                 configuration: dict[str, str] | None, trigger: str) -> RefreshJob: ...
 
-    def get_job(self, job_id: str) -> RefreshJob: ...
+    def get_job(self, job_id: str, wait: float = 0.0) -> RefreshJob: ...
 
     def execute(self, statement: str) -> StatementResult: ...
 
@@ -100,6 +110,7 @@ class DynamicTables:
         self._threads: list[threading.Thread] = []
         self._leading: Callable[[], bool] = leading or (lambda: True)
         self._leader = leader
+        self._blocking_waits = threading.BoundedSemaphore(MAX_BLOCKING_WAITS)
         registry = self._registry = Registry()
         runs = RunIndex(config.spark.master)
         jobs = JobFactory(manager, config, address, config.server.data_dir / "dynamic", authority)
@@ -213,6 +224,7 @@ class DynamicTables:
         """Stop the scheduler and every job (continuous jobs resume on the next start); each
         wait is bounded by ``server.shutdown-grace``."""
         self._stopping.set()  # batch runs start stopping their jobs now
+        self._runs.events.close()  # long polls answer now
         self._scheduler.wake()
         for thread in self._threads:
             thread.join(self._grace)
@@ -279,15 +291,80 @@ class DynamicTables:
             return remote.refresh(tables, schedule_time, partition, configuration, trigger)
         return self._tables.refresh(tables, schedule_time, partition, configuration, trigger)
 
-    def get_job(self, job_id: str) -> RefreshJob:
-        """See ``RunIndex.get_job``; in a cluster, a job this member does not know is asked of the leader."""
+    def get_job(self, job_id: str, wait: float = 0.0) -> RefreshJob:
+        """See ``RunIndex.get_job``; in a cluster, a job this member does not know is asked of the leader.
+
+        Args:
+            wait: seconds (cut to ``MAX_WAIT``) to wait for every run of the job to end, woken by
+                the runs' ends; then the job as it is. Blocks the calling thread: at most
+                ``MAX_BLOCKING_WAITS`` wait at once, others answer at once.
+        """
+        with self._blocking_slot(wait) as wait:
+            try:
+                job = self._runs.get_job(job_id)
+            except NotFoundError:
+                remote = self._remote()
+                if remote is None:
+                    raise
+                return remote.get_job(job_id, wait)
+            if wait <= 0 or job_over(job):
+                return job
+            return self._runs.events.wait(lambda: self._runs.get_job(job_id), wait)
+
+    async def wait_job(self, job_id: str, wait: float) -> RefreshJob:
+        """``get_job`` for the event loop: this member's own job is waited for without a thread
+        (the run's end resolves the wait); a job of the leader's is asked there with the wait, on
+        a thread of its own (one of ``MAX_BLOCKING_WAITS``; none free: asked without the wait)."""
+        wait = min(max(wait, 0.0), MAX_WAIT)
         try:
-            return self._runs.get_job(job_id)
+            # From memory under a lock held for a dict lookup and a copy: fit for the event loop.
+            self._runs.get_job(job_id)
         except NotFoundError:
             remote = self._remote()
             if remote is None:
                 raise
-        return remote.get_job(job_id)
+            return await self._forwarded_wait(remote, job_id, wait)
+        return await self._runs.events.wait_async(lambda: self._runs.get_job(job_id), wait)
+
+    async def _forwarded_wait(self, remote: LeaderCalls, job_id: str, wait: float) -> RefreshJob:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[RefreshJob] = loop.create_future()
+
+        def settle(job: RefreshJob | None, error: BaseException | None) -> None:
+            if answer.done():
+                return
+            if error is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(job)  # type: ignore[arg-type]
+
+        def ask() -> None:
+            # A daemon thread, not a pool's: a shutdown does not wait for a wait the leader holds.
+            with self._blocking_slot(wait) as given:
+                try:
+                    job = remote.get_job(job_id, given)
+                except BaseException as e:  # handed to the waiting request
+                    with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                        loop.call_soon_threadsafe(settle, None, e)
+                    return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, job, None)
+
+        threading.Thread(target=ask, name="dt-forwarded-wait", daemon=True).start()
+        return await answer
+
+    @contextlib.contextmanager
+    def _blocking_slot(self, wait: float) -> Iterator[float]:
+        """The wait a blocking waiter may take: ``wait`` (cut to ``MAX_WAIT``) while a slot is
+        free, else 0 (no slot is taken for no wait)."""
+        wait = min(max(wait, 0.0), MAX_WAIT)
+        if wait <= 0 or not self._blocking_waits.acquire(blocking=False):
+            yield 0.0
+            return
+        try:
+            yield wait
+        finally:
+            self._blocking_waits.release()
 
     def forget(self, catalog: str, database: str, name: str, only: Entry | None = None) -> Entry | None:
         """See ``Driver.forget``."""

@@ -203,6 +203,7 @@ class Supervisor:
         if stream.run is not None:
             stream.run.status, stream.run.ended, stream.run.error = RunStatus.FAILED, now, error
             stream.run.phase = None
+            self.runs.ended(stream.run.id)
             self.records.record(entry, stream.run)
             stream.run = None
 
@@ -274,5 +275,6 @@ class Supervisor:
             if run is not None:
                 run.status, run.ended, run.phase = RunStatus.SUCCEEDED, self.clock(), None
                 run.error = f"stopped: {why}"
+                self.runs.ended(run.id)
                 with contextlib.suppress(CatalogError):
                     self.records.record(d.entry, run)

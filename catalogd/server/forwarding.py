@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from catalogd import wire
-from catalogd.client import CatalogClient
+from catalogd.client import LONG_POLL_MARGIN, CatalogClient
 from catalogd.config import Config
 from catalogd.errors import ServerUnavailableError
 from catalogd.gen.catalogd_thrift import CatalogService
@@ -89,7 +89,8 @@ class LeaderForwarding:
                     f"{'; lease: ' + status.problem if status.problem else ''}); try again")
             time.sleep(0.2)
 
-    def _call(self, what: str, fn: Callable[[CatalogService.Client], T], idempotent: bool) -> T:
+    def _call(self, what: str, fn: Callable[[CatalogService.Client], T], idempotent: bool,
+              reply_timeout: float | None = None) -> T:
         deadline = time.monotonic() + self.wait
         while True:
             address = self._leader_address(deadline)
@@ -97,7 +98,7 @@ class LeaderForwarding:
             logger.debug("forwarding %s to the leader %s", what, address)
             try:
                 with CatalogClient(address, timeout=120.0, token=self._token, tls_context=self.tls) as client:
-                    return client._call(fn, idempotent=idempotent)
+                    return client._call(fn, idempotent=idempotent, reply_timeout=reply_timeout)
             except ServerUnavailableError:
                 # The lease still names a leader that died; a read may wait for the next one.
                 if not idempotent or time.monotonic() >= deadline:
@@ -123,8 +124,10 @@ class LeaderForwarding:
                                                  dict(configuration or {}), trigger)
         return wire.refresh_job_from_thrift(self._call("refresh", lambda c: c.refreshDynamicTables(request), False))
 
-    def get_job(self, job_id: str) -> RefreshJob:
-        return wire.refresh_job_from_thrift(self._call("get job", lambda c: c.getRefreshJob(job_id), True))
+    def get_job(self, job_id: str, wait: float = 0.0) -> RefreshJob:
+        """The leader's job; ``wait`` > 0: the leader's long poll (see ``DynamicTables.get_job``)."""
+        return wire.refresh_job_from_thrift(self._call("get job", lambda c: c.getRefreshJob(job_id, wait), True,
+                                                       reply_timeout=wait + LONG_POLL_MARGIN if wait > 0 else None))
 
     def execute(self, statement: str) -> StatementResult:
         return wire.statement_result_from_thrift(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from catalogd import __version__, wire
 from catalogd.auth.model import ANONYMOUS, Principal, Role
 from catalogd.auth.operations import OWNED_STAGE_RPCS, THRIFT_ROLES
+from catalogd.dynamic.run_events import parse_wait
 from catalogd.errors import CatalogError, InvalidArgumentError, NotFoundError, PermissionDeniedError
 from catalogd.gen.catalogd_thrift import ttypes as t
 from catalogd.manager import CatalogManager, parse_stage_id
@@ -587,8 +588,9 @@ class CatalogHandler:
         return error
 
     @_rpc
-    def getRefreshJob(self, jobId: str) -> t.RefreshJob:
-        return wire.refresh_job_to_thrift(self._dynamic().get_job(jobId))
+    def getRefreshJob(self, jobId: str, waitSeconds: float | None = None) -> t.RefreshJob:
+        # A long poll holds this worker: the service lets only a few wait at once (MAX_BLOCKING_WAITS).
+        return wire.refresh_job_to_thrift(self._dynamic().get_job(jobId, parse_wait(waitSeconds)))
 
     @_rpc
     def dynamicTableHistory(self, path: t.ObjectPath, limit: int) -> list[t.RefreshRun]:

@@ -4,7 +4,7 @@
     GET  /readyz                             every catalog's metastore answers (else 503)
     GET  /metrics                            Prometheus
     POST /v3/dynamic-tables/refresh          {"tables": [...], "scheduleTime": "...", "configuration": {...}}
-    GET  /v3/dynamic-tables/refresh/{jobId}
+    GET  /v3/dynamic-tables/refresh/{jobId}  (both: ?wait=<seconds> answers once the job's runs ended)
     GET  /v3/dynamic-tables                  every dynamic table: freshness target, lag, within target or why not
     GET  /v3/dynamic-tables/{table}/runs     a table's run history and its freshness lag over time
     GET  /v3/stages                          open stages: target, owner, purpose, lease left
@@ -15,6 +15,8 @@
 
 Errors are ``{"error": {"kind", "message"}}`` with the status of the catalogd error kind.
 Calls that take locks or talk to a metastore run in the threadpool, never on the event loop.
+A long poll (``?wait=``) waits on the event loop for its job's runs to end, holding no thread
+(``DynamicTables.wait_job``).
 
 With auth on, every route but ``/healthz``, ``/readyz`` and ``/cluster/invalidations`` (signed
 with the deployment's key instead: ``cache_peers``) needs ``Authorization: Bearer
@@ -44,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from catalogd import __version__, model
 from catalogd.auth.model import ANONYMOUS, Principal
 from catalogd.auth.operations import REST_ROLES
+from catalogd.dynamic.run_events import MAX_WAIT, parse_wait
 from catalogd.errors import (
     CatalogError,
     InvalidArgumentError,
@@ -113,7 +116,9 @@ class RefreshService(Protocol):
     def refresh(self, tables: list[str], schedule_time: str | None = None, partition: dict[str, str] | None = None,
                 configuration: dict[str, str] | None = None, trigger: str = "manual") -> model.RefreshJob: ...
 
-    def get_job(self, job_id: str) -> model.RefreshJob: ...
+    def get_job(self, job_id: str, wait: float = 0.0) -> model.RefreshJob: ...
+
+    async def wait_job(self, job_id: str, wait: float) -> model.RefreshJob: ...
 
 
 class PrettyJSON(JSONResponse):
@@ -150,7 +155,7 @@ _UNAUTHENTICATED = _doc("auth is enabled and the request has no valid Authorizat
 _NO_ROLE = _doc("the token's principal lacks the role the route needs")
 _NOT_SERVED = _doc("dynamic tables are not served by this daemon")
 _REFRESH_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: _doc("bad request: not JSON, an unknown field, a bad time, partition, table name or setting"),
+    400: _doc("bad request: not JSON, an unknown field, a bad time, partition, table name, setting or wait"),
     401: _UNAUTHENTICATED,
     403: _doc("the table's catalog is read-only, or the principal is not a writer there"),
     404: _doc("no such catalog, database or dynamic table"),
@@ -162,12 +167,36 @@ _REFRESH_ERRORS: dict[int | str, dict[str, Any]] = {
     503: _doc("the metastore is unavailable"),
 }
 _JOB_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _doc("a bad wait: not a number, negative or not finite"),
     401: _UNAUTHENTICATED,
     403: _NO_ROLE,
     404: _doc("no such job (this daemon keeps the last ones; older runs are in `catalogd dt history`)"),
     500: _INTERNAL,
     501: _NOT_SERVED,
 }
+
+
+#: The ``wait`` query parameter of both refresh routes, as the OpenAPI document shows it.
+_WAIT_PARAMETER = {
+    "name": "wait", "in": "query", "required": False,
+    "schema": {"type": "number", "minimum": 0, "maximum": MAX_WAIT, "default": 0},
+    "description": f"A long poll: answer once every run of the job has ended (status SUCCEEDED or FAILED and "
+                   f"`ended` set), or when this many seconds lapse, with the job as it is then (ask again). "
+                   f"Waits longer than {MAX_WAIT:g} s are cut to {MAX_WAIT:g} s. Absent or 0: answer at once. "
+                   f"Not a number, negative or not finite: 400 invalid-argument (a refresh is not started).",
+}
+
+
+def _wait(request: Request) -> float:
+    """The request's ``wait`` seconds (0: none), cut to ``MAX_WAIT``.
+
+    Raises:
+        InvalidArgumentError: a bad value, or more than one.
+    """
+    values = request.query_params.getlist("wait")
+    if len(values) > 1:
+        raise InvalidArgumentError(f"wait is given {len(values)} times: give it once")
+    return parse_wait(values[0] if values else None)
 
 
 class _App(FastAPI):
@@ -326,15 +355,19 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
                           "answers that run's jobId). The request returns once its runs are queued; tables "
                           "take turns for the refresh workers. Works while a table is suspended. With "
                           "scheduleTime, a table with partition.fields.<col>.date-formatter refreshes only "
-                          "the partition format(scheduleTime - freshness).",
+                          "the partition format(scheduleTime - freshness). With wait, the answer comes once "
+                          "the job's runs have ended (or the wait lapsed): one request for a refresh and "
+                          "its outcome.",
               responses=_REFRESH_ERRORS,
-              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                  "schema": {"$ref": "#/components/schemas/RefreshRequest"}}}}})
+              openapi_extra={"parameters": [_WAIT_PARAMETER],
+                             "requestBody": {"required": True, "content": {"application/json": {
+                                 "schema": {"$ref": "#/components/schemas/RefreshRequest"}}}}})
     async def refresh(request: Request, principal: Principal = Depends(caller)) -> Response:  # noqa: B008
         tables: list[str] = []
         denied: list[bool] = []
 
         async def call(service: RefreshService) -> model.RefreshJob:
+            wait = _wait(request)  # a bad one starts nothing
             body = RefreshRequest.parse(_decode(await _read_body(request)))
             tables.extend(body.tables)
             if access is not None and access.enabled:
@@ -344,8 +377,11 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
                 except PermissionDeniedError:
                     denied.append(True)  # audited by check
                     raise
-            return await run_in_threadpool(service.refresh, body.tables, body.schedule_time,
-                                           body.partition or None, body.configuration or {}, trigger="api")
+            job = await run_in_threadpool(service.refresh, body.tables, body.schedule_time,
+                                          body.partition or None, body.configuration or {}, trigger="api")
+            if wait <= 0:
+                return job
+            return await service.wait_job(job.id, wait)
 
         try:
             response = await rest(call)
@@ -362,7 +398,9 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
 
     @app.get(REFRESH + "/{jobId:path}", operation_id="getRefreshJob", response_model=RefreshJob,
              tags=["dynamic tables"], summary="A refresh job's status", responses=_JOB_ERRORS,
-             response_description="the job with its current status")
+             response_description="the job with its current status (with wait: once its runs ended, or "
+                                  "the wait lapsed)",
+             openapi_extra={"parameters": [_WAIT_PARAMETER]})
     # The annotations are strings (PEP 563) that FastAPI resolves in the module: a dependency
     # defined in here can only be named in a default.
     async def job(request: Request, job_id: str = Path(alias="jobId", description="the jobId a refresh answered"),
@@ -371,7 +409,13 @@ def create_app(manager: Pinger, metrics: Metrics, dynamic: RefreshService | None
             check(principal, request)
         except CatalogError as e:
             return error_response(e)
-        return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
+        try:
+            wait = _wait(request)
+        except CatalogError as e:
+            return error_response(e)
+        if wait <= 0:
+            return await rest(lambda service: run_in_threadpool(service.get_job, job_id))
+        return await rest(lambda service: service.wait_job(job_id, wait))
 
     @app.post(INVALIDATIONS, include_in_schema=False)
     async def invalidations(request: Request) -> Response:

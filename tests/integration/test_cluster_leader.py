@@ -210,12 +210,12 @@ def test_a_stopped_leader_is_replaced_and_does_nothing_when_it_comes_back(cluste
 
 
 
-def _rest(daemon: Daemon, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+def _rest(daemon: Daemon, method: str, path: str, body: Any = None, timeout: float = 60.0) -> tuple[int, Any]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(daemon.http + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
@@ -225,7 +225,7 @@ def _rest(daemon: Daemon, method: str, path: str, body: Any = None) -> tuple[int
 def test_a_refresh_asked_of_a_follower_runs_once_on_the_leader(cluster: Cluster) -> None:
     """Dynamic-table calls on a member that does not lead go to the leader: the table is driven
     there, a refresh asked through REST on the follower runs once, and its job reads alike
-    through both members."""
+    through both members. A long poll (``?wait=``) on the follower is the leader's, forwarded."""
     leader, follower = _one_leader(cluster)
     table = "main.leader_dt.totals"
     with CatalogClient(follower.address, timeout=240) as client:
@@ -233,9 +233,16 @@ def test_a_refresh_asked_of_a_follower_runs_once_on_the_leader(cluster: Cluster)
         client.create_table("main.leader_dt.src", "id bigint", if_not_exists=True)
         client.create_dynamic_table(table, "SELECT count(*) AS n FROM leader_dt.src", "1 day",
                                     refresh_mode="full", options={"initialize": "on_schedule"})
-    status, job = _rest(follower, "POST", "/v3/dynamic-tables/refresh", {"tables": [table]})
+    # The follower forwards the wait with the refresh: it lapses before the Spark job ends.
+    status, job = _rest(follower, "POST", "/v3/dynamic-tables/refresh?wait=0.2", {"tables": [table]})
     assert status == 200, job
+    assert job["status"] in ("PENDING", "RUNNING") and job["runs"][0]["ended"] is None, job
     job_id = job["jobId"]
+    # A waited GET on the follower answers once the leader's run ended.
+    status, waited = _rest(follower, "GET", f"/v3/dynamic-tables/refresh/{job_id}?wait={JOB_TIMEOUT:.0f}",
+                           timeout=JOB_TIMEOUT + 30)
+    assert status == 200, waited
+    assert waited["status"] == "SUCCEEDED" and waited["runs"][0]["ended"] is not None, waited
 
     def finished() -> dict[str, Any] | None:
         answers = [_rest(member, "GET", f"/v3/dynamic-tables/refresh/{job_id}") for member in (leader, follower)]

@@ -153,12 +153,12 @@ def cli(dtd: DtDaemon, *args: str, timeout: float = 180.0) -> CliResult:
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 
-def rest(dtd: DtDaemon, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+def rest(dtd: DtDaemon, method: str, path: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(dtd.http + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
@@ -526,6 +526,39 @@ def test_rest_errors_and_openapi(dtd: DtDaemon, dt_db: str) -> None:
     answer = connection.getresponse()
     assert answer.status == 400 and "Content-Length" in json.loads(answer.read())["error"]["message"]
     connection.close()
+
+
+def test_a_refresh_with_wait_answers_once_its_run_ended(dtd: DtDaemon, dc: CatalogClient, dt_db: str,
+                                                         orders: str) -> None:
+    """``?wait=``: a long poll woken by the run's end (one Spark job for the whole test)."""
+    name = f"main.{dt_db}.waited"
+    dc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {orders} GROUP BY ds", "1 day",
+                            options={"initialize": "on_schedule"})
+    refresh = "/v3/dynamic-tables/refresh"
+    # A bad wait is refused before anything starts, on both routes.
+    for wait in ("-1", "soon", "nan"):
+        status, body = rest(dtd, "POST", f"{refresh}?wait={wait}", {"tables": [name]})
+        assert status == 400 and body["error"]["kind"] == "invalid-argument", body
+        assert "wait must be a number of seconds" in body["error"]["message"]
+    status, body = rest(dtd, "GET", f"{refresh}/feedbeef?wait=-1")
+    assert status == 400 and body["error"]["kind"] == "invalid-argument", body
+    assert dc.dynamic_table_history(name) == []
+    # A wait that lapses answers the job as it is: a spark-submit job takes longer than 0.2 s.
+    status, lapsed = rest(dtd, "POST", f"{refresh}?wait=0.2", {"tables": [name]})
+    assert status == 200, lapsed
+    assert lapsed["status"] in ("PENDING", "RUNNING") and lapsed["runs"][0]["ended"] is None, lapsed
+    # A waited request that joins the run answers once it ended: SUCCEEDED with its end, never without.
+    status, done = rest(dtd, "POST", f"{refresh}?wait={JOB_TIMEOUT:.0f}", {"tables": [name]},
+                        timeout=JOB_TIMEOUT + 30)
+    assert status == 200, done
+    assert done["runs"][0]["id"] == lapsed["runs"][0]["id"]
+    assert done["status"] == "SUCCEEDED" and done["runs"][0]["ended"] is not None, done
+    # The job is over: a waited GET answers at once (a wait above the maximum is cut, not refused).
+    status, again = rest(dtd, "GET", f"{refresh}/{lapsed['jobId']}?wait=100000", timeout=JOB_TIMEOUT + 30)
+    assert status == 200 and again["status"] == "SUCCEEDED" and again["runs"][0]["ended"] is not None, again
+    assert [r.status for r in dc.dynamic_table_history(name)] == [RunStatus.SUCCEEDED]
+    # The Thrift long poll: the finished job at once.
+    assert dc.get_refresh_job(lapsed["jobId"], wait=30.0).status is RunStatus.SUCCEEDED
 
 
 def test_a_refresh_setting_outside_the_allowlist_is_refused_by_name_and_runs_nothing(

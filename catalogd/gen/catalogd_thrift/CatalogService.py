@@ -421,10 +421,11 @@ class Iface(object):
         """
         pass
 
-    def getRefreshJob(self, jobId):
+    def getRefreshJob(self, jobId, waitSeconds):
         """
         Parameters:
          - jobId
+         - waitSeconds
 
         """
         pass
@@ -2576,19 +2577,21 @@ class Client(Iface):
             raise result.internal
         raise TApplicationException(TApplicationException.MISSING_RESULT, "refreshDynamicTables failed: unknown result")
 
-    def getRefreshJob(self, jobId):
+    def getRefreshJob(self, jobId, waitSeconds):
         """
         Parameters:
          - jobId
+         - waitSeconds
 
         """
-        self.send_getRefreshJob(jobId)
+        self.send_getRefreshJob(jobId, waitSeconds)
         return self.recv_getRefreshJob()
 
-    def send_getRefreshJob(self, jobId):
+    def send_getRefreshJob(self, jobId, waitSeconds):
         self._oprot.writeMessageBegin('getRefreshJob', TMessageType.CALL, self._seqid)
         args = getRefreshJob_args()
         args.jobId = jobId
+        args.waitSeconds = waitSeconds
         args.write(self._oprot)
         self._oprot.writeMessageEnd()
         self._oprot.trans.flush()
@@ -2612,6 +2615,8 @@ class Client(Iface):
             raise result.internal
         if result.denied is not None:
             raise result.denied
+        if result.invalid is not None:
+            raise result.invalid
         raise TApplicationException(TApplicationException.MISSING_RESULT, "getRefreshJob failed: unknown result")
 
     def dynamicTableHistory(self, path, limit):
@@ -4733,7 +4738,7 @@ class Processor(Iface, TProcessor):
         iprot.readMessageEnd()
         result = getRefreshJob_result()
         try:
-            result.success = self._handler.getRefreshJob(args.jobId)
+            result.success = self._handler.getRefreshJob(args.jobId, args.waitSeconds)
             msg_type = TMessageType.REPLY
         except TTransport.TTransportException:
             raise
@@ -4746,6 +4751,9 @@ class Processor(Iface, TProcessor):
         except PermissionDenied as denied:
             msg_type = TMessageType.REPLY
             result.denied = denied
+        except InvalidArgument as invalid:
+            msg_type = TMessageType.REPLY
+            result.invalid = invalid
         except TApplicationException as ex:
             logging.exception('TApplication exception in handler')
             msg_type = TMessageType.EXCEPTION
@@ -14516,12 +14524,14 @@ class getRefreshJob_args(object):
     """
     Attributes:
      - jobId
+     - waitSeconds
 
     """
 
 
-    def __init__(self, jobId=None,):
+    def __init__(self, jobId=None, waitSeconds=None,):
         self.jobId = jobId
+        self.waitSeconds = waitSeconds
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -14537,6 +14547,11 @@ class getRefreshJob_args(object):
                     self.jobId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.DOUBLE:
+                    self.waitSeconds = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -14550,6 +14565,10 @@ class getRefreshJob_args(object):
         if self.jobId is not None:
             oprot.writeFieldBegin('jobId', TType.STRING, 1)
             oprot.writeString(self.jobId.encode('utf-8') if sys.version_info[0] == 2 else self.jobId)
+            oprot.writeFieldEnd()
+        if self.waitSeconds is not None:
+            oprot.writeFieldBegin('waitSeconds', TType.DOUBLE, 2)
+            oprot.writeDouble(self.waitSeconds)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -14571,6 +14590,7 @@ all_structs.append(getRefreshJob_args)
 getRefreshJob_args.thrift_spec = (
     None,  # 0
     (1, TType.STRING, 'jobId', 'UTF8', None, ),  # 1
+    (2, TType.DOUBLE, 'waitSeconds', None, None, ),  # 2
 )
 
 
@@ -14581,15 +14601,17 @@ class getRefreshJob_result(object):
      - notFound
      - internal
      - denied
+     - invalid
 
     """
 
 
-    def __init__(self, success=None, notFound=None, internal=None, denied=None,):
+    def __init__(self, success=None, notFound=None, internal=None, denied=None, invalid=None,):
         self.success = success
         self.notFound = notFound
         self.internal = internal
         self.denied = denied
+        self.invalid = invalid
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -14621,6 +14643,11 @@ class getRefreshJob_result(object):
                     self.denied = PermissionDenied.read(iprot)
                 else:
                     iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRUCT:
+                    self.invalid = InvalidArgument.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -14647,6 +14674,10 @@ class getRefreshJob_result(object):
             oprot.writeFieldBegin('denied', TType.STRUCT, 3)
             self.denied.write(oprot)
             oprot.writeFieldEnd()
+        if self.invalid is not None:
+            oprot.writeFieldBegin('invalid', TType.STRUCT, 4)
+            self.invalid.write(oprot)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -14669,6 +14700,7 @@ getRefreshJob_result.thrift_spec = (
     (1, TType.STRUCT, 'notFound', [NotFound, None], None, ),  # 1
     (2, TType.STRUCT, 'internal', [InternalError, None], None, ),  # 2
     (3, TType.STRUCT, 'denied', [PermissionDenied, None], None, ),  # 3
+    (4, TType.STRUCT, 'invalid', [InvalidArgument, None], None, ),  # 4
 )
 
 

@@ -36,8 +36,15 @@ class FakeDynamic:
             raise self.error
         return RefreshJob(id="job-1", status=RunStatus.PENDING, runs=[RUN], cluster_info={"master": "local[1]"})
 
-    def get_job(self, job_id: str) -> RefreshJob:
+    async def wait_job(self, job_id: str, wait: float) -> RefreshJob:
+        self.calls.append(("wait_job", job_id, wait))
+        return self._job(job_id)
+
+    def get_job(self, job_id: str, wait: float = 0.0) -> RefreshJob:
         self.calls.append(("get_job", job_id))
+        return self._job(job_id)
+
+    def _job(self, job_id: str) -> RefreshJob:
         if self.error is not None:
             raise self.error
         if job_id != "job-1":

@@ -199,7 +199,31 @@ def test_without_dynamic_tables_the_rest_api_is_501(manager: FakeManager, metric
     assert client.get("/healthz").status_code == 200
 
 
-# ---------------------------------------------------------------- GET job
+def test_refresh_with_wait_answers_the_waited_job(client: TestClient, dynamic: FakeDynamic) -> None:
+    response = client.post(f"{REFRESH}?wait=2.5", json={"tables": ["a"]})
+    assert response.status_code == 200, response.text
+    # The job the refresh started, waited for (the fake's job-1 as get_job answers it).
+    assert response.json()["status"] == "FAILED"
+    assert [c[0] for c in dynamic.calls] == ["refresh", "wait_job"] and dynamic.calls[1][1:] == ("job-1", 2.5)
+
+
+def test_a_wait_above_the_maximum_is_cut_to_it(client: TestClient, dynamic: FakeDynamic) -> None:
+    assert client.post(f"{REFRESH}?wait=86400", json={"tables": ["a"]}).status_code == 200
+    assert client.get(f"{REFRESH}/job-1?wait=1e9").status_code == 200
+    assert [c[2] for c in dynamic.calls if c[0] == "wait_job"] == [300.0, 300.0]
+
+
+@pytest.mark.parametrize("query", ["wait=-1", "wait=soon", "wait=nan", "wait=inf", "wait=", "wait=1&wait=2"])
+def test_a_bad_wait_is_refused_and_starts_nothing(client: TestClient, dynamic: FakeDynamic, query: str) -> None:
+    assert "wait" in error_of(client.post(f"{REFRESH}?{query}", json={"tables": ["a"]}), 400, "invalid-argument")
+    assert "wait" in error_of(client.get(f"{REFRESH}/job-1?{query}"), 400, "invalid-argument")
+    assert dynamic.calls == []
+
+
+def test_without_wait_or_with_zero_nothing_waits(client: TestClient, dynamic: FakeDynamic) -> None:
+    assert client.post(f"{REFRESH}?wait=0", json={"tables": ["a"]}).status_code == 200
+    assert client.get(f"{REFRESH}/job-1?wait=0").status_code == 200
+    assert [c[0] for c in dynamic.calls] == ["refresh", "get_job"]
 
 def test_get_job(client: TestClient, dynamic: FakeDynamic) -> None:
     response = client.get(f"{REFRESH}/job-1")
@@ -261,7 +285,11 @@ def test_openapi_is_generated_from_the_models(client: TestClient) -> None:
         "$ref": "#/components/schemas/RefreshRequest"}
     assert post_op["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/RefreshJob"}
-    assert [p["name"] for p in doc["paths"][f"{REFRESH}/{{jobId}}"]["get"]["parameters"]] == ["jobId"]
+    assert [p["name"] for p in doc["paths"][f"{REFRESH}/{{jobId}}"]["get"]["parameters"]] == ["jobId", "wait"]
+    # Both refresh routes take the long poll's wait, a number of seconds with its maximum.
+    for op in (post_op, doc["paths"][f"{REFRESH}/{{jobId}}"]["get"]):
+        (wait,) = [p for p in op["parameters"] if p["name"] == "wait"]
+        assert wait["in"] == "query" and wait["schema"]["type"] == "number" and wait["schema"]["maximum"] == 300
 
 
 def test_openapi_lists_every_status_with_its_own_description(client: TestClient) -> None:

@@ -107,7 +107,7 @@ public class CatalogService {
 
     public RefreshJob refreshDynamicTables(RefreshRequest request) throws NotFound, InvalidArgument, MetastoreUnavailable, PermissionDenied, Unsupported, InternalError, org.apache.thrift.TException;
 
-    public RefreshJob getRefreshJob(java.lang.String jobId) throws NotFound, InternalError, PermissionDenied, org.apache.thrift.TException;
+    public RefreshJob getRefreshJob(java.lang.String jobId, double waitSeconds) throws NotFound, InternalError, PermissionDenied, InvalidArgument, org.apache.thrift.TException;
 
     public java.util.List<RefreshRun> dynamicTableHistory(ObjectPath path, int limit) throws NotFound, InvalidArgument, MetastoreUnavailable, PermissionDenied, Unsupported, InternalError, org.apache.thrift.TException;
 
@@ -213,7 +213,7 @@ public class CatalogService {
 
     public void refreshDynamicTables(RefreshRequest request, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler) throws org.apache.thrift.TException;
 
-    public void getRefreshJob(java.lang.String jobId, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler) throws org.apache.thrift.TException;
+    public void getRefreshJob(java.lang.String jobId, double waitSeconds, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler) throws org.apache.thrift.TException;
 
     public void dynamicTableHistory(ObjectPath path, int limit, org.apache.thrift.async.AsyncMethodCallback<java.util.List<RefreshRun>> resultHandler) throws org.apache.thrift.TException;
 
@@ -2231,20 +2231,21 @@ public class CatalogService {
     }
 
     @Override
-    public RefreshJob getRefreshJob(java.lang.String jobId) throws NotFound, InternalError, PermissionDenied, org.apache.thrift.TException
+    public RefreshJob getRefreshJob(java.lang.String jobId, double waitSeconds) throws NotFound, InternalError, PermissionDenied, InvalidArgument, org.apache.thrift.TException
     {
-      send_getRefreshJob(jobId);
+      send_getRefreshJob(jobId, waitSeconds);
       return recv_getRefreshJob();
     }
 
-    public void send_getRefreshJob(java.lang.String jobId) throws org.apache.thrift.TException
+    public void send_getRefreshJob(java.lang.String jobId, double waitSeconds) throws org.apache.thrift.TException
     {
       getRefreshJob_args args = new getRefreshJob_args();
       args.setJobId(jobId);
+      args.setWaitSeconds(waitSeconds);
       sendBase("getRefreshJob", args);
     }
 
-    public RefreshJob recv_getRefreshJob() throws NotFound, InternalError, PermissionDenied, org.apache.thrift.TException
+    public RefreshJob recv_getRefreshJob() throws NotFound, InternalError, PermissionDenied, InvalidArgument, org.apache.thrift.TException
     {
       getRefreshJob_result result = new getRefreshJob_result();
       receiveBase(result, "getRefreshJob");
@@ -2259,6 +2260,9 @@ public class CatalogService {
       }
       if (result.denied != null) {
         throw result.denied;
+      }
+      if (result.invalid != null) {
+        throw result.invalid;
       }
       throw new org.apache.thrift.TApplicationException(org.apache.thrift.TApplicationException.MISSING_RESULT, "getRefreshJob failed: unknown result");
     }
@@ -4168,18 +4172,20 @@ public class CatalogService {
     }
 
     @Override
-    public void getRefreshJob(java.lang.String jobId, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler) throws org.apache.thrift.TException {
+    public void getRefreshJob(java.lang.String jobId, double waitSeconds, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler) throws org.apache.thrift.TException {
       checkReady();
-      getRefreshJob_call method_call = new getRefreshJob_call(jobId, resultHandler, this, ___protocolFactory, ___transport);
+      getRefreshJob_call method_call = new getRefreshJob_call(jobId, waitSeconds, resultHandler, this, ___protocolFactory, ___transport);
       this.___currentMethod = method_call;
       ___manager.call(method_call);
     }
 
     public static class getRefreshJob_call extends org.apache.thrift.async.TAsyncMethodCall<RefreshJob> {
       private java.lang.String jobId;
-      public getRefreshJob_call(java.lang.String jobId, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler, org.apache.thrift.async.TAsyncClient client, org.apache.thrift.protocol.TProtocolFactory protocolFactory, org.apache.thrift.transport.TNonblockingTransport transport) throws org.apache.thrift.TException {
+      private double waitSeconds;
+      public getRefreshJob_call(java.lang.String jobId, double waitSeconds, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler, org.apache.thrift.async.TAsyncClient client, org.apache.thrift.protocol.TProtocolFactory protocolFactory, org.apache.thrift.transport.TNonblockingTransport transport) throws org.apache.thrift.TException {
         super(client, protocolFactory, transport, resultHandler, false);
         this.jobId = jobId;
+        this.waitSeconds = waitSeconds;
       }
 
       @Override
@@ -4187,12 +4193,13 @@ public class CatalogService {
         prot.writeMessageBegin(new org.apache.thrift.protocol.TMessage("getRefreshJob", org.apache.thrift.protocol.TMessageType.CALL, 0));
         getRefreshJob_args args = new getRefreshJob_args();
         args.setJobId(jobId);
+        args.setWaitSeconds(waitSeconds);
         args.write(prot);
         prot.writeMessageEnd();
       }
 
       @Override
-      public RefreshJob getResult() throws NotFound, InternalError, PermissionDenied, org.apache.thrift.TException {
+      public RefreshJob getResult() throws NotFound, InternalError, PermissionDenied, InvalidArgument, org.apache.thrift.TException {
         if (getState() != org.apache.thrift.async.TAsyncMethodCall.State.RESPONSE_READ) {
           throw new java.lang.IllegalStateException("Method call not finished!");
         }
@@ -6364,13 +6371,15 @@ public class CatalogService {
       public getRefreshJob_result getResult(I iface, getRefreshJob_args args) throws org.apache.thrift.TException {
         getRefreshJob_result result = new getRefreshJob_result();
         try {
-          result.success = iface.getRefreshJob(args.jobId);
+          result.success = iface.getRefreshJob(args.jobId, args.waitSeconds);
         } catch (NotFound notFound) {
           result.notFound = notFound;
         } catch (InternalError internal) {
           result.internal = internal;
         } catch (PermissionDenied denied) {
           result.denied = denied;
+        } catch (InvalidArgument invalid) {
+          result.invalid = invalid;
         }
         return result;
       }
@@ -10898,6 +10907,10 @@ public class CatalogService {
               result.denied = (PermissionDenied) e;
               result.setDeniedIsSet(true);
               msg = result;
+            } else if (e instanceof InvalidArgument) {
+              result.invalid = (InvalidArgument) e;
+              result.setInvalidIsSet(true);
+              msg = result;
             } else if (e instanceof org.apache.thrift.transport.TTransportException) {
               _LOGGER.error("TTransportException inside handler", e);
               fb.close();
@@ -10928,7 +10941,7 @@ public class CatalogService {
 
       @Override
       public void start(I iface, getRefreshJob_args args, org.apache.thrift.async.AsyncMethodCallback<RefreshJob> resultHandler) throws org.apache.thrift.TException {
-        iface.getRefreshJob(args.jobId,resultHandler);
+        iface.getRefreshJob(args.jobId, args.waitSeconds,resultHandler);
       }
     }
 
@@ -80351,15 +80364,18 @@ public class CatalogService {
     private static final org.apache.thrift.protocol.TStruct STRUCT_DESC = new org.apache.thrift.protocol.TStruct("getRefreshJob_args");
 
     private static final org.apache.thrift.protocol.TField JOB_ID_FIELD_DESC = new org.apache.thrift.protocol.TField("jobId", org.apache.thrift.protocol.TType.STRING, (short)1);
+    private static final org.apache.thrift.protocol.TField WAIT_SECONDS_FIELD_DESC = new org.apache.thrift.protocol.TField("waitSeconds", org.apache.thrift.protocol.TType.DOUBLE, (short)2);
 
     private static final org.apache.thrift.scheme.SchemeFactory STANDARD_SCHEME_FACTORY = new getRefreshJob_argsStandardSchemeFactory();
     private static final org.apache.thrift.scheme.SchemeFactory TUPLE_SCHEME_FACTORY = new getRefreshJob_argsTupleSchemeFactory();
 
     public @org.apache.thrift.annotation.Nullable java.lang.String jobId; // required
+    public double waitSeconds; // required
 
     /** The set of fields this struct contains, along with convenience methods for finding and manipulating them. */
     public enum _Fields implements org.apache.thrift.TFieldIdEnum {
-      JOB_ID((short)1, "jobId");
+      JOB_ID((short)1, "jobId"),
+      WAIT_SECONDS((short)2, "waitSeconds");
 
       private static final java.util.Map<java.lang.String, _Fields> byName = new java.util.HashMap<java.lang.String, _Fields>();
 
@@ -80377,6 +80393,8 @@ public class CatalogService {
         switch(fieldId) {
           case 1: // JOB_ID
             return JOB_ID;
+          case 2: // WAIT_SECONDS
+            return WAIT_SECONDS;
           default:
             return null;
         }
@@ -80420,11 +80438,15 @@ public class CatalogService {
     }
 
     // isset id assignments
+    private static final int __WAITSECONDS_ISSET_ID = 0;
+    private byte __isset_bitfield = 0;
     public static final java.util.Map<_Fields, org.apache.thrift.meta_data.FieldMetaData> metaDataMap;
     static {
       java.util.Map<_Fields, org.apache.thrift.meta_data.FieldMetaData> tmpMap = new java.util.EnumMap<_Fields, org.apache.thrift.meta_data.FieldMetaData>(_Fields.class);
       tmpMap.put(_Fields.JOB_ID, new org.apache.thrift.meta_data.FieldMetaData("jobId", org.apache.thrift.TFieldRequirementType.DEFAULT, 
           new org.apache.thrift.meta_data.FieldValueMetaData(org.apache.thrift.protocol.TType.STRING)));
+      tmpMap.put(_Fields.WAIT_SECONDS, new org.apache.thrift.meta_data.FieldMetaData("waitSeconds", org.apache.thrift.TFieldRequirementType.DEFAULT, 
+          new org.apache.thrift.meta_data.FieldValueMetaData(org.apache.thrift.protocol.TType.DOUBLE)));
       metaDataMap = java.util.Collections.unmodifiableMap(tmpMap);
       org.apache.thrift.meta_data.FieldMetaData.addStructMetaDataMap(getRefreshJob_args.class, metaDataMap);
     }
@@ -80433,19 +80455,24 @@ public class CatalogService {
     }
 
     public getRefreshJob_args(
-      java.lang.String jobId)
+      java.lang.String jobId,
+      double waitSeconds)
     {
       this();
       this.jobId = jobId;
+      this.waitSeconds = waitSeconds;
+      setWaitSecondsIsSet(true);
     }
 
     /**
      * Performs a deep copy on <i>other</i>.
      */
     public getRefreshJob_args(getRefreshJob_args other) {
+      __isset_bitfield = other.__isset_bitfield;
       if (other.isSetJobId()) {
         this.jobId = other.jobId;
       }
+      this.waitSeconds = other.waitSeconds;
     }
 
     @Override
@@ -80456,6 +80483,8 @@ public class CatalogService {
     @Override
     public void clear() {
       this.jobId = null;
+      setWaitSecondsIsSet(false);
+      this.waitSeconds = 0.0;
     }
 
     @org.apache.thrift.annotation.Nullable
@@ -80483,6 +80512,29 @@ public class CatalogService {
       }
     }
 
+    public double getWaitSeconds() {
+      return this.waitSeconds;
+    }
+
+    public getRefreshJob_args setWaitSeconds(double waitSeconds) {
+      this.waitSeconds = waitSeconds;
+      setWaitSecondsIsSet(true);
+      return this;
+    }
+
+    public void unsetWaitSeconds() {
+      __isset_bitfield = org.apache.thrift.EncodingUtils.clearBit(__isset_bitfield, __WAITSECONDS_ISSET_ID);
+    }
+
+    /** Returns true if field waitSeconds is set (has been assigned a value) and false otherwise */
+    public boolean isSetWaitSeconds() {
+      return org.apache.thrift.EncodingUtils.testBit(__isset_bitfield, __WAITSECONDS_ISSET_ID);
+    }
+
+    public void setWaitSecondsIsSet(boolean value) {
+      __isset_bitfield = org.apache.thrift.EncodingUtils.setBit(__isset_bitfield, __WAITSECONDS_ISSET_ID, value);
+    }
+
     @Override
     public void setFieldValue(_Fields field, @org.apache.thrift.annotation.Nullable java.lang.Object value) {
       switch (field) {
@@ -80491,6 +80543,14 @@ public class CatalogService {
           unsetJobId();
         } else {
           setJobId((java.lang.String)value);
+        }
+        break;
+
+      case WAIT_SECONDS:
+        if (value == null) {
+          unsetWaitSeconds();
+        } else {
+          setWaitSeconds((java.lang.Double)value);
         }
         break;
 
@@ -80503,6 +80563,9 @@ public class CatalogService {
       switch (field) {
       case JOB_ID:
         return getJobId();
+
+      case WAIT_SECONDS:
+        return getWaitSeconds();
 
       }
       throw new java.lang.IllegalStateException();
@@ -80518,6 +80581,8 @@ public class CatalogService {
       switch (field) {
       case JOB_ID:
         return isSetJobId();
+      case WAIT_SECONDS:
+        return isSetWaitSeconds();
       }
       throw new java.lang.IllegalStateException();
     }
@@ -80544,6 +80609,15 @@ public class CatalogService {
           return false;
       }
 
+      boolean this_present_waitSeconds = true;
+      boolean that_present_waitSeconds = true;
+      if (this_present_waitSeconds || that_present_waitSeconds) {
+        if (!(this_present_waitSeconds && that_present_waitSeconds))
+          return false;
+        if (this.waitSeconds != that.waitSeconds)
+          return false;
+      }
+
       return true;
     }
 
@@ -80554,6 +80628,8 @@ public class CatalogService {
       hashCode = hashCode * 8191 + ((isSetJobId()) ? 131071 : 524287);
       if (isSetJobId())
         hashCode = hashCode * 8191 + jobId.hashCode();
+
+      hashCode = hashCode * 8191 + org.apache.thrift.TBaseHelper.hashCode(waitSeconds);
 
       return hashCode;
     }
@@ -80572,6 +80648,16 @@ public class CatalogService {
       }
       if (isSetJobId()) {
         lastComparison = org.apache.thrift.TBaseHelper.compareTo(this.jobId, other.jobId);
+        if (lastComparison != 0) {
+          return lastComparison;
+        }
+      }
+      lastComparison = java.lang.Boolean.compare(isSetWaitSeconds(), other.isSetWaitSeconds());
+      if (lastComparison != 0) {
+        return lastComparison;
+      }
+      if (isSetWaitSeconds()) {
+        lastComparison = org.apache.thrift.TBaseHelper.compareTo(this.waitSeconds, other.waitSeconds);
         if (lastComparison != 0) {
           return lastComparison;
         }
@@ -80607,6 +80693,10 @@ public class CatalogService {
         sb.append(this.jobId);
       }
       first = false;
+      if (!first) sb.append(", ");
+      sb.append("waitSeconds:");
+      sb.append(this.waitSeconds);
+      first = false;
       sb.append(")");
       return sb.toString();
     }
@@ -80626,6 +80716,8 @@ public class CatalogService {
 
     private void readObject(java.io.ObjectInputStream in) throws java.io.IOException, java.lang.ClassNotFoundException {
       try {
+        // it doesn't seem like you should have to do this, but java serialization is wacky, and doesn't call the default constructor.
+        __isset_bitfield = 0;
         read(new org.apache.thrift.protocol.TCompactProtocol(new org.apache.thrift.transport.TIOStreamTransport(in)));
       } catch (org.apache.thrift.TException te) {
         throw new java.io.IOException(te);
@@ -80660,6 +80752,14 @@ public class CatalogService {
                 org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
               }
               break;
+            case 2: // WAIT_SECONDS
+              if (schemeField.type == org.apache.thrift.protocol.TType.DOUBLE) {
+                struct.waitSeconds = iprot.readDouble();
+                struct.setWaitSecondsIsSet(true);
+              } else { 
+                org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
+              }
+              break;
             default:
               org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
           }
@@ -80681,6 +80781,9 @@ public class CatalogService {
           oprot.writeString(struct.jobId);
           oprot.writeFieldEnd();
         }
+        oprot.writeFieldBegin(WAIT_SECONDS_FIELD_DESC);
+        oprot.writeDouble(struct.waitSeconds);
+        oprot.writeFieldEnd();
         oprot.writeFieldStop();
         oprot.writeStructEnd();
       }
@@ -80703,19 +80806,29 @@ public class CatalogService {
         if (struct.isSetJobId()) {
           optionals.set(0);
         }
-        oprot.writeBitSet(optionals, 1);
+        if (struct.isSetWaitSeconds()) {
+          optionals.set(1);
+        }
+        oprot.writeBitSet(optionals, 2);
         if (struct.isSetJobId()) {
           oprot.writeString(struct.jobId);
+        }
+        if (struct.isSetWaitSeconds()) {
+          oprot.writeDouble(struct.waitSeconds);
         }
       }
 
       @Override
       public void read(org.apache.thrift.protocol.TProtocol prot, getRefreshJob_args struct) throws org.apache.thrift.TException {
         org.apache.thrift.protocol.TTupleProtocol iprot = (org.apache.thrift.protocol.TTupleProtocol) prot;
-        java.util.BitSet incoming = iprot.readBitSet(1);
+        java.util.BitSet incoming = iprot.readBitSet(2);
         if (incoming.get(0)) {
           struct.jobId = iprot.readString();
           struct.setJobIdIsSet(true);
+        }
+        if (incoming.get(1)) {
+          struct.waitSeconds = iprot.readDouble();
+          struct.setWaitSecondsIsSet(true);
         }
       }
     }
@@ -80733,6 +80846,7 @@ public class CatalogService {
     private static final org.apache.thrift.protocol.TField NOT_FOUND_FIELD_DESC = new org.apache.thrift.protocol.TField("notFound", org.apache.thrift.protocol.TType.STRUCT, (short)1);
     private static final org.apache.thrift.protocol.TField INTERNAL_FIELD_DESC = new org.apache.thrift.protocol.TField("internal", org.apache.thrift.protocol.TType.STRUCT, (short)2);
     private static final org.apache.thrift.protocol.TField DENIED_FIELD_DESC = new org.apache.thrift.protocol.TField("denied", org.apache.thrift.protocol.TType.STRUCT, (short)3);
+    private static final org.apache.thrift.protocol.TField INVALID_FIELD_DESC = new org.apache.thrift.protocol.TField("invalid", org.apache.thrift.protocol.TType.STRUCT, (short)4);
 
     private static final org.apache.thrift.scheme.SchemeFactory STANDARD_SCHEME_FACTORY = new getRefreshJob_resultStandardSchemeFactory();
     private static final org.apache.thrift.scheme.SchemeFactory TUPLE_SCHEME_FACTORY = new getRefreshJob_resultTupleSchemeFactory();
@@ -80741,13 +80855,15 @@ public class CatalogService {
     public @org.apache.thrift.annotation.Nullable NotFound notFound; // required
     public @org.apache.thrift.annotation.Nullable InternalError internal; // required
     public @org.apache.thrift.annotation.Nullable PermissionDenied denied; // required
+    public @org.apache.thrift.annotation.Nullable InvalidArgument invalid; // required
 
     /** The set of fields this struct contains, along with convenience methods for finding and manipulating them. */
     public enum _Fields implements org.apache.thrift.TFieldIdEnum {
       SUCCESS((short)0, "success"),
       NOT_FOUND((short)1, "notFound"),
       INTERNAL((short)2, "internal"),
-      DENIED((short)3, "denied");
+      DENIED((short)3, "denied"),
+      INVALID((short)4, "invalid");
 
       private static final java.util.Map<java.lang.String, _Fields> byName = new java.util.HashMap<java.lang.String, _Fields>();
 
@@ -80771,6 +80887,8 @@ public class CatalogService {
             return INTERNAL;
           case 3: // DENIED
             return DENIED;
+          case 4: // INVALID
+            return INVALID;
           default:
             return null;
         }
@@ -80825,6 +80943,8 @@ public class CatalogService {
           new org.apache.thrift.meta_data.StructMetaData(org.apache.thrift.protocol.TType.STRUCT, InternalError.class)));
       tmpMap.put(_Fields.DENIED, new org.apache.thrift.meta_data.FieldMetaData("denied", org.apache.thrift.TFieldRequirementType.DEFAULT, 
           new org.apache.thrift.meta_data.StructMetaData(org.apache.thrift.protocol.TType.STRUCT, PermissionDenied.class)));
+      tmpMap.put(_Fields.INVALID, new org.apache.thrift.meta_data.FieldMetaData("invalid", org.apache.thrift.TFieldRequirementType.DEFAULT, 
+          new org.apache.thrift.meta_data.StructMetaData(org.apache.thrift.protocol.TType.STRUCT, InvalidArgument.class)));
       metaDataMap = java.util.Collections.unmodifiableMap(tmpMap);
       org.apache.thrift.meta_data.FieldMetaData.addStructMetaDataMap(getRefreshJob_result.class, metaDataMap);
     }
@@ -80836,13 +80956,15 @@ public class CatalogService {
       RefreshJob success,
       NotFound notFound,
       InternalError internal,
-      PermissionDenied denied)
+      PermissionDenied denied,
+      InvalidArgument invalid)
     {
       this();
       this.success = success;
       this.notFound = notFound;
       this.internal = internal;
       this.denied = denied;
+      this.invalid = invalid;
     }
 
     /**
@@ -80861,6 +80983,9 @@ public class CatalogService {
       if (other.isSetDenied()) {
         this.denied = new PermissionDenied(other.denied);
       }
+      if (other.isSetInvalid()) {
+        this.invalid = new InvalidArgument(other.invalid);
+      }
     }
 
     @Override
@@ -80874,6 +80999,7 @@ public class CatalogService {
       this.notFound = null;
       this.internal = null;
       this.denied = null;
+      this.invalid = null;
     }
 
     @org.apache.thrift.annotation.Nullable
@@ -80976,6 +81102,31 @@ public class CatalogService {
       }
     }
 
+    @org.apache.thrift.annotation.Nullable
+    public InvalidArgument getInvalid() {
+      return this.invalid;
+    }
+
+    public getRefreshJob_result setInvalid(@org.apache.thrift.annotation.Nullable InvalidArgument invalid) {
+      this.invalid = invalid;
+      return this;
+    }
+
+    public void unsetInvalid() {
+      this.invalid = null;
+    }
+
+    /** Returns true if field invalid is set (has been assigned a value) and false otherwise */
+    public boolean isSetInvalid() {
+      return this.invalid != null;
+    }
+
+    public void setInvalidIsSet(boolean value) {
+      if (!value) {
+        this.invalid = null;
+      }
+    }
+
     @Override
     public void setFieldValue(_Fields field, @org.apache.thrift.annotation.Nullable java.lang.Object value) {
       switch (field) {
@@ -81011,6 +81162,14 @@ public class CatalogService {
         }
         break;
 
+      case INVALID:
+        if (value == null) {
+          unsetInvalid();
+        } else {
+          setInvalid((InvalidArgument)value);
+        }
+        break;
+
       }
     }
 
@@ -81029,6 +81188,9 @@ public class CatalogService {
 
       case DENIED:
         return getDenied();
+
+      case INVALID:
+        return getInvalid();
 
       }
       throw new java.lang.IllegalStateException();
@@ -81050,6 +81212,8 @@ public class CatalogService {
         return isSetInternal();
       case DENIED:
         return isSetDenied();
+      case INVALID:
+        return isSetInvalid();
       }
       throw new java.lang.IllegalStateException();
     }
@@ -81103,6 +81267,15 @@ public class CatalogService {
           return false;
       }
 
+      boolean this_present_invalid = true && this.isSetInvalid();
+      boolean that_present_invalid = true && that.isSetInvalid();
+      if (this_present_invalid || that_present_invalid) {
+        if (!(this_present_invalid && that_present_invalid))
+          return false;
+        if (!this.invalid.equals(that.invalid))
+          return false;
+      }
+
       return true;
     }
 
@@ -81125,6 +81298,10 @@ public class CatalogService {
       hashCode = hashCode * 8191 + ((isSetDenied()) ? 131071 : 524287);
       if (isSetDenied())
         hashCode = hashCode * 8191 + denied.hashCode();
+
+      hashCode = hashCode * 8191 + ((isSetInvalid()) ? 131071 : 524287);
+      if (isSetInvalid())
+        hashCode = hashCode * 8191 + invalid.hashCode();
 
       return hashCode;
     }
@@ -81173,6 +81350,16 @@ public class CatalogService {
       }
       if (isSetDenied()) {
         lastComparison = org.apache.thrift.TBaseHelper.compareTo(this.denied, other.denied);
+        if (lastComparison != 0) {
+          return lastComparison;
+        }
+      }
+      lastComparison = java.lang.Boolean.compare(isSetInvalid(), other.isSetInvalid());
+      if (lastComparison != 0) {
+        return lastComparison;
+      }
+      if (isSetInvalid()) {
+        lastComparison = org.apache.thrift.TBaseHelper.compareTo(this.invalid, other.invalid);
         if (lastComparison != 0) {
           return lastComparison;
         }
@@ -81229,6 +81416,14 @@ public class CatalogService {
         sb.append("null");
       } else {
         sb.append(this.denied);
+      }
+      first = false;
+      if (!first) sb.append(", ");
+      sb.append("invalid:");
+      if (this.invalid == null) {
+        sb.append("null");
+      } else {
+        sb.append(this.invalid);
       }
       first = false;
       sb.append(")");
@@ -81315,6 +81510,15 @@ public class CatalogService {
                 org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
               }
               break;
+            case 4: // INVALID
+              if (schemeField.type == org.apache.thrift.protocol.TType.STRUCT) {
+                struct.invalid = new InvalidArgument();
+                struct.invalid.read(iprot);
+                struct.setInvalidIsSet(true);
+              } else { 
+                org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
+              }
+              break;
             default:
               org.apache.thrift.protocol.TProtocolUtil.skip(iprot, schemeField.type);
           }
@@ -81351,6 +81555,11 @@ public class CatalogService {
           struct.denied.write(oprot);
           oprot.writeFieldEnd();
         }
+        if (struct.invalid != null) {
+          oprot.writeFieldBegin(INVALID_FIELD_DESC);
+          struct.invalid.write(oprot);
+          oprot.writeFieldEnd();
+        }
         oprot.writeFieldStop();
         oprot.writeStructEnd();
       }
@@ -81382,7 +81591,10 @@ public class CatalogService {
         if (struct.isSetDenied()) {
           optionals.set(3);
         }
-        oprot.writeBitSet(optionals, 4);
+        if (struct.isSetInvalid()) {
+          optionals.set(4);
+        }
+        oprot.writeBitSet(optionals, 5);
         if (struct.isSetSuccess()) {
           struct.success.write(oprot);
         }
@@ -81395,12 +81607,15 @@ public class CatalogService {
         if (struct.isSetDenied()) {
           struct.denied.write(oprot);
         }
+        if (struct.isSetInvalid()) {
+          struct.invalid.write(oprot);
+        }
       }
 
       @Override
       public void read(org.apache.thrift.protocol.TProtocol prot, getRefreshJob_result struct) throws org.apache.thrift.TException {
         org.apache.thrift.protocol.TTupleProtocol iprot = (org.apache.thrift.protocol.TTupleProtocol) prot;
-        java.util.BitSet incoming = iprot.readBitSet(4);
+        java.util.BitSet incoming = iprot.readBitSet(5);
         if (incoming.get(0)) {
           struct.success = new RefreshJob();
           struct.success.read(iprot);
@@ -81420,6 +81635,11 @@ public class CatalogService {
           struct.denied = new PermissionDenied();
           struct.denied.read(iprot);
           struct.setDeniedIsSet(true);
+        }
+        if (incoming.get(4)) {
+          struct.invalid = new InvalidArgument();
+          struct.invalid.read(iprot);
+          struct.setInvalidIsSet(true);
         }
       }
     }
