@@ -21,6 +21,11 @@ storage; partitions switch with one ``alter_partitions`` plus one
 and renames the staged files into the target's existing directories (only where the
 daemon reaches them: the local file system).
 
+A commit reads the staging table and the target once (and lists their partitions once) and
+reuses that for every step. What is not part of its guarantee, deleting replaced versions past
+``max-retired-versions``, a retention-0 purge, an append's emptied staging table, runs right after
+it on a per-catalog housekeeping worker (``_later``); a failure there is left to the janitor.
+
 Stages are signed: every time catalogd writes a staging table it stores an HMAC
 (``catalogd.stage.signature``, key ``staging.secret``) of the table's database, name,
 location and every ``catalogd.stage.*`` parameter. A staging table without a valid
