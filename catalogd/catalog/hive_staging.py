@@ -579,10 +579,12 @@ class HiveStager:
         if is_stage_table(target):
             raise InvalidArgumentError(f"{what}: a staging table cannot be the target of a stage")
         existing = self._target_raw(database, target)
+        database_location = None
         if existing is None:
-            # A table found proves its database; without one, a missing database is named as such.
+            # A table found proves its database; without one, a missing database is named as such
+            # (and its location, read here, places the staging table).
             with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
-                c.get_database(database)
+                database_location = c.get_database(database).locationUri or ""
         key = new_key()
         purpose = request.purpose
         if existing is not None and existing.tableType in (codec.VIRTUAL_VIEW, codec.EXTERNAL_TABLE):
@@ -656,7 +658,7 @@ class HiveStager:
             table.location = location
             table.properties[SIGNATURE] = stage_signature(self._secret, database, table.name, location,
                                                           table.properties)
-        tbl = self.session.create_table(table)
+        tbl = self.session.create_table(table, database_location)
         try:
             if not is_signed(self._secret, tbl):
                 # Signed once HMS has chosen the location (the signature covers it), or

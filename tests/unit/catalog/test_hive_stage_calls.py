@@ -163,3 +163,16 @@ def test_closing_the_catalog_stops_the_worker(fake: FakeHms) -> None:
     assert worker is not None
     worker.join(timeout=30)
     assert not worker.is_alive()
+
+
+def test_a_create_stage_reads_its_database_once(fake: FakeHms) -> None:
+    cat, _, counting = _catalog(fake, retention=600)
+    mark = len(counting.calls)
+    stage = cat.begin_stage(StageRequest(catalog="main", database="sales", target="new", purpose=StagePurpose.CREATE,
+                                         columns=[Column("id", "bigint")]))
+    # Target missing: its database read (once, also for the directory); signed once HMS chose the directory.
+    assert counting.mine(mark) == ["get_table", "get_database", "create_table", "get_table", "alter_table"]
+    assert stage.location == f"{fake.get_database('sales').locationUri}/{stage.staging_table}"
+    mark = len(counting.calls)
+    assert cat.commit_stage("sales", stage.id.rsplit(".", 1)[1]).state is StageState.COMMITTED
+    assert counting.mine(mark) == ["get_table", "alter_table"]
