@@ -13,9 +13,10 @@ file (nothing else of the daemon changes). Then, for each purpose in ``--purpose
   ``insertInto`` adds it (untimed; APPEND: into an existing partition, with one small file),
 * ``client.commit_stage`` (timed; the calls it makes counted).
 
-The calls are split by thread: those of the thread that answered the RPC (the caller's critical
-path) and those of other threads during the round (background housekeeping). A round's calls
-are read from the log after a short settle, so background work of the round is counted with it.
+The calls are split by thread: those of the Thrift worker that answered the RPC (``thrift-worker-*``:
+the caller's critical path), those of the stage housekeeping worker, and the rest (the location
+index's background reads). Before each round the benchmark waits until no call was logged for
+``SETTLE`` seconds, so a round's background work is counted with it and not with the next one.
 
 Then the scaling check: OVERWRITE_PARTITIONS commits with ``--few`` and with ``--many`` other
 stages open in the same database (REPLACE stages on another table, long lease), measured in the
@@ -51,8 +52,11 @@ from catalogd.model import Column, StagePurpose
 DATABASE = "stagebench"
 SCHEMA = [Column("id", "bigint"), Column("v", "string")]
 KEYS = [Column("ds", "string")]
-#: Seconds a round waits after the commit, so background work it started is counted with it.
-SETTLE = 0.3
+#: A round starts once no metastore call was logged for this long (the last round's background work is over).
+SETTLE = 0.5
+#: The threads of the daemon's Thrift server: the ones that answer the client's RPCs.
+CALLER = "thrift-worker-"
+HOUSEKEEPING = "stage-housekeeping-"
 
 #: Run in the daemon's interpreter before ``catalogd.cli``: logs every metastore call.
 _COUNTING = """
@@ -105,6 +109,17 @@ class CountingDaemon(Daemon):
     def mark(self) -> int:
         return self.calls_path.stat().st_size
 
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait until no call was logged for ``SETTLE`` seconds (or ``timeout`` passed)."""
+        deadline = time.monotonic() + timeout
+        size = self.mark()
+        while time.monotonic() < deadline:
+            time.sleep(SETTLE)
+            now = self.mark()
+            if now == size:
+                return
+            size = now
+
     def calls_since(self, offset: int) -> list[tuple[str, str, float]]:
         with open(self.calls_path, "rb") as f:
             f.seek(offset)
@@ -155,35 +170,37 @@ def _rounds(daemon: CountingDaemon, client: CatalogClient, direct: DirectHms, ta
     commit_ms: list[float] = []
     begin_calls: list[list[tuple[str, str, float]]] = []
     commit_calls: list[list[tuple[str, str, float]]] = []
-    background: list[list[tuple[str, str, float]]] = []
+    housekeeping: list[list[tuple[str, str, float]]] = []
+    others: list[list[tuple[str, str, float]]] = []
     for i in range(warmup + iterations):
         value = "d00" if purpose is StagePurpose.APPEND else f"d{i % 3:02d}"
+        daemon.settle()
         mark = daemon.mark()
         started = time.perf_counter()
         replace = purpose is StagePurpose.REPLACE
         stage = client.begin_stage(f"{CATALOG}.{DATABASE}.{target}", SCHEMA if replace else None,
                                    KEYS if replace else None, purpose=purpose)
         begun = time.perf_counter()
-        began = daemon.calls_since(mark)
+        began = [c for c in daemon.calls_since(mark) if c[0].startswith(CALLER)]
         assert stage.staging_table and stage.location
         _stage_partition(direct, stage.staging_table, stage.location, value, purpose is StagePurpose.APPEND)
         mark = daemon.mark()
         started_commit = time.perf_counter()
         client.commit_stage(stage.id)
         ended = time.perf_counter()
-        time.sleep(SETTLE)
+        daemon.settle()
         committed = daemon.calls_since(mark)
         if i < warmup:
             continue
         begin_ms.append((begun - started) * 1000)
         commit_ms.append((ended - started_commit) * 1000)
         begin_calls.append(began)
-        # The caller's thread is the one that made the first call of the commit.
-        caller = committed[0][0] if committed else ""
-        commit_calls.append([c for c in committed if c[0] == caller])
-        background.append([c for c in committed if c[0] != caller])
+        commit_calls.append([c for c in committed if c[0].startswith(CALLER)])
+        housekeeping.append([c for c in committed if c[0].startswith(HOUSEKEEPING)])
+        others.append([c for c in committed if not c[0].startswith((CALLER, HOUSEKEEPING))])
     return {"begin": _ms(begin_ms), "commit": _ms(commit_ms), "calls_per_begin": _calls(begin_calls),
-            "calls_per_commit": _calls(commit_calls), "background_calls_per_commit": _calls(background)}
+            "calls_per_commit": _calls(commit_calls), "housekeeping_calls_per_commit": _calls(housekeeping),
+            "other_background_calls_per_commit": _calls(others)}
 
 
 def _table(client: CatalogClient, name: str, partitions: int) -> None:
