@@ -103,6 +103,9 @@ class CountingDaemon(Daemon):
             self.process = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent, env={**os.environ, "CATALOGD_BENCH_CALLS": str(self.calls_path)},
+                # Not the caller's directory: `python -c` puts it first on sys.path, before PYTHONPATH
+                # (a checkout's catalogd there would be run instead of the one asked for).
+                cwd=self.workdir,
             )
         self._wait_ready()
 
