@@ -95,6 +95,9 @@ class HiveStages(StageBackend, Protocol):
     def signed_owner(self, tbl: hms.Table) -> str | None:
         """The owner a staging table records, when catalogd signed it; None: it did not."""
 
+    def close(self) -> None:
+        """Stop background work (the housekeeping commits leave); the catalog is closing."""
+
 
 #: Builds a catalog's stager on the catalog's session.
 StagesFactory = Callable[[HiveSession], HiveStages]
@@ -223,6 +226,8 @@ class HiveCatalog(BaseCatalog):
                 c.get_database(self.default_database)
 
     def close(self) -> None:
+        if self.stages is not None:
+            self.stages.close()
         self.session.close()
 
     def info(self) -> CatalogInfo:

@@ -444,12 +444,16 @@ class HiveSession:
         with self._files:
             yield
 
-    def create_table(self, table: Table) -> hms.Table:
+    def create_table(self, table: Table, database_location: str | None = None) -> hms.Table:
         """Create a checked table (staging tables too) and return it as HMS stored it.
 
         Its directory (given, or the default one under its database) must be strictly
         inside an allowed root, and, unless it is a staging table (whose directory
         catalogd chooses), clear of every other object's directory.
+
+        Args:
+            database_location: the database's location, when the caller has just read it
+                (saves reading it again for the default directory).
 
         Raises:
             PermissionDeniedError: the directory is not allowed.
@@ -458,6 +462,8 @@ class HiveSession:
         with self._files:
             if table.location:
                 uri = table.location
+            elif database_location is not None:
+                uri = f"{database_location.rstrip('/')}/{table.name.lower()}"
             else:
                 with self.client(f"database {self.name}.{table.database}", DatabaseNotFoundError) as c:
                     db_location = c.get_database(table.database).locationUri or ""

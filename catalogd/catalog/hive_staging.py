@@ -21,6 +21,11 @@ storage; partitions switch with one ``alter_partitions`` plus one
 and renames the staged files into the target's existing directories (only where the
 daemon reaches them: the local file system).
 
+A commit reads the staging table and the target once (and lists their partitions once) and
+reuses that for every step. What is not part of its guarantee, deleting replaced versions past
+``max-retired-versions``, a retention-0 purge, an append's emptied staging table, runs right after
+it on a per-catalog housekeeping worker (``_later``); a failure there is left to the janitor.
+
 Stages are signed: every time catalogd writes a staging table it stores an HMAC
 (``catalogd.stage.signature``, key ``staging.secret``) of the table's database, name,
 location and every ``catalogd.stage.*`` parameter. A staging table without a valid
@@ -43,6 +48,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -130,6 +136,29 @@ _KEY_LENGTH = STAGE_KEY_LENGTH
 _FINISHED_CACHE = 4096
 #: Forged staging tables already warned about (once per table, not every janitor pass).
 _WARNED_CACHE = 4096
+
+
+@dataclass
+class _Read:
+    """What a commit read under its target's lock before marking the stage COMMITTING, handed on
+    so the rest of the commit does not read it again (nothing of this daemon changes them meanwhile)."""
+
+    #: The target.
+    existing: hms.Table
+    #: The staging table's partitions and the target's (None: not listed).
+    staged: list[hms.Partition] | None = None
+    current: list[hms.Partition] | None = None
+
+
+@dataclass
+class _Chores:
+    """Housekeeping a commit leaves for the background worker, per target (coalesced)."""
+
+    target: str
+    #: Retired stages to purge (retention 0, appends).
+    purge: set[str] = field(default_factory=set)
+    #: Trim the target's retired versions to ``max_retired``.
+    trim: bool = False
 
 
 class StoredState(StrEnum):
@@ -364,6 +393,13 @@ class HiveStager:
         self._finished: OrderedDict[str, Stage] = OrderedDict()
         #: Targets of the stages this process began (a hint: saves a metastore read per commit).
         self._targets: OrderedDict[str, str] = OrderedDict()
+        #: Housekeeping commits leave for the worker, per (database, target), oldest first; the
+        #: worker's state is guarded by ``_chores_cv`` (see ``_later``).
+        self._chores: OrderedDict[tuple[str, str], _Chores] = OrderedDict()
+        self._chores_cv = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self._working = False
+        self._closed = False
 
     # ------------------------------------------------------------ plumbing
 
@@ -542,9 +578,13 @@ class HiveStager:
         what = f"table {self.name}.{database}.{target}"
         if is_stage_table(target):
             raise InvalidArgumentError(f"{what}: a staging table cannot be the target of a stage")
-        with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
-            c.get_database(database)
         existing = self._target_raw(database, target)
+        database_location = None
+        if existing is None:
+            # A table found proves its database; without one, a missing database is named as such
+            # (and its location, read here, places the staging table).
+            with self._client(f"database {self.name}.{database}", DatabaseNotFoundError) as c:
+                database_location = c.get_database(database).locationUri or ""
         key = new_key()
         purpose = request.purpose
         if existing is not None and existing.tableType in (codec.VIRTUAL_VIEW, codec.EXTERNAL_TABLE):
@@ -611,13 +651,19 @@ class HiveStager:
         if not columns:
             raise InvalidArgumentError(f"{what}: a stage needs at least one column")
         BaseCatalog.check_new_table(Table(**{**table.__dict__, "name": target}))
-        self.session.create_table(table)
-        tbl = self._get_raw(database, key)
-        if tbl is None:  # pragma: no cover - HMS just created it
-            raise StageNotFoundError(f"{self._what(database, key)} vanished right after it was created")
+        if location is not None:
+            # The location is known before HMS stores it: signed in the create itself (one
+            # alter_table less), in the spelling the session gives HMS (it confines it so).
+            location = self.session.roots().confine(location, f"table {self.name}.{database}.{table.name}").uri
+            table.location = location
+            table.properties[SIGNATURE] = stage_signature(self._secret, database, table.name, location,
+                                                          table.properties)
+        tbl = self.session.create_table(table, database_location)
         try:
-            # Signed once HMS has chosen the location (the signature covers it).
-            self._alter_stage(database, tbl, self._what(database, key))
+            if not is_signed(self._secret, tbl):
+                # Signed once HMS has chosen the location (the signature covers it), or
+                # spelled it otherwise than predicted.
+                self._alter_stage(database, tbl, self._what(database, key))
         except CatalogError:
             # Unsigned, nobody would ever clean it up: it is ours and empty, drop it now.
             try:
@@ -813,8 +859,9 @@ class HiveStager:
                                                   "stage was open")
                 raise ConflictError(f"table {self.name}.{database}.{target} was dropped and created again "
                                     "meanwhile; the stage, begun for the table before, was aborted")
-            tbl = self._mark_committing(database, tbl, existing, stage.purpose)
+            tbl, read = self._mark_committing(database, tbl, existing, stage.purpose)
             fault_point("commit.marked")
+            return self._finish_commit(database, key, tbl, stage, read)
         return self._finish_commit(database, key, tbl, stage)
 
     def _commit_create(self, database: str, key: str, tbl: hms.Table, stage: Stage,
@@ -853,22 +900,31 @@ class HiveStager:
             f"{what} already exists (created while the stage was open); the stage was aborted"
         )
 
-    def _mark_committing(self, database: str, tbl: hms.Table, existing: hms.Table, purpose: StagePurpose) -> hms.Table:
-        """Record what the commit replaces before touching the target, so anyone can finish it."""
+    def _mark_committing(self, database: str, tbl: hms.Table, existing: hms.Table,
+                         purpose: StagePurpose) -> tuple[hms.Table, _Read]:
+        """Record what the commit replaces before touching the target, so anyone can finish it.
+
+        Returns:
+            The staging table as written, and what was read of the target (for the rest of the commit).
+        """
         params = dict(tbl.parameters or {})
         replaced: dict[str, str] = {}
+        read = _Read(existing)
+        if existing.partitionKeys:
+            # Listed once for the whole commit: the plan or the replaced locations, then the switch.
+            read.staged = self._partitions(database, tbl.tableName)
+            read.current = self._partitions(database, existing.tableName)
         if purpose is StagePurpose.APPEND:
             try:
-                plan = self._append_plan(database, tbl, existing)
+                plan = self._append_plan(database, tbl, read)
             except UnsupportedError as e:
                 # Nothing was moved yet: the stage can never commit, so it goes now, not at its lease's end.
                 self._abort_locked(database, tbl, e.message)
                 raise UnsupportedError(f"{e.message}; the stage was aborted") from e
             params.update(_chunks(json.dumps(plan, sort_keys=True), APPEND_PLAN))
-        elif existing.partitionKeys:
-            staged = {codec.partition_name(tbl.partitionKeys, p.values)
-                      for p in self._partitions(database, tbl.tableName)}
-            for part in self._partitions(database, existing.tableName):
+        elif read.staged is not None and read.current is not None:
+            staged = {codec.partition_name(tbl.partitionKeys, p.values) for p in read.staged}
+            for part in read.current:
                 name = codec.partition_name(existing.partitionKeys, part.values)
                 if purpose is StagePurpose.REPLACE or name in staged:
                     replaced[name] = part.sd.location
@@ -881,9 +937,9 @@ class HiveStager:
         })
         tbl.parameters = params
         self._alter_stage(database, tbl)
-        return tbl
+        return tbl, read
 
-    def _append_plan(self, database: str, tbl: hms.Table, existing: hms.Table) -> dict[str, Any]:
+    def _append_plan(self, database: str, tbl: hms.Table, read: _Read) -> dict[str, Any]:
         """The moves and partition additions of an APPEND commit (see ``append_plan``).
 
         Raises:
@@ -896,11 +952,10 @@ class HiveStager:
                                        "files there, so it cannot append to it")
             return path
 
-        if existing.partitionKeys:
-            staged = {codec.partition_name(tbl.partitionKeys, p.values): local(p.sd.location)
-                      for p in self._partitions(database, tbl.tableName)}
-            current = {codec.partition_name(existing.partitionKeys, p.values): p.sd.location
-                       for p in self._partitions(database, existing.tableName)}
+        existing = read.existing
+        if read.staged is not None and read.current is not None:
+            staged = {codec.partition_name(tbl.partitionKeys, p.values): local(p.sd.location) for p in read.staged}
+            current = {codec.partition_name(existing.partitionKeys, p.values): p.sd.location for p in read.current}
             # Only the partitions the stage wrote need a reachable directory.
             targets = {name: local(location) for name, location in current.items() if name in staged}
         else:
@@ -909,7 +964,8 @@ class HiveStager:
         moves, add = append_plan(tbl.tableName[len(STAGE_TABLE_PREFIX):], staged, targets)
         return {"moves": moves, "add": add}
 
-    def _finish_append(self, database: str, tbl: hms.Table, stage: Stage, existing: hms.Table | None) -> None:
+    def _finish_append(self, database: str, tbl: hms.Table, stage: Stage, existing: hms.Table | None,
+                       read: _Read | None) -> None:
         """Roll an APPEND forward: move the files into existing directories, add the new partitions in
         one call, mark the target. Every step is safe to repeat (see ``apply_moves``)."""
         target = stage.target
@@ -928,10 +984,14 @@ class HiveStager:
         stats_free = {k: v for k, v in (existing.parameters or {}).items() if k not in _STATS}
         if existing.partitionKeys:
             add = set(plan.get("add", []))
+            # The moves change files, not partitions: what the commit listed before still holds.
+            staged_parts = read.staged if read is not None and read.staged is not None else None
+            current_parts = read.current if read is not None and read.current is not None else None
             staged = {codec.partition_name(tbl.partitionKeys, p.values): p
-                      for p in self._partitions(database, tbl.tableName)}
+                      for p in (staged_parts if staged_parts is not None
+                                else self._partitions(database, tbl.tableName))}
             current = {codec.partition_name(existing.partitionKeys, p.values): p
-                       for p in self._partitions(database, target)}
+                       for p in (current_parts if current_parts is not None else self._partitions(database, target))}
             added = [hms.Partition(values=list(part.values), dbName=database, tableName=target,
                                    createTime=int(time.time()), lastAccessTime=0, sd=copy.deepcopy(part.sd),
                                    parameters=dict(part.parameters or {}))
@@ -961,33 +1021,40 @@ class HiveStager:
                 with suppress(OSError):
                     os.rmdir(directory)
 
-    def _finish_commit(self, database: str, key: str, tbl: hms.Table, stage: Stage) -> Stage:
-        """Roll a COMMITTING stage forward; every step is safe to repeat."""
+    def _finish_commit(self, database: str, key: str, tbl: hms.Table, stage: Stage, read: _Read | None = None) -> Stage:
+        """Roll a COMMITTING stage forward; every step is safe to repeat.
+
+        ``read``: what the commit that just marked the stage read of the target (None: a commit
+        found COMMITTING, by a retry or the janitor: read again).
+        """
         target = stage.target
         what = f"table {self.name}.{database}.{target}"
-        existing = self._target_raw(database, target)
+        existing = read.existing if read is not None else self._target_raw(database, target)
         if stage.purpose is StagePurpose.APPEND:
-            self._finish_append(database, tbl, stage, existing)
+            self._finish_append(database, tbl, stage, existing, read)
             fault_point("commit.partitions")
             self._retire(database, tbl, stage)
             logger.info("stage %s committed: appended to %s", stage.id, what)
             # Nothing was replaced, so there is nothing for readers to keep.
-            self._purge(database, key)
+            self._later(database, target, purge=key)
             return self._ended(database, key, target, stage.purpose, StageState.COMMITTED, f"appended to {what}")
+        staged = read.staged if read is not None else None
+        current = read.current if read is not None else None
         if stage.purpose is StagePurpose.REPLACE:
-            if existing is None or (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
-                self._switch_table(database, tbl, existing, stage, what)
+            if ((existing is None or (existing.parameters or {}).get(LAST_COMMIT) != stage.id)
+                    and not self._switch_table(database, tbl, existing, stage, what)):
+                current = None  # a new table: its partitions are read again (none)
             fault_point("commit.switched")
-            self._sync_partitions(database, tbl, target, drop_others=True)
+            self._sync_partitions(database, tbl, target, drop_others=True, staged=staged, current=current)
         else:
             if existing is None:
                 # Dropped in the middle of the commit: there is nothing left to overwrite.
                 self._retire(database, tbl, stage)
                 raise TableNotFoundError(f"{what} was dropped during the commit")
-            self._sync_partitions(database, tbl, target, drop_others=False)
+            self._sync_partitions(database, tbl, target, drop_others=False, staged=staged, current=current)
             fault_point("commit.switched")
-            existing = self._target_raw(database, target)
-            if existing is not None and (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
+            # The partition calls leave the table itself as it was read.
+            if (existing.parameters or {}).get(LAST_COMMIT) != stage.id:
                 existing.parameters = {**(existing.parameters or {}), **_commit_tags(stage, existing.parameters)}
                 self._alter(database, target, existing, what)
         fault_point("commit.partitions")
@@ -996,14 +1063,18 @@ class HiveStager:
         done = "replaced" if stage.purpose is StagePurpose.REPLACE else "overwrote partitions of"
         logger.info("stage %s committed: %s %s", stage.id, done, what)
         if self.retention <= 0:
-            self._purge(database, key)
+            self._later(database, target, purge=key)
         else:
-            self._trim_retired(database, target)
+            self._later(database, target, trim=True)
         return self._ended(database, key, target, stage.purpose, StageState.COMMITTED, f"{done} {what}")
 
     def _switch_table(self, database: str, tbl: hms.Table, existing: hms.Table | None, stage: Stage,
-                      what: str) -> None:
-        """Point the target at the staged storage: one alter_table, or drop + create when HMS refuses that."""
+                      what: str) -> bool:
+        """Point the target at the staged storage: one alter_table, or drop + create when HMS refuses that.
+
+        Returns:
+            Whether the existing table was altered in place (it keeps its partitions); False: created anew.
+        """
         new = copy.deepcopy(tbl)
         new.tableName = stage.target
         new.parameters = {**_user_params(tbl.parameters),
@@ -1015,7 +1086,7 @@ class HiveStager:
             new.createTime = existing.createTime
             try:
                 self._alter(database, stage.target, new, what)
-                return
+                return True
             except InvalidArgumentError as e:
                 logger.warning("%s: the metastore refused to swap the storage in one call (%s); "
                                "dropping and re-creating the table instead", what, e.message)
@@ -1027,19 +1098,28 @@ class HiveStager:
         fault_point("commit.dropped")
         with self._client(what) as c:
             c.create_table(new)
+        return False
 
-    def _sync_partitions(self, database: str, tbl: hms.Table, target: str, drop_others: bool) -> None:
-        """Make the target's partitions for the staged values point at the staged files."""
+    def _sync_partitions(self, database: str, tbl: hms.Table, target: str, drop_others: bool,
+                         staged: list[hms.Partition] | None = None, current: list[hms.Partition] | None = None) -> None:
+        """Make the target's partitions for the staged values point at the staged files.
+
+        ``staged``, ``current``: the staging table's and the target's partitions as the commit
+        listed them (None: listed here).
+        """
         if not tbl.partitionKeys:
             return
         what = f"table {self.name}.{database}.{target}"
-        staged = self._partitions(database, tbl.tableName)
-        current = {tuple(p.values): p for p in self._partitions(database, target)}
+        if staged is None:
+            staged = self._partitions(database, tbl.tableName)
+        if current is None:
+            current = self._partitions(database, target)
+        by_values = {tuple(p.values): p for p in current}
         changed: list[hms.Partition] = []
         added: list[hms.Partition] = []
         for part in staged:
             values = tuple(part.values)
-            have = current.get(values)
+            have = by_values.get(values)
             if have is not None and have.sd.location == part.sd.location:
                 continue
             new = hms.Partition(
@@ -1055,14 +1135,15 @@ class HiveStager:
                 c.add_partitions(added)
             if drop_others:
                 keep = {tuple(p.values) for p in staged}
-                for values in [v for v in current if v not in keep]:
+                for values in [v for v in by_values if v not in keep]:
                     # Metadata only: the files go with the old table directory.
                     c.drop_partition(database, target, list(values), False)
 
     def _retire(self, database: str, tbl: hms.Table, stage: Stage) -> None:
         """Committed: the staging table now stands for the replaced data until it is purged."""
         key = stage.id.rsplit(".", 1)[1]
-        tbl = self._get_raw(database, key) or tbl
+        # ``tbl`` is as the commit wrote it (marked COMMITTING) or read it: nobody else writes a
+        # committing stage, so it is not read again.
         self._check_authentic(database, key, tbl)
         params = dict(tbl.parameters or {})
         if stage.purpose is StagePurpose.REPLACE:
@@ -1106,9 +1187,78 @@ class HiveStager:
         self._drop_stage(database, tbl)
         logger.info("stage %s: replaced data deleted", self._stage_id(database, key))
 
+    # ------------------------------------------------------------ housekeeping (after a commit)
+
+    def _later(self, database: str, target: str, purge: str | None = None, trim: bool = False) -> None:
+        """Leave a committed stage's housekeeping to the background worker: not part of the commit's
+        guarantee (the target is switched and the stage RETIRING, which anyone finishes), so off the
+        caller's path. Requests for one target coalesce; a failure is logged and left to the janitor,
+        which deletes every retired version once its retention is over (``_due``)."""
+        with self._chores_cv:
+            if self._closed:
+                return
+            chores = self._chores.get((database, target.lower()))
+            if chores is None:
+                chores = self._chores[(database, target.lower())] = _Chores(target)
+            if purge is not None:
+                chores.purge.add(purge)
+            chores.trim = chores.trim or trim
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name=f"stage-housekeeping-{self.name}",
+                                                daemon=True)
+                self._worker.start()
+            self._chores_cv.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._chores_cv:
+                while not self._chores and not self._closed:
+                    self._chores_cv.wait()
+                if self._closed:
+                    return
+                (database, _), chores = self._chores.popitem(last=False)
+                self._working = True
+            try:
+                self._housekeep(database, chores)
+            except Exception:  # the worker must outlive any one table's trouble
+                logger.exception("housekeeping of %s.%s failed (the janitor deletes its replaced data when "
+                                 "the retention ends)", database, chores.target)
+            finally:
+                with self._chores_cv:
+                    self._working = False
+                    self._chores_cv.notify_all()
+
+    def _housekeep(self, database: str, chores: _Chores) -> None:
+        """Purge the stages named, then trim the target's retired versions; each purge under the target's
+        lock, deciding again from the staging table as it is then (the janitor may have come first)."""
+        for key in sorted(chores.purge):
+            try:
+                with self.target_lock(database, chores.target):
+                    self._purge(database, key)
+            except CatalogError as e:
+                logger.warning("stage %s: deleting the replaced data: %s (the janitor retries)",
+                               self._stage_id(database, key), e)
+        if chores.trim:
+            self._trim_retired(database, chores.target)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the housekeeping asked so far is done; False if ``timeout`` passed first (for tests)."""
+        with self._chores_cv:
+            return self._chores_cv.wait_for(lambda: self._closed or not (self._chores or self._working), timeout)
+
+    def close(self) -> None:
+        """Stop the worker; what it had still to do is left to the janitor."""
+        with self._chores_cv:
+            self._closed = True
+            self._chores.clear()
+            self._chores_cv.notify_all()
+
     def _trim_retired(self, database: str, target: str) -> None:
         """Keep at most ``max_retired`` replaced versions of a table: the oldest go before their
-        retention is over (a table that commits every few seconds would keep hundreds)."""
+        retention is over (a table that commits every few seconds would keep hundreds).
+
+        Run by the housekeeping worker: listed without the lock, each purge under it.
+        """
         try:
             retired = [tbl for _, tbl in self._raw_stages([database])
                        if (tbl.parameters or {}).get(TARGET, "").lower() == target.lower()
@@ -1122,7 +1272,8 @@ class HiveStager:
                 logger.info("stage %s: deleting the replaced data early: %s.%s keeps at most %d replaced "
                             "versions (staging.max-retired-versions)", self._stage_id(database, key), database,
                             target, self.max_retired)
-                self._purge(database, key)
+                with self.target_lock(database, target):
+                    self._purge(database, key)
         except CatalogError as e:
             logger.warning("deleting the oldest replaced versions of %s.%s: %s (deleted when their retention ends)",
                            database, target, e)

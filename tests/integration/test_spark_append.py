@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from polling import wait_until
 
 from catalogd import spark as cspark
 from catalogd.model import StagePurpose, StageState
@@ -25,6 +26,13 @@ def stage_dirs(client, name: str) -> list[str]:
     return [p.name for p in root.iterdir() if p.name.startswith(".catalogd-stage-")]
 
 
+def cleaned_up(client, main_db: str, target: str) -> None:
+    """Wait until the committed appends' staging tables and directories are gone: the daemon drops
+    them right after the commit, on its housekeeping worker (off the commit's path)."""
+    wait_until(lambda: stage_dirs(client, target) == [] and leftovers(client, main_db) == [], 60,
+               what="the committed appends' staging tables and directories to be dropped")
+
+
 def test_append_to_an_unpartitioned_table(spark, client, main_db):
     target = f"{main_db}.events"
     cspark.atomic_ctas(spark, target, "SELECT id, 'old' AS tag FROM range(3)", client=client)
@@ -39,7 +47,7 @@ def test_append_to_an_unpartitioned_table(spark, client, main_db):
     assert client.commit_stage(stage.id).state is StageState.COMMITTED
     cspark.sql(spark, f"INSERT INTO {short(target)} SELECT 20, 'sql'", client=client)
     assert len(rows(spark, target)) == 6 and (20, "sql") in rows(spark, target)
-    assert stage_dirs(client, target) == [] and leftovers(client, main_db) == []
+    cleaned_up(client, main_db, target)
     assert client.get_table(target).properties.get("catalogd.last-commit") is not None
 
 
@@ -62,7 +70,8 @@ def test_append_to_new_and_existing_partitions(spark, client, main_db):
     assert [r for r in rows(spark, target) if r[1] == "1"] == [(1, "1"), (3, "1"), (100, "1"), (200, "1")]
     assert client.commit_stage(stage.id).state is StageState.COMMITTED
     assert len(rows(spark, target)) == 7
-    assert open_stages(client, main_db) == [] and leftovers(client, main_db) == []
+    assert open_stages(client, main_db) == []
+    wait_until(lambda: leftovers(client, main_db) == [], 60, what="the appends' staging tables to be dropped")
 
 
 def test_a_failed_append_leaves_the_target_as_it_was(spark, client, main_db):
@@ -84,7 +93,7 @@ def test_a_failed_append_leaves_the_target_as_it_was(spark, client, main_db):
     with pytest.raises(Exception, match="boom at 700"):
         cspark.insert_into(spark, target, df, client=client)
     assert rows(spark, target) == expected and data_files(client, target) == before
-    assert stage_dirs(client, target) == [] and leftovers(client, main_db) == []
+    cleaned_up(client, main_db, target)
     assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {short(target)}").collect()) == ["ds=0", "ds=1"]
 
 
@@ -107,4 +116,4 @@ def test_append_in_other_formats(spark, client, main_db, fmt):
     cspark.atomic_ctas(spark, target, "SELECT id, 'old' AS tag FROM range(2)", format=fmt, client=client)
     cspark.insert_into(spark, target, "SELECT 5, 'new'", client=client)
     assert rows(spark, target) == [(0, "old"), (1, "old"), (5, "new")]
-    assert stage_dirs(client, target) == [] and leftovers(client, main_db) == []
+    cleaned_up(client, main_db, target)

@@ -16,7 +16,7 @@ from polling import holds_for, wait_until
 
 from catalogd.client import CatalogClient
 from catalogd.errors import InvalidArgumentError, PermissionDeniedError, StageNotFoundError
-from catalogd.model import StageState
+from catalogd.model import Stage, StageState
 
 from .helpers import Daemon, local_path, log_text, metastore_key_file
 
@@ -224,8 +224,14 @@ def test_at_most_max_retired_versions_are_kept_per_table(client, main_db):
         stage = client.begin_stage(target, "id bigint", purpose="replace", lease=60)
         assert client.commit_stage(stage.id).state is StageState.COMMITTED
         locations.append(local_path(client.get_table(target).location))
-    retired = [s for s in client.list_stages("main") if s.database == database and s.target == "t"]
-    assert sorted(local_path(s.location or "") for s in retired) == sorted(locations[2:5])
+
+    def retired_versions() -> list[Stage]:
+        return [s for s in client.list_stages("main") if s.database == database and s.target == "t"]
+
+    # The oldest go right after the commits, on the daemon's housekeeping worker.
+    wait_until(lambda: sorted(local_path(s.location or "") for s in retired_versions()) == sorted(locations[2:5]),
+               60, what="the two oldest replaced versions to be deleted")
+    retired = retired_versions()
     assert all(s.state is StageState.COMMITTED and "deleted after" in (s.message or "") for s in retired)
     assert [p.exists() for p in locations] == [False, False, True, True, True, True]
     client.drop_table(target)
