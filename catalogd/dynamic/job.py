@@ -28,7 +28,10 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from catalogd.spark_common import SessionState
 
 
 class Reporter(Protocol):
@@ -134,9 +137,9 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
                           comment=table.comment if replacing else None, client=client, spark=spark) as staged:
             laps.lap("stage_begin_s")
             # Inside the stage's block: an analysis error aborts the stage (writer stopped).
-            df, listing = plan.result()
+            df, listing, state = plan.result()
             laps.lap("plan_wait_s")
-            written = write_staged(spark, df, staged, count=True)
+            written = write_staged(spark, df, staged, count=True, state=state)
             laps.lap("write_s")
             # A Connect write counts its rows itself; a classic session's are counted after (a second job).
             rows = written if written is not None else count_staged(spark, staged)
@@ -160,13 +163,31 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
             "stage_id": staged.result.id if staged.result is not None else None}
 
 
+def _functions(spark: Any) -> Any:
+    """pyspark's column functions for ``spark``'s kind of session."""
+    from catalogd.spark_common import is_connect
+
+    if is_connect(spark):
+        # pyspark's shared functions pick the Connect ones only in a process started for Connect
+        # (SPARK_CONNECT_MODE_ENABLED); the daemon that runs this is not one.
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions
+    from pyspark.sql import functions
+
+    return functions
+
+
 class _Plan:
     """The query analysed and its columns put in the table's order, on a thread of its own
-    (beside the stage's begin), then its input files listed (``_Listing``).
+    (beside the stage's begin), then its input files listed (``_Listing``) and what the write
+    asks the session first (``SessionState``: its current catalog, a query of its own on a
+    Connect server, and its dynamic-partition mode; nothing in the run changes them before
+    its write).
 
     Timings (``laps``): ``sql_s`` (SQL text sent and analysed), ``columns_s`` (the query's
-    columns) and ``input_files_s`` (the listing, or its start on Connect): beside the
-    critical path; ``plan_wait_s`` in ``write_result`` is what the write waited for them.
+    columns), ``input_files_s`` (the listing, or its start on Connect) and ``session_state_s``:
+    beside the critical path; ``plan_wait_s`` in ``write_result`` is what the write waited for them.
     """
 
     def __init__(self, spark: Any, query: Any, names: list[str], partition: dict[str, str] | None) -> None:
@@ -177,13 +198,18 @@ class _Plan:
         self._partition = partition or {}
         self._df: Any = None
         self._listing: _Listing | None = None
+        self._state: SessionState | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="catalogd-plan", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        from catalogd.spark_common import session_state
+
         try:
             self._df, self._listing = self._plan()
+            self._state = session_state(self._spark)
+            self.laps.lap("session_state_s")
         except BaseException as e:  # raised to the caller by result()
             self._error = e
 
@@ -191,12 +217,7 @@ class _Plan:
         from catalogd.spark_common import is_connect
 
         spark = self._spark
-        if is_connect(spark):
-            # pyspark's shared functions pick the Connect ones only in a process started for Connect
-            # (SPARK_CONNECT_MODE_ENABLED); the daemon that runs this is not one.
-            from pyspark.sql.connect import functions as F
-        else:
-            from pyspark.sql import functions as F  # type: ignore[no-redef]
+        F = _functions(spark)
         df = spark.sql(self._query) if isinstance(self._query, str) else self._query
         self.laps.lap("sql_s")
         lowered = {c.lower(): c for c in df.columns}
@@ -211,13 +232,14 @@ class _Plan:
         self.laps.lap("input_files_s")
         return df, listing
 
-    def result(self) -> tuple[Any, _Listing]:
-        """The query's DataFrame (its columns the table's) and its listing; raises the analysis's error."""
+    def result(self) -> tuple[Any, _Listing, SessionState]:
+        """The query's DataFrame (its columns the table's), its listing and the session's state;
+        raises the analysis's error."""
         self._thread.join()
         if self._error is not None:
             raise self._error
-        assert self._listing is not None
-        return self._df, self._listing
+        assert self._listing is not None and self._state is not None
+        return self._df, self._listing, self._state
 
     def error(self) -> BaseException | None:
         """What the analysis raised (None: it worked), once it has ended."""

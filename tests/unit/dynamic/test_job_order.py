@@ -18,6 +18,26 @@ from catalogd.model import Column
 WAIT = 30.0
 
 
+class _Col:
+    def alias(self, name: str) -> _Col:
+        return self
+
+    def __eq__(self, other: object) -> bool:  # a condition, as pyspark's columns make one
+        return True
+
+    __hash__ = object.__hash__
+
+
+class _Functions:
+    """pyspark's ``col`` and ``lit``, without a session."""
+
+    def col(self, name: str) -> _Col:
+        return _Col()
+
+    def lit(self, value: Any) -> _Col:
+        return _Col()
+
+
 class _Frame:
     """A query's DataFrame: its columns, chained calls, its input files."""
 
@@ -41,6 +61,17 @@ class _Spark:
         self.events = events
         self.gate = gate
         self.error = error
+
+        self.catalog = SimpleNamespace(currentCatalog=self._current_catalog)
+        self.conf = SimpleNamespace(get=self._conf_get)
+
+    def _current_catalog(self) -> str:
+        self.events.append("current_catalog")
+        return "spark_catalog"
+
+    def _conf_get(self, key: str, default: str | None = None) -> str | None:
+        self.events.append(f"conf:{key}")
+        return "nonstrict"
 
     def sql(self, query: str) -> _Frame:
         self.events.append("analysis")
@@ -81,6 +112,7 @@ class _Seen:
 def seen(monkeypatch: pytest.MonkeyPatch) -> _Seen:
     """The stage and the write are fakes that record in ``_Seen``."""
     import catalogd.spark_common as sc
+    from catalogd.dynamic import job
 
     record = _Seen()
 
@@ -98,14 +130,17 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> _Seen:
         record.events.append("commit")
         staged.result = SimpleNamespace(id="s1")
 
-    def write_staged(spark: Any, df: Any, staged: Any, count: bool = False) -> int:
+    def write_staged(spark: Any, df: Any, staged: Any, count: bool = False, state: Any = None) -> int:
+        # Asked beside the stage's begin: the write need not ask again.
+        assert state == sc.SessionState("spark_catalog", "nonstrict"), state
         record.events.append("write")
         return 1
 
     monkeypatch.setattr(sc, "staged_table", staged_table)
     monkeypatch.setattr(sc, "write_staged", write_staged)
-    # As a Connect session: its functions build columns without a server.
+    # As a Connect session (its input files listed beside the write), with columns of our own.
     monkeypatch.setattr(sc, "is_connect", lambda spark: True)
+    monkeypatch.setattr(job, "_functions", lambda spark: _Functions())
     return record
 
 
@@ -124,6 +159,7 @@ def test_the_query_is_analysed_while_the_stage_begins_after_the_run_s_record(see
     assert result["rows"] == 1 and result["input_files"] == 1
     assert result["source_partitions"] == ["ds=2024-03-02"]
     assert events.index("recorded") < events.index("begin") < events.index("write") < events.index("commit")
+    assert events.index("current_catalog") < events.index("write")
     assert "abort" not in events
     assert {"sql_s", "columns_s", "stage_begin_s", "plan_wait_s", "write_s", "commit_s"} <= set(result["timings"])
 
