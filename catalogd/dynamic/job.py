@@ -152,8 +152,8 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
             laps.lap()
         laps.lap("commit_s")
     except BaseException as e:
-        # The query's own error says more than a stage or record error it came with (the
-        # analysis fails first when both do: a metastore that went away).
+        # When both failed (a metastore that went away, say), the query's error is the one a
+        # user can act on, as when the analysis came first.
         failed = plan.error()
         if failed is not None and failed is not e:
             raise failed from e
@@ -178,6 +178,24 @@ def _functions(spark: Any) -> Any:
     return functions
 
 
+def _query_frame(spark: Any, query: str) -> Any:
+    """The DataFrame of SQL text ``query`` (a SELECT), analysed when its columns are asked.
+
+    On a Connect session, built here: ``spark.sql`` would send it to the server to be
+    analysed (a command would run there) and hand back the same SQL, which the columns'
+    request analyses again; one round trip fewer, and the analysis error (a source dropped
+    since) comes from that request instead.
+    """
+    from catalogd.spark_common import is_connect
+
+    if not is_connect(spark):
+        return spark.sql(query)
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import SQL
+
+    return DataFrame(SQL(query), spark)
+
+
 class _Plan:
     """The query analysed and its columns put in the table's order, on a thread of its own
     (beside the stage's begin), then its input files listed (``_Listing``) and what the write
@@ -185,9 +203,10 @@ class _Plan:
     Connect server, and its dynamic-partition mode; nothing in the run changes them before
     its write).
 
-    Timings (``laps``): ``sql_s`` (SQL text sent and analysed), ``columns_s`` (the query's
-    columns), ``input_files_s`` (the listing, or its start on Connect) and ``session_state_s``:
-    beside the critical path; ``plan_wait_s`` in ``write_result`` is what the write waited for them.
+    Timings (``laps``): ``sql_s`` (the query's DataFrame: no request on Connect, analysed in
+    a classic session), ``columns_s`` (the query analysed for its columns on Connect),
+    ``input_files_s`` (the listing, or its start on Connect) and ``session_state_s``: beside
+    the critical path; ``plan_wait_s`` in ``write_result`` is what the write waited for them.
     """
 
     def __init__(self, spark: Any, query: Any, names: list[str], partition: dict[str, str] | None) -> None:
@@ -218,7 +237,7 @@ class _Plan:
 
         spark = self._spark
         F = _functions(spark)
-        df = spark.sql(self._query) if isinstance(self._query, str) else self._query
+        df = _query_frame(spark, self._query) if isinstance(self._query, str) else self._query
         self.laps.lap("sql_s")
         lowered = {c.lower(): c for c in df.columns}
         df = df.select(*[F.col(f"`{lowered[n]}`").alias(n) for n in self._names])

@@ -141,6 +141,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> _Seen:
     # As a Connect session (its input files listed beside the write), with columns of our own.
     monkeypatch.setattr(sc, "is_connect", lambda spark: True)
     monkeypatch.setattr(job, "_functions", lambda spark: _Functions())
+    monkeypatch.setattr(job, "_query_frame", lambda spark, query: spark.sql(query))
     return record
 
 
