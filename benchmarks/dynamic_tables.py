@@ -52,11 +52,16 @@ SparkSession of its own on the same metastore, then measures:
    ``submit_vs_connect`` is how many times cheaper it is than a spark-submit refresh.
    ``steps_s``: where a run's time went (medians, from each run's ``result.json``, in
    order): ``session_s`` (its Connect session and settings), ``client_s`` (its
-   catalogd client), ``sql_s`` (the query sent and analysed), ``table_s`` (the target's
-   definition), ``columns_s`` (the query's columns), ``input_files_s`` (the files it
-   reads), ``before_stage_s`` (waiting for the run's RUNNING record), ``stage_begin_s``,
+   catalogd client), ``sql_s`` (the query's DataFrame: built without a request on
+   Connect), ``columns_s`` (the query analysed for its columns), ``input_files_s`` (the
+   start of the listing of the files it reads) and ``session_state_s`` (the session's
+   current catalog and dynamic-partition mode, which the write needs): these on a thread
+   of their own, beside ``table_s`` (the target's definition),
+   ``before_stage_s`` (waiting for the run's RUNNING record) and ``stage_begin_s``;
+   ``plan_wait_s`` (what the write still waited for the analysis once the stage had begun),
    ``write_s``, ``count_s`` (rows counted: 0 when the write counted them itself),
-   ``commit_s`` and ``release_s`` (the session's release, after the run's end).
+   ``input_files_wait_s`` (the listing's end), ``commit_s`` and ``release_s`` (the
+   session's release, after the run's end).
    ``server_start`` is how the server's last start went (its ``warmup.json``):
    ``listening_s`` (process start until it listens), ``warmup_s`` and ``rounds_s`` (the
    warm-up: before sessions are handed out, a session of its own runs a refresh's code

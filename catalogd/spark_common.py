@@ -18,6 +18,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from catalogd.errors import (
@@ -418,7 +419,7 @@ def _job_group(spark: SparkSession | None, group: str, description: str) -> Iter
 
 
 @contextlib.contextmanager
-def writing_to_session_catalog(spark: SparkSession) -> Iterator[None]:
+def writing_to_session_catalog(spark: SparkSession, current: str | None = None) -> Iterator[None]:
     """Make ``spark_catalog`` (catalogd's HMS endpoint) the current catalog while the block writes.
 
     ``DataFrameWriter.insertInto`` and ``saveAsTable`` take a session-catalog table
@@ -429,8 +430,11 @@ def writing_to_session_catalog(spark: SparkSession) -> Iterator[None]:
     unqualified names in the same session meet the session catalog (a qualified name is safe).
     Nothing changes in a session already on the session catalog (every session before the plugin,
     every refresh job's).
+
+    Args:
+        current: the session's current catalog, when the caller asked it already (``SessionState``).
     """
-    catalog = spark.catalog.currentCatalog()
+    catalog = current if current is not None else spark.catalog.currentCatalog()
     if catalog == "spark_catalog":
         yield
         return
@@ -449,13 +453,37 @@ DYNAMIC_PARTITION_MODE = "hive.exec.dynamic.partition.mode"
 ROWS_OBSERVATION = "catalogd_rows_written"
 
 
+@dataclass(frozen=True)
+class SessionState:
+    """What ``write_staged`` asks a session before it writes: its current catalog and its
+    dynamic-partition mode (``session_state``).
+
+    On a Spark Connect server these are two round trips, and the current catalog is a query of
+    its own (a plan executed and its answer fetched): a caller that knows that nothing changes
+    them before its write (a refresh: its session runs only its query's analysis meanwhile)
+    asks them ahead, beside the stage's begin, and hands them to ``write_staged``.
+    """
+
+    current_catalog: str
+    partition_mode: str | None
+
+
+def session_state(spark: SparkSession) -> SessionState:
+    """``spark``'s current catalog and dynamic-partition mode, now."""
+    return SessionState(spark.catalog.currentCatalog(), spark.conf.get(DYNAMIC_PARTITION_MODE, None))
+
+
 @contextlib.contextmanager
 
 
-def dynamic_partitions(spark: SparkSession) -> Iterator[None]:
-    """Let inserts in the block write partitions from the data's values (restoring the setting after)."""
+def dynamic_partitions(spark: SparkSession, state: SessionState | None = None) -> Iterator[None]:
+    """Let inserts in the block write partitions from the data's values (restoring the setting after).
+
+    Args:
+        state: the session's setting, when the caller asked it already.
+    """
     key = DYNAMIC_PARTITION_MODE
-    before = spark.conf.get(key, None)
+    before = state.partition_mode if state is not None else spark.conf.get(key, None)
     if before == "nonstrict":  # nothing to change or restore (a run's Connect session starts so)
         yield
         return
@@ -493,12 +521,15 @@ def insert_by_position(df: DataFrame, name: str, overwrite: bool) -> None:
         spark.catalog.dropTempView(view)
 
 
-def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count: bool = False) -> int | None:
+def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count: bool = False,
+                 state: SessionState | None = None) -> int | None:
     """Write ``df`` into an active stage (``insertInto``: by position, so its columns in the table's order).
 
     Args:
         count: have the write count its rows where it can (a Spark Connect session: in the
             write's own tasks, no second job).
+        state: the session's current catalog and dynamic-partition mode when the caller asked
+            them already (``session_state``); None: asked here.
 
     Returns:
         The rows written when ``count`` and the write reported them, else None
@@ -514,7 +545,8 @@ def write_staged(spark: SparkSession, df: DataFrame, staged: StagedTable, count:
         # The stage's columns are lower case, as catalogd keeps names; Spark's JDBC insert names them.
         write_jdbc(spark, df.toDF(*[c.lower() for c in df.columns]), staged.info, staged.stage.spark_table, "append")
         return None
-    with dynamic_partitions(spark), writing_to_session_catalog(spark):
+    with (dynamic_partitions(spark, state),
+          writing_to_session_catalog(spark, state.current_catalog if state is not None else None)):
         if not (count and is_connect(spark)):
             insert_by_position(df, name, overwrite=True)
             return None

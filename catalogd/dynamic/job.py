@@ -28,7 +28,10 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from catalogd.spark_common import SessionState
 
 
 class Reporter(Protocol):
@@ -80,16 +83,14 @@ def refresh(spark: Any, client: Any, spec: dict[str, Any], partition: dict[str, 
     """One refresh through a stage; returns rows written and what was read.
 
     Args:
-        before_stage: called (and its error raised) once the query is planned, before the stage begins.
+        before_stage: called (and its error raised) before the stage begins (the query is
+            analysed meanwhile, beside it: ``write_result``).
     """
     from catalogd.model import StagePurpose
 
-    laps = Laps()
-    df = spark.sql(spec["query"])
-    laps.lap("sql_s")
-    result = write_result(spark, client, spec, df,
+    result = write_result(spark, client, spec, spec["query"],
                           StagePurpose.OVERWRITE_PARTITIONS if partition else StagePurpose.REPLACE, reporter,
-                          partition=partition, laps=laps, before_stage=before_stage)
+                          partition=partition, before_stage=before_stage)
     if partition and result["rows"] == 0:
         # Nothing for this partition now: an overwrite with no rows writes no
         # partition, so the stale one is dropped to match the query.
@@ -103,63 +104,166 @@ def write_result(spark: Any, client: Any, spec: dict[str, Any], df: Any, purpose
     """Write a query's result into the table through a stage of ``purpose`` (REPLACE,
     OVERWRITE_PARTITIONS of ``partition``, APPEND); returns rows written and what was read.
 
+    The query (``df``: a DataFrame, or SQL text sent to ``spark``) is analysed on a thread of
+    its own while the stage begins: a round trip to a Connect server (or a plan in a classic
+    session) and the daemon's begin overlap instead of adding up. The stage begins only after
+    ``before_stage``; an analysis that fails aborts the stage begun meanwhile (the error
+    raised is the analysis's), so a bad query still leaves nothing behind.
+
     Args:
         on_staged: called with the stage's id once its rows are written, before the commit.
         laps: where the steps' times go (``timings`` in the result).
-        before_stage: as for ``refresh``.
+        before_stage: called (and its error raised) before the stage begins.
     """
     from catalogd.model import StagePurpose
-    from catalogd.spark_common import count_staged, is_connect, staged_table, write_staged
-
-    if is_connect(spark):
-        # pyspark's shared functions pick the Connect ones only in a process started for Connect
-        # (SPARK_CONNECT_MODE_ENABLED); the daemon that runs this is not one.
-        from pyspark.sql.connect import functions as F
-    else:
-        from pyspark.sql import functions as F  # type: ignore[no-redef]
+    from catalogd.spark_common import count_staged, staged_table, write_staged
 
     laps = laps or Laps()
     table = client.get_table(spec["table"])
     laps.lap("table_s")
     keys = [k.name for k in table.partition_keys]
-    names = [c.name for c in table.columns] + keys
-    lowered = {c.lower(): c for c in df.columns}
-    df = df.select(*[F.col(f"`{lowered[n]}`").alias(n) for n in names])
-    for key, value in (partition or {}).items():
-        # A filter on the result: Spark pushes it down to the sources' partitions.
-        df = df.where(F.col(key) == F.lit(value))
-    laps.lap("columns_s")
     reporter.update(phase="planning")
-    # A Connect session lists the files the query reads while the stage begins and the rows are
-    # written (the server plans it beside the write; the daemon begins the stage meanwhile).
-    listing = _Listing(df, background=is_connect(spark))
-    laps.lap("input_files_s")
+    plan = _Plan(spark, df, [c.name for c in table.columns] + keys, partition)
     replacing = purpose is not StagePurpose.APPEND
     props = {k: v for k, v in table.properties.items() if not k.startswith("catalogd.")} if replacing else None
-    reporter.update(phase="writing")
-    if before_stage is not None:
-        before_stage()
-    laps.lap("before_stage_s")
     started = time.time()
-    with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys, format=table.format,
-                      mode=purpose, properties=props, comment=table.comment if replacing else None, client=client,
-                      spark=spark) as staged:
-        laps.lap("stage_begin_s")
-        written = write_staged(spark, df, staged, count=True)
-        laps.lap("write_s")
-        # A Connect write counts its rows itself; a classic session's are counted after (a second job).
-        rows = written if written is not None else count_staged(spark, staged)
-        laps.lap("count_s")
-        files = listing.files()  # before the commit: a listing that failed fails the run, nothing committed
-        laps.lap("input_files_wait_s")
-        if on_staged is not None:
-            on_staged(staged.stage_id)
-        reporter.update(phase="committing", rows=rows, input_files=len(files))
-        laps.lap()
-    laps.lap("commit_s")
+    try:
+        if before_stage is not None:
+            before_stage()
+        laps.lap("before_stage_s")
+        reporter.update(phase="writing")
+        with staged_table(spec["table"], table.columns + table.partition_keys, partition_by=keys,
+                          format=table.format, mode=purpose, properties=props,
+                          comment=table.comment if replacing else None, client=client, spark=spark) as staged:
+            laps.lap("stage_begin_s")
+            # Inside the stage's block: an analysis error aborts the stage (writer stopped).
+            df, listing, state = plan.result()
+            laps.lap("plan_wait_s")
+            written = write_staged(spark, df, staged, count=True, state=state)
+            laps.lap("write_s")
+            # A Connect write counts its rows itself; a classic session's are counted after (a second job).
+            rows = written if written is not None else count_staged(spark, staged)
+            laps.lap("count_s")
+            files = listing.files()  # before the commit: a listing that failed fails the run, nothing committed
+            laps.lap("input_files_wait_s")
+            if on_staged is not None:
+                on_staged(staged.stage_id)
+            reporter.update(phase="committing", rows=rows, input_files=len(files))
+            laps.lap()
+        laps.lap("commit_s")
+    except BaseException as e:
+        # When both failed (a metastore that went away, say), the query's error is the one a
+        # user can act on, as when the analysis came first.
+        failed = plan.error()
+        if failed is not None and failed is not e:
+            raise failed from e
+        raise
     return {"rows": rows, "input_files": len(files), "source_partitions": _source_partitions(files),
-            "write_seconds": time.time() - started, "timings": laps.seconds,
+            "write_seconds": time.time() - started, "timings": {**plan.laps.seconds, **laps.seconds},
             "stage_id": staged.result.id if staged.result is not None else None}
+
+
+def _functions(spark: Any) -> Any:
+    """pyspark's column functions for ``spark``'s kind of session."""
+    from catalogd.spark_common import is_connect
+
+    if is_connect(spark):
+        # pyspark's shared functions pick the Connect ones only in a process started for Connect
+        # (SPARK_CONNECT_MODE_ENABLED); the daemon that runs this is not one.
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions
+    from pyspark.sql import functions
+
+    return functions
+
+
+def _query_frame(spark: Any, query: str) -> Any:
+    """The DataFrame of SQL text ``query`` (a SELECT), analysed when its columns are asked.
+
+    On a Connect session, built here: ``spark.sql`` would send it to the server to be
+    analysed (a command would run there) and hand back the same SQL, which the columns'
+    request analyses again; one round trip fewer, and the analysis error (a source dropped
+    since) comes from that request instead.
+    """
+    from catalogd.spark_common import is_connect
+
+    if not is_connect(spark):
+        return spark.sql(query)
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import SQL
+
+    return DataFrame(SQL(query), spark)
+
+
+class _Plan:
+    """The query analysed and its columns put in the table's order, on a thread of its own
+    (beside the stage's begin), then its input files listed (``_Listing``) and what the write
+    asks the session first (``SessionState``: its current catalog, a query of its own on a
+    Connect server, and its dynamic-partition mode; nothing in the run changes them before
+    its write).
+
+    Timings (``laps``): ``sql_s`` (the query's DataFrame: no request on Connect, analysed in
+    a classic session), ``columns_s`` (the query analysed for its columns on Connect),
+    ``input_files_s`` (the listing, or its start on Connect) and ``session_state_s``: beside
+    the critical path; ``plan_wait_s`` in ``write_result`` is what the write waited for them.
+    """
+
+    def __init__(self, spark: Any, query: Any, names: list[str], partition: dict[str, str] | None) -> None:
+        self.laps = Laps()
+        self._spark = spark
+        self._query = query
+        self._names = names
+        self._partition = partition or {}
+        self._df: Any = None
+        self._listing: _Listing | None = None
+        self._state: SessionState | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="catalogd-plan", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from catalogd.spark_common import session_state
+
+        try:
+            self._df, self._listing = self._plan()
+            self._state = session_state(self._spark)
+            self.laps.lap("session_state_s")
+        except BaseException as e:  # raised to the caller by result()
+            self._error = e
+
+    def _plan(self) -> tuple[Any, _Listing]:
+        from catalogd.spark_common import is_connect
+
+        spark = self._spark
+        F = _functions(spark)
+        df = _query_frame(spark, self._query) if isinstance(self._query, str) else self._query
+        self.laps.lap("sql_s")
+        lowered = {c.lower(): c for c in df.columns}
+        df = df.select(*[F.col(f"`{lowered[n]}`").alias(n) for n in self._names])
+        for key, value in self._partition.items():
+            # A filter on the result: Spark pushes it down to the sources' partitions.
+            df = df.where(F.col(key) == F.lit(value))
+        self.laps.lap("columns_s")
+        # A Connect session lists the files the query reads while the rows are written (the
+        # server plans it beside the write); a classic session here, beside the stage's begin.
+        listing = _Listing(df, background=is_connect(spark))
+        self.laps.lap("input_files_s")
+        return df, listing
+
+    def result(self) -> tuple[Any, _Listing, SessionState]:
+        """The query's DataFrame (its columns the table's), its listing and the session's state;
+        raises the analysis's error."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._listing is not None and self._state is not None
+        return self._df, self._listing, self._state
+
+    def error(self) -> BaseException | None:
+        """What the analysis raised (None: it worked), once it has ended."""
+        self._thread.join()
+        return self._error
 
 
 class _Listing:

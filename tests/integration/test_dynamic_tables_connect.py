@@ -187,6 +187,25 @@ def test_full_and_partition_refreshes_run_in_the_connect_server(
     assert [s for s in cc.list_stages("main") if s.target_name == daily and s.state.value == "OPEN"] == []
 
 
+def test_a_query_that_fails_analysis_aborts_the_stage_begun_beside_it(
+        connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
+    # The stage begins while the query is analysed: when the analysis fails, the stage is
+    # aborted by its writer and the table keeps its old data.
+    name = f"main.{cdb}.totals"
+    cc.create_dynamic_table(name, f"SELECT ds, count(*) AS n FROM {orders} GROUP BY ds", "1 day",
+                            options={"initialize": "on_schedule"})
+    spark.sql(f"DROP TABLE {orders}")  # outside catalogd: the stored query no longer analyses
+    done = wait_job(connect_dtd, refresh(connect_dtd, name)["jobId"])
+    assert done["status"] == "FAILED", done
+    assert "TABLE_OR_VIEW_NOT_FOUND" in done["runs"][0]["error"], done
+    stages = [s for s in cc.list_stages("main") if s.target_name == name]
+    assert [s.state.value for s in stages] == ["ABORTED"], stages
+    # Its writer stopped: the stage's files are gone with it.
+    location = stages[0].location
+    assert location is None or not Path(location.removeprefix("file:")).exists(), location
+    assert spark_rows(spark, f"{cdb}.totals") == []
+
+
 _STARTED = re.compile(r"Spark Connect server started at: \S*?:(\d+)")
 
 

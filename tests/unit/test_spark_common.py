@@ -234,3 +234,32 @@ def test_a_session_that_dies_right_after_the_stage_opens_leaves_no_open_stage() 
                                       spark=_DeadSpark()):  # type: ignore[arg-type]
         raise AssertionError("the block must not run")
     assert client.calls == ["begin", "abort main.db.s1"]
+
+
+def test_a_write_told_the_session_s_state_asks_the_session_nothing() -> None:
+    """``SessionState`` asked ahead (a refresh: beside its stage's begin): no round trip at the write."""
+    key = spark_common.DYNAMIC_PARTITION_MODE
+    ready = _Spark({key: "nonstrict"})
+    known = spark_common.SessionState("spark_catalog", "nonstrict")
+    with spark_common.dynamic_partitions(ready, known):  # type: ignore[arg-type]
+        pass
+    assert ready.conf.calls == []
+    # A known strict mode is still set for the write and restored after.
+    strict = _Spark({key: "strict"})
+    with spark_common.dynamic_partitions(strict, spark_common.SessionState("spark_catalog", "strict")):  # type: ignore[arg-type]
+        assert strict.conf.values[key] == "nonstrict"
+    assert strict.conf.values == {key: "strict"} and strict.conf.calls == [f"set {key}", f"set {key}"]
+
+    on_plugin = _CurrentCatalogSession("main", "sales")
+    with spark_common.writing_to_session_catalog(on_plugin, "spark_catalog"):  # type: ignore[arg-type]
+        pass
+    assert on_plugin.catalog.calls == []  # told it is on the session catalog already
+    with spark_common.writing_to_session_catalog(on_plugin, "main"):  # type: ignore[arg-type]
+        assert on_plugin.catalog.catalog == "spark_catalog"
+    assert on_plugin.catalog.catalog == "main"
+
+
+def test_session_state_is_the_session_s_current_catalog_and_partition_mode() -> None:
+    spark = _CurrentCatalogSession("main", "sales")
+    spark.conf = _Conf({spark_common.DYNAMIC_PARTITION_MODE: "nonstrict"})  # type: ignore[attr-defined]
+    assert spark_common.session_state(spark) == spark_common.SessionState("main", "nonstrict")  # type: ignore[arg-type]
