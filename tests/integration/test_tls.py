@@ -201,7 +201,7 @@ def test_a_refresh_job_reaches_its_daemon_under_mutual_tls(daemon_factory, tmp_p
         client.create_dynamic_table("main.tls_dt.copy", "SELECT id FROM tls_dt.src", "1 day")
         # The initial refresh runs at once, in a job that talks to the daemon over TLS.
         history = wait_until(lambda: [r for r in client.dynamic_table_history("main.tls_dt.copy") if r.status.finished],
-                             600, "the initial refresh", every=1)
+                             600, "the initial refresh", every=0.25)
         assert history[0].status is RunStatus.SUCCEEDED, history[0]
 
 
