@@ -419,10 +419,11 @@ def test_restart_keeps_state_and_history_catches_up_and_rederives_modes(
     # Created last, then the daemon stops at once: its 10-second fires are missed.
     dc.create_dynamic_table(every10, query, "10 seconds", refresh_mode="full",
                             options={"initialize": "on_schedule"})
-    assert dtd.stop() == 0
-    # The schedule fires on the 10-second marks of the clock: the first one after the stop is
-    # missed (a margin for the scheduler's clock reading, no fixed 11 s).
+    # The schedule fires on the 10-second marks of the clock: the first one after the stop
+    # begins is missed (as a fixed 11 s from here would, without waiting out the rest of the
+    # 10 s; a margin for the scheduler's clock reading).
     missed_fire = (int(time.time()) // 10 + 1) * 10
+    assert dtd.stop() == 0
     wait_until(lambda: time.time() > missed_fire + 0.5, 30.0, "a 10-second fire to pass while the daemon is down")
 
     # The threshold moves above 1 hour: `hourly` (mode derived) becomes CONTINUOUS.
