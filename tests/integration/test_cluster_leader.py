@@ -250,7 +250,7 @@ def test_a_refresh_asked_of_a_follower_runs_once_on_the_leader(cluster: Cluster)
         done = [body for _, body in answers if body["status"] in ("SUCCEEDED", "FAILED")]
         return done[0] if len(done) == 2 else None
 
-    done = wait_until(finished, JOB_TIMEOUT, what="the refresh job to finish (read through both members)", every=1.0)
+    done = wait_until(finished, JOB_TIMEOUT, what="the refresh job to finish (read through both members)", every=0.25)
     assert done["status"] == "SUCCEEDED", done
     with CatalogClient(leader.address, timeout=60) as client:
         runs = client.dynamic_table_history(table)

@@ -79,7 +79,7 @@ def test_a_refresh_runs_on_a_standalone_cluster_of_two_workers(
             # It loads the table at start, in the background: until then a refresh is refused.
             job = wait_until(lambda: dc.refresh_dynamic_tables(name), 120.0, f"{name} driven by the cluster's daemon")
             assert job.cluster_info.get("master") == cluster.master, job.cluster_info
-            done = dc.wait_refresh_job(job.id, timeout=JOB_TIMEOUT)
+            done = dc.wait_refresh_job(job.id, timeout=JOB_TIMEOUT, poll=0.25)
             assert done.status is RunStatus.SUCCEEDED, f"{done}\n{daemon.log()[-3000:]}\n{cluster.log()}"
             (run,) = done.runs
         assert spark_rows(spark, f"{source}.totals") == [(k, 5, sum(i * 1.5 for i in range(k, 20, 4)))

@@ -91,7 +91,7 @@ def dc(pgdt: PgDt) -> Iterator[CatalogClient]:
 
 def _refresh(dc: CatalogClient, pgdt: PgDt, name: str) -> Any:
     job = dc.refresh_dynamic_tables(name)
-    done = dc.wait_refresh_job(job.id, timeout=JOB_TIMEOUT)
+    done = dc.wait_refresh_job(job.id, timeout=JOB_TIMEOUT, poll=0.25)
     assert done.status.finished, f"refresh still running after {JOB_TIMEOUT} s\n{pgdt.daemon.log()[-3000:]}"
     return done.runs[0]
 

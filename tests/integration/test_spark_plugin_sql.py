@@ -230,7 +230,7 @@ def test_dynamic_table_created_refreshed_suspended_and_dropped_in_spark_sql(
         refreshing = one(shell.run(f"ALTER MATERIALIZED TABLE {name} REFRESH"))
         kind, _, _, job = refreshing.split("\t")
         assert kind == "refreshing", refreshing
-        assert sc.wait_refresh_job(job, timeout=300).status is RunStatus.SUCCEEDED
+        assert sc.wait_refresh_job(job, timeout=300, poll=0.25).status is RunStatus.SUCCEEDED
         assert shell.run(f"SELECT id, amount FROM {name} ORDER BY id") == [f"{i}\t{i * 1.5}" for i in range(5)]
         assert shell.run(f"ALTER DYNAMIC TABLE {name} SUSPEND") == [f"suspended\t{name} is SUSPENDED\t{name}\tNULL"]
         described = dict(line.split("\t", 1) for line in shell.run(f"DESCRIBE DYNAMIC TABLE {name}"))

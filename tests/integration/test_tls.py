@@ -27,7 +27,7 @@ from catalogd.client import CatalogClient
 from catalogd.errors import ServerUnavailableError
 from catalogd.hive_idl import ThriftHiveMetastore
 
-from .helpers import CATALOGD, SparkChild, clean_env, closed_by_server, http_get
+from .helpers import CATALOGD, SparkChild, clean_env, closed_by_server, http_get, metastore_key_file
 
 pytestmark = pytest.mark.integration
 
@@ -189,20 +189,30 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path,
     assert daemon.proc.poll() is None
 
 
-def test_a_refresh_job_reaches_its_daemon_under_mutual_tls(daemon_factory, tmp_path: Path):
+def test_a_refresh_job_reaches_its_daemon_under_mutual_tls(daemon_factory, daemon, unique_name, tmp_path: Path):
     from catalogd.model import RunStatus
 
     certs = make_certs(tmp_path / "certs", truststore=True)
-    daemon = daemon_factory(name="tls-dt", extra=_tls(certs, mutual=True))
+    # Its catalog is a remote one on the session daemon's metastore: what is under test is the
+    # job's way back to its daemon (API and HMS endpoint, both mutual TLS), not a metastore of
+    # its own (test_spark_through_the_hms_endpoint_over_tls runs an embedded one behind TLS).
+    with CatalogClient(daemon.address) as session:
+        metastore = session.get_catalog("main").metastore or ""
+    main = {"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": metastore},
+            "metastore-key-file": str(metastore_key_file(daemon.data_dir))}
+    tls_daemon = daemon_factory(name="tls-dt", catalogs=[main], extra=_tls(certs, mutual=True))
     mine = {"tls_ca": str(certs.ca), "tls_cert": str(certs.client_cert), "tls_key": str(certs.client_key)}
-    with CatalogClient(daemon.address, timeout=300, **mine) as client:
-        client.create_database("main.tls_dt")
-        client.create_table("main.tls_dt.src", "id int")
-        client.create_dynamic_table("main.tls_dt.copy", "SELECT id FROM tls_dt.src", "1 day")
+    db = unique_name("tls_dt")
+    with CatalogClient(tls_daemon.address, timeout=300, **mine) as client:
+        client.create_database(f"main.{db}")
+        client.create_table(f"main.{db}.src", "id int")
+        client.create_dynamic_table(f"main.{db}.copy", f"SELECT id FROM {db}.src", "1 day")
         # The initial refresh runs at once, in a job that talks to the daemon over TLS.
-        history = wait_until(lambda: [r for r in client.dynamic_table_history("main.tls_dt.copy") if r.status.finished],
-                             600, "the initial refresh", every=1)
+        history = wait_until(lambda: [r for r in client.dynamic_table_history(f"main.{db}.copy") if r.status.finished],
+                             600, "the initial refresh", every=0.25)
         assert history[0].status is RunStatus.SUCCEEDED, history[0]
+        client.drop_dynamic_table(f"main.{db}.copy")
+        client.drop_database(f"main.{db}", cascade=True)
 
 
 def test_a_client_certificate_is_the_hms_connection_s_principal(daemon_factory, tmp_path: Path):
