@@ -174,8 +174,11 @@ def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_
         conf = spark_conf_for(c.get_catalog("main"))
 
     def spark_as(user: str) -> SparkChild:
+        """Spark as ``user``, started (not yet ready: ``ready`` waits)."""
         env = {**clean_env(), "HADOOP_USER_NAME": user}
-        child = SparkChild.start(tmp_path / "child.py", conf, env)
+        return SparkChild.start(tmp_path / f"child-{user}.py", conf, env)
+
+    def ready(child: SparkChild) -> SparkChild:
         assert child.answer() == {"ready": True}
         return child
 
@@ -188,19 +191,20 @@ def test_unmodified_spark_is_refused_without_a_grant_and_reads_but_cannot_write_
             child.proc.kill()
             child.proc.wait()
 
+    # Both applications start at once (their JVMs' start is most of this test), each its own JVM.
     stranger = spark_as("mallory")
     try:
-        refused = stranger.sql("SELECT * FROM shop.t")
-        assert "needs role reader" in str(refused.get("error")), refused
+        viewer = spark_as("viewer")
+        try:
+            refused = ready(stranger).sql("SELECT * FROM shop.t")
+            assert "needs role reader" in str(refused.get("error")), refused
+            assert ready(viewer).sql("SELECT count(*) FROM shop.t") == {"rows": [[0]]}
+            written = viewer.sql("CREATE TABLE shop.u (id INT)")
+            assert "needs role writer on catalog main" in str(written.get("error")), written
+        finally:
+            done(viewer)
     finally:
         done(stranger)
-    viewer = spark_as("viewer")
-    try:
-        assert viewer.sql("SELECT count(*) FROM shop.t") == {"rows": [[0]]}
-        written = viewer.sql("CREATE TABLE shop.u (id INT)")
-        assert "needs role writer on catalog main" in str(written.get("error")), written
-    finally:
-        done(viewer)
     with CatalogClient(proc.address, token=ETL_TOKEN) as c:
         assert c.list_tables("main.shop") == ["t"]
     denials = [e for e in _audit(proc.data_dir) if e["outcome"] == "denied" and e["surface"] == "hms"]

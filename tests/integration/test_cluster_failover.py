@@ -78,7 +78,8 @@ def test_clients_and_the_cli_move_to_the_next_member(daemon_factory: Callable[..
 
 
 def test_members_on_one_metastore_must_share_the_stage_key(daemon_factory: Callable[..., Daemon]) -> None:
-    members = _members(2)
+    # Ports of their own for the stranger (2) and the member with the same key (1): both start at once.
+    members = _members(3)
     first = _member(daemon_factory, "keyed", members, 0, [embedded_catalog("main")])
     with CatalogClient(first.address, timeout=60) as client:
         uri = client.get_catalog("main").metastore
@@ -86,14 +87,15 @@ def test_members_on_one_metastore_must_share_the_stage_key(daemon_factory: Calla
     remote = [{"name": "main", "type": "hive", "default": True, "connection": {"hive.metastore.uris": uri},
                "metastore-key-file": str(metastore_key_file(first.data_dir))}]
 
-    stranger = _member(daemon_factory, "stranger", members, 1, remote, secret=OTHER_KEY, wait=False)
+    stranger = _member(daemon_factory, "stranger", members, 2, remote, secret=OTHER_KEY, wait=False)
+    same = _member(daemon_factory, "same", members, 1, remote, wait=False)
     assert stranger.proc.wait(180) == 2, log_text(stranger)
     errors = [line for line in log_text(stranger).splitlines() if line.startswith("error:")]
     assert len(errors) == 1, log_text(stranger)
     assert errors[0].startswith("error: config: ") and "staging.secret" in errors[0]
     assert OTHER_KEY not in log_text(stranger) and KEY not in log_text(stranger)
 
-    same = _member(daemon_factory, "same", members, 1, remote)
+    same.wait_ready()
     with CatalogClient(f"{first.address},{same.address}", timeout=60) as client:
         assert client.get_catalog("main").name == "main"
     assert KEY not in log_text(first) and KEY not in log_text(same)

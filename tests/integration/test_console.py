@@ -242,7 +242,7 @@ def test_a_browser_signs_in_browses_refreshes_and_suspends(consoled: Daemon, obj
                 page.reload()
                 return "SUCCEEDED" in page.inner_text("#runs")
 
-            wait_until(refreshed, JOB_TIMEOUT, "the refresh started from the page to succeed", every=2.0)
+            wait_until(refreshed, JOB_TIMEOUT, "the refresh started from the page to succeed", every=0.5)
             assert "manual" in page.inner_text("#runs")
             points = page.locator("#lag-plot svg circle").count()
             assert points >= 2, page.inner_html("#lag-plot")

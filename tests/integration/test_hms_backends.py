@@ -23,13 +23,23 @@ import pytest
 
 from catalogd.client import CatalogClient
 from catalogd.dynamic.runner import with_tmp_dir
-from catalogd.errors import PermissionDeniedError, TableNotFoundError
+from catalogd.errors import DatabaseNotFoundError, PermissionDeniedError, TableNotFoundError
 from catalogd.hive_idl import ttypes as hms_types
 from catalogd.metastore.client import MetastoreClient
-from catalogd.model import StageState
+from catalogd.model import Column, StageState, TableFormat
 from catalogd.spark.conf import spark_conf_for
 
-from .helpers import Daemon, SparkChild, clean_env, free_port, local_path, log_text, start_daemon, write_config
+from .helpers import (
+    CATALOGD,
+    Daemon,
+    SparkChild,
+    clean_env,
+    free_port,
+    local_path,
+    log_text,
+    start_daemon,
+    write_config,
+)
 from .standalone_hms import StandaloneMetastore, running_metastore
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -170,6 +180,47 @@ def test_hms_4_has_no_get_table(hms4):
             ms.call("get_table", "default", "anything")
     finally:
         ms.close()
+
+
+def test_catalog_client_round_trip_on_hms_4(client, hms4, backends, unique_name):
+    """catalogd's own client and CLI on a remote HMS 4: databases, tables, their alterations and drops."""
+    db = f"h4.{unique_name('remote')}"
+    info = client.get_catalog("h4")
+    assert (info.type, info.metastore) == ("hive", hms4.uri)
+    client.create_database(db, comment="on hive 4", properties={"k": "v"})
+    try:
+        got = client.get_database(db)
+        assert (got.comment, got.properties.get("k")) == ("on hive 4", "v")
+        assert got.name in client.list_databases("h4")
+
+        client.create_table(f"{db}.t", "id bigint COMMENT 'key', amount decimal(10,2)",
+                            partitioned_by="ds string", format="orc", comment="remote table",
+                            properties={"team": "data"})
+        table = client.get_table(f"{db}.t")
+        assert table.columns == [Column("id", "bigint", "key"), Column("amount", "decimal(10,2)")]
+        assert table.partition_keys == [Column("ds", "string")]
+        assert table.format is TableFormat.ORC
+        assert table.comment == "remote table"
+        assert table.properties.get("team") == "data"
+        assert client.list_tables(db) == ["t"]
+
+        altered = client.alter_table(f"{db}.t", add_columns="note string", set_properties={"x": "1"})
+        assert [c.name for c in altered.columns] == ["id", "amount", "note"]
+
+        done = subprocess.run(
+            [str(CATALOGD), "--server", backends.address, "--json", "table", "describe", f"{db}.t"],
+            capture_output=True, text=True, timeout=60, env=clean_env(),
+        )
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        assert json.loads(done.stdout)["format"] == "orc"
+
+        client.drop_table(f"{db}.t", purge=True)
+        with pytest.raises(TableNotFoundError):
+            client.get_table(f"{db}.t")
+    finally:
+        client.drop_database(db, if_exists=True, cascade=True)
+    with pytest.raises(DatabaseNotFoundError):
+        client.get_database(db)
 
 
 def test_spark_4_creates_inserts_reads_drops_on_hms_4(child, client, hms4, backends, unique_name):

@@ -130,6 +130,9 @@ def remote(client: CatalogClient, daemon: Daemon, daemon_factory: Callable[..., 
 
 # ---------------------------------------------------------------- 1. a lease lapses
 
+#: The lapsing stage's last lease, seconds: longer than a busy machine needs to list its stages once.
+LAPSE = 5
+
 def test_a_stage_whose_lease_lapses_is_aborted_with_its_files(spark, client, main_db, remote):
     extra = remote(name="lapse")
     target = f"{main_db}.t"
@@ -137,13 +140,21 @@ def test_a_stage_whose_lease_lapses_is_aborted_with_its_files(spark, client, mai
     spark.catalog.listTables(short(main_db))
     spark.createDataFrame([(0, "warm")], "id bigint, name string").collect()
     with CatalogClient(extra.address, timeout=60) as own:
-        stage = own.begin_stage(target, "id bigint, name string", lease=10)
+        # A lease the write fits in on a busy machine; then, written, one last heartbeat asks for a
+        # short one (LAPSE), so the test waits out LAPSE and its tombstone, not the write's lease.
+        stage = own.begin_stage(target, "id bigint, name string", lease=20)
         staging_dir = local_path(stage.location)
         write(spark, stage, [(1, "a"), (2, "b"), (3, "c")], "id bigint, name string")
-        if time.time() * 1000 >= stage.lease_deadline - 1000:
+        try:
+            stage = own.heartbeat_stage(stage.id, lease=LAPSE)
+        except ConflictError:
             pytest.fail("the write outlasted the lease: the test proves nothing (a slow machine?)")
+        assert stage.state is StageState.OPEN
         # Written and still open: nobody may touch a stage before its lease runs out.
-        assert [(s.id, s.state) for s in stages_for(own, main_db, "t")] == [(stage.id, StageState.OPEN)]
+        open_stages = [(s.id, s.state) for s in stages_for(own, main_db, "t")]
+        if time.time() * 1000 >= stage.lease_deadline:
+            pytest.fail("listing the stages outlasted the lease: the test proves nothing (a slow machine?)")
+        assert open_stages == [(stage.id, StageState.OPEN)]
         assert data_files(staging_dir), "the job wrote no files"
 
         def probe() -> list[str]:
@@ -151,11 +162,11 @@ def test_a_stage_whose_lease_lapses_is_aborted_with_its_files(spark, client, mai
             problems += [f"left on disk: {e}" for e in entries(db_dir(client, main_db))]
             return problems
 
-        # Never heartbeat: the lease ends, a janitor (the extra's, every 1s) aborts the stage.
-        # The lease (10s), then the tombstone that catches late files (two leases), then a janitor pass.
-        limit = 10 + 2 * 10 + DEADLINE
+        # Never heartbeat again: the lease ends, a janitor (the extra's, every 1s) aborts the stage.
+        # The lease, then the tombstone that catches late files (two leases), then a janitor pass.
+        limit = LAPSE + 2 * LAPSE + DEADLINE
         wait_until(settled(probe), limit, what="the lapsed stage is aborted and its files deleted", every=0.25)
-        assert time.time() * 1000 >= stage.lease_deadline + 2 * 10_000, "deleted before its tombstone ran out"
+        assert time.time() * 1000 >= stage.lease_deadline + 2 * LAPSE * 1000, "deleted before its tombstone ran out"
         assert not staging_dir.exists()
         assert not client.table_exists(target) and client.list_tables(main_db) == []
         with pytest.raises(StageNotFoundError):

@@ -162,30 +162,29 @@ def test_spark_through_the_hms_endpoint_over_tls(daemon_factory, tmp_path: Path,
     assert conf["spark.hadoop.hive.metastore.truststore.password"] == "${env.CATALOGD_TRUSTSTORE_PASSWORD}"
     assert TRUSTSTORE_PASSWORD not in done.stdout
 
-    child = SparkChild.start(tmp_path / "child.py", conf,
-                             env={**clean_env(), "CATALOGD_TRUSTSTORE_PASSWORD": TRUSTSTORE_PASSWORD})
-    proc = child.proc
-    try:
-        assert child.answer() == {"ready": True}
-        assert child.sql("INSERT INTO tls_spark.t VALUES (1), (2)") == {"rows": []}
-        assert child.sql("SELECT count(*) FROM tls_spark.t") == {"rows": [[2]]}
-        assert child.sql("SHOW TABLES IN tls_spark")["rows"] == [["tls_spark", "t", False]]
-    finally:
-        proc.kill()
-        proc.wait()
-
-    # Without the SSL settings the same Spark configuration cannot talk to the endpoint.
+    # Without the SSL settings the same Spark configuration cannot talk to the endpoint. Both
+    # applications start at once (their JVMs' start is most of this test), each its own JVM.
     plain = {k: v for k, v in conf.items() if "SSL" not in k and "truststore" not in k}
     plain["spark.hadoop.hive.metastore.connect.retries"] = "1"
     plain["spark.hadoop.hive.metastore.client.socket.timeout"] = "10s"
-    child = SparkChild.start(tmp_path / "child.py", plain)
-    proc = child.proc
+    child = SparkChild.start(tmp_path / "child.py", conf,
+                             env={**clean_env(), "CATALOGD_TRUSTSTORE_PASSWORD": TRUSTSTORE_PASSWORD})
     try:
-        assert child.answer() == {"ready": True}
-        assert "error" in child.sql("SELECT count(*) FROM tls_spark.t")
+        plain_child = SparkChild.start(tmp_path / "plain-child.py", plain)
+        try:
+            assert child.answer() == {"ready": True}
+            assert child.sql("INSERT INTO tls_spark.t VALUES (1), (2)") == {"rows": []}
+            assert child.sql("SELECT count(*) FROM tls_spark.t") == {"rows": [[2]]}
+            assert child.sql("SHOW TABLES IN tls_spark")["rows"] == [["tls_spark", "t", False]]
+
+            assert plain_child.answer() == {"ready": True}
+            assert "error" in plain_child.sql("SELECT count(*) FROM tls_spark.t")
+        finally:
+            plain_child.proc.kill()
+            plain_child.proc.wait()
     finally:
-        proc.kill()
-        proc.wait()
+        child.proc.kill()
+        child.proc.wait()
     assert daemon.proc.poll() is None
 
 
