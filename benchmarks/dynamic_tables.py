@@ -409,7 +409,14 @@ def refresh_one(daemon: DynamicDaemon, table: str) -> dict[str, Any]:
     (run,) = job["runs"]
     if job["status"] != "SUCCEEDED":
         raise RuntimeError(f"refresh of {table} failed: {job.get('error') or run.get('error')}\n{daemon.log_tail()}")
-    result = read_json(daemon.run_dir(run["id"]) / "result.json")  # spark-submit runs only
+    # Written once the run has ended: a Connect run's after its session's release, which comes
+    # after the answer the long poll gave (outside the timing).
+    result_file = daemon.run_dir(run["id"]) / "result.json"
+    written = time.monotonic() + 30.0
+    result = read_json(result_file)
+    while not result and time.monotonic() < written:
+        time.sleep(0.05)
+        result = read_json(result_file)
 
     def between(a: float | None, b: float | None) -> float | None:
         return round(b - a, 3) if a is not None and b is not None else None
