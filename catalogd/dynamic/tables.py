@@ -49,6 +49,7 @@ from catalogd.model import (
     RefreshRun,
     RefreshState,
     RunStatus,
+    StageState,
     Table,
     TableFormat,
     TableKind,
@@ -526,8 +527,26 @@ class TableOperations:
                 self.loader.restore(catalog.name, database, name, self._params(catalog, database, name)[1],
                                     time.time())
             raise
+        self._abort_open_stages(catalog, database, name)
         self.loader.forget_refusal(full)
         logger.info("dynamic table %s dropped", full)
+
+    @staticmethod
+    def _abort_open_stages(catalog: BaseCatalog, database: str, name: str) -> None:
+        """Abort the stages a stopped run left open on the dropped table: its job may have begun
+        one (a run begins its stage beside the query's analysis) and been stopped before it
+        could abort it; its lease would end it only later. Aborted with a tombstone, so a late
+        file of a writer still stopping goes too."""
+        try:
+            stages = catalog.list_stages()
+        except CatalogError:
+            return  # a catalog that stages nothing
+        for stage in stages:
+            if (stage.database, stage.target.lower()) == (database, name.lower()) and stage.state is StageState.OPEN:
+                try:
+                    catalog.abort_stage(database, stage.id.rsplit(".", 1)[1])
+                except CatalogError as e:  # its lease ends it all the same
+                    logger.warning("dropping %s.%s: aborting its open stage %s: %s", database, name, stage.id, e)
 
     def table_hook(self, op: str, catalog: str, database: str, name: str) -> None:
         """Called by the catalog manager before a table is dropped or renamed, or a database dropped."""

@@ -26,6 +26,11 @@ def _bindable(port: int) -> bool:
     return True
 
 
+#: Ports this process handed out already.
+_GIVEN: set[int] = set()
+_PICK = random.SystemRandom()
+
+
 def free_port() -> int:
     """A port free on 127.0.0.1 now, from below the kernel's ephemeral range.
 
@@ -38,8 +43,12 @@ def free_port() -> int:
     low = _ephemeral_low()
     if low - _LOWEST >= 1_000:
         for _ in range(50):
-            port = random.randrange(_LOWEST, low)
-            if _bindable(port):
+            # A system random: a test that seeds ``random`` must not make two picks alike.
+            port = _PICK.randrange(_LOWEST, low)
+            # Never the same port twice in one process: two picks for one config (its port
+            # and http-port) are both free until the daemon binds the first.
+            if port not in _GIVEN and _bindable(port):
+                _GIVEN.add(port)
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
