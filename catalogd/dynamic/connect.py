@@ -1,11 +1,18 @@
 """The warm engine (``spark.engine: connect``): refreshes run in sessions of a long-lived
 Spark Connect server instead of a ``spark-submit`` application each.
 
-catalogd starts the server itself (pyspark's ``SparkConnectServer`` class through
-``spark-submit``, bound on 127.0.0.1 and guarded by a random token only the daemon knows),
-or uses an existing one (``spark.remote``). Each run gets a session of its own
-(``SparkSession.builder.remote(url).create()``: its own temporary views and SQL settings),
-which it stops when it ends.
+catalogd starts the server itself (its ``catalogd.connect.ConnectServer``, Spark's own server
+with one setting changed, through ``spark-submit``, bound on 127.0.0.1 and guarded by a random
+token only the daemon knows), or uses an existing one (``spark.remote``). Each run gets a
+session of its own (``SparkSession.builder.remote(url).create()``: its own temporary views and
+SQL settings), which it stops when it ends.
+
+The setting: Spark's server gives every session a class loader of its own, and its cache of
+compiled query code is per class loader, so each run's new session compiled every stage's code
+again and the JIT compiled the new classes again (about 0.4 s of a one-second refresh on two
+cores). catalogd's sessions add no jars or classes, so its server keeps them in the one shared
+class loader (``jvm/connect-server``). Without that jar (an installed package that lacks it
+and no JDK to build it), Spark's own server is started, with a warning: runs work, slower.
 
 A server started here is supervised by one thread, which also launches it (a child's
 parent-death signal follows the thread that started it): when the server dies, the
@@ -52,7 +59,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+#: Spark's own Connect server: started when catalogd's (``CONNECT_SERVER_CLASS``) cannot be.
+SPARK_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 #: How long a starting server may take to listen (JVM start, SparkContext, metastore client).
 START_TIMEOUT = 180.0
 _STARTED = re.compile(r"Spark Connect server started at: \S*?:(\d+)")
@@ -203,6 +211,23 @@ def warm_up(session: RemoteSession, scratch: Path, rounds: int = WARMUP_ROUNDS) 
             raise CatalogError(f"the warm-up wrote {rows} row(s) from {len(files)} file(s), expected 1 row")
         seconds.append(round(time.monotonic() - began, 3))
     return seconds
+
+
+def server_main() -> tuple[str, Path | None]:
+    """The main class of the server to start, and its jar (None: one of Spark's jars).
+
+    catalogd's server (``catalogd.spark.plugin.connect_server_jar``) when its jar is there or
+    can be built; otherwise Spark's own, with a warning: every run's session then compiles its
+    query's code again.
+    """
+    from catalogd.spark.plugin import CONNECT_SERVER_CLASS, connect_server_jar
+
+    try:
+        return CONNECT_SERVER_CLASS, connect_server_jar()
+    except UnsupportedError as e:
+        logger.warning("starting Spark's own Connect server: %s (each run's session compiles its query's code "
+                       "again, which costs about half a second a run)", e.message)
+        return SPARK_SERVER_CLASS, None
 
 
 def remove_scratch(scratch: Path, work_dir: Path) -> None:
@@ -422,9 +447,10 @@ class ConnectServer:
             spark_runner.own_dir(spec_dir)  # the password file goes there
             self.passwords.create()
             # The server's token travels in its environment, never in a file or on its command line.
-            proc = spark_runner.launch_class(self.master, conf, SERVER_CLASS, "catalogd Spark Connect server",
+            main_class, jar = server_main()
+            proc = spark_runner.launch_class(self.master, conf, main_class, "catalogd Spark Connect server",
                                              spec_dir, env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token,
-                                                            PGPASSFILE_ENV: str(self.passwords.path)})
+                                                            PGPASSFILE_ENV: str(self.passwords.path)}, jar=jar)
         except (OSError, CatalogError) as e:
             self._error = f"cannot start the Spark Connect server: {e}"
             logger.error("%s", self._error)

@@ -105,11 +105,12 @@ def launch(master: str, conf: dict[str, str], spec: dict[str, Any], work_dir: Pa
 
 
 def launch_class(master: str, conf: dict[str, str], main_class: str, name: str, work_dir: Path,
-                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start ``spark-submit --class main_class`` (a JVM application of Spark's own jars, such
-    as the Spark Connect server); as ``launch`` for its log, settings, environment and thread."""
+                 env: dict[str, str] | None = None, jar: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start ``spark-submit --class main_class`` (a JVM application: of Spark's own jars, such
+    as Spark's Connect server, or of ``jar``); as ``launch`` for its log, settings, environment
+    and thread."""
     own_dir(work_dir)
-    return _submit(master, conf, work_dir, ["--class", main_class, "--name", name], env)
+    return _submit(master, conf, work_dir, ["--class", main_class, "--name", name, *([str(jar)] if jar else [])], env)
 
 
 def own_dir(work_dir: Path) -> None:

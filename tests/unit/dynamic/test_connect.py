@@ -4,6 +4,7 @@ like a Spark Connect server (no JVM): start, token, death, restart with backoff.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import stat
@@ -18,6 +19,7 @@ from polling import wait_until
 from catalogd.config import parse_config
 from catalogd.dynamic import connect
 from catalogd.errors import CatalogError, ConfigError, InvalidArgumentError, UnsupportedError
+from catalogd.spark import plugin
 
 FAKE_SERVER = r'''
 import os, re, socket, sys, time
@@ -47,16 +49,37 @@ def fake_spark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def test_without_catalogd_s_server_jar_spark_s_own_server_starts_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    def missing() -> Path:
+        raise UnsupportedError("catalogd's Spark Connect server is not built and no javac was found: run make")
+
+    monkeypatch.setattr(plugin, "connect_server_jar", missing)
+    with caplog.at_level(logging.WARNING, logger=connect.__name__):
+        assert connect.server_main() == (connect.SPARK_SERVER_CLASS, None)
+    assert "no javac" in caplog.text and "compiles its query's code again" in caplog.text
+
+
+def test_catalogd_s_server_is_the_one_started_when_its_jar_is_there(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    jar = tmp_path / "catalogd-connect.jar"
+    monkeypatch.setattr(plugin, "connect_server_jar", lambda: jar)
+    assert connect.server_main() == ("catalogd.connect.ConnectServer", jar)
+
+
 def test_the_server_starts_with_a_secret_token_dies_and_is_restarted(fake_spark_home: Path, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(connect, "_MIN_BACKOFF", 0.2)
+    jar = tmp_path / "catalogd-connect.jar"
+    monkeypatch.setattr(plugin, "connect_server_jar", lambda: jar)
     engine = connect.ConnectEngine("local[1]", tmp_path / "connect")
     server = engine.server({"spark.hadoop.hive.metastore.uris": "thrift://h:1"})
     assert engine.server({"spark.hadoop.hive.metastore.uris": "thrift://h:1"}) is server
     try:
         pid = wait_until(lambda: server.pid if server.alive(0) else None, 30, "the server to listen", every=0.1)
         seen = (fake_spark_home / "bin" / "seen.txt").read_text().splitlines()
-        assert f"--class {connect.SERVER_CLASS}" in seen[0]
+        # catalogd's own server class, from its jar (the application's resource, last).
+        assert f"--class {plugin.CONNECT_SERVER_CLASS}" in seen[0] and seen[0].endswith(f" {jar}")
         token = seen[1]
         assert len(token) >= 24 and token not in seen[0], "the token is in the environment, not the command line"
         server_dir = tmp_path / "connect" / "server-0"

@@ -146,7 +146,7 @@ def test_a_checkout_s_stale_jar_is_rebuilt_against_pyspark_s_jars(
     jar = _jar_with_hash(tmp_path / "catalogd" / "jars" / plugin.JAR_NAME, "stale")
     built: list[tuple[Path, Path, Path, str]] = []
 
-    def fake_build(r: Path, j: Path, jars: Path, javac: str) -> Path:
+    def fake_build(r: Path, j: Path, jars: Path, javac: str, what: str) -> Path:
         built.append((r, j, jars, javac))
         return j
 
@@ -168,8 +168,9 @@ def test_the_checkout_s_sources_are_found() -> None:
 def test_the_command_prints_the_jar_or_exits_with_the_reason(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(plugin, "plugin_jar", lambda: tmp_path / plugin.JAR_NAME)
+    monkeypatch.setattr(plugin, "connect_server_jar", lambda: tmp_path / plugin.CONNECT_SERVER_JAR_NAME)
     plugin.main()
-    assert capsys.readouterr().out == f"{tmp_path / plugin.JAR_NAME}\n"
+    assert capsys.readouterr().out == f"{tmp_path / plugin.JAR_NAME}\n{tmp_path / plugin.CONNECT_SERVER_JAR_NAME}\n"
 
     def refused() -> Path:
         raise UnsupportedError("no javac")
@@ -178,6 +179,28 @@ def test_the_command_prints_the_jar_or_exits_with_the_reason(
     with pytest.raises(SystemExit) as info:
         plugin.main()
     assert info.value.code == "no javac"
+
+
+def test_the_connect_server_s_jar_is_found_and_built_from_its_own_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its own jar and folder: a build failure of one leaves the other."""
+    root = tmp_path / "connect-server"
+    (root / "src").mkdir(parents=True)
+    built: list[tuple[Path, Path, str]] = []
+
+    def fake_build(r: Path, j: Path, jars: Path, javac: str, what: str) -> Path:
+        built.append((r, j, what))
+        return j
+
+    monkeypatch.setattr(plugin, "source_root", lambda folder="spark-catalog": root if folder == "connect-server" else None)
+    monkeypatch.setattr(plugin, "find_javac", lambda: "/jdk/bin/javac")
+    monkeypatch.setattr(plugin, "pyspark_jars", lambda: tmp_path / "jars")
+    monkeypatch.setattr(plugin, "build", fake_build)
+    jar = plugin.connect_server_jar()
+    assert jar.name == plugin.CONNECT_SERVER_JAR_NAME
+    assert built == [(root, jar, "catalogd's Spark Connect server")]
+    assert (Path(__file__).resolve().parents[3] / "jvm" / "connect-server" / "src" / "catalogd" / "connect"
+            / "ConnectServer.java").is_file()
 
 
 def test_make_builds_the_plugin_with_the_rest_of_the_java_code() -> None:
