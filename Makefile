@@ -47,7 +47,8 @@ java:
 
 # The Java code (jvm/), compiled against the pyspark jars: the embedded metastore's key check
 # (jvm/metastore-guard) into jvm/build/<hash of the sources>/, and the Spark catalog plugin
-# (jvm/spark-catalog) into catalogd/jars/catalogd-spark.jar, which the Python package ships; and
+# (jvm/spark-catalog) into catalogd/jars/catalogd-spark.jar and catalogd's Spark Connect server
+# (jvm/connect-server) into catalogd/jars/catalogd-connect.jar, which the Python package ships; and
 # the Hive 4 metastore IDL the HMS endpoint speaks, described from Hive's jar on Maven Central by
 # jvm/hms-idl into catalogd/jars/hive-metastore-idl.json (catalogd.hive_idl).
 # Nothing to do when the builds match their sources.

@@ -192,7 +192,8 @@ def test_the_connect_server_s_jar_is_found_and_built_from_its_own_folder(
         built.append((r, j, what))
         return j
 
-    monkeypatch.setattr(plugin, "source_root", lambda folder="spark-catalog": root if folder == "connect-server" else None)
+    monkeypatch.setattr(plugin, "source_root",
+                        lambda folder="spark-catalog": root if folder == "connect-server" else None)
     monkeypatch.setattr(plugin, "find_javac", lambda: "/jdk/bin/javac")
     monkeypatch.setattr(plugin, "pyspark_jars", lambda: tmp_path / "jars")
     monkeypatch.setattr(plugin, "build", fake_build)
