@@ -45,6 +45,8 @@ logger = logging.getLogger(__name__)
 
 #: A run that did not start because this member lost the cluster's lead.
 NOT_LEADING = "this member no longer leads the cluster"
+#: How often a spark-submit run's status file is read (its phase, and whether its result is written).
+JOB_POLL = 0.2
 #: Work dirs (spec, status, log) of finished runs kept for a look after the fact.
 _KEEP_RUN_DIRS = 50
 #: The triggers of requested runs (REST, Thrift, CLI, console): bounded per table. The daemon's
@@ -104,6 +106,8 @@ class RunExecutor:
         #: Each run taken from the queue until it ends (set then), and each running batch job's process.
         self._going: dict[str, threading.Event] = {}
         self._procs: dict[str, Process] = {}
+        #: Processes of runs that ended (their result written) and are still exiting.
+        self._exiting: dict[str, Process] = {}
         #: Whether this daemon may start runs now (in a cluster, only while it leads: the fence).
         self.leading: Callable[[], bool] = lambda: True
 
@@ -243,6 +247,20 @@ class RunExecutor:
             run.status, run.error = RunStatus.FAILED, f"{type(e).__name__}: {e}"
         finally:
             self._finish(entry, run, key, schedule_time)
+            self._await_exit(run.id)
+
+    def _await_exit(self, run_id: str) -> None:
+        """Wait for the process of a run that ended before it exited (its job stopping its
+        SparkSession); stopped when it takes longer than the shutdown grace, or the daemon stops."""
+        with self._lock:
+            proc = self._exiting.pop(run_id, None)
+        if proc is None:
+            return
+        deadline = time.monotonic() + self._grace
+        while proc.poll() is None:
+            if self._stopping.wait(JOB_POLL) or time.monotonic() > deadline:
+                self.runner.stop(proc, self._grace)
+                return
 
     def _finish(self, entry: Entry, run: RefreshRun, key: RunKey, schedule_time: datetime.datetime | None) -> None:
         run.ended = run.ended or self.clock()
@@ -297,7 +315,7 @@ class RunExecutor:
             with self._lock:
                 self._procs[run.id] = proc
             while proc.poll() is None:
-                if self._stopping.wait(0.5) or not self.registry.is_live(entry):
+                if self._stopping.wait(JOB_POLL) or not self.registry.is_live(entry):
                     self.runner.stop(proc, self._grace)
                     break
                 if self.clock() - started > timeout:
@@ -307,6 +325,14 @@ class RunExecutor:
                 status = self.runner.read_json(work_dir / "status.json")
                 run.phase = status.get("phase", run.phase)
                 run.application_id = status.get("application_id", run.application_id)
+                if status.get("phase") in ("done", "failed") and self.runner.read_json(work_dir / "result.json"):
+                    # The job wrote its result (its stage committed or aborted) and is stopping its
+                    # SparkSession, which takes a second or more: the run is over now. Its exit is
+                    # awaited after the run is recorded, on this thread (_await_exit), so the
+                    # pool's slot stays taken until the JVM is gone.
+                    with self._lock:
+                        self._exiting[run.id] = proc
+                    break
         finally:
             self.jobs.revoke_token(token)
         (work_dir / "spark.properties").unlink(missing_ok=True)  # may hold secrets

@@ -118,3 +118,40 @@ def test_shutdown_cuts_off_the_running_and_the_waiting_runs(tmp_path: Path) -> N
     late = rig.executor.submit([a], trigger="manual")
     assert late.status is RunStatus.FAILED
     assert late.runs[0].error == "the daemon stopped before the run started"
+
+
+def test_a_run_ends_once_its_job_wrote_its_result_and_its_slot_waits_for_the_exit(tmp_path: Path) -> None:
+    """A job writes its result, then stops its SparkSession (a second or more): the run is
+    SUCCEEDED and recorded meanwhile; the next run waits for the pool's slot until the process
+    is gone, and a process that does not go is stopped after the shutdown grace."""
+    a, b = _full("a"), _full("b")
+    rig = Rig(tmp_path, a, b, max_concurrent=1)
+    first = rig.executor.submit([a], trigger="manual")
+    second = rig.executor.submit([b], trigger="manual")
+    (proc,) = rig.launched(1)
+    work_dir = next(w for p, _, w in rig.runner.launched if p is proc)
+    rig.runner.json[work_dir / "result.json"] = {"ok": True, "rows": 3}
+    rig.runner.json[work_dir / "status.json"] = {"phase": "done"}
+    wait_until(lambda: rig.status(first.id) is RunStatus.SUCCEEDED, 30.0, "the run to end before its exit")
+    wait_until(lambda: [r.status for r in rig.records.recorded if r.table == "main.db.a"][-1:]
+               == [RunStatus.SUCCEEDED], 30.0, "the run recorded")
+    assert proc.poll() is None and rig.status(second.id) is RunStatus.PENDING, "the slot is still the exiting job's"
+    proc.exit(0)
+    (_, nxt) = rig.launched(2)
+    rig.finish(nxt, tmp_path)
+    wait_until(lambda: rig.status(second.id) is RunStatus.SUCCEEDED, 30.0, "the next run")
+    rig.executor.shutdown()
+
+
+def test_a_job_that_does_not_exit_after_its_result_is_stopped_after_the_grace(tmp_path: Path) -> None:
+    a = _full("a")
+    rig = Rig(tmp_path, a, max_concurrent=1)
+    rig.executor._grace = 0.3  # the shutdown grace: how long an ended run's process may take to exit
+    job = rig.executor.submit([a], trigger="manual")
+    (proc,) = rig.launched(1)
+    work_dir = rig.runner.launched[0][2]
+    rig.runner.json[work_dir / "result.json"] = {"ok": True, "rows": 1}
+    rig.runner.json[work_dir / "status.json"] = {"phase": "done"}
+    wait_until(lambda: proc in rig.runner.stopped, 30.0, "the hung process stopped")
+    assert rig.status(job.id) is RunStatus.SUCCEEDED
+    rig.executor.shutdown()
