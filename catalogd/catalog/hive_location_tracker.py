@@ -248,7 +248,10 @@ class LocationTracker:
         key = (database.lower(), table.lower())
         with self._busy:
             self._dropping[key] += 1
-            self._busy.wait_for(lambda: not self._reading[key])
+            if self._reading[key]:
+                logger.debug("catalog %s: the drop of %s.%s waits for the location pass's read of its partitions",
+                             self.name, database, table)
+                self._busy.wait_for(lambda: not self._reading[key])
         try:
             yield
         finally:
@@ -266,6 +269,8 @@ class LocationTracker:
         with self._busy:
             if self._dropping[key]:
                 self.skipped += 1
+                logger.debug("catalog %s: the location pass leaves out the partitions of %s.%s, being dropped",
+                             self.name, database, tbl.tableName)
                 return None
             self._reading[key] += 1
         try:
