@@ -41,7 +41,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -121,6 +122,13 @@ class LocationTracker:
         self._kick = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Tables whose partitions a background pass is reading, and tables catalogd is dropping:
+        #: never both at once for one table (see ``dropping``); guarded by ``_busy``.
+        self._busy = threading.Condition()
+        self._reading: Counter[Key] = Counter()
+        self._dropping: Counter[Key] = Counter()
+        #: Partition reads a pass left out because catalogd was dropping the table (for tests).
+        self.skipped = 0
         #: Completed passes, and what the last one took (seconds): for logs and the benchmark.
         self.passes = 0
         self.last_pass = 0.0
@@ -223,6 +231,56 @@ class LocationTracker:
             self._read_at[key] = number
             self._index.remove(key)
             self._marks.pop(key, None)
+
+    @contextlib.contextmanager
+    def dropping(self, database: str, table: str) -> Iterator[None]:
+        """catalogd drops ``database.table`` in this block (its metastore call): a background pass
+        does not read the table's partitions meanwhile, and the block first waits for such a read
+        already going.
+
+        A metastore on Derby (an embedded one's default) deadlocks the two: ``drop_table`` locks
+        the table's partition rows, then its TBLS row; a partition read (the join of
+        ``get_partitions``) holds the TBLS row and waits for the partition rows. Derby finds the
+        cycle only after ``derby.locks.deadlockTimeout`` (20 s), and the drop waits all that time
+        with the session's files lock (and a stage's target lock) held: every write behind them
+        stalled 20 s (a stage's purge of replaced data, 30 s passes over every table).
+        """
+        key = (database.lower(), table.lower())
+        with self._busy:
+            self._dropping[key] += 1
+            if self._reading[key]:
+                logger.debug("catalog %s: the drop of %s.%s waits for the location pass's read of its partitions",
+                             self.name, database, table)
+                self._busy.wait_for(lambda: not self._reading[key])
+        try:
+            yield
+        finally:
+            with self._busy:
+                self._dropping[key] -= 1
+                if not self._dropping[key]:
+                    del self._dropping[key]
+
+    def _passing_occupants(self, c: HiveClient, database: str, tbl: hms.Table) -> list[Occupant] | None:
+        """``table_occupants`` for a background pass; None (not read) while catalogd drops the
+        table (see ``dropping``): its drop updates the entry, or, if it fails, the next pass."""
+        if not tbl.partitionKeys:
+            return self.table_occupants(c, database, tbl)
+        key = (database.lower(), tbl.tableName.lower())
+        with self._busy:
+            if self._dropping[key]:
+                self.skipped += 1
+                logger.debug("catalog %s: the location pass leaves out the partitions of %s.%s, being dropped",
+                             self.name, database, tbl.tableName)
+                return None
+            self._reading[key] += 1
+        try:
+            return self.table_occupants(c, database, tbl)
+        finally:
+            with self._busy:
+                self._reading[key] -= 1
+                if not self._reading[key]:
+                    del self._reading[key]
+                self._busy.notify_all()
 
     def is_current(self, database: str, table: str) -> bool:
         """Whether the entry of a table is as the metastore has it (no write since its last read)."""
@@ -412,7 +470,9 @@ class LocationTracker:
                 if self._stop.is_set():
                     return
                 with self._lend(f"catalog {self.name}: locations") as c:
-                    occupants = self.table_occupants(c, database, tbl)
+                    occupants = self._passing_occupants(c, database, tbl)
+                if occupants is None:
+                    return  # being dropped: not read
                 self._apply((database, tbl.tableName.lower()), occupants, number, self._marks_of(tbl), passing=True)
 
             with ThreadPoolExecutor(FIRST_PASS_THREADS, thread_name_prefix=f"locations-{self.name}") as pool:
@@ -453,12 +513,17 @@ class LocationTracker:
         with self._lend(f"catalog {self.name}: locations") as c:
             tables = c.get_table_objects_by_name(database, batch)
             read = {}
+            skipped = set()
             for t in tables:
                 if pending is not None and t.partitionKeys and t.tableType != codec.VIRTUAL_VIEW and t.sd is not None:
                     later.append((database, _slim(t, self.indexed), number))
+                    continue
+                occupants = self._passing_occupants(c, database, t)
+                if occupants is None:
+                    skipped.add(t.tableName.lower())  # being dropped: its entry is left to the drop
                 else:
-                    read[t.tableName.lower()] = (self.table_occupants(c, database, t), self._marks_of(t))
-        deferred = {t.tableName.lower() for _, t, _ in later}
+                    read[t.tableName.lower()] = (occupants, self._marks_of(t))
+        deferred = {t.tableName.lower() for _, t, _ in later} | skipped
         for name in batch:
             if name not in deferred:
                 occupants, marks = read.get(name, (None, frozenset()))

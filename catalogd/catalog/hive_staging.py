@@ -1093,7 +1093,8 @@ class HiveStager:
         # Partition keys differ (HMS cannot change them) or HMS refused the change: the
         # weaker path. Readers see no table for the moment between the two calls.
         if existing is not None:
-            with self._client(what) as c:
+            # Not beside a background pass's read of its partitions: on Derby the two deadlock.
+            with self._client(what) as c, self.session.locations.dropping(database, stage.target):
                 c.drop_table(database, stage.target, False)
         fault_point("commit.dropped")
         with self._client(what) as c:

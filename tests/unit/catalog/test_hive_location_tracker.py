@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -311,3 +312,121 @@ def test_saves_at_once_never_lose_the_saved_index(counting: Counting, tmp_path: 
     for saver in savers:
         saver.join(30)
     assert json.loads(snapshot.read_text())["entries"]
+
+
+class DerbyLike(Counting):
+    """The fake metastore, noting when a drop of ``sales.p`` runs beside a read of its partitions:
+    Derby deadlocks the two (the drop locks partition rows then the TBLS row, the read the other
+    way round) and breaks the cycle only after its 20 s deadlockTimeout. ``hold`` keeps the
+    next call of ``method`` on ``sales.p`` in the metastore until ``release`` is set."""
+
+    def __init__(self, fake: FakeHms) -> None:
+        super().__init__(fake)
+        self.held_method = ""
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        self.running: list[str] = []
+        self.overlaps: list[str] = []
+        self._mutex = threading.Lock()
+
+    def hold(self, method: str) -> None:
+        self.held_method = method
+        self.inside.clear()
+        self.release.clear()
+
+    def __getattr__(self, name: str) -> object:
+        plain = super().__getattr__(name)
+        if name not in ("get_partitions", "drop_table_with_environment_context"):
+            return plain
+
+        def call(database: str, table: str, *args: object) -> object:
+            if (database, table.lower()) != ("sales", "p"):
+                return plain(database, table, *args)  # type: ignore[operator]
+            with self._mutex:
+                if self.running and "drop_table_with_environment_context" in [*self.running, name]:
+                    self.overlaps.append(f"{name} beside {sorted(self.running)}")
+                self.running.append(name)
+            try:
+                if name == self.held_method:
+                    self.held_method = ""
+                    self.inside.set()
+                    assert self.release.wait(10), "never released"
+                return plain(database, table, *args)  # type: ignore[operator]
+            finally:
+                with self._mutex:
+                    self.running.remove(name)
+        return call
+
+
+@pytest.fixture
+def derby(fake: FakeHms) -> DerbyLike:
+    fake.create_database(hms.Database(name="sales", locationUri=f"{WAREHOUSE}/sales.db", parameters={}))
+    table = Table(database="sales", name="p", columns=[Column("id", "bigint")], partition_keys=[Column("ds", "string")],
+                  location=f"{WAREHOUSE}/sales.db/p")
+    fake.create_table(codec.to_hms_table(table, None))
+    stored = fake.tables[("sales", "p")]
+    fake.add_partition(hms.Partition(values=["1"], dbName="sales", tableName="p", parameters={},
+                                     sd=hms.StorageDescriptor(**{**stored.sd.__dict__,
+                                                                 "location": f"{WAREHOUSE}/sales.db/p/ds=1"})))
+    return DerbyLike(fake)
+
+
+def _session_on(derby: DerbyLike) -> object:
+    from catalogd.catalog.hive import HiveCatalog
+
+    catalog = HiveCatalog("main", uris=[("127.0.0.1", 9083)])
+    catalog.session.attach(derby)  # type: ignore[arg-type]
+    catalog.session.occupants()  # the first pass
+    return catalog.session
+
+
+def test_a_drop_waits_for_a_passs_read_of_the_tables_partitions(derby: DerbyLike) -> None:
+    # A stage's purge dropped its staging table while a 30 s pass read that table's partitions:
+    # on the embedded metastore's Derby the two deadlocked, and the drop (the session's files
+    # lock held) stalled every write 20 s.
+    session = _session_on(derby)
+    tracker = session.locations  # type: ignore[attr-defined]
+    derby.hold("get_partitions")
+    passing = threading.Thread(target=tracker.reconcile)
+    passing.start()
+    assert derby.inside.wait(10)  # the pass is reading sales.p's partitions
+    dropping = threading.Thread(target=session.drop_table, args=("sales", "p"))  # type: ignore[attr-defined]
+    dropping.start()
+    try:
+        # The drop comes to wait for the read (without the guard it would reach the metastore
+        # beside it: an overlap).
+        deadline = time.monotonic() + 10
+        while (("sales", "p") not in getattr(tracker, "_dropping", ()) and not derby.overlaps
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+        assert derby.overlaps == []
+        assert dropping.is_alive()
+    finally:
+        derby.release.set()
+    dropping.join(10)
+    passing.join(10)
+    assert not dropping.is_alive() and not passing.is_alive()
+    assert derby.overlaps == []
+    assert ("sales", "p") not in derby.fake.tables
+    assert not [o for o in tracker.all() if o.table == "p"]
+
+
+def test_a_pass_leaves_out_the_partitions_of_a_table_being_dropped(derby: DerbyLike) -> None:
+    session = _session_on(derby)
+    tracker = session.locations  # type: ignore[attr-defined]
+    derby.hold("drop_table_with_environment_context")
+    dropping = threading.Thread(target=session.drop_table, args=("sales", "p"))  # type: ignore[attr-defined]
+    dropping.start()
+    try:
+        assert derby.inside.wait(10)  # the metastore is dropping sales.p
+        tracker.reconcile()  # a pass meanwhile: sales.p's partitions are not read
+        assert derby.overlaps == []
+        assert tracker.skipped == 1
+    finally:
+        derby.release.set()
+    dropping.join(10)
+    assert not dropping.is_alive()
+    assert derby.overlaps == []
+    assert not [o for o in tracker.all() if o.table == "p"]
+    tracker.reconcile()  # and the next pass has nothing to leave out
+    assert tracker.skipped == 1
