@@ -250,6 +250,26 @@ def test_the_connect_server_s_ports_are_on_loopback_and_refuse_an_unauthenticate
     assert [str(p) for p in connect_dtd.root.rglob("*") if _holds(p, token)] == [], "the token is in these files"
 
 
+def test_the_server_is_catalogd_s_own_and_its_grpc_port_refuses_a_client_without_the_token(
+        connect_dtd: ConnectDaemon) -> None:
+    """catalogd starts its own server class (``catalogd.connect.ConnectServer``: sessions on one
+    class loader) in place of Spark's, and it keeps Spark's token check: a client that does not
+    send the token gets no session, whatever it asks."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    pid, grpc = wait_until(lambda: (_connect_servers(connect_dtd) or [None])[0], 240, "a Connect server listening",
+                           every=1)
+    command = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    assert b"catalogd.connect.ConnectServer" in command and command[-1].endswith(b"catalogd-connect.jar"), command
+    stranger = RemoteSession.builder.remote(f"sc://127.0.0.1:{grpc}").create()
+    try:
+        # Without the token check the query would answer a row: this raises only if it is refused.
+        with pytest.raises(Exception, match="(?i)unauthenticated|authenticat|token"):
+            stranger.sql("SELECT 1").collect()
+    finally:
+        stranger.client.close()
+
+
 def test_a_jdbc_dynamic_table_refreshes_in_the_connect_server_and_its_password_is_in_no_file(
         connect_dtd: ConnectDaemon, cc: CatalogClient, spark: Any, cdb: str, orders: str) -> None:
     """Issue 31, row 12: every refresh of a jdbc dynamic table on the connect engine FAILED with "no
