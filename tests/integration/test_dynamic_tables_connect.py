@@ -264,7 +264,7 @@ def test_the_server_is_catalogd_s_own_and_its_grpc_port_refuses_a_client_without
     stranger = RemoteSession.builder.remote(f"sc://127.0.0.1:{grpc}").create()
     try:
         # Without the token check the query would answer a row: this raises only if it is refused.
-        with pytest.raises(Exception, match="(?i)unauthenticated|authenticat|token"):
+        with pytest.raises(Exception, match=r"(?i)unauthenticated|authenticat|token"):
             stranger.sql("SELECT 1").collect()
     finally:
         stranger.client.close()
