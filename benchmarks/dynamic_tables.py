@@ -38,7 +38,7 @@ SparkSession of its own on the same metastore, then measures:
 4. **The warm engine** (``spark.engine: connect``): the daemon is restarted on the
    same data dir (and HMS port) with the connect engine, and the same day of each
    source is refreshed through its Spark Connect server: one untimed refresh (it waits
-   for the server's start), then two blocks of ``--repeat`` (at least 5) timed refreshes per source,
+   for the server's start), then three blocks of ``--repeat`` (at least 5) timed refreshes per source,
    the sources alternating, each refresh followed by the warm direct atomic overwrite
    of section 2 of the same day, timed (``direct_atomic_s``): both sides on the same
    machine at the same moment, so that a load spike hits both alike. ``after_start``
@@ -546,7 +546,7 @@ def connect_engine(daemon: DynamicDaemon, days_list: list[int], repeat: int, dir
     # How the server's last start went: listening, warm-up rounds, ready for runs.
     server_start = read_json(daemon.data_dir / "dynamic" / "connect" / "server-0" / "warmup.json")
     repeat = max(repeat, CONNECT_REPEAT)
-    # Two blocks of ``repeat`` timed refreshes per source, the sources alternating: the first
+    # Blocks of ``repeat`` timed refreshes per source, the sources alternating: the first
     # right after the server's start (its JVM, the daemon's and the metastore's still warming
     # up), the second once the server has run those (what a long-lived server does all day).
     # Each refresh is followed by the direct overwrite of its day, so that both sides are
