@@ -91,11 +91,12 @@ engines: $(STAMP)
 run: $(STAMP) jvm
 	$(BIN)/catalogd serve --config $(CONFIG)
 
-# Two test processes (pytest-xdist), each module whole in one of them so module fixtures (a
+# Three test processes (pytest-xdist), each module whole in one of them so module fixtures (a
 # module's daemon, its Spark application) are still made once: an integration test mostly waits on
-# JVMs, deadlines and leases, so two processes on 2 cores take about half the time of one.
+# JVMs, deadlines and leases, so on 2 cores two processes take about half the time of one, and
+# three less than two (docs/development.md).
 test: $(STAMP) jvm postgresql chromium engines lint docs
-	$(PYC) $(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadfile tests
+	$(PYC) $(BIN)/python -m pytest -q --durations=25 -n 3 --dist loadfile tests
 
 unit: $(STAMP) jvm
 	$(PYC) $(BIN)/python -m pytest -q tests/unit
