@@ -255,6 +255,7 @@ def test_the_server_is_catalogd_s_own_and_its_grpc_port_refuses_a_client_without
     """catalogd starts its own server class (``catalogd.connect.ConnectServer``: sessions on one
     class loader) in place of Spark's, and it keeps Spark's token check: a client that does not
     send the token gets no session, whatever it asks."""
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     pid, grpc = wait_until(lambda: (_connect_servers(connect_dtd) or [None])[0], 240, "a Connect server listening",
@@ -264,7 +265,7 @@ def test_the_server_is_catalogd_s_own_and_its_grpc_port_refuses_a_client_without
     stranger = RemoteSession.builder.remote(f"sc://127.0.0.1:{grpc}").create()
     try:
         # Without the token check the query would answer a row: this raises only if it is refused.
-        with pytest.raises(Exception, match=r"(?i)unauthenticated|authenticat|token"):
+        with pytest.raises(SparkConnectGrpcException, match=r"(?i)unauthenticated|authenticat|token"):
             stranger.sql("SELECT 1").collect()
     finally:
         stranger.client.close()
